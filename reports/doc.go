@@ -1,0 +1,3 @@
+// Package reports renders run results as tables, JSON, CSV, Markdown and
+// self-contained HTML with SVG charts.
+package reports

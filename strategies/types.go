@@ -1,0 +1,167 @@
+package strategies
+
+import (
+	"context"
+	"time"
+)
+
+// Kind classifies how an attempt ended.
+type Kind int
+
+const (
+	// Success is a 2xx response that was read to the end.
+	Success Kind = iota
+	// Throttled is a 429: the caller's own limit was exceeded.
+	Throttled
+	// Overloaded is a 529 (Anthropic) or 503 (OpenAI): the provider is
+	// overloaded for everyone, not just this caller.
+	Overloaded
+	// Failed is any other error: another status, a connection error, a
+	// stream cut mid-way, an invalid response.
+	Failed
+	// Canceled means the caller's context ended the attempt.
+	Canceled
+)
+
+var kindNames = [...]string{"success", "throttled", "overloaded", "failed", "canceled"}
+
+// String returns the kind's lowercase name, as used in reports.
+func (k Kind) String() string {
+	if k < 0 || int(k) >= len(kindNames) {
+		return "unknown"
+	}
+	return kindNames[k]
+}
+
+// Usage is the token usage a server reported for an attempt.
+type Usage struct {
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+}
+
+// Limit is one dimension of a provider's rate-limit headers. The zero value
+// means the header was absent.
+type Limit struct {
+	Limit     int64     // the ceiling (e.g. requests per minute); 0 when absent
+	Remaining int64     // what is left now
+	Reset     time.Time // when the bucket is fully replenished; zero when absent
+}
+
+// Known reports whether the response carried this dimension.
+func (l Limit) Known() bool { return l.Limit > 0 }
+
+// Limits are the parsed rate-limit headers of one response
+// (anthropic-ratelimit-* or x-ratelimit-*).
+type Limits struct {
+	Requests     Limit
+	Tokens       Limit // combined (Anthropic) or the only token budget (OpenAI)
+	InputTokens  Limit // Anthropic only
+	OutputTokens Limit // Anthropic only
+}
+
+// Outcome is what one attempt taught the client.
+type Outcome struct {
+	Kind    Kind
+	Status  int           // HTTP status; 0 when no response arrived
+	Latency time.Duration // from sending the request to the end of the response
+
+	// RetryAfter is the server's requested delay: retry-after-ms, then
+	// retry-after as seconds or an HTTP date (already converted to a duration
+	// at receipt). Meaningful only when HasRetryAfter is set.
+	RetryAfter    time.Duration
+	HasRetryAfter bool
+
+	// ShouldRetry is the x-should-retry header: nil when absent.
+	ShouldRetry *bool
+
+	Limits Limits
+	Usage  Usage
+	Err    error // the error for Failed and Canceled; nil otherwise
+}
+
+// Cost is what an attempt is expected to consume, as far as the caller knows
+// before sending it. Strategies that budget tokens use it; others ignore it.
+type Cost struct {
+	// Provider and Key identify the limit the call counts against: a provider
+	// name ("anthropic", "openai") and a key fingerprint, never the key.
+	Provider string
+	Key      string
+	// InputTokens is the caller's estimate of the prompt's tokens.
+	InputTokens int
+	// MaxTokens is the request's max_tokens.
+	MaxTokens int
+}
+
+// Tokens returns the reservation a token budget takes for the call:
+// InputTokens + MaxTokens.
+func (c Cost) Tokens() int { return c.InputTokens + c.MaxTokens }
+
+// A Strategy decides when an attempt may start and learns from how it ended.
+// Implementations are safe for concurrent use.
+type Strategy interface {
+	// Acquire waits until an attempt with cost c may start, or ctx ends.
+	// Each Permit it returns must be finished with exactly one Done.
+	Acquire(ctx context.Context, c Cost) (Permit, error)
+	// Stats returns a snapshot of the strategy's counters and state, with the
+	// same fields for every strategy.
+	Stats() Stats
+}
+
+// A Permit is the right to make one attempt (or, with retries inside the
+// slot, a sequence of attempts) that a Strategy granted.
+type Permit interface {
+	// Observe reports an attempt that ended with o while the permit stays
+	// held, because the retry policy retries inside the slot.
+	Observe(o Outcome)
+	// Done reports the last attempt made under the permit and releases it.
+	// It must be called exactly once.
+	Done(o Outcome)
+}
+
+// Stats is the common snapshot every strategy reports, so that switching
+// strategy does not change what a dashboard can show. Fields a strategy has no
+// use for stay zero.
+type Stats struct {
+	InFlight int     `json:"in_flight"`
+	Limit    float64 `json:"limit"`            // current concurrency limit or window; 0 = unbounded
+	Delay    float64 `json:"delay_seconds"`    // current pacing delay between dispatches
+	Rate     float64 `json:"rate_per_second"`  // current pacing rate; 0 = unpaced
+	Tokens   float64 `json:"tokens_available"` // token budget available now; 0 when not budgeting
+	Queued   int     `json:"queued"`           // callers waiting in Acquire
+
+	WaitSlot       time.Duration `json:"wait_slot_ns"`        // total time callers waited for a slot
+	WaitTokens     time.Duration `json:"wait_tokens_ns"`      // total time waited for token budget
+	WaitRetryAfter time.Duration `json:"wait_retry_after_ns"` // total time waited on a retry-after gate
+
+	Attempts  int64 `json:"attempts"`
+	Successes int64 `json:"successes"`
+	Throttles int64 `json:"throttles"`
+	Overloads int64 `json:"overloads"`
+	Errors    int64 `json:"errors"`
+	Cancels   int64 `json:"cancels"`
+}
+
+// EventType names a change in a strategy's state.
+type EventType string
+
+// The state changes a strategy reports.
+const (
+	EventLimit     EventType = "limit"      // a new concurrency limit or window
+	EventDelay     EventType = "delay"      // a new pacing delay
+	EventRate      EventType = "rate"       // a new pacing rate
+	EventGateClose EventType = "gate_close" // a retry-after gate closed until Until
+	EventGateOpen  EventType = "gate_open"  // the gate opened again
+)
+
+// Event is one state change, for the run's timeline.
+type Event struct {
+	Time   time.Time
+	Type   EventType
+	Value  float64   // the new limit, delay in seconds, or rate
+	Until  time.Time // for EventGateClose
+	Reason string    // e.g. "throttle", "slow start", "headers"
+}
+
+// Observer receives a strategy's events. It is called synchronously and must
+// not block or call back into the strategy.
+type Observer func(Event)
