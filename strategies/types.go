@@ -21,9 +21,15 @@ const (
 	Failed
 	// Canceled means the caller's context ended the attempt.
 	Canceled
+	// Abandoned releases a permit without an attempt: the caller gave up
+	// (its context ended) while waiting between attempts inside the permit.
+	// It is passed only to Permit.Done, after at least one Permit.Observe;
+	// strategies count it as a cancellation, not as an attempt, and learn
+	// nothing from it.
+	Abandoned
 )
 
-var kindNames = [...]string{"success", "throttled", "overloaded", "failed", "canceled"}
+var kindNames = [...]string{"success", "throttled", "overloaded", "failed", "canceled", "abandoned"}
 
 // String returns the kind's lowercase name, as used in reports.
 func (k Kind) String() string {
@@ -133,6 +139,7 @@ type Stats struct {
 	WaitTokens     time.Duration `json:"wait_tokens_ns"`      // total time waited for token budget
 	WaitRetryAfter time.Duration `json:"wait_retry_after_ns"` // total time waited on a retry-after gate
 
+	Permits   int64 `json:"permits"` // permits granted by Acquire; each ends with one Done
 	Attempts  int64 `json:"attempts"`
 	Successes int64 `json:"successes"`
 	Throttles int64 `json:"throttles"`

@@ -1,0 +1,299 @@
+package strategies
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// conformanceCase is one strategy under the conformance suite, which every
+// strategy of the package must pass.
+type conformanceCase struct {
+	name string
+	// new returns a fresh strategy with opts applied. The suite acquires with
+	// conformanceCost, which the strategy must be able to admit.
+	new func(opts ...Option) Strategy
+	// gate: a throttled attempt with a server delay closes a retry-after gate
+	// shared by every caller of the strategy (for conformanceCost), so no
+	// Acquire returns before the delay is over.
+	gate bool
+}
+
+// conformanceCost is the cost of every call the suite makes.
+var conformanceCost = Cost{Provider: "anthropic", Key: "key-1", InputTokens: 50, MaxTokens: 50}
+
+// conformanceStrategies lists every strategy of the package: the core ones
+// and the adaptive ones.
+func conformanceStrategies() []conformanceCase {
+	return append(coreStrategies(), adaptiveStrategies()...)
+}
+
+func TestConformance(t *testing.T) {
+	for _, tc := range conformanceStrategies() {
+		t.Run(tc.name, func(t *testing.T) {
+			defer goleak.VerifyNone(t)
+			t.Run("cancel while waiting", func(t *testing.T) { testCancelWhileWaiting(t, tc) })
+			t.Run("canceled context", func(t *testing.T) { testCanceledContext(t, tc) })
+			t.Run("accounting in slot", func(t *testing.T) { testAccounting(t, tc, false) })
+			t.Run("accounting requeue", func(t *testing.T) { testAccounting(t, tc, true) })
+			t.Run("done twice panics", func(t *testing.T) { testDoneTwice(t, tc) })
+			if tc.gate {
+				t.Run("retry-after gate", func(t *testing.T) { testGate(t, tc) })
+			}
+		})
+	}
+}
+
+type acquired struct {
+	p   Permit
+	err error
+}
+
+// testCancelWhileWaiting holds permits until an Acquire waits, then cancels
+// that Acquire's context: it must return ctx's error at once (in virtual
+// time), leave nobody queued and take no permit.
+func testCancelWhileWaiting(t *testing.T, tc conformanceCase) {
+	synctest.Test(t, func(t *testing.T) {
+		s := tc.new()
+		var held []Permit
+		defer func() {
+			for _, p := range held {
+				p.Done(Outcome{Kind: Success, Status: 200})
+			}
+			if got := s.Stats(); got.InFlight != 0 || got.Queued != 0 {
+				t.Errorf("after releasing all permits: in flight %d, queued %d; want 0, 0", got.InFlight, got.Queued)
+			}
+		}()
+		const probes = 1000
+		for range probes {
+			ctx, cancel := context.WithCancel(t.Context())
+			ch := make(chan acquired, 1)
+			go func() {
+				p, err := s.Acquire(ctx, conformanceCost)
+				ch <- acquired{p, err}
+			}()
+			synctest.Wait()
+			select {
+			case r := <-ch:
+				cancel()
+				if r.err != nil {
+					t.Fatalf("Acquire #%d: %v", len(held)+1, r.err)
+				}
+				held = append(held, r.p)
+				continue
+			default:
+			}
+			if got := s.Stats().Queued; got != 1 {
+				t.Errorf("waiting in Acquire: queued = %d, want 1", got)
+			}
+			start := time.Now()
+			cancel()
+			r := <-ch
+			if d := time.Since(start); d != 0 {
+				t.Errorf("Acquire returned %v after its context was canceled, want at once", d)
+			}
+			if !errors.Is(r.err, context.Canceled) || r.p != nil {
+				t.Errorf("Acquire after cancel = (%v, %v), want (nil, context.Canceled)", r.p, r.err)
+			}
+			st := s.Stats()
+			if st.Queued != 0 || st.Permits != int64(len(held)) {
+				t.Errorf("after the canceled Acquire: queued %d, permits %d; want 0, %d", st.Queued, st.Permits, len(held))
+			}
+			return
+		}
+		t.Logf("%d Acquires in a row never waited", probes)
+	})
+}
+
+// testCanceledContext checks that a context canceled before Acquire leaves
+// the strategy's accounting intact, whether or not Acquire admits it.
+func testCanceledContext(t *testing.T, tc conformanceCase) {
+	synctest.Test(t, func(t *testing.T) {
+		s := tc.new()
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		p, err := s.Acquire(ctx, conformanceCost)
+		if err == nil {
+			p.Done(Outcome{Kind: Canceled, Err: context.Canceled})
+		} else if !errors.Is(err, context.Canceled) {
+			t.Errorf("Acquire(canceled ctx) error = %v, want context.Canceled", err)
+		}
+		if st := s.Stats(); st.InFlight != 0 || st.Queued != 0 {
+			t.Errorf("in flight %d, queued %d; want 0, 0", st.InFlight, st.Queued)
+		}
+	})
+}
+
+// conformanceScript is the sequence of outcomes the calls of the accounting
+// workload meet, by call index modulo its length: the last outcome of each
+// script ends the call (with MaxRetries 2).
+var conformanceScript = [][]Outcome{
+	{{Kind: Success, Status: 200}},
+	{{Kind: Throttled, Status: 429, RetryAfter: time.Second, HasRetryAfter: true}, {Kind: Success, Status: 200}},
+	{{Kind: Overloaded, Status: 529}, {Kind: Success, Status: 200}},
+	{{Kind: Failed, Status: 400}},
+	{{Kind: Failed, Err: errors.New("connection reset")}, {Kind: Failed, Status: 500}, {Kind: Success, Status: 200}},
+	{{Kind: Throttled, Status: 429}, {Kind: Throttled, Status: 429}, {Kind: Throttled, Status: 429}},
+}
+
+// testAccounting runs a workload of concurrent calls through Do and checks
+// that the strategy's counters agree with what the calls saw: one Done per
+// Acquire, every attempt counted once by kind, nothing left in flight or
+// queued, and never more in flight than the limit it reports.
+func testAccounting(t *testing.T, tc conformanceCase, requeue bool) {
+	synctest.Test(t, func(t *testing.T) {
+		s := tc.new()
+		policy := &RetryPolicy{MaxRetries: 2, Requeue: requeue, Seed: 1}
+		const calls = 120
+		var (
+			mu                   sync.Mutex
+			inFlight, maxFlight  int
+			attempts             int
+			want                 Stats
+			sawLimit, overLimits int
+		)
+		var wg sync.WaitGroup
+		for i := range calls {
+			wg.Go(func() {
+				rng := rand.New(rand.NewPCG(uint64(i), 7))
+				script := conformanceScript[i%len(conformanceScript)]
+				call, err := Do(t.Context(), s, policy, conformanceCost, func(ctx context.Context, n int) Outcome {
+					mu.Lock()
+					inFlight++
+					maxFlight = max(maxFlight, inFlight)
+					if lim := s.Stats().Limit; lim > 0 {
+						sawLimit++
+						if float64(inFlight) > lim {
+							overLimits++
+						}
+					}
+					mu.Unlock()
+					time.Sleep(time.Duration(100+rng.IntN(400)) * time.Millisecond)
+					mu.Lock()
+					inFlight--
+					mu.Unlock()
+					o := script[min(n, len(script)-1)]
+					if o.Kind == Success {
+						o.Usage = Usage{InputTokens: 40, OutputTokens: 30}
+					}
+					return o
+				})
+				if err != nil {
+					t.Errorf("call %d: Do: %v", i, err)
+					return
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				attempts += call.Attempts
+				if call.Attempts != len(script) {
+					t.Errorf("call %d: %d attempts, want %d", i, call.Attempts, len(script))
+				}
+				want.Permits++
+				if requeue {
+					want.Permits += int64(call.Attempts - 1)
+				}
+				for _, o := range script {
+					want.Attempts++
+					switch o.Kind {
+					case Success:
+						want.Successes++
+					case Throttled:
+						want.Throttles++
+					case Overloaded:
+						want.Overloads++
+					default:
+						want.Errors++
+					}
+				}
+			})
+		}
+		wg.Wait()
+		got := s.Stats()
+		if got.Permits != want.Permits || got.Attempts != want.Attempts || got.Attempts != int64(attempts) {
+			t.Errorf("permits %d, attempts %d; want %d, %d (calls saw %d attempts)", got.Permits, got.Attempts, want.Permits, want.Attempts, attempts)
+		}
+		gotKinds := [...]int64{got.Successes, got.Throttles, got.Overloads, got.Errors, got.Cancels}
+		wantKinds := [...]int64{want.Successes, want.Throttles, want.Overloads, want.Errors, 0}
+		if gotKinds != wantKinds {
+			t.Errorf("successes, throttles, overloads, errors, cancels = %v, want %v", gotKinds, wantKinds)
+		}
+		if got.InFlight != 0 || got.Queued != 0 {
+			t.Errorf("after all calls: in flight %d, queued %d; want 0, 0", got.InFlight, got.Queued)
+		}
+		if overLimits > 0 {
+			t.Errorf("%d of %d attempts started with more in flight than Stats.Limit (max in flight %d)", overLimits, sawLimit, maxFlight)
+		}
+	})
+}
+
+// testDoneTwice checks that a second Done on a permit panics instead of
+// corrupting the accounting.
+func testDoneTwice(t *testing.T, tc conformanceCase) {
+	synctest.Test(t, func(t *testing.T) {
+		s := tc.new()
+		p, err := s.Acquire(t.Context(), conformanceCost)
+		if err != nil {
+			t.Fatalf("Acquire: %v", err)
+		}
+		p.Done(Outcome{Kind: Success, Status: 200})
+		defer func() {
+			if recover() == nil {
+				t.Errorf("second Done did not panic")
+			}
+			if st := s.Stats(); st.InFlight != 0 || st.Attempts != 1 {
+				t.Errorf("after Done twice: in flight %d, attempts %d; want 0, 1", st.InFlight, st.Attempts)
+			}
+		}()
+		p.Done(Outcome{Kind: Success, Status: 200})
+	})
+}
+
+// testGate throttles one attempt with a server delay, reported with Observe
+// or with Done, and checks that no permit is granted before the delay ends.
+func testGate(t *testing.T, tc conformanceCase) {
+	const delay = 2 * time.Second
+	throttle := Outcome{Kind: Throttled, Status: 429, RetryAfter: delay, HasRetryAfter: true}
+	for _, observe := range []bool{false, true} {
+		t.Run(fmt.Sprintf("observe=%v", observe), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := tc.new()
+				p, err := s.Acquire(t.Context(), conformanceCost)
+				if err != nil {
+					t.Fatalf("Acquire: %v", err)
+				}
+				start := time.Now()
+				if observe {
+					p.Observe(throttle)
+				} else {
+					p.Done(throttle)
+				}
+				var wg sync.WaitGroup
+				for i := range 3 {
+					wg.Go(func() {
+						q, err := s.Acquire(t.Context(), conformanceCost)
+						if err != nil {
+							t.Errorf("Acquire %d: %v", i, err)
+							return
+						}
+						if d := time.Since(start); d < delay {
+							t.Errorf("Acquire %d returned %v after a throttle with retry-after %v", i, d, delay)
+						}
+						q.Done(Outcome{Kind: Success, Status: 200})
+					})
+				}
+				if observe {
+					time.Sleep(delay)
+					p.Done(Outcome{Kind: Success, Status: 200})
+				}
+				wg.Wait()
+			})
+		})
+	}
+}

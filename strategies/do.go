@@ -1,0 +1,125 @@
+package strategies
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Call is how one call made through Do went.
+type Call struct {
+	// Outcome is the outcome of the last attempt; the zero Outcome when no
+	// attempt was made.
+	Outcome Outcome
+	// Attempts is the number of attempts made, retries included.
+	Attempts int
+	// Waits is the time the call spent waiting, by cause: in Acquire (each
+	// Acquire's, in Requeue mode) and between attempts.
+	Waits Waits
+}
+
+// Do makes one call under strategy s with retry policy p: it acquires a
+// permit for cost c, makes attempts with attempt until p says to stop, and
+// finishes every permit it acquired with exactly one Done.
+//
+// attempt makes attempt number n (0 for the first, as the SDKs'
+// X-Stainless-Retry-Count) and classifies how it ended; it should honour ctx
+// and return a Canceled outcome when ctx ends it.
+//
+// Between attempts Do waits as p says: inside the held permit (reporting each
+// retried attempt with Permit.Observe), or, when p.Requeue is set, after
+// releasing the permit with Done, acquiring a new one once the wait is over.
+// A nil p makes one attempt.
+//
+// The returned error is non-nil only when the call ended without its final
+// attempt: Acquire failed (ctx ended while waiting, or the strategy can never
+// admit c), or ctx ended while a retry was due; it is then ctx's or
+// Acquire's error, and Call holds what happened before. When the last attempt
+// fails, Do returns a nil error: Call.Outcome says how the call ended.
+func Do(ctx context.Context, s Strategy, p *RetryPolicy, c Cost, attempt func(ctx context.Context, n int) Outcome) (Call, error) {
+	var call Call
+	pm, err := acquire(ctx, s, c, &call.Waits)
+	if err != nil {
+		return call, err
+	}
+	held := true
+	defer func() {
+		// A panicking attempt still releases its permit; the panic goes on.
+		if held {
+			pm.Done(Outcome{Kind: Failed, Err: errAttemptPanicked})
+		}
+	}()
+	for n := 0; ; n++ {
+		o := attempt(ctx, n)
+		call.Attempts++
+		call.Outcome = o
+		retry, wait := p.Next(n, o)
+		if !retry {
+			held = false
+			pm.Done(o)
+			return call, nil
+		}
+		if err := ctx.Err(); err != nil {
+			// The SDKs give up as soon as the caller's context is done.
+			held = false
+			pm.Done(o)
+			return call, err
+		}
+		if p.Requeue {
+			held = false
+			pm.Done(o)
+		} else {
+			pm.Observe(o)
+		}
+		slept, err := sleep(ctx, wait)
+		if o.HasRetryAfter {
+			call.Waits.RetryAfter += slept
+		} else {
+			call.Waits.Backoff += slept
+		}
+		if err != nil {
+			if held {
+				held = false
+				pm.Done(Outcome{Kind: Abandoned, Err: err})
+			}
+			return call, err
+		}
+		if p.Requeue {
+			if pm, err = acquire(ctx, s, c, &call.Waits); err != nil {
+				return call, err
+			}
+			held = true
+		}
+	}
+}
+
+var errAttemptPanicked = errors.New("strategies: attempt panicked")
+
+// acquire acquires a permit from s and adds its waits to w.
+func acquire(ctx context.Context, s Strategy, c Cost, w *Waits) (Permit, error) {
+	start := time.Now()
+	pm, err := s.Acquire(ctx, c)
+	if r, ok := pm.(WaitReporter); ok && err == nil {
+		*w = w.Add(r.Waited())
+	} else {
+		w.Slot += time.Since(start)
+	}
+	return pm, err
+}
+
+// sleep waits for d or until ctx ends, whichever is first. It returns how
+// long it waited, and ctx's error if ctx ended first.
+func sleep(ctx context.Context, d time.Duration) (time.Duration, error) {
+	if d <= 0 {
+		return 0, ctx.Err()
+	}
+	start := time.Now()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return d, nil
+	case <-ctx.Done():
+		return time.Since(start), ctx.Err()
+	}
+}

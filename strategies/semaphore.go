@@ -1,0 +1,67 @@
+package strategies
+
+import (
+	"context"
+	"time"
+)
+
+// SemaphoreConfig configures a Semaphore.
+type SemaphoreConfig struct {
+	// Max is the most calls in flight at once. Values below 1 mean 1.
+	Max int `json:"max" yaml:"max"`
+}
+
+// Semaphore admits at most Max calls at once, in arrival order: the seeds'
+// `async with asyncio.Semaphore(N):` around each call. Set at or just below a
+// provider's concurrent-request limit, every call goes through on its first
+// attempt; above it, the excess is rejected; below it, throughput is lost.
+//
+// It learns nothing from outcomes. Stats reports Limit = Max and the time
+// callers waited for a slot. It is safe for concurrent use.
+type Semaphore struct {
+	m     meter
+	max   int
+	slots *slots
+}
+
+var _ Strategy = (*Semaphore)(nil)
+
+// NewSemaphore returns a Semaphore configured by cfg.
+func NewSemaphore(cfg SemaphoreConfig, opts ...Option) *Semaphore {
+	n := max(cfg.Max, 1)
+	s := &Semaphore{max: n, slots: newSlots(n)}
+	s.m.init(opts)
+	s.m.set(func(st *Stats) { st.Limit = float64(n) })
+	return s
+}
+
+// Acquire waits for a free slot, in arrival order, or until ctx ends.
+func (s *Semaphore) Acquire(ctx context.Context, _ Cost) (Permit, error) {
+	w, err := waitSlot(ctx, &s.m, s.slots)
+	if err != nil {
+		return nil, err
+	}
+	return newPermit(&s.m, w, nil, func(Outcome) { s.slots.release() }), nil
+}
+
+// Stats implements Strategy.
+func (s *Semaphore) Stats() Stats { return s.m.snapshot() }
+
+// waitSlot takes a slot from sl, counting the caller as queued on m while it
+// waits. It returns the time waited as Waits.Slot; when ctx ends first, it
+// records that wait on m and returns ctx's error.
+func waitSlot(ctx context.Context, m *meter, sl *slots) (Waits, error) {
+	if sl.tryAcquire() {
+		return Waits{}, nil
+	}
+	start := time.Now()
+	m.enqueue()
+	_, err := sl.acquire(ctx)
+	m.dequeue()
+	w := Waits{Slot: time.Since(start)}
+	if err != nil {
+		m.gaveUp(w)
+		return Waits{}, err
+	}
+	return w, nil
+}

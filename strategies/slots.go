@@ -1,0 +1,103 @@
+package strategies
+
+import (
+	"container/list"
+	"context"
+	"sync"
+)
+
+// slots is a FIFO counting semaphore whose limit may change while callers
+// wait. Waiters are admitted in arrival order: a caller never overtakes an
+// earlier one still waiting, so a steady stream of new callers cannot starve
+// an old one. A limit of 0 or less means unlimited. The zero value is an
+// unlimited semaphore.
+type slots struct {
+	mu      sync.Mutex
+	limit   int
+	used    int
+	waiters list.List // of chan struct{}, closed when granted
+}
+
+// newSlots returns a semaphore admitting limit callers at once.
+func newSlots(limit int) *slots { return &slots{limit: limit} }
+
+// acquire takes a slot, waiting in line for one if none is free. It reports
+// whether it had to wait. If ctx ends first it returns ctx's error and holds
+// no slot.
+func (s *slots) acquire(ctx context.Context) (waited bool, err error) {
+	s.mu.Lock()
+	if s.waiters.Len() == 0 && s.freeLocked() {
+		s.used++
+		s.mu.Unlock()
+		return false, nil
+	}
+	ready := make(chan struct{})
+	e := s.waiters.PushBack(ready)
+	s.mu.Unlock()
+
+	select {
+	case <-ready:
+		return true, nil
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	select {
+	case <-ready:
+		// Granted as ctx ended: give the slot to the next in line.
+		s.used--
+		s.grantLocked()
+	default:
+		s.waiters.Remove(e)
+	}
+	s.mu.Unlock()
+	return true, ctx.Err()
+}
+
+// tryAcquire takes a slot if one is free and nobody is waiting.
+func (s *slots) tryAcquire() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.waiters.Len() == 0 && s.freeLocked() {
+		s.used++
+		return true
+	}
+	return false
+}
+
+// release returns a slot and admits waiters the freed capacity allows.
+func (s *slots) release() {
+	s.mu.Lock()
+	if s.used <= 0 {
+		s.mu.Unlock()
+		panic("strategies: slot released more often than acquired")
+	}
+	s.used--
+	s.grantLocked()
+	s.mu.Unlock()
+}
+
+// setLimit changes the limit. Raising it admits waiters at once; lowering it
+// below the slots in use admits nobody until enough are released.
+func (s *slots) setLimit(n int) {
+	s.mu.Lock()
+	s.limit = n
+	s.grantLocked()
+	s.mu.Unlock()
+}
+
+// state returns the limit, the slots in use and the number of waiters.
+func (s *slots) state() (limit, used, waiting int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.limit, s.used, s.waiters.Len()
+}
+
+func (s *slots) freeLocked() bool { return s.limit <= 0 || s.used < s.limit }
+
+func (s *slots) grantLocked() {
+	for s.waiters.Len() > 0 && s.freeLocked() {
+		ready := s.waiters.Remove(s.waiters.Front()).(chan struct{})
+		s.used++
+		close(ready)
+	}
+}
