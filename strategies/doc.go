@@ -6,7 +6,7 @@
 // attempt (Acquire may wait for a slot, a token budget, a pacing delay or a
 // retry-after gate, and honours ctx), makes the attempt, and reports its
 // Outcome on the permit exactly once. The retry policy is a separate axis
-// (see Retries and Do), composable with every strategy.
+// (see RetryPolicy and Do), composable with every strategy.
 //
 // The package imports no HTTP, YAML or server code: decisions are pure
 // functions of an explicit time, and the blocking wrappers around them are thin.
