@@ -2,7 +2,10 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/ratelab/ratelab/strategies"
@@ -38,13 +41,50 @@ type Response struct {
 
 // Provider encodes requests for one provider's API and classifies its
 // responses. Implementations are stateless and safe for concurrent use.
+//
+// Adding a provider means adding one file that implements this interface and
+// one line in ByName. The helpers a provider needs are shared:
+// ParseRetryAfter, ParseShouldRetry, KindOf, NewSSEReader and APIError.
 type Provider interface {
 	// Name is the provider's name: "anthropic" or "openai".
 	Name() string
+	// DefaultBaseURL is the production endpoint a Client uses when its
+	// BaseURL is empty.
+	DefaultBaseURL() string
+	// KeyEnv names the environment variable that conventionally holds the
+	// provider's API key (ANTHROPIC_API_KEY, OPENAI_API_KEY).
+	KeyEnv() string
 	// NewRequest builds the HTTP request for one attempt. attempt is the
 	// 0-based attempt index, sent as X-Stainless-Retry-Count as the SDKs do.
+	// An empty baseURL means DefaultBaseURL; an empty apiKey sends no
+	// credentials.
 	NewRequest(ctx context.Context, baseURL, apiKey string, r Request, attempt int) (*http.Request, error)
-	// Decode reads resp to the end (JSON or SSE) and classifies the attempt.
-	// sent is when the request was sent; now returns the current time.
+	// Decode reads resp to the end (JSON or SSE, chosen by its Content-Type)
+	// and classifies the attempt. sent is when the request was sent; Latency
+	// and TTFT are measured from it. Decode does not close resp.Body.
 	Decode(resp *http.Response, sent time.Time) (Response, strategies.Outcome)
+}
+
+var providers = map[string]func() Provider{
+	"anthropic": func() Provider { return Anthropic{} },
+	"openai":    func() Provider { return OpenAI{} },
+}
+
+// ByName returns the provider called name ("anthropic" or "openai"), with
+// its default options.
+func ByName(name string) (Provider, error) {
+	if f, ok := providers[strings.ToLower(name)]; ok {
+		return f(), nil
+	}
+	return nil, fmt.Errorf("provider: unknown provider %q (want one of %s)", name, strings.Join(Names(), ", "))
+}
+
+// Names lists the providers ByName knows, sorted.
+func Names() []string {
+	names := make([]string, 0, len(providers))
+	for n := range providers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
 }

@@ -1,0 +1,188 @@
+package provider
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ratelab/ratelab/strategies"
+)
+
+// Client sends attempts to one provider endpoint with one key. Its zero
+// BaseURL means the provider's DefaultBaseURL and its nil HTTP means
+// http.DefaultClient; for load, give it an http.Client built on NewTransport.
+// A Client is safe for concurrent use.
+type Client struct {
+	Provider Provider
+	BaseURL  string
+	APIKey   string
+	HTTP     *http.Client
+}
+
+// Do makes exactly one HTTP request for r (attempt is its 0-based index) and
+// reads the response to the end. It never returns an error separately: every
+// way an attempt can end is an Outcome (Failed with Status 0 for a
+// connection error, Canceled when ctx ended it), and the Response is
+// meaningful when the Outcome's Kind is Success. Errors never contain the
+// API key.
+func (c *Client) Do(ctx context.Context, r Request, attempt int) (Response, strategies.Outcome) {
+	req, err := c.Provider.NewRequest(ctx, c.BaseURL, c.APIKey, r, attempt)
+	if err != nil {
+		return Response{}, strategies.Outcome{Kind: strategies.Failed, Err: c.redact(err)}
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	sent := time.Now()
+	resp, err := hc.Do(req)
+	if err != nil {
+		o := strategies.Outcome{Kind: strategies.Failed, Latency: time.Since(sent), Err: c.redact(err)}
+		if ctx.Err() != nil {
+			o.Kind = strategies.Canceled
+		}
+		return Response{}, o
+	}
+	defer resp.Body.Close()
+	out, o := c.Provider.Decode(resp, sent)
+	o.Err = c.redact(o.Err)
+	return out, o
+}
+
+// Cost returns what r is expected to consume, for a strategy's Acquire: the
+// provider's name, the key's fingerprint, EstimateTokens(r) and r.MaxTokens.
+func (c *Client) Cost(r Request) strategies.Cost {
+	return strategies.Cost{
+		Provider:    c.Provider.Name(),
+		Key:         KeyFingerprint(c.APIKey),
+		InputTokens: EstimateTokens(r),
+		MaxTokens:   r.MaxTokens,
+	}
+}
+
+// KeyFingerprint identifies an API key without revealing it: "key-" and the
+// first 12 hex digits of its SHA-256, or "" for no key.
+func KeyFingerprint(apiKey string) string {
+	if apiKey == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(apiKey))
+	return "key-" + hex.EncodeToString(sum[:6])
+}
+
+// redact returns err with every occurrence of the client's key replaced by
+// "[REDACTED]", in its own message and in an APIError's message.
+func (c *Client) redact(err error) error {
+	return Redact(err, c.APIKey)
+}
+
+// Redact returns err with every occurrence of secret in its message
+// replaced by "[REDACTED]". An *APIError stays an *APIError (redacted); other
+// errors become an error that still answers errors.Is for what err wrapped
+// (context.Canceled, ErrIncompleteStream, …) but no longer unwraps to the
+// original, whose message holds the secret. Short secrets (under 4
+// characters) are not treated as secrets, since they would mangle ordinary
+// words.
+func Redact(err error, secret string) error {
+	if err == nil || len(secret) < 4 {
+		return err
+	}
+	var apiErr *APIError
+	if errors.As(err, &apiErr) && err == error(apiErr) {
+		if !strings.Contains(apiErr.Message, secret) && !strings.Contains(apiErr.Type, secret) {
+			return err
+		}
+		e := *apiErr
+		e.Message = strings.ReplaceAll(e.Message, secret, "[REDACTED]")
+		e.Type = strings.ReplaceAll(e.Type, secret, "[REDACTED]")
+		return &e
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, secret) {
+		return err
+	}
+	return &redactedError{msg: strings.ReplaceAll(msg, secret, "[REDACTED]"), err: err}
+}
+
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+
+// Is lets errors.Is see what the original wrapped without exposing it to
+// errors.As or Unwrap, through which the secret could be printed.
+func (e *redactedError) Is(target error) bool { return errors.Is(e.err, target) }
+
+// NewTransport returns an http.Transport sized for concurrency simultaneous
+// attempts against one host: every attempt can keep its connection idle
+// between calls (MaxIdleConnsPerHost = concurrency) so a run reuses
+// connections instead of dialling (and exhausting ephemeral ports), with no
+// cap on connections per host (the strategy is what bounds concurrency),
+// proxies from the environment, and HTTP/2 attempted over TLS. There is no
+// response timeout: a long generation is not an error; use ctx for deadlines.
+func NewTransport(concurrency int) *http.Transport {
+	if concurrency < 1 {
+		concurrency = 1
+	}
+	return &http.Transport{
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: (&net.Dialer{
+			Timeout:   30 * time.Second,
+			KeepAlive: 30 * time.Second,
+		}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          max(concurrency, 100),
+		MaxIdleConnsPerHost:   concurrency,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		WriteBufferSize:       16 << 10,
+		ReadBufferSize:        16 << 10,
+	}
+}
+
+// EstimateTokens estimates r's input tokens before sending it, for
+// strategies.Cost.InputTokens: ceil(characters / 4) of the system prompt and
+// of each message's content, plus 4 per message and 4 for the system prompt
+// when present, for the role and framing tokens every provider adds. Four
+// characters per token is the usual rule of thumb for English with both
+// providers' tokenizers; it is an estimate for budgeting, not a count, and
+// the server's reported usage is what gets settled.
+func EstimateTokens(r Request) int {
+	const perMessage = 4
+	n := 0
+	if r.System != "" {
+		n += ceilDiv(utf8.RuneCountInString(r.System), 4) + perMessage
+	}
+	for _, m := range r.Messages {
+		n += ceilDiv(utf8.RuneCountInString(m.Content), 4) + perMessage
+	}
+	return n
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// String describes the client without its key.
+func (c *Client) String() string {
+	base := c.BaseURL
+	if base == "" && c.Provider != nil {
+		base = c.Provider.DefaultBaseURL()
+	}
+	name := "<nil>"
+	if c.Provider != nil {
+		name = c.Provider.Name()
+	}
+	if len(c.APIKey) >= 4 {
+		base = strings.ReplaceAll(base, c.APIKey, "[REDACTED]")
+	}
+	return fmt.Sprintf("provider.Client{%s %s key=%s}", name, base, KeyFingerprint(c.APIKey))
+}

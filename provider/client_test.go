@@ -1,0 +1,208 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ratelab/ratelab/strategies"
+)
+
+const testKey = "sk-ant-test-0123456789abcdef"
+
+func TestClientDoStatusClasses(t *testing.T) {
+	tests := []struct {
+		name      string
+		status    int
+		headers   map[string]string
+		body      string
+		wantKind  strategies.Kind
+		wantRetry time.Duration
+		wantHasRA bool
+		wantType  string
+		wantText  string
+	}{
+		{"200", 200, nil, `{"id":"m","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":1}}`, strategies.Success, 0, false, "", "ok"},
+		{"429", 429, map[string]string{"Retry-After": "1"}, `{"type":"error","error":{"type":"rate_limit_error","message":"limit"}}`, strategies.Throttled, time.Second, true, "rate_limit_error", ""},
+		{"429 ms", 429, map[string]string{"Retry-After-Ms": "20", "Retry-After": "1"}, `{}`, strategies.Throttled, 20 * time.Millisecond, true, "", ""},
+		{"529", 529, nil, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, strategies.Overloaded, 0, false, "overloaded_error", ""},
+		{"503", 503, nil, `{"type":"error","error":{"type":"api_error","message":"unavailable"}}`, strategies.Overloaded, 0, false, "api_error", ""},
+		{"500", 500, nil, `{"type":"error","error":{"type":"api_error","message":"boom"}}`, strategies.Failed, 0, false, "api_error", ""},
+		{"400", 400, nil, `{"type":"error","error":{"type":"invalid_request_error","message":"bad"}}`, strategies.Failed, 0, false, "invalid_request_error", ""},
+		{"401", 401, nil, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`, strategies.Failed, 0, false, "authentication_error", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var gotCount, gotKey string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				gotCount, gotKey = r.Header.Get("X-Stainless-Retry-Count"), r.Header.Get("X-Api-Key")
+				for k, v := range tt.headers {
+					w.Header().Set(k, v)
+				}
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(tt.status)
+				io.WriteString(w, tt.body)
+			}))
+			defer srv.Close()
+			c := &Client{Provider: Anthropic{}, BaseURL: srv.URL, APIKey: testKey, HTTP: srv.Client()}
+			resp, o := c.Do(context.Background(), testRequest(false), 1)
+			if o.Kind != tt.wantKind || o.Status != tt.status {
+				t.Errorf("Outcome = %v %d (%v), want %v %d", o.Kind, o.Status, o.Err, tt.wantKind, tt.status)
+			}
+			if o.RetryAfter != tt.wantRetry || o.HasRetryAfter != tt.wantHasRA {
+				t.Errorf("RetryAfter = %v, %v; want %v, %v", o.RetryAfter, o.HasRetryAfter, tt.wantRetry, tt.wantHasRA)
+			}
+			if _, typ, _ := Describe(o); tt.wantType != "" && typ != tt.wantType {
+				t.Errorf("Describe type = %q, want %q", typ, tt.wantType)
+			}
+			if resp.Text != tt.wantText {
+				t.Errorf("Text = %q, want %q", resp.Text, tt.wantText)
+			}
+			if gotCount != "1" || gotKey != testKey {
+				t.Errorf("server saw retry count %q, key %q; want 1, the key", gotCount, gotKey)
+			}
+			if o.Latency <= 0 {
+				t.Errorf("Latency = %v, want > 0", o.Latency)
+			}
+		})
+	}
+}
+
+func TestClientDoConnectionError(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close()
+	c := &Client{Provider: OpenAI{}, BaseURL: url + "/v1", APIKey: testKey}
+	_, o := c.Do(context.Background(), testRequest(false), 0)
+	if o.Kind != strategies.Failed || o.Status != 0 || o.Err == nil {
+		t.Errorf("Outcome = %v %d %v, want Failed 0 with an error", o.Kind, o.Status, o.Err)
+	}
+	if _, typ, _ := Describe(o); typ != "connection_error" {
+		t.Errorf("Describe type = %q, want connection_error", typ)
+	}
+}
+
+func TestClientDoCanceled(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprint("stream=", stream), func(t *testing.T) {
+			started := make(chan struct{})
+			release := make(chan struct{})
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if stream {
+					w.Header().Set("Content-Type", "text/event-stream")
+					io.WriteString(w, "event: ping\ndata: {\"type\":\"ping\"}\n\n")
+					w.(http.Flusher).Flush()
+				}
+				close(started)
+				select {
+				case <-r.Context().Done():
+				case <-release:
+				}
+			}))
+			defer srv.Close()
+			defer close(release)
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() { <-started; cancel() }()
+			c := &Client{Provider: Anthropic{}, BaseURL: srv.URL, HTTP: srv.Client()}
+			_, o := c.Do(ctx, testRequest(stream), 0)
+			if o.Kind != strategies.Canceled || !errors.Is(o.Err, context.Canceled) {
+				t.Errorf("Outcome = %v %v, want Canceled with context.Canceled", o.Kind, o.Err)
+			}
+		})
+	}
+}
+
+func TestClientDoStreamCut(t *testing.T) {
+	full := fixture(t, "anthropic_basic_stream.txt")
+	part := full[:strings.Index(full, "event: message_delta")]
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Content-Length", fmt.Sprint(len(full)))
+		io.WriteString(w, part)
+		w.(http.Flusher).Flush()
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	}))
+	defer srv.Close()
+	c := &Client{Provider: Anthropic{}, BaseURL: srv.URL, HTTP: srv.Client()}
+	resp, o := c.Do(context.Background(), testRequest(true), 0)
+	if o.Kind != strategies.Failed || o.Status != 200 || !errors.Is(o.Err, ErrIncompleteStream) {
+		t.Errorf("Outcome = %v %d %v, want Failed 200 incomplete stream", o.Kind, o.Status, o.Err)
+	}
+	if resp.Text != "Hello" {
+		t.Errorf("Text = %q, want the part that arrived", resp.Text)
+	}
+}
+
+func TestClientRedactsKey(t *testing.T) {
+	// A server that echoes the key back in its error message.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(401)
+		fmt.Fprintf(w, `{"error":{"message":"Incorrect API key provided: %s.","type":"invalid_request_error","code":"invalid_api_key"}}`,
+			strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+	}))
+	defer srv.Close()
+	c := &Client{Provider: OpenAI{}, BaseURL: srv.URL, APIKey: testKey, HTTP: srv.Client()}
+	_, o := c.Do(context.Background(), testRequest(false), 0)
+	_, _, msg := Describe(o)
+	if strings.Contains(o.Err.Error(), testKey) || strings.Contains(msg, testKey) {
+		t.Errorf("error holds the key: %v / %q", o.Err, msg)
+	}
+	if !strings.Contains(msg, "[REDACTED]") {
+		t.Errorf("message = %q, want the key redacted", msg)
+	}
+
+	// A key that ended up in the URL (a query-string key) of a failed dial.
+	c = &Client{Provider: OpenAI{}, BaseURL: "http://127.0.0.1:1/v1?key=" + testKey, APIKey: testKey}
+	_, o = c.Do(context.Background(), testRequest(false), 0)
+	if o.Err == nil || strings.Contains(o.Err.Error(), testKey) {
+		t.Errorf("connection error = %v, want one without the key", o.Err)
+	}
+	var target interface{ Timeout() bool }
+	if errors.As(o.Err, &target) {
+		t.Errorf("redacted error unwraps to %T, whose message holds the key", target)
+	}
+	if s := c.String(); strings.Contains(s, testKey) {
+		t.Errorf("Client.String() = %q holds the key", s)
+	}
+}
+
+func TestRedactKeepsIs(t *testing.T) {
+	err := Redact(fmt.Errorf("get http://x?k=%s: %w", testKey, context.Canceled), testKey)
+	if !errors.Is(err, context.Canceled) || strings.Contains(err.Error(), testKey) {
+		t.Errorf("Redact = %v; want context.Canceled kept, key gone", err)
+	}
+	if got := Redact(nil, testKey); got != nil {
+		t.Errorf("Redact(nil) = %v", got)
+	}
+}
+
+func TestNewTransport(t *testing.T) {
+	tr := NewTransport(250)
+	if tr.MaxIdleConnsPerHost != 250 || tr.MaxIdleConns < 250 || tr.MaxConnsPerHost != 0 {
+		t.Errorf("NewTransport(250): idle/host %d, idle %d, conns/host %d", tr.MaxIdleConnsPerHost, tr.MaxIdleConns, tr.MaxConnsPerHost)
+	}
+	if tr := NewTransport(0); tr.MaxIdleConnsPerHost != 1 {
+		t.Errorf("NewTransport(0).MaxIdleConnsPerHost = %d, want 1", tr.MaxIdleConnsPerHost)
+	}
+}
+
+func TestClientCost(t *testing.T) {
+	c := &Client{Provider: Anthropic{}, APIKey: testKey}
+	got := c.Cost(testRequest(false))
+	if got.Provider != "anthropic" || got.MaxTokens != 100 || got.InputTokens != EstimateTokens(testRequest(false)) || !strings.HasPrefix(got.Key, "key-") || strings.Contains(got.Key, testKey) {
+		t.Errorf("Cost = %+v", got)
+	}
+	if KeyFingerprint("") != "" {
+		t.Error(`KeyFingerprint("") != ""`)
+	}
+}
