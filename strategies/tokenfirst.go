@@ -1,0 +1,207 @@
+package strategies
+
+import (
+	"context"
+	"math"
+	"sync"
+	"time"
+)
+
+// TokenFirstConfig configures a TokenFirst strategy. The zero value limits
+// nothing.
+type TokenFirstConfig struct {
+	// TPM is the tokens-per-minute budget. 0 means tokens are not budgeted.
+	TPM float64 `json:"tpm" yaml:"tpm"`
+	// TokenBurst is the most tokens calls may reserve at once after an idle
+	// spell. 0 means a minute's worth (TPM), as a provider's bucket holds.
+	// A call costing more is refused with ErrExceedsBudget.
+	TokenBurst int `json:"token_burst" yaml:"token_burst"`
+	// MaxConcurrent is the most calls in flight at once. 0 means no limit.
+	MaxConcurrent int `json:"max_concurrent" yaml:"max_concurrent"`
+}
+
+// TokenFirst gates each call on both a provider's limits, tokens first: it
+// reserves the call's Cost.Tokens() (input estimate + max_tokens) from a
+// tokens-per-minute budget, then takes one of MaxConcurrent slots, so a call
+// waiting for budget never holds a slot a cheaper call could use (the seeds'
+// `await gateway.tokens.acquire(reserve)` before `async with gateway.slots`).
+// When the call ends, the reservation is settled to the usage the server
+// reported, and unused tokens go back to the calls waiting. Both lines are
+// FIFO.
+//
+// Settlement, per outcome passed to Done: the reported Usage (input + output
+// tokens) when there is one; nothing used for a call rejected at admission
+// (Throttled, Overloaded) or given up between attempts (Abandoned); the whole
+// reservation otherwise (a success without usage, a failure, a cancellation:
+// what they used is unknown). An attempt reported with Observe that carries
+// usage (a stream cut mid-way) is charged on top, since the retry will spend
+// the reservation again.
+//
+// Use it for long prompts or large max_tokens, where tokens per minute bind
+// before concurrency. Stats reports Limit = MaxConcurrent, Tokens = the budget
+// available now; budget waits count as Waits.Tokens, slot waits as
+// Waits.Slot. It is safe for concurrent use.
+type TokenFirst struct {
+	m     meter
+	slots *slots
+
+	mu     sync.Mutex // guards budget and timer
+	budget *budget    // nil when tokens are not budgeted
+	timer  *time.Timer
+}
+
+var _ Strategy = (*TokenFirst)(nil)
+
+// NewTokenFirst returns a TokenFirst strategy configured by cfg, with a full
+// budget.
+func NewTokenFirst(cfg TokenFirstConfig, opts ...Option) *TokenFirst {
+	n := max(cfg.MaxConcurrent, 0)
+	s := &TokenFirst{slots: newSlots(n)}
+	if cfg.TPM > 0 {
+		burst := cfg.TokenBurst
+		if burst <= 0 {
+			burst = int(math.Ceil(cfg.TPM))
+		}
+		s.budget = newBudget(time.Now(), cfg.TPM, burst)
+	}
+	s.m.init(opts)
+	s.m.set(func(st *Stats) { st.Limit = float64(n) })
+	return s
+}
+
+// Acquire waits for the call's tokens, then for a slot, each in arrival
+// order, or until ctx ends; a call that gives up has its tokens returned. It
+// returns an error wrapping ErrExceedsBudget, at once, for a call costing
+// more than TokenBurst.
+func (s *TokenFirst) Acquire(ctx context.Context, c Cost) (Permit, error) {
+	r, wTokens, err := s.reserve(ctx, c.Tokens())
+	if err != nil {
+		return nil, err
+	}
+	w, err := waitSlot(ctx, &s.m, s.slots)
+	if err != nil {
+		s.withdraw(r)
+		s.m.gaveUp(Waits{Tokens: wTokens})
+		return nil, err
+	}
+	w.Tokens = wTokens
+	var onObserve func(Outcome)
+	if r != nil {
+		onObserve = func(o Outcome) {
+			if used := usageOf(o); used > 0 {
+				s.settle(0, float64(used))
+			}
+		}
+	}
+	return newPermit(&s.m, w, onObserve, func(o Outcome) {
+		s.slots.release()
+		if r != nil {
+			s.settle(r.n, settledUsage(o, r.n))
+		}
+	}), nil
+}
+
+// reserve waits until the budget grants n tokens. It returns a nil
+// reservation when tokens are not budgeted.
+func (s *TokenFirst) reserve(ctx context.Context, n int) (*reservation, time.Duration, error) {
+	if s.budget == nil {
+		return nil, 0, nil
+	}
+	start := time.Now()
+	s.mu.Lock()
+	r, err := s.budget.reserve(start, n)
+	if err != nil {
+		s.mu.Unlock()
+		return nil, 0, err
+	}
+	s.admitLocked(start)
+	granted := r.granted
+	s.mu.Unlock()
+	if granted {
+		return r, 0, nil
+	}
+
+	s.m.enqueue()
+	defer s.m.dequeue()
+	select {
+	case <-r.ready:
+		return r, time.Since(start), nil
+	case <-ctx.Done():
+	}
+	s.withdraw(r)
+	s.m.gaveUp(Waits{Tokens: time.Since(start)})
+	return nil, 0, ctx.Err()
+}
+
+// withdraw takes back a reservation, granted or not; nil is a no-op.
+func (s *TokenFirst) withdraw(r *reservation) {
+	if r == nil {
+		return
+	}
+	now := time.Now()
+	s.mu.Lock()
+	s.budget.withdraw(now, r)
+	s.admitLocked(now)
+	s.mu.Unlock()
+}
+
+// settle corrects the budget for a call that reserved reserved tokens and
+// used used.
+func (s *TokenFirst) settle(reserved, used float64) {
+	now := time.Now()
+	s.mu.Lock()
+	s.budget.settle(now, reserved, used)
+	s.admitLocked(now)
+	s.mu.Unlock()
+}
+
+// admitLocked grants what the budget allows at now, and arms the timer for
+// the next grant. s.mu must be held.
+func (s *TokenFirst) admitLocked(now time.Time) {
+	granted, next := s.budget.admit(now)
+	for _, r := range granted {
+		close(r.ready)
+	}
+	switch {
+	case next == 0 && s.timer != nil:
+		s.timer.Stop()
+	case next > 0 && s.timer == nil:
+		s.timer = time.AfterFunc(next, s.tick)
+	case next > 0:
+		s.timer.Reset(next)
+	}
+}
+
+// tick is the timer's callback: the head of the line may now have its tokens.
+func (s *TokenFirst) tick() {
+	s.mu.Lock()
+	s.admitLocked(time.Now())
+	s.mu.Unlock()
+}
+
+// Stats implements Strategy.
+func (s *TokenFirst) Stats() Stats {
+	st := s.m.snapshot()
+	if s.budget != nil {
+		s.mu.Lock()
+		st.Tokens = s.budget.available(time.Now())
+		s.mu.Unlock()
+	}
+	return st
+}
+
+// usageOf returns the tokens an outcome reports as used.
+func usageOf(o Outcome) int { return o.Usage.InputTokens + o.Usage.OutputTokens }
+
+// settledUsage returns what a call that reserved reserved tokens is charged
+// when its last outcome is o (see TokenFirst).
+func settledUsage(o Outcome, reserved float64) float64 {
+	if used := usageOf(o); used > 0 {
+		return float64(used)
+	}
+	switch o.Kind {
+	case Throttled, Overloaded, Abandoned:
+		return 0
+	}
+	return reserved
+}
