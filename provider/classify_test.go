@@ -136,7 +136,7 @@ func TestAnthropicLimits(t *testing.T) {
 		"anthropic-ratelimit-requests-remaining":      "999",
 		"anthropic-ratelimit-requests-reset":          "2025-08-21T12:40:59Z",
 		"anthropic-ratelimit-input-tokens-limit":      "80000",
-		"anthropic-ratelimit-input-tokens-remaining":   "80000",
+		"anthropic-ratelimit-input-tokens-remaining":  "80000",
 		"anthropic-ratelimit-input-tokens-reset":      "2025-08-21T12:40:59Z",
 		"anthropic-ratelimit-output-tokens-limit":     "16000",
 		"anthropic-ratelimit-output-tokens-remaining": "15000",

@@ -52,8 +52,8 @@ func TestNewRequest(t *testing.T) {
 	}{
 		{
 			name: "anthropic", p: Anthropic{}, base: "http://h:1/",
-			wantURL: "http://h:1/v1/messages",
-			wantHdr: map[string]string{"X-Api-Key": "sk-secret", "Anthropic-Version": "2023-06-01", "X-Stainless-Retry-Count": "2", "Content-Type": "application/json", "Idempotency-Key": "item-7"},
+			wantURL:  "http://h:1/v1/messages",
+			wantHdr:  map[string]string{"X-Api-Key": "sk-secret", "Anthropic-Version": "2023-06-01", "X-Stainless-Retry-Count": "2", "Content-Type": "application/json", "Idempotency-Key": "item-7"},
 			wantBody: `{"model":"m","max_tokens":100,"system":"Be terse.","messages":[{"role":"user","content":"Hello"}]}`,
 		},
 		{
@@ -242,7 +242,9 @@ func TestDecode(t *testing.T) {
 		},
 		{
 			name: "openai 503", p: OpenAI{},
-			resp:     func(t *testing.T) *http.Response { return jsonResponse(503, `{"error":{"message":"slow down","type":"server_error","code":null}}`) },
+			resp: func(t *testing.T) *http.Response {
+				return jsonResponse(503, `{"error":{"message":"slow down","type":"server_error","code":null}}`)
+			},
 			wantKind: strategies.Overloaded, wantStatus: 503, wantType: "server_error",
 		},
 	}

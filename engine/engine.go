@@ -1,0 +1,475 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/ratelab/ratelab/provider"
+	"github.com/ratelab/ratelab/strategies"
+)
+
+// Item is one call to make.
+type Item struct {
+	// Index is the item's position in its input; results carry it so that
+	// they can be matched to inputs whatever order they finish in.
+	Index int
+	// ID is the caller's identifier (a batch input's id); it may be empty.
+	ID string
+	// Request is the call itself.
+	Request provider.Request
+	// Metadata is passed through to the Result untouched.
+	Metadata json.RawMessage
+}
+
+// Source yields a run's items in order. It is pulled one item at a time, and
+// only when a worker is free to take it, so a source streaming from a file
+// keeps memory proportional to the run's concurrency, not its size. A
+// non-nil error ends the run: Run stops taking items, lets the ones in
+// progress finish and returns the error.
+type Source iter.Seq2[Item, error]
+
+// Slice returns a Source of items.
+func Slice(items []Item) Source {
+	return func(yield func(Item, error) bool) {
+		for _, it := range items {
+			if !yield(it, nil) {
+				return
+			}
+		}
+	}
+}
+
+// Generate returns a Source of n items made by f(0) … f(n-1), each made only
+// when it is taken. Generate sets each item's Index to i.
+func Generate(n int, f func(i int) Item) Source {
+	return func(yield func(Item, error) bool) {
+		for i := range n {
+			it := f(i)
+			it.Index = i
+			if !yield(it, nil) {
+				return
+			}
+		}
+	}
+}
+
+// Chan returns a Source of the items received from ch until it is closed.
+func Chan(ch <-chan Item) Source {
+	return func(yield func(Item, error) bool) {
+		for it := range ch {
+			if !yield(it, nil) {
+				return
+			}
+		}
+	}
+}
+
+// Result is how one item ended: its text on success or its error, with
+// attempts and timings. Its JSON form is one line of results.jsonl.
+type Result struct {
+	Index      int              `json:"index"`
+	ID         string           `json:"id,omitempty"`
+	Text       string           `json:"text,omitempty"`
+	StopReason string           `json:"stop_reason,omitempty"`
+	Usage      strategies.Usage `json:"usage"`
+	// Err is nil when the item succeeded.
+	Err      *ResultError    `json:"error,omitempty"`
+	Attempts int             `json:"attempts"`
+	Timings  Timings         `json:"timings"`
+	Metadata json.RawMessage `json:"metadata,omitempty"`
+}
+
+// OK reports whether the item succeeded.
+func (r *Result) OK() bool { return r.Err == nil }
+
+// ResultError is how an item failed, after its last attempt: the HTTP status
+// (0 when no response arrived; 200 for a stream that broke or carried an
+// error event), the provider's error type (rate_limit_error,
+// overloaded_error, invalid_request_error, …, or one of provider.Describe's
+// own: connection_error, incomplete_stream, invalid_response; "rejected" when
+// the strategy could never admit the call) and its message, never holding
+// the API key.
+type ResultError struct {
+	Status  int    `json:"status"`
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
+// Error implements error.
+func (e *ResultError) Error() string {
+	return fmt.Sprintf("status %d %s: %s", e.Status, e.Type, e.Message)
+}
+
+// Timings are an item's timestamps and where its time went. Waits are the
+// item's totals over all its attempts.
+type Timings struct {
+	Start time.Time `json:"start"` // when a worker took the item
+	End   time.Time `json:"end"`   // when its last attempt ended
+	// WaitSlot is time waiting for the strategy to admit an attempt
+	// (a concurrency slot or a pacing turn).
+	WaitSlot time.Duration `json:"wait_slot_ns"`
+	// WaitTokens is time waiting for a token budget.
+	WaitTokens time.Duration `json:"wait_tokens_ns"`
+	// WaitRetryAfter is time waiting because the server asked (retry-after).
+	WaitRetryAfter time.Duration `json:"wait_retry_after_ns"`
+	// Backoff is time sleeping between attempts with no server delay.
+	Backoff time.Duration `json:"backoff_ns"`
+	// TTFT is the time to first token of the successful attempt, when
+	// streaming; 0 otherwise.
+	TTFT time.Duration `json:"ttft_ns,omitempty"`
+}
+
+// Attempt is one HTTP attempt, as Config.OnAttempt and the Recorder see it.
+type Attempt struct {
+	Index   int
+	ID      string
+	N       int // the 0-based attempt number of the item (X-Stainless-Retry-Count)
+	Start   time.Time
+	Cost    strategies.Cost
+	Outcome strategies.Outcome
+}
+
+// Client makes one attempt of a request. *provider.Client implements it;
+// tests can fake it. It must be safe for concurrent use.
+type Client interface {
+	Do(ctx context.Context, r provider.Request, attempt int) (provider.Response, strategies.Outcome)
+}
+
+// A Coster is a Client that knows what a request will cost (provider,
+// key fingerprint, estimated tokens); *provider.Client implements it. For a
+// Client that does not, Run uses provider.EstimateTokens and MaxTokens.
+type Coster interface {
+	Cost(r provider.Request) strategies.Cost
+}
+
+// Sink receives each finished item's Result as soon as it finishes. Run
+// calls sinks one at a time, in completion order, never concurrently. An
+// error from Put is fatal to the run: results could no longer be recorded.
+type Sink interface {
+	Put(r Result) error
+}
+
+// DefaultWorkers is Config.Workers when it is zero.
+const DefaultWorkers = 1024
+
+// DefaultResolution is Config.Resolution when it is zero.
+const DefaultResolution = 100 * time.Millisecond
+
+// Config configures Run. Client and Strategy are required.
+type Config struct {
+	// Client makes the attempts.
+	Client Client
+	// Strategy admits attempts and learns from their outcomes.
+	Strategy strategies.Strategy
+	// Retry is the retry policy; nil makes one attempt per item.
+	Retry *strategies.RetryPolicy
+	// Workers bounds the items in progress at once (waiting in the
+	// strategy, attempting or between attempts), and so the run's memory.
+	// With an unbounded strategy it is the run's concurrency. Zero means
+	// DefaultWorkers.
+	Workers int
+	// Sinks receive every finished Result (a JSONL file, …). Items still in
+	// progress when the run is interrupted are not finished and reach no
+	// sink, so a resumed batch retries them.
+	Sinks []Sink
+	// Resolution is the timeline's sampling interval; zero means
+	// DefaultResolution and a negative value records no timeline.
+	Resolution time.Duration
+	// Grace lets attempts in progress when ctx ends go on for up to this
+	// long (a batch's drain deadline). Zero cancels them at once.
+	Grace time.Duration
+	// Items is the number of items the source will yield, when known; it is
+	// Summary.Items for an interrupted run. Zero means count what was taken.
+	Items int
+	// OnAttempt, when set, is called after every attempt, concurrently from
+	// the workers; it must be safe for concurrent use and must not block.
+	OnAttempt func(Attempt)
+	// OnResult, when set, is called with every finished Result, after the
+	// sinks, one at a time.
+	OnResult func(Result)
+}
+
+// PanicError is what Run panics with when a worker panicked: the original
+// value and the worker's stack.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+// Error implements error.
+func (p *PanicError) Error() string {
+	return fmt.Sprintf("engine: worker panicked: %v\n\n%s", p.Value, p.Stack)
+}
+
+// Unwrap returns the panic value when it is an error.
+func (p *PanicError) Unwrap() error {
+	err, _ := p.Value.(error)
+	return err
+}
+
+// errFatal marks the cause of an abort that is not ctx's: a sink failed or a
+// worker panicked.
+var errFatal = errors.New("engine: run aborted")
+
+// Run sends every item of src through cfg.Strategy and cfg.Client, with
+// cfg.Retry, on at most cfg.Workers goroutines, delivers each finished Result
+// to the recorder, cfg.Sinks and cfg.OnResult, and returns the run's
+// Summary.
+//
+// A failed item is a Result with an error, not an error of Run: the run goes
+// on. When ctx ends, Run stops taking items, cancels the attempts in progress
+// (after cfg.Grace), and returns the Summary of what finished, marked
+// Incomplete, with ctx's error. A source or sink error stops the run the same
+// way and is returned. A panic in a worker (a bug in a strategy, client or
+// sink) stops the run and is re-raised in Run's goroutine as a *PanicError.
+func Run(ctx context.Context, cfg Config, src Source) (Summary, error) {
+	if cfg.Client == nil || cfg.Strategy == nil {
+		return Summary{}, errors.New("engine: Config.Client and Config.Strategy are required")
+	}
+	if src == nil {
+		return Summary{}, errors.New("engine: nil source")
+	}
+	r := newRun(ctx, cfg)
+	return r.run(src)
+}
+
+type run struct {
+	cfg  Config
+	ctx  context.Context // the caller's
+	rec  *Recorder
+	cost func(provider.Request) strategies.Cost
+
+	// stop ends dispatch: the caller's ctx ended, or the run is aborted.
+	stopCtx context.Context
+	stop    context.CancelCauseFunc
+	// callCtx is what attempts run under; it outlives stopCtx by Grace.
+	callCtx    context.Context
+	cancelCall context.CancelFunc
+
+	// strategy is cfg.Strategy, with Acquire ended by stop when attempts
+	// have a grace period: a drain finishes calls, it starts none.
+	strategy strategies.Strategy
+
+	deliverMu sync.Mutex
+
+	fatalMu  sync.Mutex
+	fatalErr error
+	panicked *PanicError
+}
+
+func newRun(ctx context.Context, cfg Config) *run {
+	if cfg.Workers <= 0 {
+		cfg.Workers = DefaultWorkers
+	}
+	if cfg.Resolution == 0 {
+		cfg.Resolution = DefaultResolution
+	}
+	r := &run{cfg: cfg, ctx: ctx}
+	r.rec = NewRecorder(cfg.Strategy, cfg.Resolution)
+	if c, ok := cfg.Client.(Coster); ok {
+		r.cost = c.Cost
+	} else {
+		r.cost = func(req provider.Request) strategies.Cost {
+			return strategies.Cost{InputTokens: provider.EstimateTokens(req), MaxTokens: req.MaxTokens}
+		}
+	}
+	r.stopCtx, r.stop = context.WithCancelCause(ctx)
+	r.strategy = cfg.Strategy
+	if cfg.Grace > 0 {
+		r.callCtx, r.cancelCall = context.WithCancel(context.WithoutCancel(ctx))
+		r.strategy = stoppable{Strategy: cfg.Strategy, stop: r.stopCtx}
+	} else {
+		r.callCtx, r.cancelCall = context.WithCancel(r.stopCtx)
+	}
+	return r
+}
+
+func (r *run) run(src Source) (sum Summary, err error) {
+	start := time.Now()
+	r.rec.start(start)
+	sampler := r.rec.sample(start)
+	finished := make(chan struct{})
+	if r.cfg.Grace > 0 {
+		go r.watchGrace(finished)
+	}
+
+	sem := make(chan struct{}, r.cfg.Workers)
+	var wg sync.WaitGroup
+	taken, exhausted := 0, false
+	var srcErr error
+	func() {
+		// A panic in the source still waits for the workers before it
+		// goes on up.
+		defer func() {
+			if p := recover(); p != nil {
+				r.abort(nil, &PanicError{Value: p, Stack: debug.Stack()})
+			}
+		}()
+		for it, err := range src {
+			if err != nil {
+				srcErr = err
+				return
+			}
+			select {
+			case sem <- struct{}{}:
+			case <-r.stopCtx.Done():
+				return
+			}
+			if r.stopCtx.Err() != nil {
+				<-sem
+				return
+			}
+			taken++
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				defer func() {
+					if p := recover(); p != nil {
+						r.abort(nil, &PanicError{Value: p, Stack: debug.Stack()})
+					}
+				}()
+				r.process(it)
+			}()
+		}
+		exhausted = true
+	}()
+	wg.Wait()
+	close(finished)
+	r.cancelCall()
+	r.stop(nil)
+	end := time.Now()
+	sampler.stop(end)
+
+	if r.panicked != nil {
+		panic(r.panicked)
+	}
+	sum = r.rec.summary(end)
+	sum.Items = max(taken, r.cfg.Items)
+	sum.Incomplete = !exhausted || sum.Canceled > 0
+	switch {
+	case r.fatalErr != nil:
+		return sum, r.fatalErr
+	case srcErr != nil:
+		return sum, fmt.Errorf("engine: source: %w", srcErr)
+	case r.ctx.Err() != nil && sum.Incomplete:
+		return sum, context.Cause(r.ctx)
+	}
+	return sum, nil
+}
+
+// watchGrace cancels the attempts in progress Grace after the caller's ctx
+// ends, or at once when the run is aborted.
+func (r *run) watchGrace(finished <-chan struct{}) {
+	select {
+	case <-r.stopCtx.Done():
+	case <-finished:
+		return
+	}
+	if errors.Is(context.Cause(r.stopCtx), errFatal) {
+		r.cancelCall()
+		return
+	}
+	t := time.NewTimer(r.cfg.Grace)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		r.cancelCall()
+	case <-finished:
+	}
+}
+
+// abort stops the run for a sink error or a panic; the first one wins.
+func (r *run) abort(err error, p *PanicError) {
+	r.fatalMu.Lock()
+	if r.fatalErr == nil && r.panicked == nil {
+		r.fatalErr, r.panicked = err, p
+	}
+	r.fatalMu.Unlock()
+	r.stop(errFatal)
+	r.cancelCall()
+}
+
+// process makes one item's call and delivers its Result, unless the run was
+// interrupted before the item finished.
+func (r *run) process(it Item) {
+	cost := r.cost(it.Request)
+	res := Result{Index: it.Index, ID: it.ID, Metadata: it.Metadata}
+	res.Timings.Start = time.Now()
+	var resp provider.Response
+	call, err := strategies.Do(r.callCtx, r.strategy, r.cfg.Retry, cost, func(ctx context.Context, n int) strategies.Outcome {
+		a := Attempt{Index: it.Index, ID: it.ID, N: n, Cost: cost, Start: time.Now()}
+		r.rec.attemptStarted()
+		resp, a.Outcome = r.cfg.Client.Do(ctx, it.Request, n)
+		r.rec.Attempt(a)
+		if r.cfg.OnAttempt != nil {
+			r.cfg.OnAttempt(a)
+		}
+		return a.Outcome
+	})
+	res.Timings.End = time.Now()
+	res.Attempts = call.Attempts
+	res.Timings.WaitSlot = call.Waits.Slot
+	res.Timings.WaitTokens = call.Waits.Tokens
+	res.Timings.WaitRetryAfter = call.Waits.RetryAfter
+	res.Timings.Backoff = call.Waits.Backoff
+	o := call.Outcome
+
+	switch {
+	case err != nil && r.stopCtx.Err() != nil,
+		o.Kind == strategies.Canceled && r.callCtx.Err() != nil:
+		// Interrupted: not finished, so no sink records it.
+		r.rec.canceledItem()
+		return
+	case err != nil:
+		res.Err = &ResultError{Type: "rejected", Message: err.Error()}
+		if call.Attempts > 0 {
+			res.Err.Status, res.Err.Type, res.Err.Message = provider.Describe(o)
+		}
+	case o.Kind == strategies.Success:
+		res.Text, res.StopReason, res.Usage = resp.Text, resp.StopReason, resp.Usage
+		res.Timings.TTFT = resp.TTFT
+	default:
+		res.Usage = o.Usage
+		status, typ, msg := provider.Describe(o)
+		res.Err = &ResultError{Status: status, Type: typ, Message: msg}
+	}
+	r.deliver(res)
+}
+
+// deliver hands res to the recorder, the sinks and OnResult, one result at a
+// time.
+func (r *run) deliver(res Result) {
+	r.deliverMu.Lock()
+	defer r.deliverMu.Unlock()
+	r.rec.Put(res) //nolint:errcheck // the recorder never fails
+	for _, s := range r.cfg.Sinks {
+		if err := s.Put(res); err != nil {
+			r.abort(fmt.Errorf("engine: sink: %w", err), nil)
+			return
+		}
+	}
+	if r.cfg.OnResult != nil {
+		r.cfg.OnResult(res)
+	}
+}
+
+// stoppable is a Strategy whose Acquire also ends when stop does.
+type stoppable struct {
+	strategies.Strategy
+	stop context.Context
+}
+
+func (s stoppable) Acquire(ctx context.Context, c strategies.Cost) (strategies.Permit, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	unhook := context.AfterFunc(s.stop, cancel)
+	defer unhook()
+	return s.Strategy.Acquire(ctx, c)
+}

@@ -1,0 +1,335 @@
+package engine
+
+import (
+	"math"
+	"sync"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/ratelab/ratelab/strategies"
+)
+
+// Summary is a run's accounting. Its fields carry the names and units of
+// reports.Result (percentiles in seconds), so that mapping one to the other
+// is a field-by-field copy; Percentiles and Point convert to their reports
+// counterparts with a plain type conversion.
+type Summary struct {
+	Items     int `json:"items"`
+	Completed int `json:"completed"`
+	Failed    int `json:"failed"`
+	// Canceled counts items in progress when the run was interrupted; they
+	// are neither completed nor failed and reached no sink.
+	Canceled int `json:"canceled"`
+
+	Attempts     int64 `json:"attempts"`      // HTTP attempts
+	Throttled    int64 `json:"throttled"`     // 429s
+	Overloaded   int64 `json:"overloaded"`    // 529 / 503
+	ServerErrors int64 `json:"server_errors"` // other 5xx
+	Errors       int64 `json:"errors"`        // other failed attempts (4xx, connection, stream)
+
+	AttemptsPerCall    float64 `json:"attempts_per_call"`    // attempts / completed
+	ThrottledByAttempt []int64 `json:"throttled_by_attempt"` // [i] = 429s on attempt i+1
+	MaxAttempts        int     `json:"max_attempts"`         // most attempts any item took
+	FailedTokens       int64   `json:"failed_tokens"`        // tokens reserved (Cost.Tokens) by attempts that did not succeed
+	InputTokens        int64   `json:"input_tokens"`         // reported by the server, over all attempts
+	OutputTokens       int64   `json:"output_tokens"`
+
+	WallSeconds float64 `json:"wall_seconds"`
+
+	// Latency percentiles in seconds. EndToEnd and the waits are per
+	// finished item (its totals); Attempt is per attempt. Backoff is all the
+	// time an item spent between its attempts: WaitRetryAfter (the server
+	// asked) plus the retry policy's own backoff.
+	EndToEnd       Percentiles  `json:"end_to_end"`
+	Attempt        Percentiles  `json:"attempt"`
+	WaitSlot       Percentiles  `json:"wait_slot"`
+	WaitTokens     Percentiles  `json:"wait_tokens"`
+	Backoff        Percentiles  `json:"backoff"`
+	WaitRetryAfter Percentiles  `json:"wait_retry_after"`
+	TTFT           *Percentiles `json:"ttft,omitempty"` // streaming only
+
+	FinalLimit float64          `json:"final_limit,omitempty"` // the strategy's limit when the run ended
+	Stats      strategies.Stats `json:"stats"`                 // the strategy's final Stats
+
+	Timeline *Timeline `json:"timeline,omitempty"`
+
+	Incomplete bool `json:"incomplete,omitempty"` // interrupted before every item finished
+}
+
+// Percentiles summarises a latency distribution, in seconds. P50, P90 and
+// P99 come from an HdrHistogram (3 significant digits); Max and Mean are
+// exact.
+type Percentiles struct {
+	Count int64   `json:"count"`
+	P50   float64 `json:"p50"`
+	P90   float64 `json:"p90"`
+	P99   float64 `json:"p99"`
+	Max   float64 `json:"max"`
+	Mean  float64 `json:"mean"`
+}
+
+// Timeline samples a run at a fixed resolution.
+type Timeline struct {
+	ResolutionSeconds float64 `json:"resolution_seconds"`
+	Points            []Point `json:"points"`
+}
+
+// Point is one timeline sample; rates are per second over the interval that
+// ends at T, and the strategy's state is as Stats reported it at T.
+type Point struct {
+	T               float64 `json:"t"` // seconds since the run's start
+	InFlight        int     `json:"in_flight"`
+	CompletionsRate float64 `json:"completions_per_second"`
+	ThrottlesRate   float64 `json:"throttles_per_second"`
+	Limit           float64 `json:"limit"`
+	DelaySeconds    float64 `json:"delay_seconds"`
+	Tokens          float64 `json:"tokens_available"`
+}
+
+// Recorder is the Sink that does a run's accounting: counters, histograms
+// and the timeline. Run makes one per run; it is exported so that its
+// methods document what is counted. It is safe for concurrent use.
+type Recorder struct {
+	strategy   strategies.Strategy
+	resolution time.Duration
+
+	mu          sync.Mutex
+	startT      time.Time
+	sum         Summary
+	inFlight    int
+	tickDone    int64 // completions since the last timeline point
+	tickThrottl int64 // 429s since the last timeline point
+	lastSample  time.Time
+	points      []Point
+
+	endToEnd, attempt, waitSlot, waitTokens, backoff, waitRetryAfter, ttft histogram
+}
+
+// NewRecorder returns a Recorder sampling s's Stats on a timeline at
+// resolution (none when resolution <= 0).
+func NewRecorder(s strategies.Strategy, resolution time.Duration) *Recorder {
+	return &Recorder{strategy: s, resolution: resolution}
+}
+
+func (r *Recorder) start(t time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.startT, r.lastSample = t, t
+}
+
+func (r *Recorder) attemptStarted() {
+	r.mu.Lock()
+	r.inFlight++
+	r.mu.Unlock()
+}
+
+// Attempt counts one attempt that has ended: by kind, by attempt number,
+// its latency, the tokens it used and, when it did not succeed, the tokens
+// it had reserved.
+func (r *Recorder) Attempt(a Attempt) {
+	o := a.Outcome
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.inFlight > 0 {
+		r.inFlight--
+	}
+	s := &r.sum
+	s.Attempts++
+	switch o.Kind {
+	case strategies.Success:
+	case strategies.Throttled:
+		s.Throttled++
+		r.tickThrottl++
+		for len(s.ThrottledByAttempt) <= a.N {
+			s.ThrottledByAttempt = append(s.ThrottledByAttempt, 0)
+		}
+		s.ThrottledByAttempt[a.N]++
+	case strategies.Overloaded:
+		s.Overloaded++
+	case strategies.Failed:
+		if o.Status >= 500 {
+			s.ServerErrors++
+		} else {
+			s.Errors++
+		}
+	}
+	if o.Kind != strategies.Success {
+		s.FailedTokens += int64(a.Cost.Tokens())
+	}
+	s.InputTokens += int64(o.Usage.InputTokens)
+	s.OutputTokens += int64(o.Usage.OutputTokens)
+	r.attempt.record(o.Latency)
+}
+
+// Put counts one finished item. It never fails.
+func (r *Recorder) Put(res Result) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := &r.sum
+	if res.Err == nil {
+		s.Completed++
+		r.tickDone++
+	} else {
+		s.Failed++
+	}
+	s.MaxAttempts = max(s.MaxAttempts, res.Attempts)
+	t := res.Timings
+	r.endToEnd.record(t.End.Sub(t.Start))
+	r.waitSlot.record(t.WaitSlot)
+	r.waitTokens.record(t.WaitTokens)
+	r.backoff.record(t.Backoff + t.WaitRetryAfter)
+	r.waitRetryAfter.record(t.WaitRetryAfter)
+	if t.TTFT > 0 {
+		r.ttft.record(t.TTFT)
+	}
+	return nil
+}
+
+func (r *Recorder) canceledItem() {
+	r.mu.Lock()
+	r.sum.Canceled++
+	r.mu.Unlock()
+}
+
+// point appends a timeline point at now.
+func (r *Recorder) point(now time.Time) {
+	st := r.strategy.Stats()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := Point{
+		T:            now.Sub(r.startT).Seconds(),
+		InFlight:     r.inFlight,
+		Limit:        st.Limit,
+		DelaySeconds: st.Delay,
+		Tokens:       st.Tokens,
+	}
+	if dt := now.Sub(r.lastSample).Seconds(); dt > 0 {
+		p.CompletionsRate = float64(r.tickDone) / dt
+		p.ThrottlesRate = float64(r.tickThrottl) / dt
+	}
+	r.tickDone, r.tickThrottl, r.lastSample = 0, 0, now
+	r.points = append(r.points, p)
+}
+
+// sampler takes the timeline's points on a ticker until stopped.
+type sampler struct {
+	r    *Recorder
+	quit chan struct{}
+	done chan struct{}
+}
+
+// sample starts the timeline: a point at start, then one per resolution.
+func (r *Recorder) sample(start time.Time) *sampler {
+	s := &sampler{r: r}
+	if r.resolution <= 0 {
+		return s
+	}
+	r.point(start)
+	s.quit, s.done = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(r.resolution)
+		defer t.Stop()
+		for {
+			select {
+			case now := <-t.C:
+				r.point(now)
+			case <-s.quit:
+				return
+			}
+		}
+	}()
+	return s
+}
+
+// stop ends sampling with a last point at end, unless one was just taken.
+func (s *sampler) stop(end time.Time) {
+	if s.quit == nil {
+		return
+	}
+	close(s.quit)
+	<-s.done
+	s.r.mu.Lock()
+	last := s.r.lastSample
+	s.r.mu.Unlock()
+	if end.After(last) {
+		s.r.point(end)
+	}
+}
+
+// summary derives the Summary at the run's end.
+func (r *Recorder) summary(end time.Time) Summary {
+	st := r.strategy.Stats()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.sum
+	s.ThrottledByAttempt = append([]int64{}, s.ThrottledByAttempt...)
+	s.WallSeconds = end.Sub(r.startT).Seconds()
+	if s.Completed > 0 {
+		s.AttemptsPerCall = float64(s.Attempts) / float64(s.Completed)
+	}
+	s.EndToEnd = r.endToEnd.percentiles()
+	s.Attempt = r.attempt.percentiles()
+	s.WaitSlot = r.waitSlot.percentiles()
+	s.WaitTokens = r.waitTokens.percentiles()
+	s.Backoff = r.backoff.percentiles()
+	s.WaitRetryAfter = r.waitRetryAfter.percentiles()
+	if r.ttft.count > 0 {
+		p := r.ttft.percentiles()
+		s.TTFT = &p
+	}
+	s.Stats = st
+	s.FinalLimit = st.Limit
+	if r.resolution > 0 {
+		s.Timeline = &Timeline{ResolutionSeconds: r.resolution.Seconds(), Points: append([]Point(nil), r.points...)}
+	}
+	return s
+}
+
+// Histogram bounds: 1 µs to a day, 3 significant digits.
+const (
+	histUnit = time.Microsecond
+	histMax  = 24 * time.Hour
+)
+
+// histogram is an HdrHistogram of durations in microseconds, with exact
+// count, sum and max kept beside it. The zero value is ready; the
+// HdrHistogram is allocated on first use.
+type histogram struct {
+	h     *hdrhistogram.Histogram
+	count int64
+	sum   time.Duration
+	max   time.Duration
+}
+
+func (h *histogram) record(d time.Duration) {
+	if d < 0 {
+		d = 0
+	}
+	if h.h == nil {
+		h.h = hdrhistogram.New(1, int64(histMax/histUnit), 3)
+	}
+	h.count++
+	h.sum += d
+	h.max = max(h.max, d)
+	h.h.RecordValue(min(int64(d/histUnit), int64(histMax/histUnit))) //nolint:errcheck // clamped into range
+}
+
+func (h *histogram) percentiles() Percentiles {
+	if h.count == 0 {
+		return Percentiles{}
+	}
+	q := func(p float64) float64 {
+		v := float64(h.h.ValueAtQuantile(p)) * histUnit.Seconds()
+		return math.Min(v, h.max.Seconds())
+	}
+	return Percentiles{
+		Count: h.count,
+		P50:   q(50),
+		P90:   q(90),
+		P99:   q(99),
+		Max:   h.max.Seconds(),
+		Mean:  h.sum.Seconds() / float64(h.count),
+	}
+}
