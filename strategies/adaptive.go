@@ -1,0 +1,430 @@
+package strategies
+
+import (
+	"context"
+	"math"
+	"sync"
+	"time"
+)
+
+// AdaptiveConfig configures an Adaptive strategy. A zero field takes the
+// default given with it.
+type AdaptiveConfig struct {
+	// Initial is the window of a key at the start of slow start. Default 4.
+	Initial int `json:"initial" yaml:"initial"`
+	// Min and Max clamp the window. Defaults 1 and 1000.
+	Min int `json:"min" yaml:"min"`
+	Max int `json:"max" yaml:"max"`
+	// Decrease is the share of the learned limit the window drops to after a
+	// throttle. Default 0.9.
+	Decrease float64 `json:"decrease" yaml:"decrease"`
+	// ProbeAfter is how many round trips the window holds at the learned
+	// limit, after a throttle, before it tries one call above it. Default 3.
+	ProbeAfter float64 `json:"probe_after" yaml:"probe_after"`
+}
+
+// withDefaults returns c with its zero fields set to the defaults and Initial
+// clamped to [Min, Max].
+func (c AdaptiveConfig) withDefaults() AdaptiveConfig {
+	if c.Initial <= 0 {
+		c.Initial = 4
+	}
+	if c.Min <= 0 {
+		c.Min = 1
+	}
+	if c.Max <= 0 {
+		c.Max = 1000
+	}
+	c.Max = max(c.Max, c.Min)
+	c.Initial = min(max(c.Initial, c.Min), c.Max)
+	if c.Decrease <= 0 || c.Decrease > 1 {
+		c.Decrease = 0.9
+	}
+	if c.ProbeAfter <= 0 {
+		c.ProbeAfter = 3
+	}
+	return c
+}
+
+// defaultRTT is the round trip Adaptive assumes before its first success.
+const defaultRTT = time.Second
+
+// Adaptive is ratelab's own strategy for a provider whose limit is not
+// published: it finds the limit in a few round trips, sits just under it, and
+// follows it when it moves. Each key (Cost.Provider and Cost.Key) has its own
+// window, learned limit and retry-after gate.
+//
+// The control law, per key:
+//
+//   - Slow start. The window starts at Initial and grows by one for each
+//     success that ends while it is full, doubling every round trip, until
+//     the first throttle.
+//   - Learning the limit. A throttle (429) tells how many of the key's calls
+//     the server was holding when it refused one: those in flight when the
+//     refusal arrives, plus those that succeeded while it was under way. That
+//     count is the learned limit; a burst of refusals keeps the smallest. The
+//     window drops to Decrease times it, once per round trip (refusals of
+//     calls dispatched before the drop are the same event and only refine
+//     the limit).
+//   - Congestion avoidance. The window grows by about one per round trip
+//     while it is full, up to the learned limit, and holds there.
+//   - Probing. ProbeAfter round trips after the last throttle, one call above
+//     the learned limit is allowed. If the server refuses it, the window stays
+//     at the limit and the next probe waits another ProbeAfter round trips;
+//     if the server holds it, the limit has risen and slow start resumes.
+//   - The retry-after gate. A throttle or overload with a server delay closes
+//     the key's gate until the delay is over: no Acquire for the key returns
+//     while it is closed, so the retries of a burst do not come back as a herd
+//     and nothing new is sent into a limit the server has just said is
+//     exhausted. A refused probe does not close the gate: the one call sent
+//     above a limit known to hold is expected to be refused, and the server's
+//     delay for it is honoured by that call's own retry (see Do).
+//   - Rate-limit headers. A response with a dimension's remaining count at 0
+//     closes the gate until that dimension's reset. A published requests
+//     limit (per minute) caps the window at the calls that rate allows per
+//     round trip, and seeds it there while slow start is still running.
+//   - An overload (529/503) is the provider's, not the key's: it decreases the
+//     window by Decrease once per round trip and closes the gate for its
+//     server delay, but teaches no limit.
+//
+// A round trip is the smoothed latency of the key's successes (one second
+// before the first). The learned state can be saved and loaded across runs
+// (see SaveState and LoadState), so that a second run starts where the first
+// ended.
+//
+// Callers of a key are admitted in arrival order. Stats reports Limit as the
+// sum over keys of the calls admitted at once; events are EventLimit,
+// EventGateClose and EventGateOpen. It is safe for concurrent use.
+type Adaptive struct {
+	cfg  AdaptiveConfig
+	m    meter
+	mu   sync.Mutex
+	keys map[limitKey]*adaptiveKey
+}
+
+var _ Strategy = (*Adaptive)(nil)
+
+// limitKey identifies the limit a call counts against.
+type limitKey struct{ provider, key string }
+
+// adaptiveKey is one key's law and line of callers.
+type adaptiveKey struct {
+	law  adaptiveLaw
+	line *line
+}
+
+// NewAdaptive returns an Adaptive strategy configured by cfg.
+func NewAdaptive(cfg AdaptiveConfig, opts ...Option) *Adaptive {
+	a := &Adaptive{cfg: cfg.withDefaults(), keys: make(map[limitKey]*adaptiveKey)}
+	a.m.init(opts)
+	return a
+}
+
+// keyLocked returns the state of the key of c, creating it on first use.
+func (a *Adaptive) keyLocked(k limitKey) *adaptiveKey {
+	ak, ok := a.keys[k]
+	if !ok {
+		ak = &adaptiveKey{law: newAdaptiveLaw(a.cfg), line: newLine()}
+		a.keys[k] = ak
+	}
+	return ak
+}
+
+// Acquire waits, in arrival order among the callers of c's key, until the
+// key's gate is open and its window has room, or until ctx ends.
+func (a *Adaptive) Acquire(ctx context.Context, c Cost) (Permit, error) {
+	k := limitKey{c.Provider, c.Key}
+	a.mu.Lock()
+	ak := a.keyLocked(k)
+	a.mu.Unlock()
+
+	var at adaptiveAttempt
+	w, err := ak.line.wait(ctx, &a.m, &a.mu, func(now time.Time) (bool, time.Duration, bool) {
+		ok, d, gated := ak.law.admit(now)
+		if ok {
+			at = ak.law.dispatch(now)
+		}
+		a.publishLocked(now)
+		return ok, d, gated
+	})
+	if err != nil {
+		return nil, err
+	}
+	finish := func(o Outcome, done bool) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		now := time.Now()
+		at = ak.law.finish(now, at, o, done)
+		a.publishLocked(now)
+		ak.line.notifyLocked()
+	}
+	return newPermit(&a.m, w,
+		func(o Outcome) { finish(o, false) },
+		func(o Outcome) { finish(o, true) }), nil
+}
+
+// Stats implements Strategy.
+func (a *Adaptive) Stats() Stats {
+	a.mu.Lock()
+	a.publishLocked(time.Now())
+	a.mu.Unlock()
+	return a.m.snapshot()
+}
+
+// publishLocked sets the Limit gauge and emits the keys' pending events.
+func (a *Adaptive) publishLocked(now time.Time) {
+	total := 0
+	for _, ak := range a.keys {
+		total += ak.law.show(now)
+		for _, e := range ak.law.events {
+			a.m.emit(e)
+		}
+		ak.law.events = ak.law.events[:0]
+	}
+	a.m.set(func(st *Stats) { st.Limit = float64(total) })
+}
+
+// adaptiveAttempt is what adaptiveLaw remembers of an attempt in flight.
+type adaptiveAttempt struct {
+	seq   uint64    // dispatch number
+	n     int       // the key's attempts in flight at dispatch, this one included
+	probe bool      // dispatched above the learned limit
+	start time.Time // dispatch time
+	// The key's success and throttle counts at dispatch, to tell what ended
+	// while this attempt was under way.
+	successes, throttles uint64
+}
+
+// adaptiveLaw is Adaptive's control law for one key (see Adaptive): a pure
+// function of the times, dispatches and outcomes it is given.
+type adaptiveLaw struct {
+	cfg       AdaptiveConfig
+	window    float64
+	limit     int // learned limit; 0 while unknown
+	slowStart bool
+	inFlight  int
+	seq       uint64 // dispatches so far
+	cut       uint64 // the last attempt dispatched before the last decrease
+	successes uint64
+	throttles uint64
+	srtt      time.Duration // smoothed round trip; 0 before the first success
+	probeAt   time.Time     // when a probe above limit may go
+	gate      gate
+	rpm       int64 // published requests per minute; 0 if none
+	shown     int   // the capacity last reported in an event
+	events    []Event
+}
+
+func newAdaptiveLaw(cfg AdaptiveConfig) adaptiveLaw {
+	cfg = cfg.withDefaults()
+	return adaptiveLaw{cfg: cfg, window: float64(cfg.Initial), slowStart: true}
+}
+
+// rtt returns the round-trip estimate.
+func (l *adaptiveLaw) rtt() time.Duration {
+	if l.srtt <= 0 {
+		return defaultRTT
+	}
+	return l.srtt
+}
+
+// hold returns how long the window holds at the limit before a probe.
+func (l *adaptiveLaw) hold() time.Duration {
+	return time.Duration(l.cfg.ProbeAfter * float64(l.rtt()))
+}
+
+// headerCap returns the window a published requests-per-minute limit allows:
+// the calls that rate starts per round trip. 0 when none is published.
+func (l *adaptiveLaw) headerCap() int {
+	if l.rpm <= 0 {
+		return 0
+	}
+	return max(1, int(math.Ceil(float64(l.rpm)/60*l.rtt().Seconds())))
+}
+
+// capacity returns how many attempts may be in flight at now.
+func (l *adaptiveLaw) capacity(now time.Time) int {
+	c := int(l.window)
+	if hc := l.headerCap(); hc > 0 {
+		c = min(c, hc)
+	}
+	if l.limit > 0 && c >= l.limit {
+		c = l.limit
+		if !now.Before(l.probeAt) {
+			c++
+		}
+	}
+	return min(max(c, l.cfg.Min), l.cfg.Max)
+}
+
+// admit decides whether an attempt may start at now. If not, wait is how long
+// until that may change by itself (0: only when an attempt ends), and gated
+// says that the retry-after gate holds it.
+func (l *adaptiveLaw) admit(now time.Time) (ok bool, wait time.Duration, gated bool) {
+	if d := l.gate.wait(now); d > 0 {
+		return false, d, true
+	}
+	if l.inFlight < l.capacity(now) {
+		return true, 0, false
+	}
+	if l.limit > 0 && now.Before(l.probeAt) && l.inFlight < l.capacity(l.probeAt) {
+		return false, l.probeAt.Sub(now), false
+	}
+	return false, 0, false
+}
+
+// dispatch records an attempt starting at now and returns it.
+func (l *adaptiveLaw) dispatch(now time.Time) adaptiveAttempt {
+	l.seq++
+	l.inFlight++
+	return adaptiveAttempt{
+		seq:       l.seq,
+		n:         l.inFlight,
+		probe:     l.limit > 0 && l.inFlight > l.limit,
+		start:     now,
+		successes: l.successes,
+		throttles: l.throttles,
+	}
+}
+
+// finish learns from attempt a ending at now with o. With done false the
+// permit is kept for another attempt (a retry inside the slot), which finish
+// records as dispatched now and returns.
+func (l *adaptiveLaw) finish(now time.Time, a adaptiveAttempt, o Outcome, done bool) adaptiveAttempt {
+	full := l.inFlight >= l.capacity(now)
+	l.inFlight--
+	l.headers(now, o.Limits)
+	switch o.Kind {
+	case Success:
+		l.success(now, a, o, full)
+	case Throttled:
+		l.throttled(now, a, o)
+	case Overloaded:
+		l.overloaded(now, a, o)
+	}
+	if done {
+		return adaptiveAttempt{}
+	}
+	return l.dispatch(now)
+}
+
+func (l *adaptiveLaw) success(now time.Time, a adaptiveAttempt, o Outcome, full bool) {
+	l.successes++
+	rtt := o.Latency
+	if rtt <= 0 {
+		rtt = now.Sub(a.start)
+	}
+	if rtt > 0 {
+		if l.srtt <= 0 {
+			l.srtt = rtt
+		} else {
+			l.srtt += (rtt - l.srtt) / 8
+		}
+	}
+	// The server held this attempt with at least held of ours in flight (the
+	// attempts refused meanwhile did not count against the limit).
+	held := a.n - int(l.throttles-a.throttles)
+	if l.limit > 0 && held > l.limit {
+		l.limit = 0
+		l.slowStart = true
+		l.window = max(l.window, float64(held))
+		l.note(now, "probe held")
+	}
+	if full {
+		if l.slowStart {
+			l.window++
+		} else {
+			l.window += 1 / l.window
+			if l.limit > 0 {
+				l.window = min(l.window, float64(l.limit))
+			}
+		}
+		if hc := l.headerCap(); hc > 0 {
+			l.window = min(l.window, float64(hc))
+		}
+		l.window = min(l.window, float64(l.cfg.Max))
+		l.note(now, "increase")
+	}
+}
+
+func (l *adaptiveLaw) throttled(now time.Time, a adaptiveAttempt, o Outcome) {
+	l.throttles++
+	if a.probe {
+		// The limit has not risen: stay at it and probe again later.
+		l.window = min(l.window, float64(l.limit))
+		l.probeAt = now.Add(l.hold())
+		l.note(now, "probe refused")
+		return
+	}
+	if o.HasRetryAfter {
+		l.closeGate(now, now.Add(max(0, o.RetryAfter)), "retry-after")
+	}
+	// What the server held when it refused a: ours still in flight, plus
+	// ours that succeeded meanwhile. Refusals still on their way back inflate
+	// it, so a burst keeps the smallest.
+	held := max(l.inFlight+int(l.successes-a.successes), l.cfg.Min)
+	if a.seq > l.cut {
+		l.cut = l.seq
+		l.limit = held
+		l.slowStart = false
+		l.probeAt = now.Add(l.hold())
+	} else if l.limit == 0 || held < l.limit {
+		l.limit = held
+	}
+	l.window = min(l.window, max(l.cfg.Decrease*float64(held), float64(l.cfg.Min)))
+	l.note(now, "throttle")
+}
+
+func (l *adaptiveLaw) overloaded(now time.Time, a adaptiveAttempt, o Outcome) {
+	if o.HasRetryAfter {
+		l.closeGate(now, now.Add(max(0, o.RetryAfter)), "overloaded")
+	}
+	if a.seq > l.cut {
+		l.cut = l.seq
+		l.slowStart = false
+		l.window = max(l.window*l.cfg.Decrease, float64(l.cfg.Min))
+		l.probeAt = now.Add(l.hold())
+		l.note(now, "overloaded")
+	}
+}
+
+// headers learns from a response's rate-limit headers.
+func (l *adaptiveLaw) headers(now time.Time, h Limits) {
+	for _, d := range [...]Limit{h.Requests, h.Tokens, h.InputTokens, h.OutputTokens} {
+		if d.Known() && d.Remaining <= 0 {
+			l.closeGate(now, d.Reset, "remaining 0")
+		}
+	}
+	if r := h.Requests; r.Known() && r.Limit != l.rpm {
+		l.rpm = r.Limit
+		if l.slowStart {
+			l.window = min(max(l.window, float64(l.headerCap())), float64(l.cfg.Max))
+		}
+		l.note(now, "headers")
+	}
+}
+
+func (l *adaptiveLaw) closeGate(now, until time.Time, reason string) {
+	if l.gate.close(now, until) {
+		l.events = append(l.events, Event{Time: now, Type: EventGateClose, Until: until, Reason: reason})
+	}
+}
+
+// note records an EventLimit if the capacity at now differs from the last
+// one reported.
+func (l *adaptiveLaw) note(now time.Time, reason string) {
+	if c := l.capacity(now); c != l.shown {
+		l.shown = c
+		l.events = append(l.events, Event{Time: now, Type: EventLimit, Value: float64(c), Reason: reason})
+	}
+}
+
+// show returns the capacity at now, first recording the events that time
+// alone brought: the gate opening, a probe becoming due.
+func (l *adaptiveLaw) show(now time.Time) int {
+	if l.gate.reopened(now) {
+		l.events = append(l.events, Event{Time: l.gate.until, Type: EventGateOpen, Reason: "retry-after"})
+	}
+	l.note(now, "probe")
+	return l.shown
+}

@@ -1,0 +1,213 @@
+package strategies
+
+import (
+	"context"
+	"math"
+	"sync"
+	"time"
+)
+
+// AIMDDelayConfig configures an AIMDDelay. A zero field takes the default
+// given with it, which is the case study's controller.
+type AIMDDelayConfig struct {
+	// Initial is the delay between dispatches at the start. Default 6 s.
+	Initial time.Duration `json:"initial" yaml:"initial"`
+	// Min and Max clamp the delay. Defaults 10 ms and 60 s.
+	Min time.Duration `json:"min" yaml:"min"`
+	Max time.Duration `json:"max" yaml:"max"`
+	// Successes is how many consecutive successes shrink the delay. Default 3.
+	Successes int `json:"successes" yaml:"successes"`
+	// Decrease multiplies the delay after Successes consecutive successes.
+	// Default 0.9 (10 % shorter).
+	Decrease float64 `json:"decrease" yaml:"decrease"`
+	// Increase multiplies the delay on a throttle. Default 1.8.
+	Increase float64 `json:"increase" yaml:"increase"`
+	// Cooldown is the pause after a throttle (see AIMDDelay). Default 10 s.
+	Cooldown time.Duration `json:"cooldown" yaml:"cooldown"`
+}
+
+// withDefaults returns c with its zero fields set to the defaults and the
+// initial delay clamped to [Min, Max].
+func (c AIMDDelayConfig) withDefaults() AIMDDelayConfig {
+	if c.Initial <= 0 {
+		c.Initial = 6 * time.Second
+	}
+	if c.Min <= 0 {
+		c.Min = 10 * time.Millisecond
+	}
+	if c.Max <= 0 {
+		c.Max = 60 * time.Second
+	}
+	c.Max = max(c.Max, c.Min)
+	c.Initial = min(max(c.Initial, c.Min), c.Max)
+	if c.Successes <= 0 {
+		c.Successes = 3
+	}
+	if c.Decrease <= 0 || c.Decrease >= 1 {
+		c.Decrease = 0.9
+	}
+	if c.Increase <= 1 {
+		c.Increase = 1.8
+	}
+	if c.Cooldown <= 0 {
+		c.Cooldown = 10 * time.Second
+	}
+	return c
+}
+
+// AIMDDelay paces dispatches with an adaptive delay between them: the
+// controller of batch-runtime-casestudy.txt, exactly. It starts at Initial
+// (6 s) between dispatches, shortens the delay by 10 % after 3 consecutive
+// successes and, on a throttle (a 429, or a 529/503 overload), multiplies it
+// by 1.8 and cools down for 10 s; the delay stays within [Min, Max]. It bounds
+// the rate of dispatches, not how many are in flight.
+//
+// The cooldown means, precisely: for Cooldown after a throttle no attempt is
+// dispatched, and nothing observed changes the delay. The calls still in
+// flight when the throttle arrived were sent at the old pace, so their
+// throttles are the same event (no second ×1.8) and their successes are not
+// evidence for the new delay (they do not count toward the streak). The first
+// dispatch after the cooldown goes at its end; the next ones are spaced by the
+// new delay. Any attempt that is not a success (a throttle, an overload,
+// another error) breaks the streak of consecutive successes; a canceled one
+// is ignored.
+//
+// Throttled items must be re-queued, never dropped: run calls through Do with
+// RetryPolicy{MaxRetries: -1, Requeue: true}, as the case study's runtime does.
+//
+// Callers are admitted in arrival order. Stats reports Delay (and Rate, its
+// inverse); events are EventDelay and, for the cooldown, EventGateClose and
+// EventGateOpen. It is safe for concurrent use.
+type AIMDDelay struct {
+	m    meter
+	mu   sync.Mutex
+	law  delayLaw
+	line *line
+}
+
+var _ Strategy = (*AIMDDelay)(nil)
+
+// NewAIMDDelay returns an AIMDDelay configured by cfg.
+func NewAIMDDelay(cfg AIMDDelayConfig, opts ...Option) *AIMDDelay {
+	a := &AIMDDelay{law: newDelayLaw(cfg), line: newLine()}
+	a.m.init(opts)
+	a.publishLocked()
+	return a
+}
+
+// Acquire waits, in arrival order, until the delay since the previous
+// dispatch has passed and no cooldown is running, or until ctx ends.
+func (a *AIMDDelay) Acquire(ctx context.Context, _ Cost) (Permit, error) {
+	w, err := a.line.wait(ctx, &a.m, &a.mu, func(now time.Time) (bool, time.Duration, bool) {
+		d := a.law.next(now)
+		a.publishLocked()
+		if d > 0 {
+			return false, d, false
+		}
+		a.law.dispatch(now)
+		return true, 0, false
+	})
+	if err != nil {
+		return nil, err
+	}
+	learn := func(o Outcome) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		a.law.observe(time.Now(), o)
+		a.publishLocked()
+		a.line.notifyLocked()
+	}
+	return newPermit(&a.m, w, learn, learn), nil
+}
+
+// Stats implements Strategy.
+func (a *AIMDDelay) Stats() Stats { return a.m.snapshot() }
+
+// publishLocked sets the gauges and emits the law's pending events.
+func (a *AIMDDelay) publishLocked() {
+	d := a.law.delay
+	a.m.set(func(st *Stats) {
+		st.Delay = d.Seconds()
+		st.Rate = 1 / d.Seconds()
+	})
+	for _, e := range a.law.events {
+		a.m.emit(e)
+	}
+	a.law.events = a.law.events[:0]
+}
+
+// delayLaw is AIMDDelay's control law, a pure function of the times and
+// outcomes it is given.
+type delayLaw struct {
+	cfg      AIMDDelayConfig
+	delay    time.Duration
+	streak   int       // consecutive successes since the last change
+	last     time.Time // the last dispatch; zero before the first
+	cooldown gate      // closed for cfg.Cooldown after a throttle
+	events   []Event   // state changes not yet delivered
+}
+
+func newDelayLaw(cfg AIMDDelayConfig) delayLaw {
+	cfg = cfg.withDefaults()
+	return delayLaw{cfg: cfg, delay: cfg.Initial}
+}
+
+// next returns how long after now the next dispatch may go: 0 if now.
+func (l *delayLaw) next(now time.Time) time.Duration {
+	if l.cooldown.reopened(now) {
+		l.events = append(l.events, Event{Time: l.cooldown.until, Type: EventGateOpen, Reason: "cooldown"})
+	}
+	if w := l.cooldown.wait(now); w > 0 {
+		return w
+	}
+	if l.last.IsZero() || l.last.Before(l.cooldown.until) {
+		return 0 // the first dispatch, or the first after a cooldown
+	}
+	return max(0, l.last.Add(l.delay).Sub(now))
+}
+
+// dispatch records a dispatch at now.
+func (l *delayLaw) dispatch(now time.Time) { l.last = now }
+
+// observe learns from an attempt that ended at now with o.
+func (l *delayLaw) observe(now time.Time, o Outcome) {
+	cooling := l.cooldown.wait(now) > 0
+	switch o.Kind {
+	case Success:
+		if cooling {
+			return
+		}
+		l.streak++
+		if l.streak >= l.cfg.Successes {
+			l.streak = 0
+			l.setDelay(now, scaleDuration(l.delay, l.cfg.Decrease), "successes")
+		}
+	case Throttled, Overloaded:
+		l.streak = 0
+		if cooling {
+			return
+		}
+		l.setDelay(now, scaleDuration(l.delay, l.cfg.Increase), o.Kind.String())
+		until := now.Add(l.cfg.Cooldown)
+		l.cooldown.close(now, until)
+		l.events = append(l.events, Event{Time: now, Type: EventGateClose, Until: until, Reason: "cooldown"})
+	case Failed:
+		l.streak = 0
+	}
+}
+
+// setDelay sets the delay to d clamped to [Min, Max].
+func (l *delayLaw) setDelay(now time.Time, d time.Duration, reason string) {
+	d = min(max(d, l.cfg.Min), l.cfg.Max)
+	if d == l.delay {
+		return
+	}
+	l.delay = d
+	l.events = append(l.events, Event{Time: now, Type: EventDelay, Value: d.Seconds(), Reason: reason})
+}
+
+// scaleDuration returns d·f rounded to the nanosecond, so that 6 s·0.9 is exactly
+// 5.4 s rather than a nanosecond short of it.
+func scaleDuration(d time.Duration, f float64) time.Duration {
+	return time.Duration(math.Round(float64(d) * f))
+}

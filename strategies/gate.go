@@ -1,0 +1,164 @@
+package strategies
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// gate is a retry-after gate: once a server asks a key's callers to wait, the
+// gate stays closed until that time, for every caller of the key, so that the
+// retries of a burst of throttled calls do not come back as a herd and no new
+// call is sent into a limit the server has just said is exhausted.
+//
+// The zero value is open. gate is a pure value: it takes the time as an
+// argument and is guarded by its owner's lock.
+type gate struct {
+	until  time.Time // closed before until
+	opened bool      // the opening at until has been reported
+}
+
+// close closes the gate until until, or keeps it closed until later if it
+// already is. It reports whether that moved the opening time.
+func (g *gate) close(now, until time.Time) bool {
+	if !until.After(now) || !until.After(g.until) {
+		return false
+	}
+	g.until = until
+	g.opened = false
+	return true
+}
+
+// wait returns how long a caller must wait at now before passing the gate:
+// 0 when it is open.
+func (g *gate) wait(now time.Time) time.Duration {
+	if now.Before(g.until) {
+		return g.until.Sub(now)
+	}
+	return 0
+}
+
+// reopened reports, once per closing, that the gate is open again at now, so
+// the owner can emit EventGateOpen (dated g.until, when it opened).
+func (g *gate) reopened(now time.Time) bool {
+	if g.opened || g.until.IsZero() || now.Before(g.until) {
+		return false
+	}
+	g.opened = true
+	return true
+}
+
+// An admitFunc is a strategy's admission decision, evaluated with the strategy's lock
+// held: admit the caller at now (ok, having taken whatever the admission
+// takes), or say when to ask again. wait is how long until the answer may
+// change by itself (0: only when the strategy's state changes); gated says
+// that the caller is held by a retry-after gate, so that the time counts as
+// Waits.RetryAfter rather than Waits.Slot.
+type admitFunc func(now time.Time) (ok bool, wait time.Duration, gated bool)
+
+// line is the blocking wrapper in front of a pure admission core: callers
+// wait in arrival order, and only the one at the head of the line evaluates
+// the core, again whenever the core's state changes (notifyLocked) or a time
+// it named has come. A caller never overtakes an earlier one, so no caller
+// starves and a herd released by a gate passes one at a time.
+type line struct {
+	turn    chan struct{} // holds the head-of-line token when nobody has it
+	changed chan struct{} // closed and replaced by notifyLocked
+}
+
+func newLine() *line {
+	l := &line{turn: make(chan struct{}, 1), changed: make(chan struct{})}
+	l.turn <- struct{}{}
+	return l
+}
+
+// notifyLocked wakes the head of the line to evaluate the core again. Call it
+// with the owner's lock held, after any change that could admit a caller.
+func (l *line) notifyLocked() {
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
+// wait waits in line until ok evaluated under mu admits the caller, or ctx
+// ends. It counts the caller as queued on m while it waits and returns the
+// time waited by cause; when ctx ends first it records that wait on m and
+// returns ctx's error, having admitted nothing.
+func (l *line) wait(ctx context.Context, m *meter, mu sync.Locker, ok admitFunc) (Waits, error) {
+	var (
+		w      Waits
+		queued bool
+		start  = time.Now()
+	)
+	giveUp := func() (Waits, error) {
+		if queued {
+			m.dequeue()
+		}
+		m.gaveUp(w)
+		return Waits{}, ctx.Err()
+	}
+	select {
+	case <-l.turn:
+	default:
+		m.enqueue()
+		queued = true
+		select {
+		case <-l.turn:
+		case <-ctx.Done():
+			w.Slot += time.Since(start)
+			return giveUp()
+		}
+		w.Slot += time.Since(start)
+	}
+	defer func() { l.turn <- struct{}{} }()
+
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		mu.Lock()
+		now := time.Now()
+		admitted, d, gated := ok(now)
+		changed := l.changed
+		mu.Unlock()
+		if admitted {
+			if queued {
+				m.dequeue()
+			}
+			return w, nil
+		}
+		if !queued {
+			m.enqueue()
+			queued = true
+		}
+		var fire <-chan time.Time
+		if d > 0 {
+			// Since Go 1.23, Reset on a fired or stopped timer leaves no stale
+			// tick behind, so the timer can be reused as is.
+			if timer == nil {
+				timer = time.NewTimer(d)
+			} else {
+				timer.Reset(d)
+			}
+			fire = timer.C
+		}
+		var err error
+		select {
+		case <-changed:
+		case <-fire:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		waited := time.Since(now)
+		if gated {
+			w.RetryAfter += waited
+		} else {
+			w.Slot += waited
+		}
+		if err != nil {
+			return giveUp()
+		}
+	}
+}
