@@ -149,8 +149,8 @@ func TestRunRecordsFailuresAndCompletes(t *testing.T) {
 		if fmt.Sprint(sum.ThrottledByAttempt) != "[1 1]" || sum.MaxAttempts != 3 {
 			t.Errorf("429s by attempt %v, max attempts %d; want [1 1], 3", sum.ThrottledByAttempt, sum.MaxAttempts)
 		}
-		// Each failed attempt had reserved 100 max tokens + the estimate (1 char + 4).
-		if want := int64(9 * (100 + 5)); sum.FailedTokens != want {
+		// Each failed attempt had reserved 100 max tokens + the estimate (1).
+		if want := int64(9 * (100 + 1)); sum.FailedTokens != want {
 			t.Errorf("failed tokens = %d, want %d", sum.FailedTokens, want)
 		}
 		if r := results[3]; r.Err == nil || r.Err.Status != 400 || r.Err.Type != "invalid_request_error" || r.Attempts != 1 || r.ID != "id-3" {

@@ -151,20 +151,21 @@ func NewTransport(concurrency int) *http.Transport {
 }
 
 // EstimateTokens estimates r's input tokens before sending it, for
-// strategies.Cost.InputTokens: ceil(characters / 4) of the system prompt and
-// of each message's content, plus 4 per message and 4 for the system prompt
-// when present, for the role and framing tokens every provider adds. Four
-// characters per token is the usual rule of thumb for English with both
-// providers' tokenizers; it is an estimate for budgeting, not a count, and
-// the server's reported usage is what gets settled.
+// strategies.Cost.InputTokens: the sum, over the system prompt (when present)
+// and each message, of max(1, ceil(characters / 4)), counting Unicode code
+// points. Four characters per token is the usual rule of thumb for English
+// with both providers' tokenizers, and it is exactly the rule ratelab's mock
+// uses for usage.input_tokens, so a token budget against the mock is exact.
+// Against a real provider it is an estimate for budgeting, not a count (real
+// tokenizers also add a few framing tokens per message); the server's
+// reported usage is what gets settled.
 func EstimateTokens(r Request) int {
-	const perMessage = 4
 	n := 0
 	if r.System != "" {
-		n += ceilDiv(utf8.RuneCountInString(r.System), 4) + perMessage
+		n += max(1, ceilDiv(utf8.RuneCountInString(r.System), 4))
 	}
 	for _, m := range r.Messages {
-		n += ceilDiv(utf8.RuneCountInString(m.Content), 4) + perMessage
+		n += max(1, ceilDiv(utf8.RuneCountInString(m.Content), 4))
 	}
 	return n
 }

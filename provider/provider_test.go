@@ -310,11 +310,11 @@ func TestEstimateTokens(t *testing.T) {
 		want int
 	}{
 		{Request{}, 0},
-		{Request{Messages: []Message{{Role: "user", Content: ""}}}, 4},
-		{Request{Messages: []Message{{Role: "user", Content: "abcd"}}}, 5},
-		{Request{Messages: []Message{{Role: "user", Content: "abcde"}}}, 6},
-		{Request{System: "abc", Messages: []Message{{Role: "user", Content: strings.Repeat("x", 400)}}}, 1 + 4 + 100 + 4},
-		{Request{Messages: []Message{{Role: "user", Content: "héllo"}}}, 2 + 4}, // runes, not bytes
+		{Request{Messages: []Message{{Role: "user", Content: ""}}}, 1},
+		{Request{Messages: []Message{{Role: "user", Content: "abcd"}}}, 1},
+		{Request{Messages: []Message{{Role: "user", Content: "Hello"}}}, 2},
+		{Request{System: "abc", Messages: []Message{{Role: "user", Content: strings.Repeat("x", 400)}}}, 1 + 100},
+		{Request{Messages: []Message{{Role: "user", Content: "héllo"}, {Role: "assistant", Content: "ok"}}}, 2 + 1}, // runes, not bytes
 	}
 	for _, tt := range tests {
 		if got := EstimateTokens(tt.r); got != tt.want {
