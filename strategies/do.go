@@ -14,7 +14,8 @@ type Call struct {
 	// Attempts is the number of attempts made, retries included.
 	Attempts int
 	// Waits is the time the call spent waiting, by cause: in Acquire (each
-	// Acquire's, in Requeue mode) and between attempts.
+	// Acquire's, in Requeue mode) and between attempts. An Acquire that
+	// failed reports no causes, so its whole wait counts as Slot.
 	Waits Waits
 }
 

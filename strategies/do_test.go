@@ -303,3 +303,30 @@ func TestDoPanic(t *testing.T) {
 		t.Errorf("after a panic: in flight %d, errors %d; want 0, 1", st.InFlight, st.Errors)
 	}
 }
+
+// BenchmarkDo measures the overhead of a call that is admitted at once,
+// per strategy.
+func BenchmarkDo(b *testing.B) {
+	strategies := []struct {
+		name string
+		s    Strategy
+	}{
+		{"unbounded", NewUnbounded()},
+		{"semaphore", NewSemaphore(SemaphoreConfig{Max: 1 << 20})},
+		{"per-provider", NewPerProvider(PerProviderConfig{Default: 1 << 20})},
+		{"token-bucket", NewTokenBucket(TokenBucketConfig{RPM: 1e12, TPM: 1e15, RequestBurst: 1 << 30, TokenBurst: 1 << 40})},
+		{"token-first", NewTokenFirst(TokenFirstConfig{TPM: 1e15, TokenBurst: 1 << 40, MaxConcurrent: 1 << 20})},
+	}
+	attempt := func(context.Context, int) Outcome { return ok200 }
+	c := Cost{Provider: "anthropic", Key: "k", InputTokens: 100, MaxTokens: 100}
+	for _, bm := range strategies {
+		b.Run(bm.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					Do(context.Background(), bm.s, nil, c, attempt)
+				}
+			})
+		})
+	}
+}

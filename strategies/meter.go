@@ -239,4 +239,7 @@ func (p *permit) Done(o Outcome) {
 // Waited implements WaitReporter.
 func (p *permit) Waited() Waits { return p.waits }
 
-var _ WaitReporter = (*permit)(nil)
+var (
+	_ Permit       = (*permit)(nil)
+	_ WaitReporter = (*permit)(nil)
+)

@@ -163,3 +163,42 @@ func TestRetryPolicyJitter(t *testing.T) {
 		t.Errorf("seeds 1 and 2 gave the same jitter")
 	}
 }
+
+// FuzzRetryPolicyNext checks the policy's invariants on any outcome: no
+// retry past MaxRetries, none for a canceled call, the server's delay used
+// verbatim (never negative), and otherwise a backoff in (0.75·d, d].
+func FuzzRetryPolicyNext(f *testing.F) {
+	f.Add(2, 0, int(Throttled), 429, int64(time.Second), true, 0)
+	f.Add(2, 1, int(Overloaded), 529, int64(0), false, 0)
+	f.Add(-1, 40, int(Failed), 0, int64(0), false, 0)
+	f.Add(2, 0, int(Failed), 400, int64(-time.Second), true, 1)
+	f.Add(2, 0, int(Success), 200, int64(0), false, 2)
+	f.Fuzz(func(t *testing.T, maxRetries, taken, kind, status int, retryAfter int64, hasRetryAfter bool, shouldRetry int) {
+		o := Outcome{Kind: Kind(kind), Status: status, RetryAfter: time.Duration(retryAfter), HasRetryAfter: hasRetryAfter}
+		switch shouldRetry {
+		case 1:
+			o.ShouldRetry = ptr(false)
+		case 2:
+			o.ShouldRetry = ptr(true)
+		}
+		p := &RetryPolicy{MaxRetries: maxRetries, Seed: 1}
+		retry, wait := p.Next(taken, o)
+		switch {
+		case !retry && wait != 0:
+			t.Errorf("Next = (false, %v), want no wait without a retry", wait)
+		case retry && maxRetries >= 0 && taken >= maxRetries:
+			t.Errorf("Next(%d) with MaxRetries %d retried", taken, maxRetries)
+		case retry && (o.Kind == Canceled || o.Kind == Abandoned):
+			t.Errorf("Next retried a %v call", o.Kind)
+		case retry != (Retryable(o) && (maxRetries < 0 || taken < maxRetries)):
+			t.Errorf("Next retry = %v, disagrees with Retryable", retry)
+		case retry && hasRetryAfter && wait != max(0, o.RetryAfter):
+			t.Errorf("Next wait = %v, want the server's %v", wait, o.RetryAfter)
+		case retry && !hasRetryAfter:
+			d := Backoff(taken, func(int64) int64 { return 0 })
+			if wait <= d*3/4 || wait > d || d > MaxBackoff {
+				t.Errorf("Next(%d) wait = %v, want in (%v, %v]", taken, wait, d*3/4, d)
+			}
+		}
+	})
+}

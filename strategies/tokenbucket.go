@@ -47,8 +47,9 @@ type TokenBucketConfig struct {
 // limit; TokenFirst settles to the actual usage instead. It learns nothing
 // from outcomes either: a 429 does not slow it down.
 //
-// Stats reports Rate (requests per second; 0 when unpaced) and Tokens (the
-// token budget available now). Waiting for the request bucket counts as
+// Stats reports Rate (requests per second) and Delay (seconds between
+// dispatches, 1/Rate), both 0 when requests are unpaced, and Tokens (the
+// token budget available now; negative while calls wait for it). Waiting for the request bucket counts as
 // Waits.Slot, the further wait for the token bucket as Waits.Tokens. It is
 // safe for concurrent use.
 type TokenBucket struct {
@@ -78,7 +79,12 @@ func NewTokenBucket(cfg TokenBucketConfig, opts ...Option) *TokenBucket {
 		b.tok = newLimiter(cfg.TPM, b.burst)
 	}
 	b.m.init(opts)
-	b.m.set(func(st *Stats) { st.Rate = max(cfg.RPM, 0) / 60 })
+	if cfg.RPM > 0 {
+		b.m.set(func(st *Stats) {
+			st.Rate = cfg.RPM / 60
+			st.Delay = 60 / cfg.RPM
+		})
+	}
 	return b
 }
 

@@ -123,8 +123,12 @@ func TestTokenBucketPacing(t *testing.T) {
 				if st.WaitSlot != tt.wantWaits.WaitSlot || st.WaitTokens != tt.wantWaits.WaitTokens {
 					t.Errorf("waits: slot %v, tokens %v; want %v, %v", st.WaitSlot, st.WaitTokens, tt.wantWaits.WaitSlot, tt.wantWaits.WaitTokens)
 				}
-				if wantRate := tt.cfg.RPM / 60; st.Rate != wantRate {
-					t.Errorf("Rate = %v, want %v", st.Rate, wantRate)
+				wantRate, wantDelay := 0.0, 0.0
+				if tt.cfg.RPM > 0 {
+					wantRate, wantDelay = tt.cfg.RPM/60, 60/tt.cfg.RPM
+				}
+				if st.Rate != wantRate || st.Delay != wantDelay {
+					t.Errorf("Rate, Delay = %v, %v; want %v, %v", st.Rate, st.Delay, wantRate, wantDelay)
 				}
 			})
 		})
