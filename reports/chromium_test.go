@@ -1,0 +1,154 @@
+package reports
+
+import (
+	"bytes"
+	"context"
+	"image"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// chromiumTimeout bounds each browser run; a healthy one takes a few
+// seconds.
+const chromiumTimeout = 90 * time.Second
+
+// chromium returns the path of a Chromium binary. Without one the test
+// fails under CI (CI set), where .ci/run installs it, and is skipped
+// elsewhere.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("chromium not found, and CI is set: run .ci/install-chromium.sh")
+	}
+	t.Skip("chromium not found: run .ci/install-chromium.sh to enable the browser test")
+	return ""
+}
+
+// runChromium runs headless Chromium on page with extra arguments and
+// returns its stdout. The flags keep it off the network (without them it
+// stalls on a closed one) and the context keeps it from ever hanging.
+func runChromium(t *testing.T, bin, page string, extra ...string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), chromiumTimeout)
+	defer cancel()
+	args := []string{
+		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--disable-extensions", "--hide-scrollbars", "--force-device-scale-factor=1",
+		"--user-data-dir=" + t.TempDir(),
+	}
+	args = append(append(args, extra...), "file://"+page)
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.WaitDelay = 5 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("chromium %v: %v (context: %v)\nstderr:\n%s", extra, err, ctx.Err(), stderr.Bytes())
+	}
+	return stdout.Bytes()
+}
+
+// writeReport renders r as report.html in a temporary directory.
+func writeReport(t *testing.T, r Report) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := HTML(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	page := filepath.Join(t.TempDir(), "report.html")
+	if err := os.WriteFile(page, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return page
+}
+
+// TestHTMLInChromiumDOM loads report.html in a real browser and checks the
+// DOM it built: a chart per strategy with a timeline, each series a path
+// with data.
+func TestHTMLInChromiumDOM(t *testing.T) {
+	bin := chromium(t)
+	for name, r := range map[string]Report{"guide": guideReport(), "edge": edgeReport()} {
+		t.Run(name, func(t *testing.T) {
+			dom := runChromium(t, bin, writeReport(t, r), "--dump-dom")
+			doc := parseDOM(t, dom, false)
+			checkCharts(t, doc, r)
+			checkSelfContained(t, doc)
+		})
+	}
+}
+
+// TestHTMLInChromiumPixels takes a screenshot of a one-strategy report and
+// checks that every series was painted: each series colour must cover far
+// more pixels than its legend swatch could.
+func TestHTMLInChromiumPixels(t *testing.T) {
+	bin := chromium(t)
+	r := Report{
+		Scenario: "pixels",
+		Results: []Result{{
+			Name: "aimd", Kind: "aimd", Items: 200, Completed: 200, Attempts: 230, Throttled: 30,
+			Timeline: sampled(0.1, 60, func(t float64) Point {
+				limit := 8 + float64(int(t*10)%20)
+				p := Point{InFlight: int(limit * 0.6), Limit: limit, CompletionsRate: 10 + 20*t, DelaySeconds: 0.05 + 0.01*t}
+				if int(t*10)%20 >= 17 {
+					p.ThrottlesRate = 60
+				}
+				return p
+			}),
+		}},
+	}
+	shot := filepath.Join(t.TempDir(), "shot.png")
+	const w, h = 1400, 1800
+	runChromium(t, bin, writeReport(t, r), "--screenshot="+shot, "--window-size="+strconv.Itoa(w)+","+strconv.Itoa(h))
+	f, err := os.Open(shot)
+	if err != nil {
+		t.Fatalf("chromium wrote no screenshot: %v", err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("decode screenshot: %v", err)
+	}
+	counts := countColors(img, seriesColors)
+	for key, color := range seriesColors {
+		if got, min := counts[key], 600; got < min {
+			t.Errorf("series %s (%s): %d pixels painted, want at least %d", key, color, got, min)
+		}
+	}
+	t.Logf("painted pixels per series: %v", counts)
+}
+
+// countColors counts, per key, the pixels of img within a small tolerance
+// of the key's hex colour.
+func countColors(img image.Image, colors map[string]string) map[string]int {
+	type rgb struct{ r, g, b int }
+	want := map[string]rgb{}
+	for k, hex := range colors {
+		v, _ := strconv.ParseUint(hex[1:], 16, 32)
+		want[k] = rgb{int(v >> 16 & 0xff), int(v >> 8 & 0xff), int(v & 0xff)}
+	}
+	abs := func(x int) int { return max(x, -x) }
+	counts := map[string]int{}
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			p := rgb{int(r >> 8), int(g >> 8), int(bl >> 8)}
+			for k, c := range want {
+				if abs(p.r-c.r) <= 6 && abs(p.g-c.g) <= 6 && abs(p.b-c.b) <= 6 {
+					counts[k]++
+				}
+			}
+		}
+	}
+	return counts
+}

@@ -1,0 +1,114 @@
+package reports
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"strconv"
+)
+
+// csvColumns are CSV's columns in their fixed order. Names are the JSON
+// field names (percentiles flattened as <distribution>_<percentile>), so a
+// script can switch between the two formats. New columns are only ever
+// appended.
+var csvColumns = []struct {
+	name  string
+	value func(Report, Result) string
+}{
+	{"scenario", func(r Report, _ Result) string { return r.Scenario }},
+	{"name", func(_ Report, x Result) string { return x.Name }},
+	{"kind", func(_ Report, x Result) string { return x.Kind }},
+	{"items", func(_ Report, x Result) string { return strconv.Itoa(x.Items) }},
+	{"completed", func(_ Report, x Result) string { return strconv.Itoa(x.Completed) }},
+	{"failed", func(_ Report, x Result) string { return strconv.Itoa(x.Failed) }},
+	{"attempts", func(_ Report, x Result) string { return strconv.FormatInt(x.Attempts, 10) }},
+	{"throttled", func(_ Report, x Result) string { return strconv.FormatInt(x.Throttled, 10) }},
+	{"overloaded", func(_ Report, x Result) string { return strconv.FormatInt(x.Overloaded, 10) }},
+	{"server_errors", func(_ Report, x Result) string { return strconv.FormatInt(x.ServerErrors, 10) }},
+	{"errors", func(_ Report, x Result) string { return strconv.FormatInt(x.Errors, 10) }},
+	{"attempts_per_call", func(_ Report, x Result) string { return number(x.AttemptsPerCall) }},
+	{"max_attempts", func(_ Report, x Result) string { return strconv.Itoa(x.MaxAttempts) }},
+	{"failed_tokens", func(_ Report, x Result) string { return strconv.FormatInt(x.FailedTokens, 10) }},
+	{"input_tokens", func(_ Report, x Result) string { return strconv.FormatInt(x.InputTokens, 10) }},
+	{"output_tokens", func(_ Report, x Result) string { return strconv.FormatInt(x.OutputTokens, 10) }},
+	{"wall_seconds", func(_ Report, x Result) string { return number(x.WallSeconds) }},
+	{"oracle_seconds", func(_ Report, x Result) string { return optional(x.OracleSeconds) }},
+	{"wall_over_oracle", func(_ Report, x Result) string {
+		if v, ok := wallOverOracle(x); ok {
+			return number(v)
+		}
+		return ""
+	}},
+	{"end_to_end_p50", func(_ Report, x Result) string { return number(x.EndToEnd.P50) }},
+	{"end_to_end_p90", func(_ Report, x Result) string { return number(x.EndToEnd.P90) }},
+	{"end_to_end_p99", func(_ Report, x Result) string { return number(x.EndToEnd.P99) }},
+	{"end_to_end_max", func(_ Report, x Result) string { return number(x.EndToEnd.Max) }},
+	{"attempt_p50", func(_ Report, x Result) string { return number(x.Attempt.P50) }},
+	{"attempt_p99", func(_ Report, x Result) string { return number(x.Attempt.P99) }},
+	{"wait_slot_p50", func(_ Report, x Result) string { return number(x.WaitSlot.P50) }},
+	{"wait_slot_p99", func(_ Report, x Result) string { return number(x.WaitSlot.P99) }},
+	{"wait_tokens_p50", func(_ Report, x Result) string { return number(x.WaitTokens.P50) }},
+	{"wait_tokens_p99", func(_ Report, x Result) string { return number(x.WaitTokens.P99) }},
+	{"backoff_p50", func(_ Report, x Result) string { return number(x.Backoff.P50) }},
+	{"backoff_p99", func(_ Report, x Result) string { return number(x.Backoff.P99) }},
+	{"ttft_p50", func(_ Report, x Result) string {
+		if x.TTFT == nil {
+			return ""
+		}
+		return number(x.TTFT.P50)
+	}},
+	{"ttft_p99", func(_ Report, x Result) string {
+		if x.TTFT == nil {
+			return ""
+		}
+		return number(x.TTFT.P99)
+	}},
+	{"final_limit", func(_ Report, x Result) string { return optional(x.FinalLimit) }},
+	{"expectations", func(_ Report, x Result) string { return strconv.Itoa(len(x.Expectations)) }},
+	{"expectations_failed", func(_ Report, x Result) string {
+		n := 0
+		for _, c := range x.Expectations {
+			if !c.OK {
+				n++
+			}
+		}
+		return strconv.Itoa(n)
+	}},
+	{"incomplete", func(r Report, x Result) string { return strconv.FormatBool(r.Incomplete || x.Incomplete) }},
+}
+
+// optional formats a value the model omits when zero as an empty cell.
+func optional(f float64) string {
+	if f == 0 {
+		return ""
+	}
+	return number(f)
+}
+
+// CSV writes r as CSV: a header row of column names, then one row per
+// strategy. The column order is fixed and numbers are plain (no separators,
+// no units; seconds for times); a value the run did not define, such as the
+// oracle time or time to first token, is an empty cell.
+func CSV(w io.Writer, r Report) error {
+	cw := csv.NewWriter(w)
+	row := make([]string, len(csvColumns))
+	for i, c := range csvColumns {
+		row[i] = c.name
+	}
+	if err := cw.Write(row); err != nil {
+		return fmt.Errorf("reports: csv: %w", err)
+	}
+	for _, res := range r.Results {
+		for i, c := range csvColumns {
+			row[i] = c.value(r, res)
+		}
+		if err := cw.Write(row); err != nil {
+			return fmt.Errorf("reports: csv: %w", err)
+		}
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return fmt.Errorf("reports: csv: %w", err)
+	}
+	return nil
+}

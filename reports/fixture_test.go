@@ -1,0 +1,134 @@
+package reports
+
+import "math"
+
+// sampled builds a timeline of n samples at res seconds, the i-th sample
+// taken at (i+1)·res by at.
+func sampled(res float64, n int, at func(t float64) Point) *Timeline {
+	tl := &Timeline{ResolutionSeconds: res, Points: make([]Point, n)}
+	for i := range n {
+		t := math.Round(float64(i+1)*res*1000) / 1000
+		p := at(t)
+		p.T = t
+		tl.Points[i] = p
+	}
+	return tl
+}
+
+// guideReport is the bounded-fanout guide's table as ratelab reproduces it,
+// with synthetic timelines of the right shape, plus an adaptive strategy
+// that has a delay and a brownout row whose provider slows down.
+func guideReport() Report {
+	lat := func(p50, p99 float64) Percentiles {
+		return Percentiles{Count: 200, P50: p50, P90: (p50 + p99) / 2, P99: p99, Max: p99 * 1.02, Mean: p50 * 1.05}
+	}
+	check := func(metric, expected, actual string, ok bool) Check {
+		return Check{Metric: metric, Expected: expected, Actual: actual, OK: ok}
+	}
+	return Report{
+		Scenario:    "20-concurrent",
+		Description: "200 calls against a 20-concurrent limit, as in the bounded fan-out guide.",
+		Target:      "embedded mock",
+		Results: []Result{
+			{
+				Name: "unbounded, retries=2", Kind: "unbounded", Params: map[string]any{"max_retries": 2},
+				Items: 200, Completed: 60, Failed: 140,
+				Attempts: 540, Throttled: 480, AttemptsPerCall: 9, ThrottledByAttempt: []int64{180, 160, 140},
+				MaxAttempts: 3, FailedTokens: 48000, InputTokens: 1200, OutputTokens: 6000,
+				WallSeconds: 2.5, OracleSeconds: 5, WallOverOracle: 0.5,
+				EndToEnd: lat(2.0, 2.5), Attempt: lat(0.4, 0.5),
+				Backoff: Percentiles{Count: 340, P50: 1, P90: 1, P99: 1, Max: 1, Mean: 1},
+				Timeline: sampled(0.25, 10, func(t float64) Point {
+					wave := math.Mod(t, 1) <= 0.5
+					p := Point{Limit: 0}
+					if wave {
+						p.InFlight = 20
+						p.CompletionsRate = 20 / 0.5 * 0.5
+					}
+					if math.Mod(t, 1) == 0.25 {
+						p.ThrottlesRate = 160 / 0.25
+					}
+					return p
+				}),
+				Expectations: []Check{
+					check("completed", "= 60", "60", true),
+					check("attempts", "= 540", "540", true),
+					check("throttled", "= 480", "480", true),
+				},
+			},
+			{
+				Name: "semaphore-50", Kind: "semaphore", Params: map[string]any{"limit": 50, "max_retries": 2},
+				Items: 200, Completed: 150, Failed: 50, Attempts: 330, Throttled: 180, AttemptsPerCall: 2.2,
+				ThrottledByAttempt: []int64{120, 60}, MaxAttempts: 3,
+				WallSeconds: 4.5, OracleSeconds: 5, WallOverOracle: 0.9, EndToEnd: lat(1.5, 3.5), Attempt: lat(0.5, 0.5),
+				Timeline: sampled(0.25, 18, func(t float64) Point {
+					return Point{InFlight: 20, CompletionsRate: 33, ThrottlesRate: 40, Limit: 50}
+				}),
+				Expectations: []Check{check("completed", "160..180", "150", false)},
+			},
+			{
+				Name: "semaphore-20", Kind: "semaphore", Params: map[string]any{"limit": 20},
+				Items: 200, Completed: 200, Attempts: 200, AttemptsPerCall: 1, ThrottledByAttempt: []int64{}, MaxAttempts: 1,
+				InputTokens: 4000, OutputTokens: 20000,
+				WallSeconds: 5.0, OracleSeconds: 5, WallOverOracle: 1, EndToEnd: lat(2.75, 5.0), Attempt: lat(0.5, 0.5),
+				WaitSlot: lat(2.25, 4.5),
+				Timeline: sampled(0.25, 20, func(t float64) Point {
+					return Point{InFlight: 20, CompletionsRate: 40, Limit: 20}
+				}),
+				Expectations: []Check{check("completed", "= 200", "200", true), check("throttled", "= 0", "0", true)},
+			},
+			{
+				Name: "adaptive", Kind: "adaptive", Params: map[string]any{"initial": 4},
+				Items: 200, Completed: 200, Attempts: 212, Throttled: 12, AttemptsPerCall: 1.06,
+				ThrottledByAttempt: []int64{12}, MaxAttempts: 2, FinalLimit: 19,
+				WallSeconds: 6.25, OracleSeconds: 5, EndToEnd: lat(3.1, 6.0), Attempt: lat(0.5, 0.52),
+				TTFT: &Percentiles{Count: 212, P50: 0.0052, P90: 0.006, P99: 0.0081, Max: 0.009, Mean: 0.0055},
+				Timeline: sampled(0.25, 25, func(t float64) Point {
+					limit := math.Min(4+4*t, 22)
+					if t > 3 {
+						limit = 19
+					}
+					p := Point{InFlight: int(limit), CompletionsRate: 2 * limit, Limit: limit, Tokens: 1000 * t}
+					if t == 3 {
+						p.ThrottlesRate = 48
+						p.DelaySeconds = 0.2
+					}
+					if t > 3 && t < 4 {
+						p.DelaySeconds = 0.05
+					}
+					return p
+				}),
+				Expectations: []Check{check("attempts/call", "<= 1.10", "1.06", true)},
+			},
+			{
+				Name: "brownout", Kind: "semaphore", Params: map[string]any{"limit": 20},
+				Items: 200, Completed: 200, Attempts: 205, Overloaded: 4, ServerErrors: 1, Errors: 2, AttemptsPerCall: 1.025, MaxAttempts: 2,
+				WallSeconds: 1234.5678, OracleSeconds: 5, EndToEnd: lat(0.0009, 12.5), Attempt: lat(0.5, 9.9),
+				Timeline: sampled(0.5, 16, func(t float64) Point {
+					return Point{InFlight: 20, CompletionsRate: 40 / (1 + t/2), Limit: 20}
+				}),
+			},
+		},
+	}
+}
+
+// edgeReport exercises what the renderers must survive: hostile names, a
+// nil timeline, an empty one, a single sample, nothing completed, an
+// interrupted run.
+func edgeReport() Report {
+	return Report{
+		Scenario:   `<script>alert("x")</script> & "quotes", commas | pipes`,
+		Target:     "http://127.0.0.1:9/v1?a=1&b=2",
+		Incomplete: true,
+		Results: []Result{
+			{Name: "no timeline <b>", Kind: "semaphore"},
+			{Name: "empty timeline", Kind: "semaphore", Timeline: &Timeline{ResolutionSeconds: 0.1}},
+			{
+				Name: "one sample | a, \"b\"", Kind: "aimd", Items: 3, Completed: 1, Failed: 0, Attempts: 1, AttemptsPerCall: 1,
+				Incomplete: true, WallSeconds: 0.1, EndToEnd: Percentiles{Count: 1, P50: 0.1, P99: 0.1, Max: 0.1, Mean: 0.1},
+				Timeline:     &Timeline{ResolutionSeconds: 0.1, Points: []Point{{T: 0.1, InFlight: 2, CompletionsRate: 10, Limit: 4, DelaySeconds: 0.5}}},
+				Expectations: []Check{{Metric: "completed", Expected: "= 3", Actual: "1 <i>", OK: false}},
+			},
+		},
+	}
+}

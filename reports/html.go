@@ -1,0 +1,148 @@
+package reports
+
+import (
+	_ "embed"
+	"fmt"
+	"html/template"
+	"io"
+	"strconv"
+	"strings"
+)
+
+//go:embed report.html.tmpl
+var htmlSource string
+
+// htmlTemplate is parsed once; a parse error is a bug caught by every test.
+var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
+	"add": func(a, b float64) float64 { return round1(a + b) },
+}).Parse(htmlSource))
+
+// HTML writes r as one self-contained HTML page, report.html: it loads no
+// scripts, fonts or stylesheets and works offline. It holds the summary
+// table (the same columns as Table) with failed expectations, a note on
+// reading the charts, and per strategy its key figures, an SVG chart, its
+// latency percentiles and its expectations. The chart stacks panels on one
+// time axis: calls in flight against the strategy's limit; completions and
+// 429s per second; and the pacing delay for strategies that have one. A
+// healthy run shows in-flight flat at the limit with steady completions; a
+// provider slowing down shows in-flight pinned while completions fall.
+// Every string from the report is escaped by html/template.
+func HTML(w io.Writer, r Report) error {
+	if err := htmlTemplate.Execute(w, newHTMLPage(r)); err != nil {
+		return fmt.Errorf("reports: html: %w", err)
+	}
+	return nil
+}
+
+// htmlPage is the template's view of a report.
+type htmlPage struct {
+	Report
+	Target       string
+	CSSColors    template.CSS
+	Header       []htmlHeader
+	Rows         []htmlRow
+	Checks       int
+	FailedChecks []string
+	Strategies   []htmlStrategy
+	SeriesColors map[string]string
+}
+
+type htmlHeader struct {
+	Label, Title string
+	Number       bool
+}
+
+type htmlRow struct {
+	Anchor     string
+	Cells      []htmlCell
+	Failed     bool
+	Incomplete bool
+}
+
+type htmlCell struct {
+	Text   string
+	Number bool
+}
+
+type htmlStrategy struct {
+	Anchor string
+	Result
+	ParamText string
+	Stats     []htmlStat
+	Chart     *svgChart
+	Latency   []htmlLatency
+	Throttled string
+}
+
+type htmlStat struct{ Label, Value string }
+
+type htmlLatency struct {
+	Name                     string
+	Count                    string
+	P50, P90, P99, Max, Mean string
+}
+
+func newHTMLPage(r Report) htmlPage {
+	p := htmlPage{Report: r, Target: targetName(r), CSSColors: seriesCSS()}
+	for _, c := range summaryColumns {
+		p.Header = append(p.Header, htmlHeader{Label: c.long, Title: c.title, Number: c.number})
+	}
+	p.Checks, _ = expectationTally(r)
+	for i, res := range r.Results {
+		anchor := "strategy-" + strconv.Itoa(i+1)
+		row := htmlRow{Anchor: anchor, Incomplete: res.Incomplete}
+		for _, c := range summaryColumns {
+			row.Cells = append(row.Cells, htmlCell{Text: c.cell(res), Number: c.number})
+		}
+		for _, c := range res.Expectations {
+			if !c.OK {
+				row.Failed = true
+				p.FailedChecks = append(p.FailedChecks, failedCheckLine(res.Name, c))
+			}
+		}
+		p.Rows = append(p.Rows, row)
+		p.Strategies = append(p.Strategies, newHTMLStrategy(anchor, res))
+	}
+	return p
+}
+
+func newHTMLStrategy(anchor string, res Result) htmlStrategy {
+	s := htmlStrategy{Anchor: anchor, Result: res, Chart: buildChart(res.Timeline)}
+	if len(res.Params) > 0 {
+		s.ParamText = formatParams(res.Params)
+	}
+	s.Stats = []htmlStat{
+		{"completed", completedCell(res)},
+		{"attempts", formatInt(res.Attempts)},
+		{"429s", formatInt(res.Throttled)},
+		{"attempts / call", attemptsPerCallCell(res)},
+		{"wall", formatFixed(res.WallSeconds, 2) + " s"},
+	}
+	if v, ok := wallOverOracle(res); ok {
+		s.Stats = append(s.Stats, htmlStat{"wall / oracle", formatFixed(v, 2)})
+	}
+	s.Stats = append(s.Stats, htmlStat{"p99 end to end", formatPercentile(res.EndToEnd, res.EndToEnd.P99)})
+	if res.FinalLimit > 0 {
+		s.Stats = append(s.Stats, htmlStat{"final limit", formatFixed(res.FinalLimit, 0)})
+	}
+	for _, l := range latencyRows(res) {
+		s.Latency = append(s.Latency, htmlLatency{
+			Name: l.name, Count: formatInt(l.p.Count),
+			P50: formatLatency(l.p.P50), P90: formatLatency(l.p.P90), P99: formatLatency(l.p.P99),
+			Max: formatLatency(l.p.Max), Mean: formatLatency(l.p.Mean),
+		})
+	}
+	s.Throttled = throttledByAttempt(res.ThrottledByAttempt)
+	return s
+}
+
+// seriesCSS styles each series in its colour. The values are this package's
+// constants, so marking them trusted CSS is safe.
+func seriesCSS() template.CSS {
+	var b strings.Builder
+	for _, key := range []string{seriesInFlight, seriesLimit, seriesCompletions, seriesThrottles, seriesDelay} {
+		c := seriesColors[key]
+		fmt.Fprintf(&b, ".s-%s{--c:%s}\n", key, c)
+	}
+	return template.CSS(b.String())
+}

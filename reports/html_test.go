@@ -1,0 +1,245 @@
+package reports
+
+import (
+	"bytes"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// wantSeries lists the series a chart of tl must draw: in flight and
+// completions always; the limit, 429s and delay when they are ever
+// non-zero.
+func wantSeries(tl *Timeline) []string {
+	want := []string{seriesInFlight, seriesCompletions}
+	var limit, throttles, delay bool
+	for _, p := range tl.Points {
+		limit = limit || p.Limit > 0
+		throttles = throttles || p.ThrottlesRate > 0
+		delay = delay || p.DelaySeconds > 0
+	}
+	if limit {
+		want = append(want, seriesLimit)
+	}
+	if throttles {
+		want = append(want, seriesThrottles)
+	}
+	if delay {
+		want = append(want, seriesDelay)
+	}
+	slices.Sort(want)
+	return want
+}
+
+// withTimeline counts the results that have a timeline with points.
+func withTimeline(r Report) int {
+	n := 0
+	for _, res := range r.Results {
+		if res.Timeline != nil && len(res.Timeline.Points) > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// checkCharts checks that doc holds one chart per strategy with a timeline,
+// in order, each drawing exactly the series its data calls for with
+// non-empty path data, and one placeholder per strategy without.
+func checkCharts(t *testing.T, doc *node, r Report) {
+	t.Helper()
+	charts := doc.find(byClass("svg", "chart"))
+	if got, want := len(charts), withTimeline(r); got != want {
+		t.Fatalf("chart <svg> elements = %d, want %d", got, want)
+	}
+	if got, want := len(doc.find(byClass("p", "empty"))), len(r.Results)-withTimeline(r); got != want {
+		t.Errorf("no-timeline placeholders = %d, want %d", got, want)
+	}
+	i := 0
+	for _, res := range r.Results {
+		if res.Timeline == nil || len(res.Timeline.Points) == 0 {
+			continue
+		}
+		svg := charts[i]
+		i++
+		series := chartSeries(svg)
+		got := slices.Sorted(func(yield func(string) bool) {
+			for k := range series {
+				if !yield(k) {
+					return
+				}
+			}
+		})
+		if want := wantSeries(res.Timeline); !slices.Equal(got, want) {
+			t.Errorf("%s: series drawn = %v, want %v", res.Name, got, want)
+		}
+		for key, d := range series {
+			if !strings.HasPrefix(d, "M") || len(d) < 8 {
+				t.Errorf("%s: series %s: path data %q, want a drawn path", res.Name, key, d)
+			}
+		}
+		if n := len(svg.find(byClass("text", "tick-x"))); n < 2 {
+			t.Errorf("%s: %d time axis tick labels, want at least 2", res.Name, n)
+		}
+		if n := len(svg.find(byClass("text", "tick-y"))); n < 4 {
+			t.Errorf("%s: %d y tick labels, want at least 4", res.Name, n)
+		}
+		if n := len(svg.find(byClass("text", "axis-title"))); n != 1 {
+			t.Errorf("%s: %d axis titles, want 1", res.Name, n)
+		}
+		if n := len(svg.find(byClass("g", "legend"))); n < 4 {
+			t.Errorf("%s: %d legend entries, want at least 4", res.Name, n)
+		}
+	}
+}
+
+func TestHTMLStructure(t *testing.T) {
+	tests := []struct {
+		name   string
+		report Report
+	}{
+		{"guide", guideReport()},
+		{"edge", edgeReport()},
+		{"empty", Report{Scenario: "nothing", Results: []Result{}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := HTML(&buf, tt.report); err != nil {
+				t.Fatalf("HTML: %v", err)
+			}
+			// Strict XML parsing doubles as a check that every element is
+			// closed and every string escaped.
+			doc := parseDOM(t, buf.Bytes(), true)
+
+			if got := strings.TrimSpace(doc.find(elem("h1"))[0].text.String()); got != tt.report.Scenario {
+				t.Errorf("h1 = %q, want the scenario %q", got, tt.report.Scenario)
+			}
+			if got := doc.find(elem("title"))[0].text.String(); !strings.Contains(got, tt.report.Scenario) {
+				t.Errorf("title = %q, want it to contain %q", got, tt.report.Scenario)
+			}
+			rows := doc.find(elem("table"))[0].find(elem("tbody"))[0].find(elem("tr"))
+			if len(rows) != len(tt.report.Results) {
+				t.Fatalf("summary rows = %d, want %d", len(rows), len(tt.report.Results))
+			}
+			for i, row := range rows {
+				if got := len(row.find(elem("td"))); got != len(summaryColumns) {
+					t.Errorf("summary row %d: %d cells, want %d", i, got, len(summaryColumns))
+				}
+				name := row.find(elem("a"))[0]
+				if got, want := name.text.String(), tt.report.Results[i].Name; got != want {
+					t.Errorf("summary row %d: name %q, want %q", i, got, want)
+				}
+				if got, want := name.attrs["href"], "#strategy-"+string(rune('1'+i)); got != want {
+					t.Errorf("summary row %d: href %q, want %q", i, got, want)
+				}
+			}
+			checkCharts(t, doc, tt.report)
+			checkSelfContained(t, doc)
+		})
+	}
+}
+
+// checkSelfContained fails when the page could load anything: a script, an
+// external stylesheet, image, frame or font, or a link off the page.
+func checkSelfContained(t *testing.T, doc *node) {
+	t.Helper()
+	for _, tag := range []string{"script", "link", "img", "iframe", "object", "embed", "image", "use"} {
+		if n := len(doc.find(elem(tag))); n > 0 {
+			t.Errorf("found %d <%s> elements; the page must load nothing", n, tag)
+		}
+	}
+	for _, n := range doc.find(func(*node) bool { return true }) {
+		for k, v := range n.attrs {
+			if (k == "src" || k == "href") && !strings.HasPrefix(v, "#") {
+				t.Errorf("<%s %s=%q>: only in-page references allowed", n.name, k, v)
+			}
+			if strings.HasPrefix(k, "on") {
+				t.Errorf("<%s %s>: event handler attribute", n.name, k)
+			}
+		}
+	}
+	for _, style := range doc.find(elem("style")) {
+		css := style.text.String()
+		for _, bad := range []string{"@import", "url(", "@font-face"} {
+			if strings.Contains(css, bad) {
+				t.Errorf("style contains %q", bad)
+			}
+		}
+	}
+}
+
+func TestHTMLEscapes(t *testing.T) {
+	var buf bytes.Buffer
+	if err := HTML(&buf, edgeReport()); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, raw := range []string{"<script>", "no timeline <b>", "1 <i>", `alert("x")`, "a=1&b"} {
+		if strings.Contains(out, raw) {
+			t.Errorf("output contains unescaped %q", raw)
+		}
+	}
+	if !strings.Contains(out, "&lt;script&gt;") {
+		t.Errorf("output lacks the escaped scenario name &lt;script&gt;")
+	}
+}
+
+func TestHTMLBadNumbers(t *testing.T) {
+	r := Report{Scenario: "bad numbers", Results: []Result{{
+		Name: "nan", Kind: "semaphore",
+		Timeline: &Timeline{ResolutionSeconds: math.NaN(), Points: []Point{
+			{T: 0.1, InFlight: 3, CompletionsRate: math.NaN(), Limit: math.Inf(1)},
+			{T: 0.2, InFlight: 4, CompletionsRate: 5, ThrottlesRate: math.Inf(1), DelaySeconds: -1},
+		}},
+	}}}
+	var buf bytes.Buffer
+	if err := HTML(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"NaN", "Inf"} {
+		if strings.Contains(buf.String(), bad) {
+			t.Errorf("output contains %q", bad)
+		}
+	}
+	parseDOM(t, buf.Bytes(), true)
+}
+
+func TestHTMLLongTimelineIsDecimated(t *testing.T) {
+	const n = 50_000
+	r := Report{Scenario: "long", Results: []Result{{
+		Name: "long", Kind: "aimd",
+		Timeline: sampled(0.1, n, func(t float64) Point {
+			return Point{
+				InFlight: int(10 + 10*math.Sin(t)), CompletionsRate: 40 + 5*math.Cos(t/7),
+				ThrottlesRate: math.Max(0, 50*math.Sin(t/3)), Limit: 20, DelaySeconds: 0.01,
+			}
+		}),
+	}}}
+	r.Results[0].Timeline.Points[n/2].CompletionsRate = 1000 // a spike decimation must keep
+
+	var buf bytes.Buffer
+	if err := HTML(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	if buf.Len() > 400_000 {
+		t.Errorf("report.html is %d bytes for %d samples, want under 400 kB", buf.Len(), n)
+	}
+	doc := parseDOM(t, buf.Bytes(), true)
+	checkCharts(t, doc, r)
+	series := chartSeries(doc.find(byClass("svg", "chart"))[0])
+	if got := strings.Count(series[seriesCompletions], "L"); got > maxPathPairs {
+		t.Errorf("completions path has %d segments, want at most %d", got, maxPathPairs)
+	}
+	// The spike sets the axis: its top tick must be at least 1,000.
+	ticks := doc.find(byClass("text", "tick-y"))
+	found := false
+	for _, tk := range ticks {
+		if tk.text.String() == "1,000" || tk.text.String() == "1,200" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no y tick at 1,000 or 1,200: the decimated path lost the spike")
+	}
+}

@@ -1,0 +1,198 @@
+package reports
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// Markdown writes r as GitHub-flavoured Markdown: a title naming the
+// scenario, the summary table (the same columns as Table), the expectation
+// tally, and then a section per strategy with its kind and parameters, its
+// latency percentiles, 429s by attempt number, token counts and each
+// expectation's result. Text from the report is escaped, so a strategy name
+// cannot break the table or inject markup.
+func Markdown(w io.Writer, r Report) error {
+	ew := &errWriter{w: w}
+	fmt.Fprintf(ew, "# %s\n\n", mdEscape(r.Scenario))
+	if r.Description != "" {
+		fmt.Fprintf(ew, "%s\n\n", mdEscape(r.Description))
+	}
+	fmt.Fprintf(ew, "Target: %s. Strategies: %d.\n\n", mdEscape(targetName(r)), len(r.Results))
+	if r.Incomplete {
+		fmt.Fprint(ew, "> **Incomplete:** the run was interrupted; the figures cover what finished.\n\n")
+	}
+
+	header := make([]string, len(summaryColumns))
+	rule := make([]string, len(summaryColumns))
+	for i, c := range summaryColumns {
+		header[i] = c.long
+		rule[i] = "---"
+		if c.number {
+			rule[i] = "--:"
+		}
+	}
+	mdRow(ew, header)
+	mdRow(ew, rule)
+	for _, res := range r.Results {
+		cells := make([]string, len(summaryColumns))
+		for i, c := range summaryColumns {
+			cells[i] = mdEscape(c.cell(res))
+		}
+		if res.Incomplete {
+			cells[0] += " (incomplete)"
+		}
+		mdRow(ew, cells)
+	}
+	fmt.Fprintln(ew)
+
+	if total, failed := expectationTally(r); total > 0 {
+		if failed == 0 {
+			fmt.Fprintf(ew, "**Expectations:** all %s met.\n\n", formatInt(total))
+		} else {
+			fmt.Fprintf(ew, "**Expectations:** %s of %s failed.\n\n", formatInt(failed), formatInt(total))
+			for _, res := range r.Results {
+				for _, c := range res.Expectations {
+					if !c.OK {
+						fmt.Fprintf(ew, "- ❌ %s\n", mdEscape(failedCheckLine(res.Name, c)))
+					}
+				}
+			}
+			fmt.Fprintln(ew)
+		}
+	}
+
+	for _, res := range r.Results {
+		markdownStrategy(ew, res)
+	}
+	if ew.err != nil {
+		return fmt.Errorf("reports: markdown: %w", ew.err)
+	}
+	return nil
+}
+
+// markdownStrategy writes one strategy's section.
+func markdownStrategy(w io.Writer, res Result) {
+	fmt.Fprintf(w, "## %s\n\n", mdEscape(res.Name))
+	kind := "Kind: " + mdEscape(res.Kind)
+	if len(res.Params) > 0 {
+		kind += "; " + mdEscape(formatParams(res.Params))
+	}
+	fmt.Fprintf(w, "%s.\n\n", kind)
+
+	rows := latencyRows(res)
+	if len(rows) > 0 {
+		mdRow(w, []string{"latency", "count", "p50", "p90", "p99", "max", "mean"})
+		mdRow(w, []string{"---", "--:", "--:", "--:", "--:", "--:", "--:"})
+		for _, l := range rows {
+			p := l.p
+			mdRow(w, []string{l.name, formatInt(p.Count), formatLatency(p.P50), formatLatency(p.P90),
+				formatLatency(p.P99), formatLatency(p.Max), formatLatency(p.Mean)})
+		}
+		fmt.Fprintln(w)
+	}
+
+	var facts []string
+	if s := throttledByAttempt(res.ThrottledByAttempt); s != "" {
+		facts = append(facts, "429s by attempt: "+s+".")
+	}
+	if res.MaxAttempts > 0 {
+		facts = append(facts, fmt.Sprintf("Most attempts for one item: %s.", formatInt(res.MaxAttempts)))
+	}
+	if res.InputTokens > 0 || res.OutputTokens > 0 || res.FailedTokens > 0 {
+		facts = append(facts, fmt.Sprintf("Tokens: %s in, %s out, %s reserved by failed attempts.",
+			formatInt(res.InputTokens), formatInt(res.OutputTokens), formatInt(res.FailedTokens)))
+	}
+	if res.FinalLimit > 0 {
+		facts = append(facts, fmt.Sprintf("Final limit: %s.", formatFixed(res.FinalLimit, 0)))
+	}
+	if res.Incomplete {
+		facts = append(facts, "**Incomplete:** interrupted before every item finished.")
+	}
+	if len(facts) > 0 {
+		fmt.Fprintf(w, "%s\n\n", strings.Join(facts, " "))
+	}
+
+	if len(res.Expectations) > 0 {
+		fmt.Fprintln(w, "Expectations:")
+		fmt.Fprintln(w)
+		for _, c := range res.Expectations {
+			mark := "✅"
+			if !c.OK {
+				mark = "❌"
+			}
+			fmt.Fprintf(w, "- %s %s %s (got %s)\n", mark, mdEscape(c.Metric), mdEscape(c.Expected), mdEscape(c.Actual))
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// A latencyRow is one recorded latency distribution with its display name.
+type latencyRow struct {
+	name string
+	p    Percentiles
+}
+
+// latencyRows lists the distributions a result recorded anything in, in a
+// fixed order; end-to-end always comes first, even when empty.
+func latencyRows(res Result) []latencyRow {
+	rows := []latencyRow{{"end to end", res.EndToEnd}}
+	for _, l := range []latencyRow{
+		{"attempt", res.Attempt},
+		{"wait for slot", res.WaitSlot},
+		{"wait for tokens", res.WaitTokens},
+		{"backoff", res.Backoff},
+	} {
+		if l.p.Count > 0 {
+			rows = append(rows, l)
+		}
+	}
+	if res.TTFT != nil && res.TTFT.Count > 0 {
+		rows = append(rows, latencyRow{"time to first token", *res.TTFT})
+	}
+	if res.EndToEnd.Count == 0 && len(rows) == 1 {
+		return nil
+	}
+	return rows
+}
+
+// throttledByAttempt formats 429s by attempt number as "#1 180, #2 160";
+// empty when there were none.
+func throttledByAttempt(counts []int64) string {
+	var parts []string
+	for i, n := range counts {
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("#%d %s", i+1, formatInt(n)))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// formatParams formats strategy parameters as "k=v, k=v" in key order.
+func formatParams(params map[string]any) string {
+	keys := slices.Sorted(maps.Keys(params))
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%v", k, params[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// mdRow writes one table row; cells must already be escaped.
+func mdRow(w io.Writer, cells []string) {
+	fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
+}
+
+// mdEscaper backslash-escapes the characters that are markup in
+// GitHub-flavoured Markdown inline text and table cells, and folds line
+// breaks, which would end a table row.
+var mdEscaper = strings.NewReplacer(
+	`\`, `\\`, "`", "\\`", `*`, `\*`, `_`, `\_`, `[`, `\[`, `]`, `\]`,
+	`<`, `\<`, `>`, `\>`, `|`, `\|`, `&`, `\&`, `~`, `\~`, `#`, `\#`,
+	"\r\n", " ", "\n", " ", "\r", " ",
+)
+
+// mdEscape makes s safe as Markdown inline text or a table cell.
+func mdEscape(s string) string { return mdEscaper.Replace(s) }

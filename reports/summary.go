@@ -1,0 +1,89 @@
+package reports
+
+import "fmt"
+
+// A column is one column of the per-strategy summary that the table,
+// Markdown and HTML renderers share, so the three always agree.
+type column struct {
+	short  string // header in the terminal table, where width is scarce
+	long   string // header in Markdown and HTML
+	title  string // what the column means, for HTML tooltips
+	number bool   // right-aligned
+	cell   func(Result) string
+}
+
+// summaryColumns are the columns of the guide's table and then some, in
+// display order.
+var summaryColumns = []column{
+	{"strategy", "strategy", "the strategy's name in the scenario", false, func(r Result) string { return r.Name }},
+	{"completed", "completed", "items completed of items started", true, completedCell},
+	{"attempts", "attempts", "HTTP attempts", true, func(r Result) string { return formatInt(r.Attempts) }},
+	{"429s", "429s", "attempts rejected with 429 (rate limited)", true, func(r Result) string { return formatInt(r.Throttled) }},
+	{"5xx", "529/5xx", "attempts answered 529 or 503 (overloaded) or another 5xx", true, func(r Result) string { return formatInt(r.Overloaded + r.ServerErrors) }},
+	{"errors", "errors", "other failed attempts: 4xx, connection and stream errors", true, func(r Result) string { return formatInt(r.Errors) }},
+	{"att/call", "attempts/call", "HTTP attempts per completed item", true, attemptsPerCallCell},
+	{"wall s", "wall s", "wall-clock time of the run, seconds", true, func(r Result) string { return formatFixed(r.WallSeconds, 2) }},
+	{"oracle s", "oracle s", "ideal time: ceil(items / server limit) × call time, seconds", true, oracleCell},
+	{"wall/oracle", "wall/oracle", "wall time over oracle time; 1.00 is ideal", true, wallOverOracleCell},
+	{"p50", "p50", "median end-to-end time per item, including waits and retries", true, func(r Result) string { return formatPercentile(r.EndToEnd, r.EndToEnd.P50) }},
+	{"p99", "p99", "99th percentile end-to-end time per item", true, func(r Result) string { return formatPercentile(r.EndToEnd, r.EndToEnd.P99) }},
+}
+
+func completedCell(r Result) string {
+	if r.Items == 0 {
+		return formatInt(r.Completed)
+	}
+	return formatInt(r.Completed) + " of " + formatInt(r.Items)
+}
+
+func attemptsPerCallCell(r Result) string {
+	if r.Completed == 0 {
+		return "-"
+	}
+	return formatFixed(r.AttemptsPerCall, 2)
+}
+
+func oracleCell(r Result) string {
+	if r.OracleSeconds <= 0 {
+		return "-"
+	}
+	return formatFixed(r.OracleSeconds, 2)
+}
+
+// wallOverOracle is the result's wall/oracle ratio, derived when the run
+// left it out, and false when there is no oracle.
+func wallOverOracle(r Result) (float64, bool) {
+	if r.OracleSeconds <= 0 {
+		return 0, false
+	}
+	if r.WallOverOracle > 0 {
+		return r.WallOverOracle, true
+	}
+	return r.WallSeconds / r.OracleSeconds, true
+}
+
+func wallOverOracleCell(r Result) string {
+	v, ok := wallOverOracle(r)
+	if !ok {
+		return "-"
+	}
+	return formatFixed(v, 2)
+}
+
+// expectationTally counts a report's evaluated expectations.
+func expectationTally(r Report) (total, failed int) {
+	for _, res := range r.Results {
+		for _, c := range res.Expectations {
+			total++
+			if !c.OK {
+				failed++
+			}
+		}
+	}
+	return total, failed
+}
+
+// failedCheckLine describes one failed expectation in one line of text.
+func failedCheckLine(strategy string, c Check) string {
+	return fmt.Sprintf("%s: %s: expected %s, got %s", strategy, c.Metric, c.Expected, c.Actual)
+}

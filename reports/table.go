@@ -1,0 +1,179 @@
+package reports
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
+)
+
+// Table writes r as a terminal table with one row per strategy, in the
+// shape of the guide's table: completed, attempts, 429s, 529/5xx, other
+// errors, attempts per completed call, wall and oracle seconds, wall/oracle
+// and the p50 and p99 end-to-end times. A title line names the scenario and
+// target; lines under the table list every failed expectation, or say that
+// all were met. It fits in 100–120 columns for strategy names up to about
+// 24 characters.
+func Table(w io.Writer, r Report) error {
+	ew := &errWriter{w: w}
+	fmt.Fprintf(ew, "%s · %s\n", r.Scenario, targetName(r))
+	if r.Incomplete {
+		fmt.Fprintln(ew, "INCOMPLETE: the run was interrupted; the figures cover what finished.")
+	}
+	fmt.Fprintln(ew)
+	if ew.err != nil {
+		return fmt.Errorf("reports: table: %w", ew.err)
+	}
+	if err := writeSummaryTable(ew, r.Results); err != nil {
+		return fmt.Errorf("reports: table: %w", err)
+	}
+	if len(r.Results) == 0 {
+		fmt.Fprintln(ew, "(no strategies ran)")
+	}
+	if anyIncomplete(r.Results) {
+		fmt.Fprintln(ew, "* interrupted before every item finished")
+	}
+	writeExpectationSummary(ew, r)
+	if ew.err != nil {
+		return fmt.Errorf("reports: table: %w", ew.err)
+	}
+	return nil
+}
+
+// writeSummaryTable draws the summary rows with tablewriter in a borderless
+// style: columns two spaces apart, a rule under the header, numbers
+// right-aligned.
+func writeSummaryTable(w io.Writer, results []Result) error {
+	header := make([]string, len(summaryColumns))
+	align := make(tw.Alignment, len(summaryColumns))
+	for i, c := range summaryColumns {
+		header[i] = c.short
+		align[i] = tw.AlignLeft
+		if c.number {
+			align[i] = tw.AlignRight
+		}
+	}
+	t := newPlainTable(align)
+	t.Header(header)
+	for _, res := range results {
+		row := make([]string, len(summaryColumns))
+		for i, c := range summaryColumns {
+			row[i] = c.cell(res)
+		}
+		if res.Incomplete {
+			row[0] += " *"
+		}
+		if err := t.Append(row); err != nil {
+			return err
+		}
+	}
+	return t.render(w)
+}
+
+// plainTable is a tablewriter table in ratelab's terminal style: no
+// borders, columns two spaces apart, a rule under the header, no trailing
+// blanks.
+type plainTable struct {
+	*tablewriter.Table
+	buf *bytes.Buffer
+}
+
+// newPlainTable returns an empty plainTable whose columns are aligned as
+// align says.
+func newPlainTable(align tw.Alignment) plainTable {
+	buf := new(bytes.Buffer)
+	t := tablewriter.NewTable(buf,
+		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
+			Borders: tw.BorderNone,
+			Symbols: tw.NewSymbolCustom("ratelab").
+				WithColumn("  ").WithRow("─").WithCenter("──").WithHeaderMid("──"),
+			Settings: tw.Settings{
+				Separators: tw.Separators{BetweenColumns: tw.On, BetweenRows: tw.Off, ShowHeader: tw.On},
+				Lines:      tw.Lines{ShowTop: tw.Off, ShowBottom: tw.Off, ShowHeaderLine: tw.On, ShowFooterLine: tw.Off},
+			},
+		})),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithHeaderAutoWrap(tw.WrapNone),
+		tablewriter.WithRowAutoWrap(tw.WrapNone),
+		tablewriter.WithAlignment(align),
+		tablewriter.WithPadding(tw.PaddingNone),
+		tablewriter.WithTrimSpace(tw.Off),
+	)
+	return plainTable{Table: t, buf: buf}
+}
+
+// render draws the table and copies it to w without trailing blanks, which
+// right-padding the last column leaves.
+func (t plainTable) render(w io.Writer) error {
+	if err := t.Render(); err != nil {
+		return err
+	}
+	lines := strings.SplitAfter(t.buf.String(), "\n")
+	var b strings.Builder
+	for _, l := range lines {
+		nl := strings.HasSuffix(l, "\n")
+		b.WriteString(strings.TrimRight(l, " \n"))
+		if nl {
+			b.WriteByte('\n')
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeExpectationSummary writes one line per failed expectation, or one
+// line saying all were met; nothing when the scenario set none.
+func writeExpectationSummary(w io.Writer, r Report) {
+	total, failed := expectationTally(r)
+	switch {
+	case total == 0:
+		return
+	case failed == 0:
+		fmt.Fprintf(w, "\nexpectations: all %s met\n", formatInt(total))
+		return
+	}
+	fmt.Fprintf(w, "\nexpectations: %s of %s FAILED\n", formatInt(failed), formatInt(total))
+	for _, res := range r.Results {
+		for _, c := range res.Expectations {
+			if !c.OK {
+				fmt.Fprintf(w, "  FAIL %s\n", failedCheckLine(res.Name, c))
+			}
+		}
+	}
+}
+
+func targetName(r Report) string {
+	if strings.TrimSpace(r.Target) == "" {
+		return "embedded mock"
+	}
+	return r.Target
+}
+
+func anyIncomplete(results []Result) bool {
+	for _, res := range results {
+		if res.Incomplete {
+			return true
+		}
+	}
+	return false
+}
+
+// errWriter remembers the first write error so a run of Fprintf calls can be
+// checked once.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}
