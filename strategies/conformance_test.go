@@ -146,10 +146,13 @@ var conformanceScript = [][]Outcome{
 // testAccounting runs a workload of concurrent calls through Do and checks
 // that the strategy's counters agree with what the calls saw: one Done per
 // Acquire, every attempt counted once by kind, nothing left in flight or
-// queued, and never more in flight than the limit it reports.
+// queued, never more in flight than the limit it reports, and well-formed
+// events.
 func testAccounting(t *testing.T, tc conformanceCase, requeue bool) {
 	synctest.Test(t, func(t *testing.T) {
-		s := tc.new()
+		var events []Event // the observer is called one event at a time
+		s := tc.new(WithObserver(func(e Event) { events = append(events, e) }))
+		defer func() { checkEvents(t, events) }()
 		policy := &RetryPolicy{MaxRetries: 2, Requeue: requeue, Seed: 1}
 		const calls = 120
 		var (
@@ -231,6 +234,31 @@ func testAccounting(t *testing.T, tc conformanceCase, requeue bool) {
 			t.Errorf("%d of %d attempts started with more in flight than Stats.Limit (max in flight %d)", overLimits, sawLimit, maxFlight)
 		}
 	})
+}
+
+// checkEvents checks that events are dated, in order, of a known type, with
+// a sensible value.
+func checkEvents(t *testing.T, events []Event) {
+	t.Helper()
+	var last time.Time
+	for i, e := range events {
+		switch {
+		case e.Time.IsZero():
+			t.Errorf("event %d (%+v): no time", i, e)
+		case e.Time.Before(last):
+			t.Errorf("event %d (%+v): dated before the event before it (%v)", i, e, last)
+		case e.Type == EventGateClose && !e.Until.After(e.Time):
+			t.Errorf("event %d (%+v): a gate closing until no later than now", i, e)
+		case e.Value < 0 || e.Value != e.Value:
+			t.Errorf("event %d (%+v): value %v", i, e, e.Value)
+		}
+		switch e.Type {
+		case EventLimit, EventDelay, EventRate, EventGateClose, EventGateOpen:
+		default:
+			t.Errorf("event %d (%+v): unknown type %q", i, e, e.Type)
+		}
+		last = e.Time
+	}
 }
 
 // testDoneTwice checks that a second Done on a permit panics instead of

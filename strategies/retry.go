@@ -50,6 +50,29 @@ type RetryPolicy struct {
 	rng *rand.Rand
 }
 
+// ForCall returns a copy of p (its fields, not its jitter source) whose
+// jitter is drawn from a source of its own, seeded from Seed and id. Calls
+// sharing p draw their jitter in whatever order they happen to retry, so
+// runs with the same Seed differ when concurrent calls interleave
+// differently; a call made with p.ForCall(id), id identifying the call (an
+// item's index), gets the same waits whatever the other calls do. A nil p
+// gives nil.
+func (p *RetryPolicy) ForCall(id int64) *RetryPolicy {
+	if p == nil {
+		return nil
+	}
+	return &RetryPolicy{MaxRetries: p.MaxRetries, Requeue: p.Requeue, Seed: int64(mix(uint64(p.Seed), uint64(id)))}
+}
+
+// mix combines a seed and an id into a new seed (splitmix64's finalizer), so
+// that neighbouring ids give unrelated sequences.
+func mix(seed, id uint64) uint64 {
+	z := seed ^ (id+1)*0x9e3779b97f4a7c15
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
+}
+
 // Next decides what follows an attempt that ended with o, when retriesTaken
 // retries have already been made for the call (0 after the first attempt).
 // It returns whether to retry and, if so, how long to wait before the next

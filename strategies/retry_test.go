@@ -202,3 +202,40 @@ func FuzzRetryPolicyNext(f *testing.F) {
 		}
 	})
 }
+
+// TestRetryPolicyForCall checks that a per-call policy keeps the fields, and
+// that its jitter depends on the seed and the call alone.
+func TestRetryPolicyForCall(t *testing.T) {
+	base := &RetryPolicy{MaxRetries: 5, Requeue: true, Seed: 9}
+	waits := func(p *RetryPolicy) []time.Duration {
+		var ws []time.Duration
+		for n := range 4 {
+			_, w := p.Next(n, Outcome{Kind: Throttled, Status: 429})
+			ws = append(ws, w)
+		}
+		return ws
+	}
+	a := base.ForCall(1)
+	if a.MaxRetries != 5 || !a.Requeue {
+		t.Errorf("ForCall(1) = MaxRetries %d, Requeue %v; want 5, true", a.MaxRetries, a.Requeue)
+	}
+	waits(base) // the shared source moves on; the per-call ones do not care
+	wantA := fmt.Sprint(waits(a))
+	tests := []struct {
+		name string
+		p    *RetryPolicy
+		same bool // as call 1 with seed 9
+	}{
+		{"same seed, same call", base.ForCall(1), true},
+		{"same seed, another call", base.ForCall(2), false},
+		{"another seed, same call", (&RetryPolicy{MaxRetries: 5, Seed: 10}).ForCall(1), false},
+	}
+	for _, tt := range tests {
+		if got := fmt.Sprint(waits(tt.p)); (got == wantA) != tt.same {
+			t.Errorf("%s: waits %v, call 1 with seed 9 had %v; want same = %v", tt.name, got, wantA, tt.same)
+		}
+	}
+	if (*RetryPolicy)(nil).ForCall(1) != nil {
+		t.Errorf("nil.ForCall(1) != nil")
+	}
+}

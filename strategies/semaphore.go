@@ -56,7 +56,7 @@ func waitSlot(ctx context.Context, m *meter, sl *slots) (Waits, error) {
 	}
 	start := time.Now()
 	m.enqueue()
-	_, err := sl.acquire(ctx)
+	err := sl.acquire(ctx)
 	m.dequeue()
 	w := Waits{Slot: time.Since(start)}
 	if err != nil {

@@ -79,7 +79,7 @@ func TestSlots(t *testing.T) {
 						w := len(holding) - 1
 						mu.Unlock()
 						go func() {
-							if _, err := s.acquire(ctx); err == nil {
+							if err := s.acquire(ctx); err == nil {
 								mu.Lock()
 								holding[w] = true
 								mu.Unlock()

@@ -21,15 +21,14 @@ type slots struct {
 // newSlots returns a semaphore admitting limit callers at once.
 func newSlots(limit int) *slots { return &slots{limit: limit} }
 
-// acquire takes a slot, waiting in line for one if none is free. It reports
-// whether it had to wait. If ctx ends first it returns ctx's error and holds
-// no slot.
-func (s *slots) acquire(ctx context.Context) (waited bool, err error) {
+// acquire takes a slot, waiting in line for one if none is free. If ctx ends
+// first it returns ctx's error and holds no slot.
+func (s *slots) acquire(ctx context.Context) error {
 	s.mu.Lock()
 	if s.waiters.Len() == 0 && s.freeLocked() {
 		s.used++
 		s.mu.Unlock()
-		return false, nil
+		return nil
 	}
 	ready := make(chan struct{})
 	e := s.waiters.PushBack(ready)
@@ -37,7 +36,7 @@ func (s *slots) acquire(ctx context.Context) (waited bool, err error) {
 
 	select {
 	case <-ready:
-		return true, nil
+		return nil
 	case <-ctx.Done():
 	}
 	s.mu.Lock()
@@ -50,7 +49,7 @@ func (s *slots) acquire(ctx context.Context) (waited bool, err error) {
 		s.waiters.Remove(e)
 	}
 	s.mu.Unlock()
-	return true, ctx.Err()
+	return ctx.Err()
 }
 
 // tryAcquire takes a slot if one is free and nobody is waiting.
