@@ -3,6 +3,7 @@ package strategies
 import (
 	"context"
 	"math"
+	"slices"
 	"sync"
 	"time"
 )
@@ -174,14 +175,19 @@ func (a *Adaptive) Stats() Stats {
 // publishLocked sets the Limit gauge and emits the keys' pending events.
 func (a *Adaptive) publishLocked(now time.Time) {
 	total := 0
+	var batch []Event
 	for _, ak := range a.keys {
 		total += ak.law.show(now)
-		for _, e := range ak.law.events {
-			a.m.emit(e)
-		}
+		batch = append(batch, ak.law.events...)
 		ak.law.events = ak.law.events[:0]
 	}
 	a.m.set(func(st *Stats) { st.Limit = float64(total) })
+	// Each key's events are in order and none is dated before the last
+	// publication; merge the keys'.
+	slices.SortStableFunc(batch, func(x, y Event) int { return x.Time.Compare(y.Time) })
+	for _, e := range batch {
+		a.m.emit(e)
+	}
 }
 
 // adaptiveAttempt is what adaptiveLaw remembers of an attempt in flight.
@@ -261,6 +267,7 @@ func (l *adaptiveLaw) capacity(now time.Time) int {
 // until that may change by itself (0: only when an attempt ends), and gated
 // says that the retry-after gate holds it.
 func (l *adaptiveLaw) admit(now time.Time) (ok bool, wait time.Duration, gated bool) {
+	l.tick(now)
 	if d := l.gate.wait(now); d > 0 {
 		return false, d, true
 	}
@@ -291,6 +298,7 @@ func (l *adaptiveLaw) dispatch(now time.Time) adaptiveAttempt {
 // permit is kept for another attempt (a retry inside the slot), which finish
 // records as dispatched now and returns.
 func (l *adaptiveLaw) finish(now time.Time, a adaptiveAttempt, o Outcome, done bool) adaptiveAttempt {
+	l.tick(now)
 	full := l.inFlight >= l.capacity(now)
 	l.inFlight--
 	l.headers(now, o.Limits)
@@ -419,12 +427,18 @@ func (l *adaptiveLaw) note(now time.Time, reason string) {
 	}
 }
 
-// show returns the capacity at now, first recording the events that time
-// alone brought: the gate opening, a probe becoming due.
-func (l *adaptiveLaw) show(now time.Time) int {
+// tick records the events that time alone brought by now: the gate opening.
+// Every entry point calls it first, so that events stay in time order.
+func (l *adaptiveLaw) tick(now time.Time) {
 	if l.gate.reopened(now) {
 		l.events = append(l.events, Event{Time: l.gate.until, Type: EventGateOpen, Reason: "retry-after"})
 	}
-	l.note(now, "probe")
+}
+
+// show returns the capacity at now, first recording the events that time
+// alone brought: the gate opening, a probe becoming due.
+func (l *adaptiveLaw) show(now time.Time) int {
+	l.tick(now)
+	l.note(now, "probe due")
 	return l.shown
 }

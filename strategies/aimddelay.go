@@ -154,9 +154,7 @@ func newDelayLaw(cfg AIMDDelayConfig) delayLaw {
 
 // next returns how long after now the next dispatch may go: 0 if now.
 func (l *delayLaw) next(now time.Time) time.Duration {
-	if l.cooldown.reopened(now) {
-		l.events = append(l.events, Event{Time: l.cooldown.until, Type: EventGateOpen, Reason: "cooldown"})
-	}
+	l.tick(now)
 	if w := l.cooldown.wait(now); w > 0 {
 		return w
 	}
@@ -166,11 +164,20 @@ func (l *delayLaw) next(now time.Time) time.Duration {
 	return max(0, l.last.Add(l.delay).Sub(now))
 }
 
+// tick records the end of a cooldown that time alone brought by now. Every
+// entry point calls it first, so that events stay in time order.
+func (l *delayLaw) tick(now time.Time) {
+	if l.cooldown.reopened(now) {
+		l.events = append(l.events, Event{Time: l.cooldown.until, Type: EventGateOpen, Reason: "cooldown"})
+	}
+}
+
 // dispatch records a dispatch at now.
 func (l *delayLaw) dispatch(now time.Time) { l.last = now }
 
 // observe learns from an attempt that ended at now with o.
 func (l *delayLaw) observe(now time.Time, o Outcome) {
+	l.tick(now)
 	cooling := l.cooldown.wait(now) > 0
 	switch o.Kind {
 	case Success:

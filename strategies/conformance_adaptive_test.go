@@ -32,8 +32,8 @@ func adaptiveStrategies() []conformanceCase {
 // those permits go on making attempts until they are done. shrinking reports
 // the limit as at least the permits in flight, so the suite checks what such
 // a strategy does promise: attempts never outnumber the permits granted.
-// TestWindowAtGrant checks the promise itself, that no permit is granted
-// beyond the window.
+// The step tables of the laws check the rest of the promise: no permit is
+// granted while the window is full (TestAdaptiveLaw, TestAIMDAdmission).
 type shrinking struct{ s Strategy }
 
 func (w shrinking) Acquire(ctx context.Context, c Cost) (Permit, error) { return w.s.Acquire(ctx, c) }

@@ -64,6 +64,22 @@ type admitFunc func(now time.Time) (ok bool, wait time.Duration, gated bool)
 type line struct {
 	turn    chan struct{} // holds the head-of-line token when nobody has it
 	changed chan struct{} // closed and replaced by notifyLocked
+
+	// The time the head of the line has spent held by a gate, so that the
+	// callers behind it can count that part of their wait as RetryAfter:
+	// gatedTotal up to the last such wait, plus the time since gatedSince if
+	// one is under way. Guarded by the owner's lock.
+	gatedTotal time.Duration
+	gatedSince time.Time
+}
+
+// gatedLocked returns the time the head of the line has spent held by a
+// gate, up to now.
+func (l *line) gatedLocked(now time.Time) time.Duration {
+	if l.gatedSince.IsZero() {
+		return l.gatedTotal
+	}
+	return l.gatedTotal + now.Sub(l.gatedSince)
 }
 
 func newLine() *line {
@@ -99,15 +115,27 @@ func (l *line) wait(ctx context.Context, m *meter, mu sync.Locker, ok admitFunc)
 	select {
 	case <-l.turn:
 	default:
+		// In line behind the head: the part of the wait during which the
+		// head was held by a gate is RetryAfter, the rest Slot.
 		m.enqueue()
 		queued = true
+		mu.Lock()
+		g0 := l.gatedLocked(time.Now())
+		mu.Unlock()
+		var err error
 		select {
 		case <-l.turn:
 		case <-ctx.Done():
-			w.Slot += time.Since(start)
+			err = ctx.Err()
+		}
+		mu.Lock()
+		gated := l.gatedLocked(time.Now()) - g0
+		mu.Unlock()
+		w.RetryAfter += gated
+		w.Slot += time.Since(start) - gated
+		if err != nil {
 			return giveUp()
 		}
-		w.Slot += time.Since(start)
 	}
 	defer func() { l.turn <- struct{}{} }()
 
@@ -121,6 +149,9 @@ func (l *line) wait(ctx context.Context, m *meter, mu sync.Locker, ok admitFunc)
 		mu.Lock()
 		now := time.Now()
 		admitted, d, gated := ok(now)
+		if !admitted && gated {
+			l.gatedSince = now
+		}
 		changed := l.changed
 		mu.Unlock()
 		if admitted {
@@ -153,6 +184,10 @@ func (l *line) wait(ctx context.Context, m *meter, mu sync.Locker, ok admitFunc)
 		}
 		waited := time.Since(now)
 		if gated {
+			mu.Lock()
+			l.gatedTotal += waited
+			l.gatedSince = time.Time{}
+			mu.Unlock()
 			w.RetryAfter += waited
 		} else {
 			w.Slot += waited
