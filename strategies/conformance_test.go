@@ -284,7 +284,8 @@ func testDoneTwice(t *testing.T, tc conformanceCase) {
 }
 
 // testGate throttles one attempt with a server delay, reported with Observe
-// or with Done, and checks that no permit is granted before the delay ends.
+// or with Done, and checks that no permit is granted before the delay ends,
+// and that a caller waiting at the gate can give up.
 func testGate(t *testing.T, tc conformanceCase) {
 	const delay = 2 * time.Second
 	throttle := Outcome{Kind: Throttled, Status: 429, RetryAfter: delay, HasRetryAfter: true}
@@ -303,6 +304,16 @@ func testGate(t *testing.T, tc conformanceCase) {
 					p.Done(throttle)
 				}
 				var wg sync.WaitGroup
+				wg.Go(func() { // gives up while the gate is closed
+					ctx, cancel := context.WithTimeout(t.Context(), delay/4)
+					defer cancel()
+					if q, err := s.Acquire(ctx, conformanceCost); err == nil {
+						t.Errorf("Acquire with a %v timeout passed a gate closed for %v", delay/4, delay)
+						q.Done(Outcome{Kind: Success, Status: 200})
+					} else if d := time.Since(start); d != delay/4 {
+						t.Errorf("Acquire gave up on the gate after %v, want %v", d, delay/4)
+					}
+				})
 				for i := range 3 {
 					wg.Go(func() {
 						q, err := s.Acquire(t.Context(), conformanceCost)
