@@ -129,6 +129,16 @@ func buildChart(tl *Timeline) *svgChart {
 	inFlight := col(func(p Point) float64 { return float64(p.InFlight) })
 	limit := col(func(p Point) float64 { return p.Limit })
 	completions := col(func(p Point) float64 { return p.CompletionsRate })
+	// Completions arrive in bursts (a wave of calls ends together), so the
+	// raw rate at a fine resolution is a comb of spikes; its trend, which is
+	// what tells a healthy run from a slowing provider, shows in a rolling
+	// average.
+	window := smoothingWindow(res, xmax)
+	completions = movingAverage(completions, window)
+	completionsLabel := "completions per second"
+	if window > 1 {
+		completionsLabel += ", " + strconv.FormatFloat(math.Round(float64(window)*res*1000)/1000, 'f', -1, 64) + " s average"
+	}
 	throttles := col(func(p Point) float64 { return p.ThrottlesRate })
 	delay := col(func(p Point) float64 { return p.DelaySeconds })
 
@@ -197,9 +207,9 @@ func buildChart(tl *Timeline) *svgChart {
 			s = append(s, svgSeries{Key: seriesThrottles, Name: "429s per second", Shape: "bars", D: barsPath(ts, throttles, res, x, yOf, base)})
 		}
 		line, _ := linePath(ts, completions, res, x, yOf, base)
-		return append(s, svgSeries{Key: seriesCompletions, Name: "completions per second", Shape: "line", D: line})
+		return append(s, svgSeries{Key: seriesCompletions, Name: completionsLabel, Shape: "line", D: line})
 	}, []svgLegend{
-		{Key: seriesCompletions, Label: "completions per second", Shape: "line"},
+		{Key: seriesCompletions, Label: completionsLabel, Shape: "line"},
 		{Key: seriesThrottles, Label: throttleLabel, Shape: "bar", Empty: !hasThrottles},
 	})
 
@@ -325,6 +335,41 @@ func decimate(ts, ys []float64) ([]float64, []float64) {
 		}
 	}
 	return outT, outY
+}
+
+// smoothingWindow is the number of samples the completions average spans:
+// a second, but no more than a fifth of the run, and one sample (no
+// smoothing) when the resolution is unknown. A whole second spans a whole
+// number of bursts for any call time that divides it, so the average of a
+// steady run is flat rather than rippled.
+func smoothingWindow(res, span float64) int {
+	if !(res > 0) {
+		return 1
+	}
+	w := math.Min(1, span/5)
+	return max(1, int(math.Round(w/res)))
+}
+
+// movingAverage returns the centred moving average of ys over k samples
+// (an even k leans half a sample late); near the ends it averages the
+// samples the window holds.
+func movingAverage(ys []float64, k int) []float64 {
+	if k <= 1 {
+		return ys
+	}
+	prefix := make([]float64, len(ys)+1)
+	for i, y := range ys {
+		if math.IsNaN(y) || math.IsInf(y, 0) {
+			y = 0
+		}
+		prefix[i+1] = prefix[i] + y
+	}
+	out := make([]float64, len(ys))
+	for i := range ys {
+		lo, hi := max(0, i-k/2), min(len(ys), i-k/2+k)
+		out[i] = (prefix[hi] - prefix[lo]) / float64(hi-lo)
+	}
+	return out
 }
 
 // niceTicks returns about n+1 evenly spaced ticks from 0 to a round number

@@ -22,11 +22,14 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 // table (the same columns as Table) with failed expectations, a note on
 // reading the charts, and per strategy its key figures, an SVG chart, its
 // latency percentiles and its expectations. The chart stacks panels on one
-// time axis: calls in flight against the strategy's limit; completions and
-// 429s per second; and the pacing delay for strategies that have one. A
-// healthy run shows in-flight flat at the limit with steady completions; a
-// provider slowing down shows in-flight pinned while completions fall.
-// Every string from the report is escaped by html/template.
+// time axis: calls in flight against the strategy's limit; completions per
+// second (a rolling average of about a second) and 429s per second; and the
+// pacing delay for strategies that have one. A healthy run shows in-flight
+// flat at the limit with steady completions; a provider slowing down shows
+// in-flight pinned while completions fall. Each strategy's time axis spans
+// its own run. Long timelines are thinned to about two points per unit of
+// width, keeping every peak. Every string from the report is escaped by
+// html/template.
 func HTML(w io.Writer, r Report) error {
 	if err := htmlTemplate.Execute(w, newHTMLPage(r)); err != nil {
 		return fmt.Errorf("reports: html: %w", err)
@@ -44,7 +47,6 @@ type htmlPage struct {
 	Checks       int
 	FailedChecks []string
 	Strategies   []htmlStrategy
-	SeriesColors map[string]string
 }
 
 type htmlHeader struct {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -216,7 +217,7 @@ func TestHTMLLongTimelineIsDecimated(t *testing.T) {
 			}
 		}),
 	}}}
-	r.Results[0].Timeline.Points[n/2].CompletionsRate = 1000 // a spike decimation must keep
+	r.Results[0].Timeline.Points[n/2+7].InFlight = 1000 // a spike decimation must keep
 
 	var buf bytes.Buffer
 	if err := HTML(&buf, r); err != nil {
@@ -228,18 +229,24 @@ func TestHTMLLongTimelineIsDecimated(t *testing.T) {
 	doc := parseDOM(t, buf.Bytes(), true)
 	checkCharts(t, doc, r)
 	series := chartSeries(doc.find(byClass("svg", "chart"))[0])
-	if got := strings.Count(series[seriesCompletions], "L"); got > maxPathPairs {
-		t.Errorf("completions path has %d segments, want at most %d", got, maxPathPairs)
-	}
-	// The spike sets the axis: its top tick must be at least 1,000.
-	ticks := doc.find(byClass("text", "tick-y"))
-	found := false
-	for _, tk := range ticks {
-		if tk.text.String() == "1,000" || tk.text.String() == "1,200" {
-			found = true
+	for _, key := range []string{seriesInFlight, seriesCompletions} {
+		if got := strings.Count(series[key], "L"); got > maxPathPairs {
+			t.Errorf("%s path has %d segments, want at most %d", key, got, maxPathPairs)
 		}
 	}
-	if !found {
-		t.Errorf("no y tick at 1,000 or 1,200: the decimated path lost the spike")
+	// The spike must survive decimation: the in-flight path reaches the
+	// 1,000 tick's height.
+	var y1000 string
+	for _, tk := range doc.find(byClass("text", "tick-y")) {
+		if tk.text.String() == "1,000" {
+			y1000 = tk.attrs["y"]
+		}
+	}
+	if y1000 == "" {
+		t.Fatalf("no y tick labelled 1,000: the axis ignored the spike")
+	}
+	y, _ := strconv.ParseFloat(y1000, 64)
+	if want := "," + strconv.FormatFloat(y-4, 'f', -1, 64); !strings.Contains(series[seriesInFlight], want) {
+		t.Errorf("in-flight path never reaches y %s: decimation lost the spike", want[1:])
 	}
 }

@@ -135,8 +135,9 @@ type latencyRow struct {
 	p    Percentiles
 }
 
-// latencyRows lists the distributions a result recorded anything in, in a
-// fixed order; end-to-end always comes first, even when empty.
+// latencyRows lists the distributions a result recorded a non-zero time
+// in, in a fixed order; end-to-end always comes first, and nothing at all
+// when even that is empty.
 func latencyRows(res Result) []latencyRow {
 	rows := []latencyRow{{"end to end", res.EndToEnd}}
 	for _, l := range []latencyRow{
@@ -145,7 +146,8 @@ func latencyRows(res Result) []latencyRow {
 		{"wait for tokens", res.WaitTokens},
 		{"backoff", res.Backoff},
 	} {
-		if l.p.Count > 0 {
+		// A wait that never happened (every sample zero) is noise here.
+		if l.p.Count > 0 && l.p.Max > 0 {
 			rows = append(rows, l)
 		}
 	}
