@@ -313,7 +313,11 @@ func (l *adaptiveLaw) finish(now time.Time, a adaptiveAttempt, o Outcome, done b
 	if done {
 		return adaptiveAttempt{}
 	}
-	return l.dispatch(now)
+	// The retry holds the slot it had: it is no probe, even if the window
+	// has shrunk below the attempts in flight.
+	next := l.dispatch(now)
+	next.probe = false
+	return next
 }
 
 func (l *adaptiveLaw) success(now time.Time, a adaptiveAttempt, o Outcome, full bool) {
@@ -329,10 +333,11 @@ func (l *adaptiveLaw) success(now time.Time, a adaptiveAttempt, o Outcome, full 
 			l.srtt += (rtt - l.srtt) / 8
 		}
 	}
-	// The server held this attempt with at least held of ours in flight (the
-	// attempts refused meanwhile did not count against the limit).
+	// A probe sent since the last decrease was held with held of ours in
+	// flight (the attempts refused meanwhile did not count against the
+	// limit): if that is more than the limit, the limit has risen.
 	held := a.n - int(l.throttles-a.throttles)
-	if l.limit > 0 && held > l.limit {
+	if a.probe && a.seq > l.cut && held > l.limit {
 		l.limit = 0
 		l.slowStart = true
 		l.window = max(l.window, float64(held))
@@ -357,7 +362,7 @@ func (l *adaptiveLaw) success(now time.Time, a adaptiveAttempt, o Outcome, full 
 
 func (l *adaptiveLaw) throttled(now time.Time, a adaptiveAttempt, o Outcome) {
 	l.throttles++
-	if a.probe {
+	if a.probe && a.seq > l.cut {
 		// The limit has not risen: stay at it and probe again later.
 		l.window = min(l.window, float64(l.limit))
 		l.probeAt = now.Add(l.hold())
