@@ -1,0 +1,154 @@
+package mock
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/gorilla/mux"
+	"gopkg.in/yaml.v3"
+)
+
+// adminRoutes mounts the admin API on r (the /_admin/ prefix):
+//
+//	GET  /_admin/limits    PUT /_admin/limits     the per-key limits in force
+//	GET  /_admin/latency   PUT /_admin/latency    the latency model
+//	GET  /_admin/faults    PUT /_admin/faults     the injected faults
+//	GET  /_admin/stats                            Stats as JSON
+//	POST /_admin/reset                            Reset
+//
+// GET answers JSON with durations as strings ("5ms"), in the YAML schema's
+// keys. PUT takes JSON or YAML in the same schema, decoded strictly over the
+// current value, so a body may hold only the keys it changes. When the
+// Config has an AdminToken, every admin request must carry it.
+func (s *Server) adminRoutes(r *mux.Router) {
+	r.Use(s.adminAuth)
+	r.HandleFunc("/limits", func(w http.ResponseWriter, _ *http.Request) { writeAdmin(w, s.Limits()) }).Methods(http.MethodGet)
+	r.HandleFunc("/limits", func(w http.ResponseWriter, req *http.Request) {
+		l := s.Limits()
+		if s.adminDecode(w, req, &l, func(c *Config) { c.Limits = l }) {
+			s.SetLimits(l)
+			writeAdmin(w, l)
+		}
+	}).Methods(http.MethodPut)
+	r.HandleFunc("/latency", func(w http.ResponseWriter, _ *http.Request) { writeAdmin(w, s.Latency()) }).Methods(http.MethodGet)
+	r.HandleFunc("/latency", func(w http.ResponseWriter, req *http.Request) {
+		l := s.Latency()
+		if s.adminDecode(w, req, &l, func(c *Config) { c.Latency = l }) {
+			s.SetLatency(l)
+			writeAdmin(w, l)
+		}
+	}).Methods(http.MethodPut)
+	r.HandleFunc("/faults", func(w http.ResponseWriter, _ *http.Request) { writeAdmin(w, s.Faults()) }).Methods(http.MethodGet)
+	r.HandleFunc("/faults", func(w http.ResponseWriter, req *http.Request) {
+		f := s.Faults()
+		if s.adminDecode(w, req, &f, func(c *Config) { c.Faults = f }) {
+			s.SetFaults(f)
+			writeAdmin(w, f)
+		}
+	}).Methods(http.MethodPut)
+	r.HandleFunc("/stats", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSONBody(w, http.StatusOK, s.Stats())
+	}).Methods(http.MethodGet)
+	r.HandleFunc("/reset", func(w http.ResponseWriter, _ *http.Request) {
+		s.Reset()
+		writeJSONBody(w, http.StatusOK, map[string]bool{"reset": true})
+	}).Methods(http.MethodPost)
+}
+
+func (s *Server) adminAuth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if tok := s.cfg.AdminToken; tok != "" {
+			got := req.Header.Get("X-Admin-Token")
+			if b, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer "); ok && got == "" {
+				got = b
+			}
+			if subtle.ConstantTimeCompare([]byte(got), []byte(tok)) != 1 {
+				s.routeError(w, req, http.StatusUnauthorized, "admin token required: send Authorization: Bearer TOKEN or X-Admin-Token")
+				return
+			}
+		}
+		next.ServeHTTP(w, req)
+	})
+}
+
+// adminDecode decodes the body strictly into v (already holding the current
+// value), then validates it by placing it in a copy of the Config with put.
+func (s *Server) adminDecode(w http.ResponseWriter, req *http.Request, v any, put func(*Config)) bool {
+	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, 1<<20))
+	if err == nil {
+		dec := yaml.NewDecoder(bytes.NewReader(body))
+		dec.KnownFields(true)
+		if err = dec.Decode(v); errors.Is(err, io.EOF) {
+			err = nil
+		}
+		if err != nil {
+			err = describeYAMLError(err, "request body", keyLinesOf(body))
+		}
+	}
+	if err == nil {
+		cfg := s.cfg
+		put(&cfg)
+		err = cfg.Validate()
+	}
+	if err != nil {
+		s.routeError(w, req, http.StatusBadRequest, err.Error())
+		return false
+	}
+	return true
+}
+
+func keyLinesOf(data []byte) yamlPaths {
+	var root yaml.Node
+	if yaml.Unmarshal(data, &root) != nil {
+		return yamlPaths{}
+	}
+	return keyLines(&root)
+}
+
+// writeAdmin writes v as JSON in its YAML form (duration strings, schema
+// keys) by way of a generic YAML value.
+func writeAdmin(w http.ResponseWriter, v any) {
+	y, err := yaml.Marshal(v)
+	var generic any
+	if err == nil {
+		err = yaml.Unmarshal(y, &generic)
+	}
+	if err != nil {
+		writeJSONBody(w, http.StatusInternalServerError, map[string]string{"error": fmt.Sprintf("encoding: %v", err)})
+		return
+	}
+	writeJSONBody(w, http.StatusOK, generic)
+}
+
+// Latency returns the latency model in force.
+func (s *Server) Latency() Latency {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.latency
+}
+
+// SetLatency changes the latency model of requests admitted from now on.
+func (s *Server) SetLatency(l Latency) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.latency = l
+}
+
+// Faults returns the injected faults in force.
+func (s *Server) Faults() Faults {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.faults
+}
+
+// SetFaults changes the injected faults of attempts from now on.
+func (s *Server) SetFaults(f Faults) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = f
+}

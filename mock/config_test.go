@@ -1,0 +1,114 @@
+package mock
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+const fullConfig = `seed: 1
+api_keys: [k1, k2]
+admin_token: secret
+latency:
+  ttft: 100ms
+  ttft_per_input_token: 1ms
+  per_token: 5ms
+  jitter: 0.1
+output:
+  tokens: {uniform: [20, 80]}
+limits:
+  max_concurrent: 20
+  rpm: 60
+  itpm: 1000
+  otpm: 2000
+  tpm: 0
+  retry_after: 1s
+  count_rejected: true
+capacity:
+  max_concurrent: 100
+faults:
+  error_500: 0.01
+  overloaded: 0.02
+  slow: {rate: 0.1, extra: 2s}
+  reset: 0
+  cut_stream: 0
+  stream_error: 0
+  script: [{attempts: 2, status: 529}]
+schedule:
+  - at: 30s
+    limits: {max_concurrent: 10}
+`
+
+func TestParseConfig(t *testing.T) {
+	cfg, err := ParseConfig([]byte(fullConfig), "mock.yaml")
+	if err != nil {
+		t.Fatalf("ParseConfig: %v", err)
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"seed", cfg.Seed, int64(1)},
+		{"api_keys", len(cfg.APIKeys), 2},
+		{"latency.ttft", cfg.Latency.TTFT, 100 * time.Millisecond},
+		{"latency.jitter", cfg.Latency.Jitter, 0.1},
+		{"output.tokens", cfg.Output.Tokens, Distribution{Kind: Uniform, Min: 20, Max: 80}},
+		{"limits.max_concurrent", cfg.Limits.MaxConcurrent, 20},
+		{"limits.retry_after", cfg.Limits.RetryAfter, time.Second},
+		{"limits.count_rejected", cfg.Limits.CountRejected, true},
+		{"capacity.max_concurrent", cfg.Capacity.MaxConcurrent, 100},
+		{"faults.slow.extra", cfg.Faults.Slow.Extra, 2 * time.Second},
+		{"faults.script", cfg.Faults.Script[0], ScriptStep{Attempts: 2, Status: 529}},
+		{"schedule[0].at", cfg.Schedule[0].At, 30 * time.Second},
+		{"schedule[0].limits", *cfg.Schedule[0].Limits.MaxConcurrent, 10},
+		{"schedule[0].limits.rpm", cfg.Schedule[0].Limits.RPM == nil, true},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+}
+
+func TestParseConfigDefaults(t *testing.T) {
+	for _, src := range []string{"", "seed: 3\n", "latency: {ttft: 1s}\n"} {
+		cfg, err := ParseConfig([]byte(src), "x.yaml")
+		if err != nil {
+			t.Fatalf("ParseConfig(%q): %v", src, err)
+		}
+		if got, want := cfg.Latency.PerToken, 5*time.Millisecond; got != want {
+			t.Errorf("ParseConfig(%q): per_token = %v, want default %v", src, got, want)
+		}
+	}
+}
+
+func TestParseConfigErrors(t *testing.T) {
+	tests := []struct {
+		src  string
+		want []string // substrings of the error
+	}{
+		{"seed: 1\nbogus: 2\n", []string{"f.yaml:2", `unknown key "bogus"`}},
+		{"limits:\n  rpm: 5\n  rmp: 5\n", []string{"f.yaml:3", `"rmp"`, "limits.rmp"}},
+		{"limits:\n  rpm: lots\n", []string{"f.yaml:2", "limits.rpm", `"lots"`, "integer"}},
+		{"latency:\n  per_token: 5\n", []string{"f.yaml:2", "latency.per_token", "duration"}},
+		{"limits:\n  rpm: -1\n", []string{"f.yaml:2", "limits.rpm", "negative"}},
+		{"faults:\n  error_500: 2\n", []string{"f.yaml:2", "faults.error_500", "[0, 1]"}},
+		{"output:\n  tokens: lots\n", []string{"f.yaml:2", "output.tokens", "distribution"}},
+		{"output:\n  tokens: {uniform: [5, 1]}\n", []string{"f.yaml:2", "output.tokens", "MIN <= MAX"}},
+		{"faults:\n  script: [{attempts: 1, status: 200}]\n", []string{"f.yaml:2", "faults.script[0].status"}},
+		{"schedule:\n  - at: 10s\n    limits: {rpm: -3}\n", []string{"f.yaml:3", "schedule[0].limits.rpm"}},
+		{"seed: [\n", []string{"f.yaml"}},
+	}
+	for _, tt := range tests {
+		_, err := ParseConfig([]byte(tt.src), "f.yaml")
+		if err == nil {
+			t.Errorf("ParseConfig(%q) = nil error, want one mentioning %q", tt.src, tt.want)
+			continue
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("ParseConfig(%q) = %q, want it to mention %q", tt.src, err, w)
+			}
+		}
+	}
+}

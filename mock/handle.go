@@ -1,0 +1,481 @@
+package mock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"time"
+)
+
+func stack() []byte { return debug.Stack() }
+
+// plan is the timing of an admitted response: token i (1-based) is due at
+// start + first + i×perToken. Deadlines are absolute, so waiting errors do
+// not accumulate over a stream.
+type plan struct {
+	start    time.Time
+	first    time.Duration // time to first token, minus one perToken
+	perToken time.Duration
+	n        int  // output tokens
+	capped   bool // n == max_tokens
+	cutAt    int  // > 0: cut the connection after this many tokens
+	failAt   int  // > 0: end with an overloaded error after this many tokens
+}
+
+// due is when token i is due.
+func (p *plan) due(i int) time.Time {
+	return p.start.Add(p.first + time.Duration(i)*p.perToken)
+}
+
+// dueBy is how many tokens are due at now, at most p.n.
+func (p *plan) dueBy(now time.Time) int {
+	if p.perToken <= 0 {
+		if now.Before(p.start.Add(p.first)) {
+			return 0
+		}
+		return p.n
+	}
+	elapsed := now.Sub(p.start) - p.first
+	if elapsed < 0 {
+		return 0
+	}
+	return int(min(int64(p.n), int64(elapsed/p.perToken)))
+}
+
+// decision is what admission decided about one attempt.
+type decision struct {
+	status     int // 0: admitted
+	err        apiError
+	retryAfter time.Duration // sent as retry-after when > 0
+	noRetry    bool          // send x-should-retry: false
+	abort      bool          // the reset fault: close the connection
+	snap       snapshot
+	now        time.Time
+
+	// For admitted requests:
+	ks   *keyState
+	gen  uint64 // the Server's generation at admission
+	id   uint64
+	plan plan
+}
+
+func (s *Server) model(wr wire) http.HandlerFunc {
+	return func(w http.ResponseWriter, req *http.Request) { s.serveModel(w, req, wr) }
+}
+
+// serveModel is the model endpoints' pipeline: auth → body limit and
+// decoding → faults → global capacity → per-key limits → latency and
+// content → response.
+func (s *Server) serveModel(w http.ResponseWriter, req *http.Request, wr wire) {
+	reqID := s.newID("req_")
+	h := w.Header()
+	h[http.CanonicalHeaderKey(wr.requestIDHeader())] = []string{reqID}
+	api := wr.name()
+
+	key, ok, why := s.authenticate(req, wr)
+	if !ok {
+		s.metrics.request(api, http.StatusUnauthorized, "unauthenticated")
+		wr.writeError(w, http.StatusUnauthorized, apiError{msg: why}, reqID)
+		return
+	}
+	body, status, err := readBody(w, req)
+	var c *call
+	if err == nil {
+		c, err = wr.decode(body, s.cfg.Output.DefaultMaxTokens)
+		status = http.StatusBadRequest
+	}
+	if err != nil {
+		s.countError(key)
+		s.metrics.request(api, status, keyLabel(key))
+		var br *badRequest
+		param := ""
+		if errors.As(err, &br) {
+			param = br.param
+		}
+		wr.writeError(w, status, apiError{msg: err.Error(), param: param}, reqID)
+		return
+	}
+
+	d := s.admit(req, c, key, wr)
+	wr.setLimitHeaders(h, d.snap, d.now)
+	if d.abort {
+		s.metrics.request(api, 0, keyLabel(key))
+		panic(http.ErrAbortHandler)
+	}
+	if d.status != 0 {
+		if d.retryAfter > 0 {
+			h["Retry-After"] = []string{strconv.FormatInt(int64(d.retryAfter/time.Second), 10)}
+		}
+		if d.noRetry {
+			h["X-Should-Retry"] = []string{"false"}
+		}
+		s.metrics.request(api, d.status, keyLabel(key))
+		wr.writeError(w, d.status, d.err, reqID)
+		return
+	}
+	s.respond(w, req, wr, c, &d, key)
+}
+
+func keyLabel(key string) string {
+	if key == "" {
+		return "anonymous"
+	}
+	return key
+}
+
+// countError counts an attempt answered 400 or 413.
+func (s *Server) countError(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ks := s.key(key)
+	s.stats.Attempts++
+	s.stats.Errors++
+	ks.stats.Attempts++
+	ks.stats.Errors++
+}
+
+// admit runs the admission steps that need the server's state, under its
+// lock, and returns the decision.
+func (s *Server) admit(req *http.Request, c *call, key string, wr wire) decision {
+	idem := req.Header.Get("Idempotency-Key")
+	retryCount := attemptIndex(req)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	s.applySchedule(now)
+	ks := s.key(key)
+	d := decision{now: now}
+	s.stats.Attempts++
+	ks.stats.Attempts++
+	if ks.retries.arrived(now, idem, retryCount) {
+		s.stats.EarlyRetries++
+		ks.stats.EarlyRetries++
+		s.metrics.earlyRetries.with().add(1)
+	}
+	ks.lim.sync(now, s.limits)
+	d.snap = ks.lim.snapshot(now, "")
+
+	reject := func(status int, e apiError, ra time.Duration) decision {
+		d.status, d.err, d.retryAfter = status, e, ra
+		switch {
+		case status == http.StatusTooManyRequests:
+			s.stats.Throttled++
+			ks.stats.Throttled++
+			inc(&s.stats.ThrottledBy, e.limit)
+			inc(&ks.stats.ThrottledBy, e.limit)
+			s.metrics.rejections.with(e.limit).add(1)
+		case status == 529 || status == http.StatusServiceUnavailable:
+			s.stats.Overloaded++
+			ks.stats.Overloaded++
+		default:
+			s.stats.Errors++
+			ks.stats.Errors++
+		}
+		ks.retries.given(now, ra, idem)
+		return d
+	}
+
+	// Scripted failures: the attempt index comes from the SDK's header or
+	// from counting attempts per Idempotency-Key.
+	attempt := retryCount
+	if attempt < 0 && idem != "" {
+		if ks.attempts == nil || len(ks.attempts) >= maxGates {
+			ks.attempts = make(map[string]int)
+		}
+		attempt = ks.attempts[idem]
+		ks.attempts[idem]++
+	}
+	if attempt >= 0 {
+		for _, step := range s.faults.Script {
+			if attempt < step.Attempts {
+				s.countFault("script")
+				e := apiError{msg: fmt.Sprintf("scripted failure: attempt %d gets %d", retryCount, step.Status), limit: LimitScript}
+				if step.Status == 529 || step.Status == http.StatusServiceUnavailable {
+					e.msg = "Overloaded (scripted)"
+				}
+				return reject(step.Status, e, step.RetryAfter)
+			}
+			attempt -= step.Attempts
+		}
+	}
+
+	f := s.faults
+	if s.chance(f.Reset) {
+		s.countFault("reset")
+		d.abort = true
+		return d
+	}
+	if s.chance(f.Error500) {
+		s.countFault("error_500")
+		return reject(http.StatusInternalServerError, apiError{msg: "Internal server error (injected)"}, 0)
+	}
+	if s.chance(f.Overloaded) {
+		s.countFault("overloaded")
+		return reject(wr.overloadStatus(), apiError{msg: "Overloaded"}, 0)
+	}
+	if cap := s.cfg.Capacity.MaxConcurrent; cap > 0 && s.inFlight >= cap {
+		s.metrics.rejections.with("capacity").add(1)
+		return reject(wr.overloadStatus(), apiError{msg: "Overloaded"}, 0)
+	}
+
+	p := s.plan(now, c)
+	p.capped = p.n == c.maxTokens
+	d.id = s.seq.Add(1)
+	v := ks.lim.admit(now, s.limits, d.id, demand{input: c.input, maxTokens: c.maxTokens, end: p.due(p.n)})
+	if !v.ok {
+		d.snap = ks.lim.snapshot(now, v.limit)
+		e := apiError{msg: limitMessage(v, c), limit: v.limit}
+		if v.tooLarge {
+			d.noRetry = true
+			return reject(http.StatusTooManyRequests, e, 0)
+		}
+		return reject(http.StatusTooManyRequests, e, v.retryAfter)
+	}
+	d.snap = ks.lim.snapshot(now, "")
+	s.inFlight++
+	s.stats.Admitted++
+	s.stats.InFlight = s.inFlight
+	s.stats.MaxInFlight = max(s.stats.MaxInFlight, s.inFlight)
+	s.stats.InputTokens += int64(c.input)
+	ks.stats.Admitted++
+	ks.stats.InFlight++
+	ks.stats.MaxInFlight = max(ks.stats.MaxInFlight, ks.stats.InFlight)
+	ks.stats.InputTokens += int64(c.input)
+	s.metrics.inFlight.with().add(1)
+	s.metrics.tokens.with("input").add(float64(c.input))
+	d.ks, d.gen, d.plan = ks, s.gen, p
+	return d
+}
+
+func inc(m *map[string]int64, k string) {
+	if *m == nil {
+		*m = make(map[string]int64)
+	}
+	(*m)[k]++
+}
+
+func (s *Server) countFault(name string) {
+	inc(&s.stats.Faults, name)
+	s.metrics.faults.with(name).add(1)
+}
+
+// chance draws from the seeded source; a zero rate draws nothing, so adding
+// a fault does not change the draws of a config without it.
+func (s *Server) chance(rate float64) bool {
+	return rate > 0 && s.rng.Float64() < rate
+}
+
+// plan draws the output length, latency and stream faults of a request.
+func (s *Server) plan(now time.Time, c *call) plan {
+	l, f := s.latency, s.faults
+	n := c.maxTokens
+	switch t := s.cfg.Output.Tokens; t.Kind {
+	case Fixed:
+		n = min(n, t.Min)
+	case Uniform:
+		n = min(n, t.Min+s.rng.IntN(t.Max-t.Min+1))
+	}
+	first := l.TTFT + time.Duration(c.input)*l.TTFTPerInputToken
+	if s.chance(f.Slow.Rate) {
+		s.countFault("slow")
+		first += f.Slow.Extra
+	}
+	perToken := l.PerToken
+	if l.Jitter > 0 {
+		k := 1 + l.Jitter*(2*s.rng.Float64()-1)
+		first = time.Duration(float64(first) * k)
+		perToken = time.Duration(float64(perToken) * k)
+	}
+	p := plan{start: now, first: first, perToken: perToken, n: n}
+	half := max(1, n/2)
+	if s.chance(f.CutStream) {
+		s.countFault("cut_stream")
+		p.cutAt = half
+	} else if s.chance(f.StreamError) {
+		s.countFault("stream_error")
+		p.failAt = half
+	}
+	return p
+}
+
+func limitMessage(v verdict, c *call) string {
+	if v.tooLarge {
+		return fmt.Sprintf("request too large for %s: it needs %d tokens and the limit is %d per minute (%s); it can never succeed", v.limit, v.need, v.cap, v.limit)
+	}
+	switch v.limit {
+	case LimitConcurrency:
+		return fmt.Sprintf("rate limit exceeded: max_concurrent: this API key may have %d concurrent requests", v.cap)
+	case LimitRPM:
+		return fmt.Sprintf("rate limit exceeded: rpm: this API key may send %d requests per minute", v.cap)
+	case LimitITPM:
+		return fmt.Sprintf("rate limit exceeded: itpm: this API key may send %d input tokens per minute; this request has %d", v.cap, v.need)
+	case LimitOTPM:
+		return fmt.Sprintf("rate limit exceeded: otpm: this API key may use %d output tokens per minute; this request reserves max_tokens = %d", v.cap, v.need)
+	case LimitTPM:
+		return fmt.Sprintf("rate limit exceeded: tpm: this API key may use %d tokens per minute on %s; this request is charged %d", v.cap, c.model, v.need)
+	}
+	return "rate limit exceeded: " + v.limit
+}
+
+// release ends an admitted request: frees its slots and settles its output
+// tokens. It is called before the last byte of the response is written.
+func (s *Server) release(d *decision, produced int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	d.ks.lim.release(now, d.id, d.plan.n, produced)
+	s.metrics.inFlight.with().add(-1)
+	s.metrics.tokens.with("output").add(float64(produced))
+	if d.gen != s.gen {
+		return // a Reset happened since: the counters no longer include it
+	}
+	s.inFlight--
+	s.stats.InFlight = s.inFlight
+	s.stats.OutputTokens += int64(produced)
+	d.ks.stats.InFlight--
+	d.ks.stats.OutputTokens += int64(produced)
+}
+
+// respond paces and writes an admitted response. The slot is released
+// before the final bytes are written.
+func (s *Server) respond(w http.ResponseWriter, req *http.Request, wr wire, c *call, d *decision, key string) {
+	p := &d.plan
+	api := wr.name()
+	prefix := "msg_"
+	if api == "openai" {
+		prefix = "chatcmpl-"
+	}
+	res := &result{id: s.newID(prefix), created: p.start, n: p.n, capped: p.capped}
+	ctx := req.Context()
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+
+	released := false
+	emitted := 0
+	release := func(produced int) {
+		if !released {
+			released = true
+			s.release(d, produced)
+		}
+	}
+	defer func() { release(emitted) }()
+	status := http.StatusOK
+	defer func() { s.metrics.observe(api, status, keyLabel(key), time.Since(p.start)) }()
+
+	if !c.stream {
+		end := p.n
+		if p.failAt > 0 {
+			end = p.failAt
+		}
+		if sleepUntil(ctx, &timer, p.due(end)) != nil {
+			emitted = p.dueBy(time.Now())
+			status = 499
+			return
+		}
+		emitted = end
+		if p.failAt > 0 {
+			status = wr.overloadStatus()
+			release(emitted)
+			wr.writeError(w, status, apiError{msg: "Overloaded"}, w.Header().Get(wr.requestIDHeader()))
+			return
+		}
+		body, err := wr.body(c, res)
+		if err != nil {
+			panic(fmt.Errorf("mock: encoding response: %w", err))
+		}
+		h := w.Header()
+		h["Content-Type"] = []string{"application/json"}
+		h["Content-Length"] = []string{strconv.Itoa(len(body))}
+		release(emitted)
+		if p.cutAt > 0 {
+			w.WriteHeader(http.StatusOK)
+			w.Write(body[:len(body)/2])
+			http.NewResponseController(w).Flush()
+			panic(http.ErrAbortHandler)
+		}
+		w.WriteHeader(http.StatusOK)
+		w.Write(body)
+		return
+	}
+
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h["Content-Type"] = []string{"text/event-stream; charset=utf-8"}
+	h["Cache-Control"] = []string{"no-cache"}
+	w.WriteHeader(http.StatusOK)
+	buf := wr.streamStart(make([]byte, 0, 512), c, res)
+	if !writeFlush(w, rc, buf) {
+		status = 499
+		return
+	}
+	stopAt := p.n
+	switch {
+	case p.cutAt > 0:
+		stopAt = p.cutAt
+	case p.failAt > 0:
+		stopAt = p.failAt
+	}
+	for emitted < stopAt {
+		next := emitted + 1
+		if sleepUntil(ctx, &timer, p.due(next)) != nil {
+			status = 499
+			return
+		}
+		upto := min(stopAt, max(next, p.dueBy(time.Now())))
+		buf = wr.streamDelta(buf[:0], c, res, emitted, upto)
+		emitted = upto
+		if emitted == stopAt {
+			break // the last delta goes out with the final frames
+		}
+		if !writeFlush(w, rc, buf) {
+			status = 499
+			return
+		}
+	}
+	release(emitted)
+	switch {
+	case p.cutAt > 0:
+		writeFlush(w, rc, buf)
+		panic(http.ErrAbortHandler)
+	case p.failAt > 0:
+		buf = wr.streamError(buf, c, res)
+	default:
+		buf = wr.streamEnd(buf, c, res)
+	}
+	writeFlush(w, rc, buf)
+}
+
+func writeFlush(w http.ResponseWriter, rc *http.ResponseController, b []byte) bool {
+	if _, err := w.Write(b); err != nil {
+		return false
+	}
+	return rc.Flush() == nil
+}
+
+// sleepUntil waits for deadline or for ctx to end, reusing one timer per
+// request rather than a goroutine or a timer per token.
+func sleepUntil(ctx context.Context, t **time.Timer, deadline time.Time) error {
+	d := time.Until(deadline)
+	if d <= 0 {
+		return ctx.Err()
+	}
+	if *t == nil {
+		*t = time.NewTimer(d)
+	} else {
+		(*t).Reset(d)
+	}
+	select {
+	case <-(*t).C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

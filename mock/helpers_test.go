@@ -1,0 +1,118 @@
+package mock
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/ratelab/ratelab/internal/memnet"
+)
+
+// testServer is a Server serving on an in-memory listener, with a client
+// that dials it. It works inside a synctest bubble.
+type testServer struct {
+	*Server
+	client *http.Client
+	tr     *http.Transport
+	ln     *memnet.Listener
+	done   chan struct{}
+}
+
+func startServer(t testing.TB, cfg Config) *testServer {
+	t.Helper()
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	ln := memnet.New()
+	tr := &http.Transport{DialContext: ln.Dial, MaxIdleConnsPerHost: 10000, DisableCompression: true}
+	ts := &testServer{Server: s, client: &http.Client{Transport: tr}, tr: tr, ln: ln, done: make(chan struct{})}
+	go func() {
+		defer close(ts.done)
+		s.Serve(ln)
+	}()
+	return ts
+}
+
+// stop closes idle connections, the server and the listener, and waits for
+// Serve to return, as a synctest bubble requires.
+func (ts *testServer) stop() {
+	ts.tr.CloseIdleConnections()
+	ts.Server.Close()
+	ts.ln.Close()
+	<-ts.done
+}
+
+type reply struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// do sends one request and reads the whole response.
+func (ts *testServer) do(t testing.TB, method, path, body string, headers ...string) reply {
+	t.Helper()
+	req, err := http.NewRequest(method, "http://mock"+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := ts.client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: reading body: %v", method, path, err)
+	}
+	return reply{resp.StatusCode, resp.Header, b}
+}
+
+func (r reply) json(t testing.TB) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("body %q: %v", r.body, err)
+	}
+	return m
+}
+
+// anthropicBody is a Messages request body.
+func anthropicBody(maxTokens int, stream bool, text string) string {
+	b, _ := json.Marshal(map[string]any{
+		"model": "claude-sonnet-4-5", "max_tokens": maxTokens, "stream": stream,
+		"messages": []map[string]any{{"role": "user", "content": text}},
+	})
+	return string(b)
+}
+
+// openaiBody is a Chat Completions request body.
+func openaiBody(maxTokens int, stream, includeUsage bool, text string) string {
+	m := map[string]any{
+		"model": "gpt-4o-mini", "max_completion_tokens": maxTokens,
+		"messages": []map[string]any{{"role": "user", "content": text}},
+	}
+	if stream {
+		m["stream"] = true
+		if includeUsage {
+			m["stream_options"] = map[string]any{"include_usage": true}
+		}
+	}
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+func compactJSON(t testing.TB, b []byte) string {
+	t.Helper()
+	var out bytes.Buffer
+	if err := json.Compact(&out, b); err != nil {
+		t.Fatalf("compact %q: %v", b, err)
+	}
+	return out.String()
+}

@@ -1,0 +1,281 @@
+package mock
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// openai is the Chat Completions wire format (WIRE.md §2).
+type openai struct{}
+
+func (openai) name() string            { return "openai" }
+func (openai) requestIDHeader() string { return "x-request-id" }
+func (openai) overloadStatus() int     { return http.StatusServiceUnavailable }
+
+// defaultMaxTokens applies when Output.DefaultMaxTokens is 0.
+const defaultMaxTokens = 256
+
+type openaiRequest struct {
+	Model               *string            `json:"model"`
+	Messages            *[]json.RawMessage `json:"messages"`
+	MaxCompletionTokens *int64             `json:"max_completion_tokens"`
+	MaxTokens           *int64             `json:"max_tokens"`
+	Stream              *bool              `json:"stream"`
+	StreamOptions       *struct {
+		IncludeUsage *bool `json:"include_usage"`
+	} `json:"stream_options"`
+	Tools json.RawMessage `json:"tools"`
+}
+
+type openaiMessage struct {
+	Role    *string         `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+var openaiRoles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true, "function": true}
+
+func (openai) decode(body []byte, defaultMax int) (*call, error) {
+	var req openaiRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		return nil, describeJSONError(err)
+	}
+	c := &call{}
+	switch {
+	case req.Model == nil:
+		return nil, invalid("model", "field required")
+	case *req.Model == "":
+		return nil, invalid("model", "must not be empty")
+	}
+	c.model = *req.Model
+	c.modelJSON, _ = json.Marshal(c.model)
+	c.maxTokens = defaultMax
+	if c.maxTokens == 0 {
+		c.maxTokens = defaultMaxTokens
+	}
+	for _, m := range []struct {
+		name string
+		v    *int64
+	}{{"max_tokens", req.MaxTokens}, {"max_completion_tokens", req.MaxCompletionTokens}} {
+		if m.v == nil {
+			continue
+		}
+		switch {
+		case *m.v < 1:
+			return nil, invalid(m.name, "must be at least 1, got %d", *m.v)
+		case *m.v > MaxOutputTokens:
+			return nil, invalid(m.name, "%d is above the maximum of %d", *m.v, MaxOutputTokens)
+		}
+		c.maxTokens = int(*m.v)
+	}
+	if req.Messages == nil {
+		return nil, invalid("messages", "field required")
+	}
+	if len(*req.Messages) == 0 {
+		return nil, invalid("messages", "at least one message is required")
+	}
+	for i, raw := range *req.Messages {
+		var m openaiMessage
+		p := fmt.Sprintf("messages.%d", i)
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, invalid(p, "want a message object with role and content")
+		}
+		switch {
+		case m.Role == nil:
+			return nil, invalid(p+".role", "field required")
+		case !openaiRoles[*m.Role]:
+			return nil, invalid(p+".role", "want system, developer, user, assistant or tool, got %q", *m.Role)
+		}
+		text := ""
+		if len(m.Content) > 0 && string(m.Content) != "null" {
+			var err error
+			if text, err = messageText(m.Content, p+".content"); err != nil {
+				return nil, err
+			}
+		} else if *m.Role != "assistant" {
+			return nil, invalid(p+".content", "field required")
+		}
+		c.input += messageTokens(text)
+	}
+	if len(req.Tools) > 0 && string(req.Tools) != "null" {
+		c.input += EstimateTokens(string(req.Tools))
+	}
+	c.stream = req.Stream != nil && *req.Stream
+	if req.StreamOptions != nil {
+		if !c.stream {
+			return nil, invalid("stream_options", "only allowed when stream is true")
+		}
+		c.includeUsage = req.StreamOptions.IncludeUsage != nil && *req.StreamOptions.IncludeUsage
+	}
+	return c, nil
+}
+
+type openaiErrorBody struct {
+	Error openaiError `json:"error"`
+}
+
+type openaiError struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
+}
+
+func strp(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func (openai) writeError(w http.ResponseWriter, status int, e apiError, _ string) {
+	oe := openaiError{Message: e.msg, Type: "invalid_request_error", Param: strp(e.param)}
+	switch {
+	case status == http.StatusUnauthorized:
+		oe.Code = strp("invalid_api_key")
+	case status == http.StatusNotFound:
+		oe.Code = strp("unknown_url")
+	case status == http.StatusRequestEntityTooLarge:
+		oe.Code = strp("request_too_large")
+	case status == http.StatusTooManyRequests:
+		oe.Type = "requests"
+		switch e.limit {
+		case LimitTPM, LimitITPM, LimitOTPM:
+			oe.Type = "tokens"
+		}
+		oe.Code = strp("rate_limit_exceeded")
+	case status == http.StatusServiceUnavailable || status == 529:
+		oe.Type = "server_error"
+		oe.Code = strp("overloaded")
+	case status >= 500:
+		oe.Type = "server_error"
+	}
+	writeJSONBody(w, status, openaiErrorBody{Error: oe})
+}
+
+func (openai) setLimitHeaders(h http.Header, s snapshot, _ time.Time) {
+	set := func(name string, d dimension) {
+		if d.limit <= 0 {
+			return
+		}
+		h["X-Ratelimit-Limit-"+name] = []string{strconv.FormatInt(d.limit, 10)}
+		h["X-Ratelimit-Remaining-"+name] = []string{strconv.FormatInt(d.remaining, 10)}
+		h["X-Ratelimit-Reset-"+name] = []string{d.reset.Round(time.Millisecond).String()}
+	}
+	set("Requests", s.requests)
+	set("Tokens", s.tokens)
+}
+
+type openaiUsage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+type openaiCompletion struct {
+	ID                string         `json:"id"`
+	Object            string         `json:"object"`
+	Created           int64          `json:"created"`
+	Model             string         `json:"model"`
+	Choices           []openaiChoice `json:"choices"`
+	Usage             openaiUsage    `json:"usage"`
+	ServiceTier       string         `json:"service_tier"`
+	SystemFingerprint string         `json:"system_fingerprint"`
+}
+
+type openaiChoice struct {
+	Index        int             `json:"index"`
+	Message      openaiRespMsg   `json:"message"`
+	Logprobs     json.RawMessage `json:"logprobs"`
+	FinishReason string          `json:"finish_reason"`
+}
+
+type openaiRespMsg struct {
+	Role    string  `json:"role"`
+	Content string  `json:"content"`
+	Refusal *string `json:"refusal"`
+}
+
+const systemFingerprint = "fp_mockllm"
+
+func finishReason(r *result) string {
+	if r.capped {
+		return "length"
+	}
+	return "stop"
+}
+
+func (openai) body(c *call, r *result) ([]byte, error) {
+	return json.Marshal(openaiCompletion{
+		ID:      r.id,
+		Object:  "chat.completion",
+		Created: r.created.Unix(),
+		Model:   c.model,
+		Choices: []openaiChoice{{
+			Message:      openaiRespMsg{Role: "assistant", Content: Filler(r.n)},
+			Logprobs:     json.RawMessage("null"),
+			FinishReason: finishReason(r),
+		}},
+		Usage:             openaiUsage{PromptTokens: c.input, CompletionTokens: r.n, TotalTokens: c.input + r.n},
+		ServiceTier:       "default",
+		SystemFingerprint: systemFingerprint,
+	})
+}
+
+// chunkHead appends the fields every chunk shares, up to "choices":.
+func chunkHead(b []byte, c *call, r *result) []byte {
+	b = append(b, `data: {"id":"`...)
+	b = append(b, r.id...)
+	b = append(b, `","object":"chat.completion.chunk","created":`...)
+	b = strconv.AppendInt(b, r.created.Unix(), 10)
+	b = append(b, `,"model":`...)
+	b = append(b, c.modelJSON...)
+	b = append(b, `,"service_tier":"default","system_fingerprint":"`+systemFingerprint+`","choices":`...)
+	return b
+}
+
+func chunkTail(b []byte, c *call) []byte {
+	if c.includeUsage {
+		b = append(b, `,"usage":null`...)
+	}
+	return append(b, "}\n\n"...)
+}
+
+func (openai) streamStart(b []byte, c *call, r *result) []byte {
+	b = chunkHead(b, c, r)
+	b = append(b, `[{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}]`...)
+	return chunkTail(b, c)
+}
+
+func (openai) streamDelta(b []byte, c *call, r *result, from, to int) []byte {
+	b = chunkHead(b, c, r)
+	b = append(b, `[{"index":0,"delta":{"content":"`...)
+	b = appendFillerJSON(b, from, to)
+	b = append(b, `"},"logprobs":null,"finish_reason":null}]`...)
+	return chunkTail(b, c)
+}
+
+func (openai) streamEnd(b []byte, c *call, r *result) []byte {
+	b = chunkHead(b, c, r)
+	b = append(b, `[{"index":0,"delta":{},"logprobs":null,"finish_reason":"`...)
+	b = append(b, finishReason(r)...)
+	b = append(b, `"}]`...)
+	b = chunkTail(b, c)
+	if c.includeUsage {
+		b = chunkHead(b, c, r)
+		b = append(b, `[],"usage":{"prompt_tokens":`...)
+		b = strconv.AppendInt(b, int64(c.input), 10)
+		b = append(b, `,"completion_tokens":`...)
+		b = strconv.AppendInt(b, int64(r.n), 10)
+		b = append(b, `,"total_tokens":`...)
+		b = strconv.AppendInt(b, int64(c.input+r.n), 10)
+		b = append(b, "}}\n\n"...)
+	}
+	return append(b, "data: [DONE]\n\n"...)
+}
+
+func (openai) streamError(b []byte, _ *call, _ *result) []byte {
+	return append(b, `data: {"error":{"message":"The server is overloaded. Please try again later.","type":"server_error","param":null,"code":"overloaded"}}`+"\n\n"...)
+}

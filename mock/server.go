@@ -1,0 +1,397 @@
+package mock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/mux"
+)
+
+// Server is the mock provider. Create it with New, then either serve it on a
+// listener with Serve or mount Handler in a server of your own. It is safe
+// for concurrent use.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	keys    map[string]bool
+	handler http.Handler
+	http    *http.Server
+	metrics *metrics
+	seq     atomic.Uint64 // request counter, for ids
+
+	mu       sync.Mutex
+	rng      *rand.Rand
+	base     Limits // Config.Limits or the last SetLimits
+	limits   Limits // base with the schedule entries due so far
+	latency  Latency
+	faults   Faults
+	epoch    time.Time // when the schedule started
+	next     int       // the next schedule entry to apply
+	perKey   map[string]*keyState
+	inFlight int    // over all keys, for Capacity
+	gen      uint64 // incremented by Reset
+	stats    Stats
+}
+
+// keyState is everything the server tracks per API key.
+type keyState struct {
+	lim      keyLimiter
+	retries  retryTracker
+	attempts map[string]int // attempts seen per Idempotency-Key, for scripts
+	stats    KeyStats
+}
+
+// New returns a Server for cfg, or the error cfg.Validate reports.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("mock: %w", err)
+	}
+	s := &Server{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		keys:    make(map[string]bool, len(cfg.APIKeys)),
+		metrics: newMetrics(),
+		base:    cfg.Limits,
+		limits:  cfg.Limits,
+		latency: cfg.Latency,
+		faults:  cfg.Faults,
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	for _, k := range cfg.APIKeys {
+		s.keys[k] = true
+	}
+	s.resetLocked(time.Now())
+	s.handler = s.routes()
+	s.http = &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    1 << 20,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	return s, nil
+}
+
+// Handler returns the server's HTTP handler: the model endpoints, /_admin/
+// and /metrics.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Serve accepts connections on ln and serves them until Shutdown or Close,
+// like http.Server.Serve, whose error it returns (http.ErrServerClosed after
+// Shutdown or Close). The server sets ReadHeaderTimeout (10s) and
+// IdleTimeout (2m), so a client sending headers slowly cannot hold a
+// connection forever.
+func (s *Server) Serve(ln net.Listener) error {
+	return s.http.Serve(ln)
+}
+
+// Shutdown stops accepting connections and waits for in-flight responses
+// to finish or for ctx to end, like http.Server.Shutdown.
+func (s *Server) Shutdown(ctx context.Context) error {
+	return s.http.Shutdown(ctx)
+}
+
+// Close closes the listeners and every connection at once, ending
+// in-flight responses.
+func (s *Server) Close() error {
+	return s.http.Close()
+}
+
+// SetLimits replaces the per-key limits at runtime. Limiter state is kept:
+// requests in flight keep their slots and buckets keep their levels (capped
+// by a lower limit). Later schedule entries still apply on top.
+func (s *Server) SetLimits(l Limits) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.applySchedule(time.Now())
+	s.base, s.limits = l, l
+}
+
+// Limits returns the limits in force now.
+func (s *Server) Limits() Limits {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.applySchedule(time.Now())
+	return s.limits
+}
+
+// Reset clears the counters and the limiter state and restarts the
+// schedule, whose changes are undone: the limits return to those of the
+// Config or of the last SetLimits. Requests in flight finish normally but no
+// longer count. Prometheus counters are not reset: they are monotonic.
+func (s *Server) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.resetLocked(time.Now())
+}
+
+func (s *Server) resetLocked(now time.Time) {
+	s.rng = rand.New(rand.NewPCG(uint64(s.cfg.Seed), 0x5eed))
+	s.limits = s.base
+	s.epoch = now
+	s.gen++
+	s.next = 0
+	s.perKey = make(map[string]*keyState)
+	s.inFlight = 0
+	s.stats = Stats{}
+}
+
+// applySchedule applies the schedule entries due at now.
+func (s *Server) applySchedule(now time.Time) {
+	for s.next < len(s.cfg.Schedule) && now.Sub(s.epoch) >= s.cfg.Schedule[s.next].At {
+		s.limits = s.cfg.Schedule[s.next].Limits.Apply(s.limits)
+		s.next++
+	}
+}
+
+func (s *Server) key(name string) *keyState {
+	k, ok := s.perKey[name]
+	if !ok {
+		k = &keyState{lim: *newKeyLimiter()}
+		s.perKey[name] = k
+	}
+	return k
+}
+
+// newID returns a fresh id with prefix, unique within the server.
+func (s *Server) newID(prefix string) string {
+	n := s.seq.Add(1)
+	x := uint64(s.cfg.Seed)*0x9e3779b97f4a7c15 ^ n*0xbf58476d1ce4e5b9
+	b := make([]byte, 0, len(prefix)+24)
+	b = append(b, prefix...)
+	b = append(b, "01"...)
+	b = appendBase62(b, x, 11)
+	b = appendBase62(b, n, 11)
+	return string(b)
+}
+
+const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+func appendBase62(b []byte, x uint64, width int) []byte {
+	var tmp [11]byte
+	for i := width - 1; i >= 0; i-- {
+		tmp[i] = base62[x%62]
+		x /= 62
+	}
+	return append(b, tmp[:width]...)
+}
+
+// routes builds the router. Wrong methods get 405 and unknown paths 404, in
+// the envelope of the API the path belongs to.
+func (s *Server) routes() http.Handler {
+	r := mux.NewRouter()
+	r.HandleFunc("/v1/messages", s.model(anthropic{})).Methods(http.MethodPost)
+	r.HandleFunc("/v1/messages/count_tokens", s.countTokens).Methods(http.MethodPost)
+	r.HandleFunc("/v1/chat/completions", s.model(openai{})).Methods(http.MethodPost)
+	r.HandleFunc("/v1/models", s.models).Methods(http.MethodGet)
+	s.adminRoutes(r.PathPrefix("/_admin/").Subrouter())
+	r.Handle("/metrics", s.metrics.handler()).Methods(http.MethodGet)
+	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		s.routeError(w, req, http.StatusNotFound, fmt.Sprintf("not found: %s %s", req.Method, req.URL.Path))
+	})
+	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		allow := http.MethodPost
+		switch req.URL.Path {
+		case "/v1/models", "/metrics", "/_admin/stats":
+			allow = http.MethodGet
+		case "/_admin/limits", "/_admin/latency", "/_admin/faults":
+			allow = "GET, PUT"
+		}
+		w.Header().Set("Allow", allow)
+		s.routeError(w, req, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed for %s; use %s", req.Method, req.URL.Path, allow))
+	})
+	return s.recoverPanics(r)
+}
+
+// wireFor picks the error envelope of a path: OpenAI under /v1/chat/,
+// Anthropic everywhere else.
+func wireFor(path string) wire {
+	if len(path) >= len("/v1/chat/") && path[:len("/v1/chat/")] == "/v1/chat/" {
+		return openai{}
+	}
+	return anthropic{}
+}
+
+func (s *Server) routeError(w http.ResponseWriter, req *http.Request, status int, msg string) {
+	wr := wireFor(req.URL.Path)
+	id := s.newID("req_")
+	w.Header().Set(wr.requestIDHeader(), id)
+	wr.writeError(w, status, apiError{msg: msg}, id)
+}
+
+// headerWriter remembers whether the response has started, so a recovered
+// panic knows whether it can still answer 500.
+type headerWriter struct {
+	http.ResponseWriter
+	wrote bool
+}
+
+func (w *headerWriter) WriteHeader(code int) {
+	if code >= 200 {
+		w.wrote = true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *headerWriter) Write(b []byte) (int, error) {
+	w.wrote = true
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *headerWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// recoverPanics answers a panicking handler with 500 api_error and logs the
+// panic; a panic after the response started aborts the connection instead.
+// http.ErrAbortHandler passes through: it is how handlers cut connections.
+func (s *Server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		hw := &headerWriter{ResponseWriter: w}
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler { //nolint:errorlint // sentinel compared as net/http does
+				panic(v)
+			}
+			s.log.Error("mock: handler panic", "method", req.Method, "path", req.URL.Path, "panic", v, "stack", string(stack()))
+			s.metrics.panics.with().add(1)
+			if hw.wrote {
+				panic(http.ErrAbortHandler)
+			}
+			s.routeError(hw, req, http.StatusInternalServerError, "internal server error")
+		}()
+		next.ServeHTTP(hw, req)
+	})
+}
+
+// authenticate returns the API key of req, or ok false when keys are
+// configured and req carries none of them. Anthropic accepts x-api-key or a
+// bearer token, OpenAI a bearer token.
+func (s *Server) authenticate(req *http.Request, wr wire) (key string, ok bool, why string) {
+	if len(s.keys) == 0 {
+		return "", true, ""
+	}
+	if _, isOpenAI := wr.(openai); !isOpenAI {
+		if k := req.Header.Get("X-Api-Key"); k != "" {
+			if s.keys[k] {
+				return k, true, ""
+			}
+			return "", false, "invalid x-api-key"
+		}
+	}
+	auth := req.Header.Get("Authorization")
+	const bearer = "Bearer "
+	if len(auth) > len(bearer) && auth[:len(bearer)] == bearer {
+		if k := auth[len(bearer):]; s.keys[k] {
+			return k, true, ""
+		}
+		return "", false, "invalid API key in Authorization: Bearer"
+	}
+	if _, isOpenAI := wr.(openai); isOpenAI {
+		return "", false, "missing API key: send Authorization: Bearer KEY"
+	}
+	return "", false, "x-api-key header is required"
+}
+
+// readBody reads at most MaxBodyBytes.
+func readBody(w http.ResponseWriter, req *http.Request) ([]byte, int, error) {
+	if req.ContentLength > MaxBodyBytes {
+		return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("request body of %d bytes is above the limit of %d bytes", req.ContentLength, MaxBodyBytes)
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("request body is above the limit of %d bytes", MaxBodyBytes)
+		}
+		return nil, http.StatusBadRequest, fmt.Errorf("reading request body: %w", err)
+	}
+	return body, 0, nil
+}
+
+// countTokens answers POST /v1/messages/count_tokens with the estimate
+// that usage.input_tokens uses.
+func (s *Server) countTokens(w http.ResponseWriter, req *http.Request) {
+	wr := anthropic{}
+	id := s.newID("req_")
+	w.Header().Set(wr.requestIDHeader(), id)
+	if _, ok, why := s.authenticate(req, wr); !ok {
+		wr.writeError(w, http.StatusUnauthorized, apiError{msg: why}, id)
+		return
+	}
+	body, status, err := readBody(w, req)
+	if err != nil {
+		wr.writeError(w, status, apiError{msg: err.Error()}, id)
+		return
+	}
+	c, err := decodeAnthropic(body, false)
+	if err != nil {
+		var br *badRequest
+		errors.As(err, &br)
+		wr.writeError(w, http.StatusBadRequest, apiError{msg: err.Error(), param: br.param}, id)
+		return
+	}
+	writeJSONBody(w, http.StatusOK, struct {
+		InputTokens int `json:"input_tokens"`
+	}{c.input})
+}
+
+// models answers GET /v1/models with a fixed list in the Anthropic shape,
+// which also carries the OpenAI fields id and object.
+func (s *Server) models(w http.ResponseWriter, req *http.Request) {
+	id := s.newID("req_")
+	w.Header().Set("Request-Id", id)
+	w.Header().Set("X-Request-Id", id)
+	type model struct {
+		ID          string `json:"id"`
+		Type        string `json:"type"`
+		Object      string `json:"object"`
+		DisplayName string `json:"display_name"`
+		CreatedAt   string `json:"created_at"`
+		Created     int64  `json:"created"`
+		OwnedBy     string `json:"owned_by"`
+	}
+	created := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	var list []model
+	for _, m := range []struct{ id, name, owner string }{
+		{"claude-sonnet-4-5", "Claude Sonnet 4.5 (mock)", "anthropic"},
+		{"claude-haiku-4-5", "Claude Haiku 4.5 (mock)", "anthropic"},
+		{"gpt-4o-mini", "GPT-4o mini (mock)", "openai"},
+		{"gpt-4o", "GPT-4o (mock)", "openai"},
+	} {
+		list = append(list, model{m.id, "model", "model", m.name, created.Format(time.RFC3339), created.Unix(), m.owner})
+	}
+	writeJSONBody(w, http.StatusOK, struct {
+		Object  string  `json:"object"`
+		Data    []model `json:"data"`
+		HasMore bool    `json:"has_more"`
+		FirstID string  `json:"first_id"`
+		LastID  string  `json:"last_id"`
+	}{"list", list, false, list[0].ID, list[len(list)-1].ID})
+}
+
+// attemptIndex is X-Stainless-Retry-Count, or -1 when absent or invalid.
+func attemptIndex(req *http.Request) int {
+	v := req.Header.Get("X-Stainless-Retry-Count")
+	if v == "" {
+		return -1
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return -1
+	}
+	return n
+}

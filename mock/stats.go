@@ -1,0 +1,69 @@
+package mock
+
+import "maps"
+
+// Stats are the server's counters since it started or was last Reset.
+type Stats struct {
+	Attempts  int64 `json:"attempts"`  // model requests received (messages and chat completions)
+	Admitted  int64 `json:"admitted"`  // requests that passed every limit and got a response
+	Throttled int64 `json:"throttled"` // 429s
+	// ThrottledBy counts 429s by limit: max_concurrent, rpm, itpm, otpm,
+	// tpm, script.
+	ThrottledBy map[string]int64 `json:"throttled_by,omitempty"`
+	// Overloaded counts 529s (Anthropic) and 503s (OpenAI): capacity,
+	// injected and scripted.
+	Overloaded int64 `json:"overloaded"`
+	// Errors counts other error answers: 400, 413, injected 500s and
+	// scripted statuses other than 429, 503 and 529.
+	Errors int64 `json:"errors"`
+	// Faults counts injected faults by name: script, reset, error_500,
+	// overloaded, slow, cut_stream, stream_error.
+	Faults map[string]int64 `json:"faults,omitempty"`
+	// EarlyRetries counts retries that arrived before the retry-after their
+	// rejection carried (see Stats doc on the Server for how a retry is
+	// recognized).
+	EarlyRetries int64 `json:"early_retries"`
+	InFlight     int   `json:"in_flight"`
+	MaxInFlight  int   `json:"max_in_flight"`
+	InputTokens  int64 `json:"input_tokens"`  // of admitted requests
+	OutputTokens int64 `json:"output_tokens"` // produced, settled at the end of each response
+	// Keys holds the same counters per API key ("anonymous" in open mode).
+	Keys map[string]KeyStats `json:"keys,omitempty"`
+}
+
+// KeyStats are the counters of one API key.
+type KeyStats struct {
+	Attempts     int64            `json:"attempts"`
+	Admitted     int64            `json:"admitted"`
+	Throttled    int64            `json:"throttled"`
+	ThrottledBy  map[string]int64 `json:"throttled_by,omitempty"`
+	Overloaded   int64            `json:"overloaded"`
+	Errors       int64            `json:"errors"`
+	EarlyRetries int64            `json:"early_retries"`
+	InFlight     int              `json:"in_flight"`
+	MaxInFlight  int              `json:"max_in_flight"`
+	InputTokens  int64            `json:"input_tokens"`
+	OutputTokens int64            `json:"output_tokens"`
+}
+
+// Stats returns a copy of the counters.
+//
+// Retry compliance: a 429 (or scripted failure) with retry-after R given to
+// a key at t opens a gate until t+R. An attempt with an Idempotency-Key that
+// was rejected before is matched to its own gate; an attempt with a positive
+// X-Stainless-Retry-Count is matched to the key's gate that opens first. It
+// is an early retry if it arrives before that gate's time.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.stats
+	st.ThrottledBy = maps.Clone(st.ThrottledBy)
+	st.Faults = maps.Clone(st.Faults)
+	st.Keys = make(map[string]KeyStats, len(s.perKey))
+	for name, ks := range s.perKey {
+		k := ks.stats
+		k.ThrottledBy = maps.Clone(k.ThrottledBy)
+		st.Keys[keyLabel(name)] = k
+	}
+	return st
+}

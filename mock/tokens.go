@@ -1,0 +1,54 @@
+package mock
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// EstimateTokens is the mock's token estimate of a text: one token per four
+// characters (Unicode code points), rounded up, so "" is 0 tokens and
+// "Hello" is 2.
+//
+// A request's input tokens are the sum, over the system prompt and every
+// message, of max(1, EstimateTokens(text)), where text is the message's
+// string content or the concatenation of its text blocks (non-text blocks
+// count the length of their JSON); tools count EstimateTokens of their JSON.
+// /v1/messages/count_tokens and usage.input_tokens use the same rule. The
+// output text of n tokens is Filler(n), whose estimate is exactly n.
+func EstimateTokens(text string) int {
+	return (utf8.RuneCountInString(text) + 3) / 4
+}
+
+// fillerWords are the four-character tokens of the filler text: a
+// three-letter word and a space, so every token is exactly four characters
+// and EstimateTokens(Filler(n)) == n.
+var fillerWords = [...]string{
+	"the ", "lab ", "can ", "run ", "any ", "mix ", "and ", "fan ",
+	"out ", "all ", "ask ", "for ", "key ", "bit ", "set ", "map ",
+	"new ", "old ", "try ", "use ", "log ", "sum ", "way ", "top ",
+	"low ", "end ", "far ", "now ", "may ", "get ", "put ", "win ",
+}
+
+// Filler returns the deterministic output text of n tokens, the one every
+// response of n tokens carries.
+func Filler(n int) string {
+	var b strings.Builder
+	b.Grow(4 * n)
+	appendFiller(&b, 0, n)
+	return b.String()
+}
+
+// appendFiller writes tokens [from, to) of the filler text.
+func appendFiller(b *strings.Builder, from, to int) {
+	for i := from; i < to; i++ {
+		b.WriteString(fillerWords[fillerIndex(i)])
+	}
+}
+
+// fillerIndex scrambles the word order a little so the text does not look
+// periodic; it is a fixed function of the position.
+func fillerIndex(i int) int {
+	x := uint32(i)*2654435761 + 0x9e3779b9
+	x ^= x >> 15
+	return int(x % uint32(len(fillerWords)))
+}
