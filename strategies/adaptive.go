@@ -61,9 +61,11 @@ const defaultRTT = time.Second
 //     success that ends while it is full, doubling every round trip, until
 //     the first throttle.
 //   - Learning the limit. A throttle (429) tells how many of the key's calls
-//     the server was holding when it refused one: those in flight when the
-//     refusal arrives, plus those that succeeded while it was under way. That
-//     count is the learned limit; a burst of refusals keeps the smallest. The
+//     the server was holding when it refused one: those that were in flight
+//     when the refused call was sent and still are when its refusal arrives,
+//     plus those that succeeded meanwhile. That count is the learned limit;
+//     a burst of refusals keeps the smallest (each counts the refusals still
+//     on their way back, so the last to arrive counts true). The
 //     window drops to Decrease times it, once per round trip (refusals of
 //     calls dispatched before the drop are the same event and only refine
 //     the limit).
@@ -209,6 +211,7 @@ type adaptiveLaw struct {
 	limit     int // learned limit; 0 while unknown
 	slowStart bool
 	inFlight  int
+	starts    []time.Time // dispatch times of the attempts in flight, in order
 	seq       uint64 // dispatches so far
 	cut       uint64 // the last attempt dispatched before the last decrease
 	successes uint64
@@ -284,6 +287,7 @@ func (l *adaptiveLaw) admit(now time.Time) (ok bool, wait time.Duration, gated b
 func (l *adaptiveLaw) dispatch(now time.Time) adaptiveAttempt {
 	l.seq++
 	l.inFlight++
+	l.starts = append(l.starts, now)
 	return adaptiveAttempt{
 		seq:       l.seq,
 		n:         l.inFlight,
@@ -300,13 +304,25 @@ func (l *adaptiveLaw) dispatch(now time.Time) adaptiveAttempt {
 func (l *adaptiveLaw) finish(now time.Time, a adaptiveAttempt, o Outcome, done bool) adaptiveAttempt {
 	l.tick(now)
 	full := l.inFlight >= l.capacity(now)
+	// Ours in flight when a was sent, still in flight now (the ones sent at
+	// the same instant included: they may have reached the server first).
+	i, _ := slices.BinarySearchFunc(l.starts, a.start, func(t, target time.Time) int {
+		if t.After(target) {
+			return 1
+		}
+		return -1
+	})
+	older := i - 1
+	if j, found := slices.BinarySearchFunc(l.starts, a.start, time.Time.Compare); found {
+		l.starts = slices.Delete(l.starts, j, j+1)
+	}
 	l.inFlight--
 	l.headers(now, o.Limits)
 	switch o.Kind {
 	case Success:
 		l.success(now, a, o, full)
 	case Throttled:
-		l.throttled(now, a, o)
+		l.throttled(now, a, o, older)
 	case Overloaded:
 		l.overloaded(now, a, o)
 	}
@@ -360,7 +376,9 @@ func (l *adaptiveLaw) success(now time.Time, a adaptiveAttempt, o Outcome, full 
 	}
 }
 
-func (l *adaptiveLaw) throttled(now time.Time, a adaptiveAttempt, o Outcome) {
+// throttled learns from a refusal of a, when older of the attempts in flight
+// at a's dispatch are still in flight.
+func (l *adaptiveLaw) throttled(now time.Time, a adaptiveAttempt, o Outcome, older int) {
 	l.throttles++
 	if a.probe && a.seq > l.cut {
 		// The limit has not risen: stay at it and probe again later.
@@ -372,10 +390,10 @@ func (l *adaptiveLaw) throttled(now time.Time, a adaptiveAttempt, o Outcome) {
 	if o.HasRetryAfter {
 		l.closeGate(now, now.Add(max(0, o.RetryAfter)), "retry-after")
 	}
-	// What the server held when it refused a: ours still in flight, plus
-	// ours that succeeded meanwhile. Refusals still on their way back inflate
-	// it, so a burst keeps the smallest.
-	held := max(l.inFlight+int(l.successes-a.successes), l.cfg.Min)
+	// What the server held when it refused a: ours that were in flight then
+	// and still are, plus ours that succeeded meanwhile. Refusals still on
+	// their way back inflate it, so a burst keeps the smallest.
+	held := max(older+int(l.successes-a.successes), l.cfg.Min)
 	if a.seq > l.cut {
 		l.cut = l.seq
 		l.limit = held

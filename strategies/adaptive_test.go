@@ -9,11 +9,13 @@ import (
 
 // adaptiveStep is one step of an adaptiveLaw table, at stepT0+at: dispatch
 // attempts (each must be admitted), or end attempt number end (1 for the
-// first dispatched) with outcome o, or neither; then check the law.
+// first dispatched) with outcome o, or neither; then check the law. An
+// attempt retried inside its slot keeps its number.
 type adaptiveStep struct {
 	at       time.Duration
 	dispatch int
 	end      int
+	retry    bool // end keeps the permit for a retry inside the slot
 	o        Outcome
 	want     adaptiveWant
 }
@@ -60,8 +62,8 @@ func runAdaptiveSteps(t *testing.T, cfg AdaptiveConfig, steps []adaptiveStep) *a
 				attempts = append(attempts, l.dispatch(now))
 			}
 		} else if s.end > 0 {
-			what = fmt.Sprintf("end #%d: %v", s.end, s.o.Kind)
-			l.finish(now, attempts[s.end-1], s.o, true)
+			what = fmt.Sprintf("end #%d: %v (retry %v)", s.end, s.o.Kind, s.retry)
+			attempts[s.end-1] = l.finish(now, attempts[s.end-1], s.o, !s.retry)
 		}
 		if got := l.got(now); got != s.want {
 			t.Errorf("step %d at %v (%s):\n got %+v\nwant %+v", i, s.at, what, got, s.want)
@@ -138,6 +140,31 @@ func TestAdaptiveLaw(t *testing.T) {
 				with(succeed(10*ms, 1), adaptiveWant{window: 6, capacity: 6, slowStart: true}),
 				{at: 20 * ms, end: 5, o: refusal, want: adaptiveWant{window: 3.6, limit: 4, capacity: 3, gate: s}},
 			},
+		},
+		{
+			name: "a call sent after the refused one does not count as held",
+			cfg:  AdaptiveConfig{Initial: 5},
+			steps: []adaptiveStep{
+				{dispatch: 5, want: adaptiveWant{window: 5, capacity: 5, slowStart: true}},
+				with(succeed(10*ms, 1), adaptiveWant{window: 6, capacity: 6, slowStart: true}),
+				{at: 10 * ms, dispatch: 2, want: adaptiveWant{window: 6, capacity: 6, slowStart: true}},
+				// #5 was refused with #1 to #4 held; #6 and #7 came after.
+				{at: 20 * ms, end: 5, o: refusal, want: adaptiveWant{window: 3.6, limit: 4, capacity: 3, gate: s}},
+			},
+		},
+		{
+			name: "a retry inside the slot is no probe",
+			cfg:  AdaptiveConfig{Initial: 4},
+			steps: append(learnLimit4(),
+				adaptiveStep{at: 3020 * ms, dispatch: 1, want: adaptiveWant{window: 4, limit: 4, capacity: 5}},
+				// #7, sent at 200 ms with #8, is refused: a new event. Held: #8,
+				// and #4 and #5 that succeeded meanwhile; not #9 to #11, sent later.
+				adaptiveStep{at: 3040 * ms, end: 7, retry: true, o: refusal, want: adaptiveWant{window: 2.7, limit: 3, capacity: 2, gate: s}},
+				// Its retry, sent with 5 in flight, is refused again: no refused
+				// probe, so the gate closes again, and the limit is what was
+				// held this time (#8 to #11).
+				adaptiveStep{at: 4040 * ms, end: 7, o: refusal, want: adaptiveWant{window: 2.7, limit: 4, capacity: 2, gate: s}},
+			),
 		},
 		{
 			name: "refusals of calls sent before the decrease decrease once",
