@@ -212,8 +212,8 @@ type adaptiveLaw struct {
 	slowStart bool
 	inFlight  int
 	starts    []time.Time // dispatch times of the attempts in flight, in order
-	seq       uint64 // dispatches so far
-	cut       uint64 // the last attempt dispatched before the last decrease
+	seq       uint64      // dispatches so far
+	cut       uint64      // the last attempt dispatched before the last decrease
 	successes uint64
 	throttles uint64
 	srtt      time.Duration // smoothed round trip; 0 before the first success
