@@ -1,0 +1,201 @@
+// Command mockllm serves a mock of the Anthropic Messages API and the OpenAI
+// Chat Completions API that enforces provider rate limits. See
+// `mockllm --help`.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ratelab/ratelab/mock"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "mockllm:", err)
+		os.Exit(1)
+	}
+}
+
+const usageHead = `Usage: mockllm [flags]
+
+mockllm is a mock of the Anthropic Messages API (POST /v1/messages,
+/v1/messages/count_tokens) and the OpenAI Chat Completions API
+(POST /v1/chat/completions) that enforces per-key rate limits, paces output
+tokens, and injects faults. It also serves GET /v1/models, an admin API
+under /_admin/ (limits, latency, faults, stats, reset) and /metrics.
+
+Point an SDK at it: ANTHROPIC_BASE_URL=http://HOST:PORT,
+OPENAI_BASE_URL=http://HOST:PORT/v1. The first line on stdout is
+"listening on http://HOST:PORT". SIGINT or SIGTERM shuts it down gracefully:
+in-flight responses finish (up to --shutdown-timeout), then it exits 0.
+
+Flags override the config file.
+
+Flags:
+`
+
+const usageTail = `
+Config file (YAML; strict: an unknown key or bad value is an error naming
+its line). Every key is optional; these are the defaults, except where noted:
+
+  seed: 0                      # seeds jitter, output lengths and faults
+  api_keys: []                 # none = open (one shared set of limits)
+  admin_token: ""              # protects /_admin/ when set
+  latency:
+    ttft: 0s                   # fixed part of the time to first token
+    ttft_per_input_token: 0s
+    per_token: 5ms             # per output token
+    jitter: 0                  # 0.1 = each request's latency x [0.9, 1.1]
+  output:
+    tokens: max_tokens         # or {fixed: 50} or {uniform: [20, 80]}; capped by max_tokens
+    default_max_tokens: 0      # OpenAI requests without a max (0 = 256)
+  limits:                      # per API key; 0 = unlimited
+    max_concurrent: 0
+    rpm: 0
+    itpm: 0                    # input tokens per minute
+    otpm: 0                    # output tokens per minute (reserved from max_tokens, settled at the end)
+    tpm: 0                     # tokens per minute, charged max(max_tokens, input)
+    retry_after: 0s            # fixed retry-after on 429; 0 = computed from the limit
+    count_rejected: false      # rejected attempts use up rpm too
+  capacity:
+    max_concurrent: 0          # over all keys; beyond it 529 (Anthropic) / 503 (OpenAI)
+  faults:                      # rates in [0, 1], drawn per attempt
+    error_500: 0
+    overloaded: 0
+    slow: {rate: 0, extra: 0s}
+    reset: 0                   # connection closed before a response
+    cut_stream: 0              # connection closed half-way through a response
+    stream_error: 0            # event: error (overloaded) half-way through a stream
+    script: []                 # e.g. [{attempts: 2, status: 529, retry_after: 1s}]: the first
+                               # attempts of each request fail (X-Stainless-Retry-Count or
+                               # per Idempotency-Key)
+  schedule:                    # limit changes during a run, without resetting state
+    - at: 30s
+      limits: {max_concurrent: 10}
+
+Token estimate: ceil(characters/4) per text, at least 1 per message.
+`
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+// run is the whole command: it parses args, serves until ctx ends, then
+// shuts down gracefully.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("mockllm", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		configPath      = fs.String("config", "", "YAML config `file` (see below)")
+		addr            = fs.String("addr", "127.0.0.1:8080", "listen `address`; 127.0.0.1:0 picks a free port")
+		maxConcurrent   = fs.Int("max-concurrent", 0, "per-key concurrent requests (limits.max_concurrent; 0 = unlimited)")
+		rpm             = fs.Int("rpm", 0, "per-key requests per minute (limits.rpm)")
+		itpm            = fs.Int("itpm", 0, "per-key input tokens per minute (limits.itpm)")
+		otpm            = fs.Int("otpm", 0, "per-key output tokens per minute (limits.otpm)")
+		tpm             = fs.Int("tpm", 0, "per-key tokens per minute, OpenAI style (limits.tpm)")
+		perToken        = fs.Duration("per-token-latency", 0, "latency per output token (latency.per_token; default 5ms)")
+		ttft            = fs.Duration("ttft", 0, "fixed time to first token (latency.ttft)")
+		retryAfter      = fs.Duration("retry-after", 0, "retry-after sent with 429s (limits.retry_after; 0 = computed from the limit)")
+		adminToken      = fs.String("admin-token", "", "token required by /_admin/ (admin_token)")
+		seed            = fs.Int64("seed", 0, "seed of jitter, output lengths and faults (seed)")
+		shutdownTimeout = fs.Duration("shutdown-timeout", 30*time.Second, "how long in-flight responses may take to finish on shutdown")
+		apiKeys         stringList
+	)
+	fs.Var(&apiKeys, "api-key", "accepted API `key` (repeatable; none = open)")
+	// A parse error prints a one-line hint; --help prints everything, to stdout.
+	fs.Usage = func() { fmt.Fprintln(fs.Output(), "usage: mockllm [flags]; see mockllm --help") }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, usageHead)
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+			fmt.Fprint(stdout, usageTail)
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q; see mockllm --help", fs.Args())
+	}
+
+	cfg := mock.DefaultConfig()
+	if *configPath != "" {
+		var err error
+		if cfg, err = mock.LoadConfig(*configPath); err != nil {
+			return err
+		}
+	}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "max-concurrent":
+			cfg.Limits.MaxConcurrent = *maxConcurrent
+		case "rpm":
+			cfg.Limits.RPM = *rpm
+		case "itpm":
+			cfg.Limits.ITPM = *itpm
+		case "otpm":
+			cfg.Limits.OTPM = *otpm
+		case "tpm":
+			cfg.Limits.TPM = *tpm
+		case "per-token-latency":
+			cfg.Latency.PerToken = *perToken
+		case "ttft":
+			cfg.Latency.TTFT = *ttft
+		case "retry-after":
+			cfg.Limits.RetryAfter = *retryAfter
+		case "api-key":
+			cfg.APIKeys = apiKeys
+		case "admin-token":
+			cfg.AdminToken = *adminToken
+		case "seed":
+			cfg.Seed = *seed
+		}
+	})
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	cfg.Logger = logger
+	srv, err := mock.New(cfg)
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down", "timeout", *shutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), *shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+		logger.Warn("in-flight responses cut at the shutdown deadline", "err", err)
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}
