@@ -65,10 +65,10 @@ const defaultRTT = time.Second
 //     when the refused call was sent and still are when its refusal arrives,
 //     plus those that succeeded meanwhile. That count is the learned limit;
 //     a burst of refusals keeps the smallest (each counts the refusals still
-//     on their way back, so the last to arrive counts true). The
-//     window drops to Decrease times it, once per round trip (refusals of
-//     calls dispatched before the drop are the same event and only refine
-//     the limit).
+//     on their way back, so the last to arrive counts true). The window drops
+//     to Decrease times it, once per round trip: refusals of calls
+//     dispatched before the drop are the same event and only refine the
+//     limit.
 //   - Congestion avoidance. The window grows by about one per round trip
 //     while it is full, up to the learned limit, and holds there.
 //   - Probing. ProbeAfter round trips after the last throttle, one call above
@@ -95,9 +95,14 @@ const defaultRTT = time.Second
 // (see SaveState and LoadState), so that a second run starts where the first
 // ended.
 //
+// Use it against a provider or gateway whose limit is not published, or
+// changes without notice; where a requests- or tokens-per-minute quota is
+// published, TokenBucket or TokenFirst paces to it without a single 429.
+//
 // Callers of a key are admitted in arrival order. Stats reports Limit as the
-// sum over keys of the calls admitted at once; events are EventLimit,
-// EventGateClose and EventGateOpen. It is safe for concurrent use.
+// sum over keys of the calls admitted at once (Initial before the first
+// call); events are EventLimit, EventGateClose and EventGateOpen. It is safe
+// for concurrent use.
 type Adaptive struct {
 	cfg  AdaptiveConfig
 	m    meter
@@ -120,10 +125,11 @@ type adaptiveKey struct {
 func NewAdaptive(cfg AdaptiveConfig, opts ...Option) *Adaptive {
 	a := &Adaptive{cfg: cfg.withDefaults(), keys: make(map[limitKey]*adaptiveKey)}
 	a.m.init(opts)
+	a.m.set(func(st *Stats) { st.Limit = float64(a.cfg.Initial) })
 	return a
 }
 
-// keyLocked returns the state of the key of c, creating it on first use.
+// keyLocked returns the state of key k, creating it on first use.
 func (a *Adaptive) keyLocked(k limitKey) *adaptiveKey {
 	ak, ok := a.keys[k]
 	if !ok {
@@ -182,6 +188,9 @@ func (a *Adaptive) publishLocked(now time.Time) {
 		total += ak.law.show(now)
 		batch = append(batch, ak.law.events...)
 		ak.law.events = ak.law.events[:0]
+	}
+	if len(a.keys) == 0 {
+		total = a.cfg.Initial
 	}
 	a.m.set(func(st *Stats) { st.Limit = float64(total) })
 	// Each key's events are in order and none is dated before the last

@@ -54,7 +54,11 @@ func (c AIMDConfig) withDefaults() AIMDConfig {
 //
 // AIMD honours no retry-after itself: the retry policy (see Do) waits out a
 // throttled call's server delay. It is the textbook controller that Adaptive
-// improves on.
+// improves on: from a small window it takes one round trip per call of
+// concurrency to find a limit (Adaptive's slow start takes a few round trips
+// in all), and each decrease forgets how far the limit was. Use it as the
+// baseline for window control, or where a plain, well-understood controller
+// is wanted.
 //
 // Stats reports Limit = floor(window), the calls it admits at once; events
 // are EventLimit when that changes. It is safe for concurrent use.

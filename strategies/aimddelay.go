@@ -75,6 +75,11 @@ func (c AIMDDelayConfig) withDefaults() AIMDDelayConfig {
 // Throttled items must be re-queued, never dropped: run calls through Do with
 // RetryPolicy{MaxRetries: -1, Requeue: true}, as the case study's runtime does.
 //
+// It is the baseline ratelab's Adaptive must beat. From 6 s it takes minutes
+// to reach a limit of a few tens of calls at once, and each throttle stops
+// everything for 10 s. Use it to reproduce the case study, or where a slow,
+// steady start matters more than throughput.
+//
 // Callers are admitted in arrival order. Stats reports Delay (and Rate, its
 // inverse); events are EventDelay and, for the cooldown, EventGateClose and
 // EventGateOpen. It is safe for concurrent use.
