@@ -299,11 +299,27 @@ func (r *run) run(src Source) (sum Summary, err error) {
 		go r.watchGrace(finished)
 	}
 
-	sem := make(chan struct{}, r.cfg.Workers)
+	// Workers are started as items arrive and no worker is idle, up to
+	// cfg.Workers, and then live for the run: a worker's stack grows once,
+	// not once per item, and memory follows the concurrency actually used.
+	work := make(chan Item)
 	var wg sync.WaitGroup
-	taken, exhausted := 0, false
+	workers, taken, exhausted := 0, 0, false
 	var srcErr error
+	worker := func(first Item) {
+		defer wg.Done()
+		defer func() {
+			if p := recover(); p != nil {
+				r.abort(nil, &PanicError{Value: p, Stack: debug.Stack()})
+			}
+		}()
+		r.process(first)
+		for it := range work {
+			r.process(it)
+		}
+	}
 	func() {
+		defer close(work)
 		// A panic in the source still waits for the workers before it
 		// goes on up.
 		defer func() {
@@ -316,27 +332,28 @@ func (r *run) run(src Source) (sum Summary, err error) {
 				srcErr = err
 				return
 			}
+			if r.stopCtx.Err() != nil {
+				return
+			}
 			select {
-			case sem <- struct{}{}:
+			case work <- it:
+				taken++
+				continue
+			default:
+			}
+			if workers < r.cfg.Workers {
+				workers++
+				taken++
+				wg.Add(1)
+				go worker(it)
+				continue
+			}
+			select {
+			case work <- it:
+				taken++
 			case <-r.stopCtx.Done():
 				return
 			}
-			if r.stopCtx.Err() != nil {
-				<-sem
-				return
-			}
-			taken++
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem }()
-				defer func() {
-					if p := recover(); p != nil {
-						r.abort(nil, &PanicError{Value: p, Stack: debug.Stack()})
-					}
-				}()
-				r.process(it)
-			}()
 		}
 		exhausted = true
 	}()

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/ratelab/ratelab/strategies"
 )
 
@@ -89,59 +91,49 @@ func (a Anthropic) Decode(resp *http.Response, sent time.Time) (Response, strate
 		out, o = a.decodeStream(resp, sent, out, o)
 		return finish(resp, sent, out, o)
 	}
-	var m anthropicMessage
-	if err := decodeJSON(resp.Body, &m); err != nil {
+	body, err := readBody(resp)
+	if err != nil {
 		return finish(resp, sent, out, invalid(o, err))
 	}
-	out.ID, out.StopReason = m.ID, m.StopReason
-	out.Text = m.text()
-	out.Usage = strategies.Usage{InputTokens: m.Usage.InputTokens, OutputTokens: m.Usage.OutputTokens}
+	if !gjson.ValidBytes(body) {
+		return finish(resp, sent, out, invalid(o, errNotJSON))
+	}
+	// One pass over the top-level keys: this is every call's hot path.
+	gjson.ParseBytes(body).ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "id":
+			out.ID = v.String()
+		case "stop_reason":
+			out.StopReason = v.String()
+		case "usage":
+			v.ForEach(func(k, v gjson.Result) bool {
+				switch k.Str {
+				case "input_tokens":
+					out.Usage.InputTokens = int(v.Int())
+				case "output_tokens":
+					out.Usage.OutputTokens = int(v.Int())
+				}
+				return true
+			})
+		case "content":
+			out.Text = anthropicText(v)
+		}
+		return true
+	})
 	o.Usage = out.Usage
 	return finish(resp, sent, out, o)
 }
 
-type anthropicUsage struct {
-	InputTokens  int `json:"input_tokens"`
-	OutputTokens int `json:"output_tokens"`
-}
-
-type anthropicMessage struct {
-	ID      string `json:"id"`
-	Content []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	} `json:"content"`
-	StopReason string         `json:"stop_reason"`
-	Usage      anthropicUsage `json:"usage"`
-}
-
-func (m *anthropicMessage) text() string {
-	if len(m.Content) == 1 {
-		return m.Content[0].Text
-	}
+// anthropicText concatenates the text blocks of a content array.
+func anthropicText(content gjson.Result) string {
 	var b strings.Builder
-	for _, c := range m.Content {
-		if c.Type == "text" {
-			b.WriteString(c.Text)
+	content.ForEach(func(_, block gjson.Result) bool {
+		if block.Get("type").String() == "text" {
+			b.WriteString(block.Get("text").String())
 		}
-	}
+		return true
+	})
 	return b.String()
-}
-
-// anthropicEvent is the union of the stream's event payloads.
-type anthropicEvent struct {
-	Type    string           `json:"type"`
-	Message anthropicMessage `json:"message"` // message_start
-	Delta   struct {
-		Type       string `json:"type"`
-		Text       string `json:"text"`
-		StopReason string `json:"stop_reason"`
-	} `json:"delta"` // content_block_delta, message_delta
-	Usage *anthropicUsage `json:"usage"` // message_delta: cumulative
-	Error struct {
-		Type    string `json:"type"`
-		Message string `json:"message"`
-	} `json:"error"` // error
 }
 
 // decodeStream reads the Messages event stream to message_stop. Usage in
@@ -151,54 +143,54 @@ type anthropicEvent struct {
 func (Anthropic) decodeStream(resp *http.Response, sent time.Time, out Response, o strategies.Outcome) (Response, strategies.Outcome) {
 	sr := NewSSEReader(resp.Body)
 	var text strings.Builder
+	end := func(o strategies.Outcome) (Response, strategies.Outcome) {
+		out.Text = text.String()
+		o.Usage = out.Usage
+		return out, o
+	}
 	for {
 		ev, err := sr.Next()
 		if err != nil {
-			out.Text = text.String()
-			o.Usage = out.Usage
-			return out, streamCut(resp, o, err)
+			return end(streamCut(resp, o, err))
 		}
-		var e anthropicEvent
-		if err := json.Unmarshal(ev.Data, &e); err != nil {
-			out.Text = text.String()
-			o.Usage = out.Usage
-			return out, invalid(o, fmt.Errorf("event %q: %w", ev.Event, err))
+		if !gjson.ValidBytes(ev.Data) {
+			return end(invalid(o, fmt.Errorf("event %q: %w", ev.Event, errNotJSON)))
 		}
 		typ := ev.Event
 		if typ == "" {
-			typ = e.Type
+			typ = gjson.GetBytes(ev.Data, "type").String()
 		}
 		switch typ {
 		case "message_start":
-			out.ID = e.Message.ID
-			out.Usage = strategies.Usage{InputTokens: e.Message.Usage.InputTokens, OutputTokens: e.Message.Usage.OutputTokens}
+			f := gjson.GetManyBytes(ev.Data, "message.id", "message.usage.input_tokens", "message.usage.output_tokens")
+			out.ID = f[0].String()
+			out.Usage = strategies.Usage{InputTokens: int(f[1].Int()), OutputTokens: int(f[2].Int())}
 		case "content_block_delta":
-			if e.Delta.Type == "text_delta" && e.Delta.Text != "" {
+			f := gjson.GetManyBytes(ev.Data, "delta.type", "delta.text")
+			if f[0].String() == "text_delta" && f[1].String() != "" {
 				if out.TTFT == 0 {
 					out.TTFT = max(time.Since(sent), 1)
 				}
-				text.WriteString(e.Delta.Text)
+				text.WriteString(f[1].String())
 			}
 		case "message_delta":
-			if e.Delta.StopReason != "" {
-				out.StopReason = e.Delta.StopReason
+			f := gjson.GetManyBytes(ev.Data, "delta.stop_reason", "usage.output_tokens", "usage.input_tokens")
+			if v := f[0].String(); v != "" {
+				out.StopReason = v
 			}
-			if e.Usage != nil {
-				out.Usage.OutputTokens = e.Usage.OutputTokens
-				if e.Usage.InputTokens > 0 {
-					out.Usage.InputTokens = e.Usage.InputTokens
-				}
+			if f[1].Exists() {
+				out.Usage.OutputTokens = int(f[1].Int())
+			}
+			if v := f[2].Int(); v > 0 {
+				out.Usage.InputTokens = int(v)
 			}
 		case "message_stop":
-			out.Text = text.String()
-			o.Usage = out.Usage
-			return out, o
+			return end(o)
 		case "error":
-			out.Text = text.String()
-			o.Usage = out.Usage
+			f := gjson.GetManyBytes(ev.Data, "error.type", "error.message")
 			o.Kind = strategies.Failed
-			o.Err = &APIError{Status: resp.StatusCode, Type: e.Error.Type, Message: e.Error.Message, RequestID: out.RequestID}
-			return out, o
+			o.Err = &APIError{Status: resp.StatusCode, Type: f[0].String(), Message: f[1].String(), RequestID: out.RequestID}
+			return end(o)
 		}
 	}
 }
@@ -216,25 +208,32 @@ func parseAnthropicError(body []byte) (typ, msg string, ok bool) {
 	return e.Error.Type, e.Error.Message, true
 }
 
+// anthropicLimitHeaders are the canonical header names of each dimension:
+// limit, remaining, reset.
+var anthropicLimitHeaders = func() (h [4][3]string) {
+	for i, dim := range [4]string{"Requests", "Tokens", "Input-Tokens", "Output-Tokens"} {
+		p := "Anthropic-Ratelimit-" + dim + "-"
+		h[i] = [3]string{p + "Limit", p + "Remaining", p + "Reset"}
+	}
+	return h
+}()
+
 // AnthropicLimits parses anthropic-ratelimit-{requests,tokens,input-tokens,
 // output-tokens}-{limit,remaining,reset}; resets are RFC 3339 instants.
 func AnthropicLimits(h http.Header, _ time.Time) strategies.Limits {
-	dim := func(name string) strategies.Limit {
-		p := "Anthropic-Ratelimit-" + name + "-"
-		l := strategies.Limit{Limit: parseInt(h, p+"Limit"), Remaining: parseInt(h, p+"Remaining")}
-		if v := strings.TrimSpace(h.Get(p + "Reset")); v != "" {
+	var l [4]strategies.Limit
+	for i, names := range anthropicLimitHeaders {
+		if len(h[names[0]]) == 0 { // no limit: not Known, whatever else is sent
+			continue
+		}
+		l[i] = strategies.Limit{Limit: parseInt(h, names[0]), Remaining: parseInt(h, names[1])}
+		if v := strings.TrimSpace(h.Get(names[2])); v != "" {
 			if t, err := time.Parse(time.RFC3339, v); err == nil {
-				l.Reset = t
+				l[i].Reset = t
 			}
 		}
-		return l
 	}
-	return strategies.Limits{
-		Requests:     dim("Requests"),
-		Tokens:       dim("Tokens"),
-		InputTokens:  dim("Input-Tokens"),
-		OutputTokens: dim("Output-Tokens"),
-	}
+	return strategies.Limits{Requests: l[0], Tokens: l[1], InputTokens: l[2], OutputTokens: l[3]}
 }
 
 // Shared decoding helpers.
@@ -263,12 +262,20 @@ func isEventStream(resp *http.Response) bool {
 // maxBody bounds a JSON body read into memory.
 const maxBody = 64 << 20
 
-func decodeJSON(r io.Reader, v any) error {
-	body, err := io.ReadAll(io.LimitReader(r, maxBody))
-	if err != nil {
-		return err
+// errNotJSON reports a body or event that is not valid JSON.
+var errNotJSON = errors.New("not valid JSON")
+
+// readBody reads a whole 2xx body, up to maxBody, in one allocation when
+// the length is known.
+func readBody(resp *http.Response) ([]byte, error) {
+	if n := resp.ContentLength; n >= 0 && n <= maxBody {
+		body := make([]byte, n)
+		if _, err := io.ReadFull(resp.Body, body); err != nil {
+			return nil, err
+		}
+		return body, nil
 	}
-	return json.Unmarshal(body, v)
+	return io.ReadAll(io.LimitReader(resp.Body, maxBody))
 }
 
 // readAPIError reads an error response's body and returns it as an APIError,

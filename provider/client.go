@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -73,9 +74,20 @@ func KeyFingerprint(apiKey string) string {
 	if apiKey == "" {
 		return ""
 	}
+	// A run uses one key for every call: remember the last one rather than
+	// hash it per call.
+	if fp := lastFingerprint.Load(); fp != nil && fp.key == apiKey {
+		return fp.fp
+	}
 	sum := sha256.Sum256([]byte(apiKey))
-	return "key-" + hex.EncodeToString(sum[:6])
+	fp := &fingerprint{key: apiKey, fp: "key-" + hex.EncodeToString(sum[:6])}
+	lastFingerprint.Store(fp)
+	return fp.fp
 }
+
+type fingerprint struct{ key, fp string }
+
+var lastFingerprint atomic.Pointer[fingerprint]
 
 // redact returns err with every occurrence of the client's key replaced by
 // "[REDACTED]", in its own message and in an APIError's message.

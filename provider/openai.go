@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/ratelab/ratelab/strategies"
 )
 
@@ -89,32 +91,6 @@ func (p OpenAI) NewRequest(ctx context.Context, baseURL, apiKey string, r Reques
 	return req, nil
 }
 
-type openAIUsage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-}
-
-func (u *openAIUsage) usage() strategies.Usage {
-	return strategies.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
-}
-
-type openAICompletion struct {
-	ID      string `json:"id"`
-	Choices []struct {
-		Index   int `json:"index"`
-		Message struct {
-			Content *string `json:"content"`
-		} `json:"message"`
-		Delta struct {
-			Content *string `json:"content"`
-		} `json:"delta"`
-		FinishReason *string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *openAIUsage `json:"usage"`
-	// Error is set on an error frame inside a stream.
-	Error *openAIErrorBody `json:"error"`
-}
-
 type openAIErrorBody struct {
 	Message string          `json:"message"`
 	Type    string          `json:"type"`
@@ -145,27 +121,42 @@ func (p OpenAI) Decode(resp *http.Response, sent time.Time) (Response, strategie
 		out, o = p.decodeStream(resp, sent, out, o)
 		return finish(resp, sent, out, o)
 	}
-	var c openAICompletion
-	if err := decodeJSON(resp.Body, &c); err != nil {
+	body, err := readBody(resp)
+	if err != nil {
 		return finish(resp, sent, out, invalid(o, err))
 	}
-	out.ID = c.ID
-	for _, ch := range c.Choices {
-		if ch.Index != 0 {
-			continue
-		}
-		if ch.Message.Content != nil {
-			out.Text = *ch.Message.Content
-		}
-		if ch.FinishReason != nil {
-			out.StopReason = *ch.FinishReason
-		}
+	if !gjson.ValidBytes(body) {
+		return finish(resp, sent, out, invalid(o, errNotJSON))
 	}
-	if c.Usage != nil {
-		out.Usage = c.Usage.usage()
-	}
+	gjson.ParseBytes(body).ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "id":
+			out.ID = v.String()
+		case "choices":
+			v.ForEach(func(_, ch gjson.Result) bool {
+				if ch.Get("index").Int() != 0 {
+					return true
+				}
+				c := gjson.GetMany(ch.Raw, "message.content", "finish_reason")
+				out.Text, out.StopReason = c[0].String(), c[1].String()
+				return false
+			})
+		case "usage":
+			out.Usage = openAIUsage(v)
+		}
+		return true
+	})
 	o.Usage = out.Usage
 	return finish(resp, sent, out, o)
+}
+
+// openAIUsage reads a usage object; zero for null or absent.
+func openAIUsage(u gjson.Result) strategies.Usage {
+	if !u.IsObject() {
+		return strategies.Usage{}
+	}
+	f := gjson.GetMany(u.Raw, "prompt_tokens", "completion_tokens")
+	return strategies.Usage{InputTokens: int(f[0].Int()), OutputTokens: int(f[1].Int())}
 }
 
 // decodeStream reads data-only chunks to data: [DONE]. The usage chunk
@@ -175,50 +166,51 @@ func (p OpenAI) Decode(resp *http.Response, sent time.Time) (Response, strategie
 func (OpenAI) decodeStream(resp *http.Response, sent time.Time, out Response, o strategies.Outcome) (Response, strategies.Outcome) {
 	sr := NewSSEReader(resp.Body)
 	var text strings.Builder
+	end := func(o strategies.Outcome) (Response, strategies.Outcome) {
+		out.Text = text.String()
+		o.Usage = out.Usage
+		return out, o
+	}
 	for {
 		ev, err := sr.Next()
 		if err != nil {
-			out.Text = text.String()
-			o.Usage = out.Usage
-			return out, streamCut(resp, o, err)
+			return end(streamCut(resp, o, err))
 		}
 		if bytes.HasPrefix(ev.Data, []byte("[DONE]")) {
-			out.Text = text.String()
-			o.Usage = out.Usage
-			return out, o
+			return end(o)
 		}
-		var c openAICompletion
-		if err := json.Unmarshal(ev.Data, &c); err != nil {
-			out.Text = text.String()
-			o.Usage = out.Usage
-			return out, invalid(o, fmt.Errorf("chunk: %w", err))
+		if !gjson.ValidBytes(ev.Data) {
+			return end(invalid(o, fmt.Errorf("chunk: %w", errNotJSON)))
 		}
-		if c.Error != nil {
-			out.Text = text.String()
-			o.Usage = out.Usage
+		f := gjson.GetManyBytes(ev.Data, "error", "id", "choices", "usage")
+		if f[0].IsObject() {
+			var e openAIErrorBody
+			json.Unmarshal([]byte(f[0].Raw), &e) //nolint:errcheck // valid JSON; missing fields stay empty
 			o.Kind = strategies.Failed
-			o.Err = &APIError{Status: resp.StatusCode, Type: c.Error.typ(), Message: c.Error.Message, RequestID: out.RequestID}
-			return out, o
+			o.Err = &APIError{Status: resp.StatusCode, Type: e.typ(), Message: e.Message, RequestID: out.RequestID}
+			return end(o)
 		}
 		if out.ID == "" {
-			out.ID = c.ID
+			out.ID = f[1].String()
 		}
-		for _, ch := range c.Choices {
-			if ch.Index != 0 {
-				continue
+		f[2].ForEach(func(_, ch gjson.Result) bool {
+			if ch.Get("index").Int() != 0 {
+				return true
 			}
-			if ch.Delta.Content != nil && *ch.Delta.Content != "" {
+			c := gjson.GetMany(ch.Raw, "delta.content", "finish_reason")
+			if v := c[0].String(); v != "" {
 				if out.TTFT == 0 {
 					out.TTFT = max(time.Since(sent), 1)
 				}
-				text.WriteString(*ch.Delta.Content)
+				text.WriteString(v)
 			}
-			if ch.FinishReason != nil {
-				out.StopReason = *ch.FinishReason
+			if v := c[1].String(); v != "" {
+				out.StopReason = v
 			}
-		}
-		if c.Usage != nil {
-			out.Usage = c.Usage.usage()
+			return false
+		})
+		if f[3].IsObject() {
+			out.Usage = openAIUsage(f[3])
 		}
 	}
 }
@@ -233,20 +225,27 @@ func parseOpenAIError(body []byte) (typ, msg string, ok bool) {
 	return e.Error.typ(), e.Error.Message, true
 }
 
+// openAILimitHeaders are the canonical header names of each dimension:
+// limit, remaining, reset.
+var openAILimitHeaders = [2][3]string{
+	{"X-Ratelimit-Limit-Requests", "X-Ratelimit-Remaining-Requests", "X-Ratelimit-Reset-Requests"},
+	{"X-Ratelimit-Limit-Tokens", "X-Ratelimit-Remaining-Tokens", "X-Ratelimit-Reset-Tokens"},
+}
+
 // OpenAILimits parses x-ratelimit-{limit,remaining,reset}-{requests,tokens};
 // resets are Go-style durations ("1s", "6m0s", "12ms") counted from received.
 func OpenAILimits(h http.Header, received time.Time) strategies.Limits {
-	dim := func(name string) strategies.Limit {
-		l := strategies.Limit{
-			Limit:     parseInt(h, "X-Ratelimit-Limit-"+name),
-			Remaining: parseInt(h, "X-Ratelimit-Remaining-"+name),
+	var l [2]strategies.Limit
+	for i, names := range openAILimitHeaders {
+		if len(h[names[0]]) == 0 { // no limit: not Known, whatever else is sent
+			continue
 		}
-		if v := strings.TrimSpace(h.Get("X-Ratelimit-Reset-" + name)); v != "" {
+		l[i] = strategies.Limit{Limit: parseInt(h, names[0]), Remaining: parseInt(h, names[1])}
+		if v := strings.TrimSpace(h.Get(names[2])); v != "" {
 			if d, err := time.ParseDuration(v); err == nil && d >= 0 {
-				l.Reset = received.Add(d)
+				l[i].Reset = received.Add(d)
 			}
 		}
-		return l
 	}
-	return strategies.Limits{Requests: dim("Requests"), Tokens: dim("Tokens")}
+	return strategies.Limits{Requests: l[0], Tokens: l[1]}
 }

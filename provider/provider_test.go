@@ -102,10 +102,11 @@ func TestNewRequest(t *testing.T) {
 // jsonResponse and sseResponse build responses as a server would send them.
 func jsonResponse(status int, body string, hdr ...string) *http.Response {
 	r := &http.Response{
-		StatusCode: status,
-		Header:     http.Header{"Content-Type": {"application/json"}},
-		Body:       io.NopCloser(strings.NewReader(body)),
-		Request:    (&http.Request{}).WithContext(context.Background()),
+		StatusCode:    status,
+		Header:        http.Header{"Content-Type": {"application/json"}},
+		Body:          io.NopCloser(strings.NewReader(body)),
+		ContentLength: -1,
+		Request:       (&http.Request{}).WithContext(context.Background()),
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
 		r.Header.Set(hdr[i], hdr[i+1])
