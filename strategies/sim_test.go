@@ -369,3 +369,33 @@ func fmtRTT(x float64) string {
 }
 
 func ftoa(x float64, prec int) string { return strconv.FormatFloat(x, 'f', prec, 64) }
+
+// TestConvergenceFromSavedState checks that a run started from the state a
+// previous run saved is at the limit from its first round trip.
+func TestConvergenceFromSavedState(t *testing.T) {
+	var a *Adaptive
+	first := runSim(t, func() Strategy {
+		a = NewAdaptive(AdaptiveConfig{})
+		return a
+	}, 1, 500, nil)
+	saved := a.State("sim", Fingerprint("sim-key"))
+	if saved.Limit != simLimit {
+		t.Fatalf("learned limit %d after %d calls, want %d", saved.Limit, first.calls, simLimit)
+	}
+
+	second := runSim(t, func() Strategy {
+		a := NewAdaptive(AdaptiveConfig{})
+		a.SetState("sim", Fingerprint("sim-key"), saved)
+		return a
+	}, 2, 2000, nil)
+	at := reach(second.heldLog, 0, int(math.Ceil(0.9*simLimit)))
+	perCall := float64(second.attempts) / float64(second.calls)
+	t.Logf("from saved state %+v: 90 %% of C after %.1f round trips, %.3f attempts per call, %d 429s, %v",
+		saved, rtts(at), perCall, len(second.refusals), second.wall.Round(100*time.Millisecond))
+	if at < 0 || rtts(at) > 1 {
+		t.Errorf("from saved state: 90 %% of C after %.1f round trips, want ≤ 1", rtts(at))
+	}
+	if perCall > 1.05 {
+		t.Errorf("from saved state: %.3f attempts per call, want ≤ 1.05", perCall)
+	}
+}
