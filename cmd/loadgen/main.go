@@ -1,0 +1,123 @@
+// Command loadgen runs ratelab scenarios: client strategies side by side
+// against the embedded mock (or a live target), with their expectations.
+//
+//	loadgen run scenarios/20-concurrent.yaml
+//	loadgen validate scenarios/*.yaml
+//	loadgen compare old/report.json new/report.json
+//
+// Exit codes: 0 success; 1 an expectation failed or compare found a
+// regression; 2 a usage or input error; 130 interrupted.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(report(err, os.Stderr))
+}
+
+// Exit codes.
+const (
+	exitOK          = 0
+	exitFailed      = 1 // an expectation failed, or compare found a regression
+	exitUsage       = 2 // bad flags, arguments or input files
+	exitInterrupted = 130
+)
+
+// exitError carries the process's exit status with the error that caused it.
+type exitError struct {
+	code int
+	err  error // nil when the message was already printed
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageError is a bad command line: exit 2.
+func usageError(format string, args ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// report prints err (unless already printed) and returns the exit status.
+func report(err error, stderr io.Writer) int {
+	if err == nil {
+		return exitOK
+	}
+	code := exitUsage
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code = ee.code
+		if ee.err == nil {
+			return code
+		}
+	}
+	if errors.Is(err, context.Canceled) {
+		code = exitInterrupted
+	}
+	fmt.Fprintln(stderr, "loadgen:", err)
+	return code
+}
+
+const usage = `loadgen runs ratelab scenarios: client strategies for fanning out LLM calls,
+side by side against a mock provider that enforces rate limits.
+
+Usage:
+  loadgen run FILE [flags]           run every strategy of a scenario and print a table
+  loadgen validate FILE...           check scenario files without running them
+  loadgen compare OLD.json NEW.json  compare two reports; fail on a regression
+  loadgen help [COMMAND]             show help
+
+Exit status: 0 ok; 1 an expectation failed or compare found a regression;
+2 a usage or input error; 130 interrupted.
+
+Run 'loadgen help COMMAND' or 'loadgen COMMAND --help' for a command's flags.
+`
+
+// run is loadgen's main: it parses args and runs one subcommand.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return &exitError{code: exitUsage}
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "run":
+		return runCmd(ctx, rest, stdout, stderr)
+	case "validate":
+		return validateCmd(rest, stdout, stderr)
+	case "compare":
+		return compareCmd(rest, stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		if len(rest) > 0 && cmd == "help" {
+			switch rest[0] {
+			case "run":
+				return runCmd(ctx, []string{"--help"}, stdout, stderr)
+			case "validate":
+				return validateCmd([]string{"--help"}, stdout, stderr)
+			case "compare":
+				return compareCmd([]string{"--help"}, stdout, stderr)
+			}
+			return usageError("help: unknown command %q (want run, validate or compare)", rest[0])
+		}
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return usageError("unknown command %q (want run, validate, compare or help)", cmd)
+}

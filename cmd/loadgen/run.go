@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/ratelab/ratelab/loadgen"
+	"github.com/ratelab/ratelab/reports"
+)
+
+const runUsage = `Usage: loadgen run FILE [flags]
+
+Runs every strategy of the scenario FILE in turn, each against a fresh server,
+and prints one row per strategy. Without a target in the file the server is
+the embedded mock, configured by the file's server key; with target: {url,
+provider, api_key_env} it is that URL, with the key read from the named
+environment variable only (it is never printed).
+
+Flags (they may come before or after FILE):
+  --format NAME     output format: table (default), json, csv or markdown
+  --out DIR         also write DIR/report.json (with timelines and histograms),
+                    DIR/results.jsonl (one line per item, written as items
+                    finish), DIR/report.md and DIR/report.html
+  --only NAMES      run only these strategies (comma-separated names)
+  --timeline DUR    timeline resolution (default: the file's timeline, else 100ms)
+
+While running, a progress line is drawn on stderr when it is a terminal.
+Ctrl-C stops the run; what finished is printed, marked incomplete.
+
+Exit status: 0 every expectation held; 1 an expectation failed (each failure
+is listed on stderr with expected and actual); 2 a usage or input error;
+130 interrupted.
+`
+
+// runCmd implements loadgen run.
+func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(fs.Output(), runUsage) }
+	format := fs.String("format", "table", "output format: table, json, csv or markdown")
+	out := fs.String("out", "", "directory for report.json, results.jsonl, report.md and report.html")
+	only := fs.String("only", "", "comma-separated strategy names to run")
+	timeline := fs.Duration("timeline", 0, "timeline resolution")
+	files, ok, err := parseFlags(fs, args, stdout)
+	if !ok {
+		return err
+	}
+	if len(files) != 1 {
+		fmt.Fprint(stderr, runUsage)
+		return usageError("run: want exactly one scenario file, got %d", len(files))
+	}
+	render, err := reports.Format(*format)
+	if err != nil {
+		return usageError("run: --format: %v", strings.TrimPrefix(err.Error(), "reports: "))
+	}
+	if *timeline < 0 {
+		return usageError("run: --timeline must not be negative, got %s", *timeline)
+	}
+	s, err := loadgen.Load(files[0])
+	if err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
+	opts := loadgen.Options{Timeline: *timeline, Getenv: os.Getenv}
+	if *only != "" {
+		opts.Only = strings.Split(*only, ",")
+	}
+	if err := s.CheckOnly(opts.Only); err != nil {
+		return usageError("run: --only: %v", err)
+	}
+	if isTerminal(stderr) {
+		opts.Progress = stderr
+	}
+	var results *os.File
+	if *out != "" {
+		if err := os.MkdirAll(*out, 0o755); err != nil {
+			return &exitError{code: exitUsage, err: fmt.Errorf("run: --out: %w", err)}
+		}
+		results, err = os.Create(filepath.Join(*out, "results.jsonl"))
+		if err != nil {
+			return &exitError{code: exitUsage, err: fmt.Errorf("run: --out: %w", err)}
+		}
+		defer results.Close()
+		opts.Results = results
+	}
+
+	rep, runErr := loadgen.Run(ctx, s, opts)
+	if runErr != nil && len(rep.Results) == 0 {
+		if errors.Is(runErr, context.Canceled) {
+			return &exitError{code: exitInterrupted, err: errors.New("interrupted before any strategy finished")}
+		}
+		return runErr
+	}
+	if err := render(stdout, tableReport(rep)); err != nil {
+		return err
+	}
+	if *out != "" {
+		if err := results.Close(); err != nil {
+			return fmt.Errorf("run: %w", err)
+		}
+		if err := writeReports(*out, rep); err != nil {
+			return err
+		}
+	}
+	if runErr != nil {
+		if errors.Is(runErr, context.Canceled) {
+			return &exitError{code: exitInterrupted, err: errors.New("interrupted: the report is incomplete")}
+		}
+		return runErr
+	}
+	if failures := loadgen.Failures(rep); len(failures) > 0 {
+		// The table and Markdown list failures under the rows; machine
+		// formats keep stdout clean, so list them on stderr.
+		if *format != "table" && *format != "markdown" {
+			for _, f := range failures {
+				fmt.Fprintf(stderr, "FAIL %s\n", f)
+			}
+		}
+		return &exitError{code: exitFailed, err: fmt.Errorf("%d expectation(s) failed", len(failures))}
+	}
+	return nil
+}
+
+// tableReport drops what is only worth writing to files (timelines) from the
+// printed report; report.json in --out keeps them.
+func tableReport(r reports.Report) reports.Report {
+	out := r
+	out.Results = make([]reports.Result, len(r.Results))
+	for i, res := range r.Results {
+		res.Timeline = nil
+		out.Results[i] = res
+	}
+	return out
+}
+
+// writeReports writes report.json, report.md and report.html into dir.
+func writeReports(dir string, r reports.Report) error {
+	for _, f := range reports.Files() {
+		path := filepath.Join(dir, f.Name)
+		file, err := os.Create(path)
+		if err != nil {
+			return fmt.Errorf("run: --out: %w", err)
+		}
+		err = f.Render(file, r)
+		if cerr := file.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("run: writing %s: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// isTerminal reports whether w is a character device (a terminal), without
+// depending on golang.org/x/term.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

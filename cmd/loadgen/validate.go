@@ -1,0 +1,83 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/ratelab/ratelab/loadgen"
+)
+
+const validateUsage = `Usage: loadgen validate FILE...
+
+Checks scenario files without running them: the YAML is decoded strictly (an
+unknown key or a value of the wrong type is an error) and its meaning is
+validated (strategy kinds and their parameters, numbers, names, the server
+configuration, expectations). Every problem is printed as FILE:LINE: KEY: MESSAGE.
+
+Prints "FILE: ok" for each valid file.
+
+Exit status: 0 when every file is valid; 1 when any is not; 2 on a usage error.
+`
+
+// validateCmd implements loadgen validate.
+func validateCmd(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(fs.Output(), validateUsage) }
+	files, ok, err := parseFlags(fs, args, stdout)
+	if !ok {
+		return err
+	}
+	if len(files) == 0 {
+		fmt.Fprint(stderr, validateUsage)
+		return usageError("validate: no files given")
+	}
+	bad := 0
+	for _, file := range files {
+		s, err := loadgen.Load(file)
+		if err != nil {
+			bad++
+			var errs loadgen.Errors
+			if errors.As(err, &errs) {
+				fmt.Fprintln(stdout, errs.Error())
+			} else {
+				fmt.Fprintf(stdout, "%s: %v\n", file, err)
+			}
+			continue
+		}
+		fmt.Fprintf(stdout, "%s: ok (%d items, %d strategies)\n", file, s.Items.Count(), len(s.Strategies))
+	}
+	if bad > 0 {
+		return &exitError{code: exitFailed, err: fmt.Errorf("validate: %d of %d files invalid", bad, len(files))}
+	}
+	return nil
+}
+
+// parseFlags parses args with fs, allowing flags after positional arguments
+// (loadgen run FILE --format json), and returns the positional arguments.
+// With --help it prints the usage to stdout and returns ok = false and no
+// error; any other flag error is a usage error.
+func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) (positional []string, ok bool, err error) {
+	for {
+		err := fs.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fs.Usage()
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, &exitError{code: exitUsage} // flag has printed the error and usage
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return positional, true, nil
+		}
+		if args[0] == "--" {
+			return append(positional, args[1:]...), true, nil
+		}
+		positional = append(positional, args[0])
+		args = args[1:]
+	}
+}

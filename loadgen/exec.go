@@ -1,0 +1,157 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ratelab/ratelab/engine"
+	"github.com/ratelab/ratelab/reports"
+	"github.com/ratelab/ratelab/strategies"
+)
+
+// runStrategy runs one row: a fresh server (or the target), the strategy and
+// its retry policy, every item through the engine, and the engine's summary
+// as a report row.
+func runStrategy(ctx context.Context, s *Scenario, st *Strategy, opt Options, key string) (reports.Result, error) {
+	res := reports.Result{Name: st.Name, Kind: st.Kind, Params: st.Params(), Items: s.Items.Count()}
+	strategy, err := newStrategy(st, nil)
+	if err != nil {
+		return res, err
+	}
+	tg, err := startTarget(s, opt, s.Workers)
+	if err != nil {
+		return res, err
+	}
+	defer tg.close()
+	groups := s.Groups()
+	client, err := newRouter(groups, tg.baseURL, key, tg)
+	if err != nil {
+		return res, err
+	}
+	resolution := s.Timeline
+	if opt.Timeline > 0 {
+		resolution = opt.Timeline
+	}
+	cfg := engine.Config{
+		Client:     client,
+		Strategy:   strategy,
+		Retry:      newPolicy(st, s.Seed),
+		Workers:    s.Workers,
+		Resolution: resolution,
+		Items:      res.Items,
+	}
+	if opt.Results != nil {
+		cfg.Sinks = append(cfg.Sinks, engine.NewJSONL(opt.Results))
+	}
+	var prog *progress
+	if opt.Progress != nil {
+		prog = startProgress(opt.Progress, st.Name, res.Items, strategy)
+		cfg.OnAttempt = prog.attempt
+		cfg.OnResult = prog.result
+	}
+	keys := client.stateKeys(s.Target == nil)
+	if err := loadState(strategy, st, keys); err != nil {
+		return res, err
+	}
+	sum, err := engine.Run(ctx, cfg, source(groups, strategyMeta(st.Name)))
+	if prog != nil {
+		prog.stop()
+	}
+	fillResult(&res, sum, s.OracleSeconds())
+	if err == nil {
+		err = saveState(strategy, st, keys)
+	}
+	return res, err
+}
+
+// fillResult copies an engine summary into a report row and derives the
+// oracle figures.
+func fillResult(r *reports.Result, sum engine.Summary, oracle float64) {
+	r.Items = max(r.Items, sum.Items)
+	r.Completed, r.Failed = sum.Completed, sum.Failed
+	r.Attempts, r.Throttled, r.Overloaded = sum.Attempts, sum.Throttled, sum.Overloaded
+	r.ServerErrors, r.Errors = sum.ServerErrors, sum.Errors
+	r.AttemptsPerCall = sum.AttemptsPerCall
+	r.ThrottledByAttempt = sum.ThrottledByAttempt
+	r.MaxAttempts = sum.MaxAttempts
+	r.FailedTokens, r.InputTokens, r.OutputTokens = sum.FailedTokens, sum.InputTokens, sum.OutputTokens
+	r.WallSeconds = sum.WallSeconds
+	if oracle > 0 {
+		r.OracleSeconds = oracle
+		r.WallOverOracle = sum.WallSeconds / oracle
+	}
+	r.EndToEnd = percentiles(sum.EndToEnd)
+	r.Attempt = percentiles(sum.Attempt)
+	r.WaitSlot = percentiles(sum.WaitSlot)
+	r.WaitTokens = percentiles(sum.WaitTokens)
+	r.Backoff = percentiles(sum.Backoff)
+	if sum.TTFT != nil {
+		p := percentiles(*sum.TTFT)
+		r.TTFT = &p
+	}
+	r.FinalLimit = sum.FinalLimit
+	if tl := sum.Timeline; tl != nil {
+		out := &reports.Timeline{ResolutionSeconds: tl.ResolutionSeconds, Points: make([]reports.Point, len(tl.Points))}
+		for i, p := range tl.Points {
+			out.Points[i] = reports.Point(p)
+		}
+		r.Timeline = out
+	}
+	r.Incomplete = sum.Incomplete
+}
+
+func percentiles(p engine.Percentiles) reports.Percentiles { return reports.Percentiles(p) }
+
+// progress draws a live progress line: strategy, done/total, in flight and
+// 429s so far. It redraws in real time, so it is only for terminals.
+type progress struct {
+	w        io.Writer
+	name     string
+	total    int
+	strategy strategies.Strategy
+	done     atomic.Int64
+	throttle atomic.Int64
+	quit     chan struct{}
+	wg       sync.WaitGroup
+}
+
+func startProgress(w io.Writer, name string, total int, s strategies.Strategy) *progress {
+	p := &progress{w: w, name: name, total: total, strategy: s, quit: make(chan struct{})}
+	p.wg.Go(func() {
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				p.draw()
+			case <-p.quit:
+				return
+			}
+		}
+	})
+	return p
+}
+
+func (p *progress) attempt(a engine.Attempt) {
+	if a.Outcome.Kind == strategies.Throttled {
+		p.throttle.Add(1)
+	}
+}
+
+func (p *progress) result(engine.Result) { p.done.Add(1) }
+
+func (p *progress) draw() {
+	fmt.Fprintf(p.w, "\r\x1b[K%s: %d/%d done, %d in flight, %d 429s",
+		p.name, p.done.Load(), p.total, p.strategy.Stats().InFlight, p.throttle.Load())
+}
+
+// stop ends the progress line and clears it.
+func (p *progress) stop() {
+	close(p.quit)
+	p.wg.Wait()
+	fmt.Fprint(p.w, "\r\x1b[K")
+}

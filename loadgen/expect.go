@@ -1,0 +1,241 @@
+package loadgen
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/ratelab/ratelab/reports"
+)
+
+// Op is how an expectation compares a metric.
+type Op int
+
+// The comparisons an expectation can make.
+const (
+	OpEq    Op = iota // = v
+	OpLE              // <= v
+	OpLT              // < v
+	OpGE              // >= v
+	OpGT              // > v
+	OpRange           // lo..hi, inclusive
+)
+
+var opText = map[Op]string{OpEq: "=", OpLE: "<=", OpLT: "<", OpGE: ">=", OpGT: ">"}
+
+// Expectation is one line of a strategy's expect: a metric and the values it
+// may take. In YAML the value is a number (exactly that), a range "160..180"
+// (inclusive), or a comparison such as "<= 1.05". A key max_METRIC or
+// min_METRIC with a number is an upper or lower bound on METRIC
+// (max_wall_over_oracle: 1.05 is wall_over_oracle: "<= 1.05").
+type Expectation struct {
+	Key    string  // the key as written, e.g. max_wall_over_oracle
+	Metric string  // the metric compared, e.g. wall_over_oracle
+	Op     Op      // the comparison
+	V, Hi  float64 // the bound; Hi only for OpRange
+	Line   int
+}
+
+// String renders the expected values, e.g. "= 200", "<= 1.05", "160..180".
+func (e Expectation) String() string {
+	if e.Op == OpRange {
+		return formatNumber(e.V) + ".." + formatNumber(e.Hi)
+	}
+	return opText[e.Op] + " " + formatNumber(e.V)
+}
+
+// Holds reports whether v meets the expectation. Equality allows for
+// floating-point rounding only.
+func (e Expectation) Holds(v float64) bool {
+	const eps = 1e-9
+	switch e.Op {
+	case OpEq:
+		return math.Abs(v-e.V) <= eps*math.Max(1, math.Abs(e.V))
+	case OpLE:
+		return v <= e.V+eps
+	case OpLT:
+		return v < e.V
+	case OpGE:
+		return v >= e.V-eps
+	case OpGT:
+		return v > e.V
+	case OpRange:
+		return v >= e.V-eps && v <= e.Hi+eps
+	}
+	return false
+}
+
+// Check evaluates the expectation against a strategy's result.
+func (e Expectation) Check(r *reports.Result) reports.Check {
+	m := Metrics[e.Metric]
+	v := m.Value(r)
+	return reports.Check{Metric: e.Key, Expected: e.String(), Actual: formatNumber(v), OK: e.Holds(v)}
+}
+
+// Expect is a strategy's expectations, in file order.
+type Expect []Expectation
+
+// Check evaluates every expectation against r.
+func (x Expect) Check(r *reports.Result) []reports.Check {
+	if len(x) == 0 {
+		return nil
+	}
+	out := make([]reports.Check, len(x))
+	for i, e := range x {
+		out[i] = e.Check(r)
+	}
+	return out
+}
+
+func (x *Expect) unmarshalNode(d *decoder, n *yaml.Node, path string) {
+	if isNull(n) {
+		return
+	}
+	if n.Kind != yaml.MappingNode {
+		d.errorf(n, path, "want a mapping of metric: value, got %s", describeNode(n))
+		return
+	}
+	seen := make(map[string]bool)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		kn, vn := n.Content[i], n.Content[i+1]
+		key := kn.Value
+		kpath := joinPath(path, key)
+		d.lines[kpath] = vn.Line
+		if seen[key] {
+			d.errorf(kn, kpath, "duplicate key")
+			continue
+		}
+		seen[key] = true
+		e, err := parseExpectation(key, vn)
+		if err != nil {
+			d.errorf(vn, kpath, "%v", err)
+			continue
+		}
+		*x = append(*x, e)
+	}
+}
+
+// parseExpectation decodes one expect entry.
+func parseExpectation(key string, n *yaml.Node) (Expectation, error) {
+	e := Expectation{Key: key, Metric: key, Line: n.Line}
+	bound := OpEq
+	if _, ok := Metrics[key]; !ok {
+		switch {
+		case strings.HasPrefix(key, "max_") && Metrics[key[4:]].Value != nil:
+			e.Metric, bound = key[4:], OpLE
+		case strings.HasPrefix(key, "min_") && Metrics[key[4:]].Value != nil:
+			e.Metric, bound = key[4:], OpGE
+		default:
+			return e, fmt.Errorf("unknown metric (want one of %s, or max_/min_ before one)", strings.Join(metricNames(), ", "))
+		}
+	}
+	if n.Kind != yaml.ScalarNode || isNull(n) {
+		return e, fmt.Errorf("want a number, a range like \"160..180\" or a comparison like \"<= 1.05\", got %s", describeNode(n))
+	}
+	s := strings.TrimSpace(n.Value)
+	if v, err := parseNumber(s); err == nil {
+		e.Op, e.V = bound, v
+		return e, nil
+	}
+	if bound != OpEq {
+		return e, fmt.Errorf("%s is a bound: want a number, got %s", key, quoteScalar(n))
+	}
+	if lo, hi, ok := strings.Cut(s, ".."); ok {
+		a, err1 := parseNumber(strings.TrimSpace(lo))
+		b, err2 := parseNumber(strings.TrimSpace(hi))
+		if err1 != nil || err2 != nil {
+			return e, fmt.Errorf("invalid range %s (want LO..HI, e.g. \"160..180\")", quoteScalar(n))
+		}
+		if a > b {
+			return e, fmt.Errorf("invalid range %s: %s is above %s", quoteScalar(n), formatNumber(a), formatNumber(b))
+		}
+		e.Op, e.V, e.Hi = OpRange, a, b
+		return e, nil
+	}
+	for _, op := range []struct {
+		text string
+		op   Op
+	}{{"<=", OpLE}, {">=", OpGE}, {"==", OpEq}, {"<", OpLT}, {">", OpGT}, {"=", OpEq}} {
+		if rest, ok := strings.CutPrefix(s, op.text); ok {
+			v, err := parseNumber(strings.TrimSpace(rest))
+			if err != nil {
+				return e, fmt.Errorf("invalid comparison %s (want e.g. \"<= 1.05\")", quoteScalar(n))
+			}
+			e.Op, e.V = op.op, v
+			return e, nil
+		}
+	}
+	return e, fmt.Errorf("cannot parse %s (want a number, a range like \"160..180\" or a comparison like \"<= 1.05\")", quoteScalar(n))
+}
+
+// parseNumber accepts integers (with optional _ or , separators) and decimals.
+func parseNumber(s string) (float64, error) {
+	s = strings.NewReplacer("_", "", ",", "").Replace(s)
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("not a number: %q", s)
+	}
+	return v, nil
+}
+
+func formatNumber(v float64) string {
+	if math.Abs(v) < 1e12 {
+		v = math.Round(v*1e6) / 1e6 // enough digits for seconds to the microsecond
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+// Metric is a number read from a strategy's result.
+type Metric struct {
+	Doc   string
+	Value func(*reports.Result) float64
+}
+
+func pct(get func(*reports.Result) reports.Percentiles, q func(reports.Percentiles) float64) func(*reports.Result) float64 {
+	return func(r *reports.Result) float64 { return q(get(r)) }
+}
+
+// Metrics are the names an expect entry can compare.
+var Metrics = map[string]Metric{
+	"items":             {"items in the batch", func(r *reports.Result) float64 { return float64(r.Items) }},
+	"completed":         {"items that succeeded", func(r *reports.Result) float64 { return float64(r.Completed) }},
+	"failed":            {"items that failed after their retries", func(r *reports.Result) float64 { return float64(r.Failed) }},
+	"attempts":          {"HTTP attempts", func(r *reports.Result) float64 { return float64(r.Attempts) }},
+	"throttled":         {"429 responses", func(r *reports.Result) float64 { return float64(r.Throttled) }},
+	"overloaded":        {"529/503 responses", func(r *reports.Result) float64 { return float64(r.Overloaded) }},
+	"server_errors":     {"other 5xx responses", func(r *reports.Result) float64 { return float64(r.ServerErrors) }},
+	"errors":            {"other failed attempts", func(r *reports.Result) float64 { return float64(r.Errors) }},
+	"attempts_per_call": {"attempts per completed item", func(r *reports.Result) float64 { return r.AttemptsPerCall }},
+	"max_attempts":      {"most attempts any item took", func(r *reports.Result) float64 { return float64(r.MaxAttempts) }},
+	"failed_tokens":     {"tokens reserved by attempts that did not succeed", func(r *reports.Result) float64 { return float64(r.FailedTokens) }},
+	"input_tokens":      {"input tokens used", func(r *reports.Result) float64 { return float64(r.InputTokens) }},
+	"output_tokens":     {"output tokens used", func(r *reports.Result) float64 { return float64(r.OutputTokens) }},
+	"wall_seconds":      {"wall time of the strategy's run", func(r *reports.Result) float64 { return r.WallSeconds }},
+	"oracle_seconds":    {"the oracle's ideal time", func(r *reports.Result) float64 { return r.OracleSeconds }},
+	"wall_over_oracle":  {"wall time / oracle time", func(r *reports.Result) float64 { return r.WallOverOracle }},
+	"final_limit":       {"the strategy's limit at the end", func(r *reports.Result) float64 { return r.FinalLimit }},
+	"end_to_end_p50":    {"median item time, s", pct(func(r *reports.Result) reports.Percentiles { return r.EndToEnd }, func(p reports.Percentiles) float64 { return p.P50 })},
+	"end_to_end_p99":    {"p99 item time, s", pct(func(r *reports.Result) reports.Percentiles { return r.EndToEnd }, func(p reports.Percentiles) float64 { return p.P99 })},
+	"end_to_end_max":    {"slowest item, s", pct(func(r *reports.Result) reports.Percentiles { return r.EndToEnd }, func(p reports.Percentiles) float64 { return p.Max })},
+	"attempt_p50":       {"median attempt latency, s", pct(func(r *reports.Result) reports.Percentiles { return r.Attempt }, func(p reports.Percentiles) float64 { return p.P50 })},
+	"attempt_p99":       {"p99 attempt latency, s", pct(func(r *reports.Result) reports.Percentiles { return r.Attempt }, func(p reports.Percentiles) float64 { return p.P99 })},
+	"throttled_first": {"429s on first attempts", func(r *reports.Result) float64 {
+		if len(r.ThrottledByAttempt) == 0 {
+			return 0
+		}
+		return float64(r.ThrottledByAttempt[0])
+	}},
+}
+
+func metricNames() []string {
+	names := make([]string, 0, len(Metrics))
+	for k := range Metrics {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}

@@ -1,0 +1,196 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ratelab/ratelab/internal/memnet"
+	"github.com/ratelab/ratelab/mock"
+	"github.com/ratelab/ratelab/provider"
+	"github.com/ratelab/ratelab/reports"
+)
+
+// DialFunc connects to the embedded mock; its signature is
+// http.Transport.DialContext's.
+type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// ListenFunc returns the listener the embedded mock serves on and the dial
+// function clients reach it with (nil for an ordinary network dial).
+type ListenFunc func() (net.Listener, DialFunc, error)
+
+// ListenTCP serves the embedded mock on a loopback port: the real-time mode.
+func ListenTCP() (net.Listener, DialFunc, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return ln, nil, err
+}
+
+// ListenMemory serves the embedded mock on an in-memory listener that clients
+// dial directly, with no socket. Inside a testing/synctest bubble this runs a
+// scenario in virtual time: every wait is durably blocking, so hours of
+// rate-limited traffic take milliseconds, with exact timings.
+func ListenMemory() (net.Listener, DialFunc, error) {
+	ln := memnet.New()
+	return ln, ln.Dial, nil
+}
+
+// Options tune a run. The zero value runs every strategy against a
+// loopback mock (or the target), with no progress and no per-item output.
+type Options struct {
+	// Only, when not empty, names the strategies to run (in file order).
+	Only []string
+	// Timeline overrides the scenario's timeline resolution when positive.
+	Timeline time.Duration
+	// Progress receives a live progress line (redrawn with \r), or nil.
+	Progress io.Writer
+	// Results receives one JSON line per finished item, or nil.
+	Results io.Writer
+	// Listen starts the embedded mock's listener. Nil is ListenTCP.
+	Listen ListenFunc
+	// Getenv reads the target's key variable. Nil is os.Getenv.
+	Getenv func(string) string
+}
+
+// CheckOnly reports an error naming the first of names that is not one of
+// the scenario's strategies.
+func (s *Scenario) CheckOnly(names []string) error {
+	for _, n := range names {
+		if !slices.ContainsFunc(s.Strategies, func(st Strategy) bool { return st.Name == n }) {
+			have := make([]string, len(s.Strategies))
+			for i, st := range s.Strategies {
+				have[i] = fmt.Sprintf("%q", st.Name)
+			}
+			return fmt.Errorf("no strategy named %q in %s (have %s)", n, s.File, strings.Join(have, ", "))
+		}
+	}
+	return nil
+}
+
+// ErrNoKey is returned by Run when the target names an environment variable
+// that is not set.
+var ErrNoKey = errors.New("loadgen: target key not set")
+
+// Run runs each selected strategy of s in turn — against a fresh embedded
+// mock each, or against the target — and returns one result per strategy, in
+// file order, with its expectations checked.
+//
+// When ctx ends, Run stops the strategy that is running and returns what
+// finished, the interrupted strategy marked incomplete, with ctx's error.
+// Errors never contain the target's key.
+func Run(ctx context.Context, s *Scenario, opt Options) (reports.Report, error) {
+	rep := reports.Report{Scenario: s.Name, Description: s.Description, Target: "embedded mock"}
+	key := ""
+	if t := s.Target; t != nil {
+		rep.Target = t.URL
+		if t.APIKeyEnv != "" {
+			getenv := opt.Getenv
+			if getenv == nil {
+				getenv = os.Getenv
+			}
+			if key = getenv(t.APIKeyEnv); key == "" {
+				return rep, fmt.Errorf("%w: %s:%d: target.api_key_env: environment variable %s is empty or unset",
+					ErrNoKey, s.File, s.line("target.api_key_env"), t.APIKeyEnv)
+			}
+		}
+	}
+	if err := s.CheckOnly(opt.Only); err != nil {
+		return rep, fmt.Errorf("loadgen: %w", err)
+	}
+	for i := range s.Strategies {
+		st := &s.Strategies[i]
+		if len(opt.Only) > 0 && !slices.Contains(opt.Only, st.Name) {
+			continue
+		}
+		res, err := runStrategy(ctx, s, st, opt, key)
+		if err != nil {
+			err = provider.Redact(err, key)
+		}
+		res.Expectations = st.Expect.Check(&res)
+		if err != nil && ctx.Err() != nil {
+			res.Incomplete = true
+			rep.Incomplete = true
+			rep.Results = append(rep.Results, res)
+			return rep, ctx.Err()
+		}
+		if err != nil {
+			return rep, fmt.Errorf("loadgen: %s: strategy %q: %w", s.File, st.Name, err)
+		}
+		rep.Results = append(rep.Results, res)
+	}
+	return rep, nil
+}
+
+// Failures lists every failed expectation of r, one line each:
+// `semaphore(20): attempts: expected = 200, got 231`.
+func Failures(r reports.Report) []string {
+	var out []string
+	for _, res := range r.Results {
+		for _, c := range res.Expectations {
+			if !c.OK {
+				out = append(out, fmt.Sprintf("%s: %s: expected %s, got %s", res.Name, c.Metric, c.Expected, c.Actual))
+			}
+		}
+	}
+	return out
+}
+
+// target is where one strategy's calls go.
+type target struct {
+	baseURL string
+	http    *http.Client
+	close   func()
+}
+
+// startTarget starts a fresh embedded mock (or points at s.Target) and
+// returns the client side for it.
+func startTarget(s *Scenario, opt Options, concurrency int) (*target, error) {
+	tr := provider.NewTransport(concurrency)
+	if s.Target != nil {
+		return &target{baseURL: s.Target.URL, http: &http.Client{Transport: tr}, close: tr.CloseIdleConnections}, nil
+	}
+	cfg := s.Server
+	if cfg.Seed == 0 {
+		cfg.Seed = s.Seed
+	}
+	srv, err := mock.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s:%d: server: %w", s.File, s.line("server"), err)
+	}
+	listen := opt.Listen
+	if listen == nil {
+		listen = ListenTCP
+	}
+	ln, dial, err := listen()
+	if err != nil {
+		return nil, fmt.Errorf("embedded mock: %w", err)
+	}
+	if dial != nil {
+		tr.DialContext = dial
+	}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = srv.Serve(ln) // returns when closed
+	}()
+	base := "http://" + ln.Addr().String()
+	if dial != nil {
+		base = "http://mock.invalid" // the dial function ignores the address
+	}
+	return &target{
+		baseURL: base,
+		http:    &http.Client{Transport: tr},
+		close: func() {
+			tr.CloseIdleConnections()
+			_ = srv.Close()
+			_ = ln.Close()
+			<-served
+		},
+	}, nil
+}

@@ -1,0 +1,433 @@
+package loadgen
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Scenario is one experiment: a batch of items, the server it runs against
+// and the strategies it compares. Its YAML form is documented in README; every
+// field below is one top-level key. Parse fills in defaults, so a parsed
+// Scenario's zero values mean what their comments say.
+type Scenario struct {
+	// File is the path the scenario was read from, used in messages.
+	File string `yaml:"-"`
+
+	// Name names the scenario in reports. Default: the file's base name.
+	Name string `yaml:"name"`
+	// Description is free text, shown in reports.
+	Description string `yaml:"description"`
+	// Seed seeds every random source of a run (retry jitter, mock jitter and
+	// faults) that does not set its own. Default 1.
+	Seed int64 `yaml:"seed"`
+	// Items is the batch: a count, one item group, or a list of groups.
+	Items Items `yaml:"items"`
+	// Request is what every item sends unless its group overrides it.
+	Request Request `yaml:"request"`
+	// Server configures the embedded mock (a mock.Config). Ignored when
+	// Target is set.
+	Server ServerConfig `yaml:"server"`
+	// Target, when set, runs against a live server instead of the embedded mock.
+	Target *Target `yaml:"target"`
+	// Oracle is the ideal time the batch could take, for wall/oracle. Default:
+	// derived from Server (see Oracle).
+	Oracle *Oracle `yaml:"oracle"`
+	// Workers bounds the engine's concurrent items (not the strategy's
+	// limit: a strategy can only admit what workers offer it). Default: the
+	// number of items, capped at DefaultMaxWorkers.
+	Workers int `yaml:"workers"`
+	// Timeline is the resolution of each strategy's timeline. Default 100ms.
+	Timeline time.Duration `yaml:"timeline"`
+	// Strategies are run in turn, each against a fresh server, in file order.
+	Strategies []Strategy `yaml:"strategies"`
+
+	lines map[string]int // key path → line, for semantic errors
+}
+
+// DefaultMaxWorkers caps the default worker count, so that memory stays
+// bounded by concurrency, not by the batch size.
+const DefaultMaxWorkers = 2000
+
+// Defaults applied by Parse.
+const (
+	DefaultSeed      = 1
+	DefaultProvider  = "anthropic"
+	DefaultModel     = "claude-haiku-4-5"
+	DefaultMaxTokens = 100
+	DefaultAPIKey    = "ratelab-test-key"
+	DefaultTimeline  = 100 * time.Millisecond
+	DefaultRetries   = 2 // the official SDKs' default
+)
+
+// Request is the call every item makes, unless its item group overrides a field.
+type Request struct {
+	// Provider is the API to call: "anthropic" (default) or "openai".
+	Provider string `yaml:"provider"`
+	// Model is sent as the request's model. Default claude-haiku-4-5.
+	Model string `yaml:"model"`
+	// MaxTokens is the request's max_tokens. Default 100.
+	MaxTokens int `yaml:"max_tokens"`
+	// Prompt is the user message; "{i}" is replaced by the item's index.
+	// Default "Classify ticket {i}.".
+	Prompt string `yaml:"prompt"`
+	// PromptTokens, when set, replaces Prompt with filler text of about this
+	// many tokens (under the mock's estimate), for token-budget experiments.
+	PromptTokens int `yaml:"prompt_tokens"`
+	// System is an optional system prompt.
+	System string `yaml:"system"`
+	// Stream requests a streamed (SSE) response.
+	Stream bool `yaml:"stream"`
+	// APIKey is the key sent to the embedded mock: a test value, never a real
+	// key (real keys come from Target.APIKeyEnv). Default: the first of
+	// server.api_keys, else "ratelab-test-key".
+	APIKey string `yaml:"api_key"`
+}
+
+// ItemGroup is a run of items sharing a request. Fields left zero inherit
+// from the scenario's Request.
+type ItemGroup struct {
+	Count        int    `yaml:"count"`
+	Provider     string `yaml:"provider"`
+	Model        string `yaml:"model"`
+	MaxTokens    int    `yaml:"max_tokens"`
+	Prompt       string `yaml:"prompt"`
+	PromptTokens int    `yaml:"prompt_tokens"`
+	System       string `yaml:"system"`
+	Stream       *bool  `yaml:"stream"`
+	APIKey       string `yaml:"api_key"`
+}
+
+// Items is the batch. In YAML it is a count (items: 200), one group
+// (items: {count: 200, max_tokens: 50}) or a list of groups, whose items run
+// in file order (the first group's items, then the second's).
+type Items struct {
+	Groups []ItemGroup
+}
+
+// Count returns the total number of items.
+func (it Items) Count() int {
+	n := 0
+	for _, g := range it.Groups {
+		n += g.Count
+	}
+	return n
+}
+
+func (it *Items) unmarshalNode(d *decoder, n *yaml.Node, path string) {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		var g ItemGroup
+		d.decode(n, reflectValue(&g.Count), path)
+		it.Groups = []ItemGroup{g}
+	case yaml.MappingNode:
+		var g ItemGroup
+		d.decode(n, reflectValue(&g), path)
+		it.Groups = []ItemGroup{g}
+	case yaml.SequenceNode:
+		it.Groups = make([]ItemGroup, len(n.Content))
+		for i, gn := range n.Content {
+			d.decode(gn, reflectValue(&it.Groups[i]), fmt.Sprintf("%s[%d]", path, i))
+		}
+	default:
+		d.errorf(n, path, "want a count, a mapping or a list of mappings, got %s", describeNode(n))
+	}
+}
+
+// Target is a live server to run against instead of the embedded mock.
+type Target struct {
+	// URL is the base URL, e.g. http://127.0.0.1:8080 or https://api.anthropic.com.
+	URL string `yaml:"url"`
+	// Provider overrides request.provider for every item.
+	Provider string `yaml:"provider"`
+	// APIKeyEnv names the environment variable holding the key. The key is
+	// read from there only, and never printed. Empty means no key (a mock
+	// running without api_keys).
+	APIKeyEnv string `yaml:"api_key_env"`
+}
+
+// Oracle is the ideal a strategy is measured against: the time an omniscient
+// client would take, ceil(items / Limit) × CallTime per key (see
+// Scenario.OracleSeconds).
+type Oracle struct {
+	// CallTime is one call's duration without queueing. Default: the mock's
+	// ttft + ttft_per_input_token·prompt tokens + max_tokens·per_token.
+	CallTime time.Duration `yaml:"call_time"`
+	// Limit is the server's concurrency limit. Default: the mock's
+	// limits.max_concurrent.
+	Limit int `yaml:"limit"`
+}
+
+// Load reads and parses the scenario file at path.
+func Load(path string) (*Scenario, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data)
+}
+
+// Parse decodes a scenario strictly, applies defaults and validates it. file
+// names the source in errors. The error, if any, is an Errors listing every
+// problem with its file, line and key.
+func Parse(file string, data []byte) (*Scenario, error) {
+	s := &Scenario{File: file}
+	d := newDecoder(file)
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, Errors{{File: file, Msg: "empty scenario"}}
+		}
+		return nil, Errors{syntaxError(file, err)}
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		line := extra.Line
+		if len(extra.Content) > 0 {
+			line = extra.Content[0].Line
+		}
+		return nil, Errors{{File: file, Line: line, Msg: "more than one YAML document"}}
+	} else if !errors.Is(err, io.EOF) {
+		return nil, Errors{syntaxError(file, err)}
+	}
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	if root.Kind != yaml.MappingNode {
+		return nil, Errors{{File: file, Line: root.Line, Msg: "a scenario must be a mapping of keys (name, items, request, server, strategies, …)"}}
+	}
+	s.Server = defaultServerConfig()
+	d.decode(root, reflectValue(s), "")
+	s.lines = d.lines
+	if len(d.errs) > 0 {
+		return nil, d.errs
+	}
+	s.applyDefaults()
+	if errs := s.validate(); len(errs) > 0 {
+		return nil, errs
+	}
+	return s, nil
+}
+
+// syntaxError turns a yaml.v3 parse error ("yaml: line 3: …") into an Error.
+func syntaxError(file string, err error) *Error {
+	msg := err.Error()
+	line := 0
+	var rest string
+	if _, e := fmt.Sscanf(msg, "yaml: line %d:", &line); e == nil {
+		if i := bytes.IndexByte([]byte(msg), ':'); i >= 0 {
+			rest = msg[i+1:]
+			if j := bytes.IndexByte([]byte(rest), ':'); j >= 0 {
+				rest = rest[j+1:]
+			}
+		}
+		return &Error{File: file, Line: line, Msg: "invalid YAML:" + rest}
+	}
+	return &Error{File: file, Msg: "invalid YAML: " + trimYAMLPrefix(msg)}
+}
+
+func trimYAMLPrefix(s string) string {
+	const p = "yaml: "
+	if len(s) >= len(p) && s[:len(p)] == p {
+		return s[len(p):]
+	}
+	return s
+}
+
+// line returns the line of the value at path, or the nearest enclosing key's.
+func (s *Scenario) line(path string) int {
+	for path != "" {
+		if l, ok := s.lines[path]; ok {
+			return l
+		}
+		path = parentPath(path)
+	}
+	return 0
+}
+
+func parentPath(p string) string {
+	for i := len(p) - 1; i >= 0; i-- {
+		switch p[i] {
+		case '.':
+			return p[:i]
+		case '[':
+			return p[:i]
+		}
+	}
+	return ""
+}
+
+// applyDefaults fills in what the file left out.
+func (s *Scenario) applyDefaults() {
+	if s.Name == "" {
+		s.Name = baseName(s.File)
+	}
+	if s.Seed == 0 {
+		s.Seed = DefaultSeed
+	}
+	r := &s.Request
+	if r.Provider == "" {
+		r.Provider = DefaultProvider
+	}
+	if s.Target != nil && s.Target.Provider != "" {
+		r.Provider = s.Target.Provider
+	}
+	if r.Model == "" {
+		r.Model = defaultModels[r.Provider]
+	}
+	if r.MaxTokens == 0 {
+		r.MaxTokens = DefaultMaxTokens
+	}
+	if r.Prompt == "" {
+		r.Prompt = "Classify ticket {i}."
+	}
+	if r.APIKey == "" {
+		r.APIKey = firstAPIKey(&s.Server)
+	}
+	if r.APIKey == "" {
+		r.APIKey = DefaultAPIKey
+	}
+	if s.Timeline == 0 {
+		s.Timeline = DefaultTimeline
+	}
+	if s.Workers == 0 {
+		s.Workers = min(max(s.Items.Count(), 1), DefaultMaxWorkers)
+	}
+	for i := range s.Strategies {
+		st := &s.Strategies[i]
+		if st.MaxRetries == nil {
+			n := DefaultRetries
+			st.MaxRetries = &n
+		}
+	}
+}
+
+// Groups returns the item groups with every inherited field resolved.
+func (s *Scenario) Groups() []ItemGroup {
+	out := make([]ItemGroup, len(s.Items.Groups))
+	r := s.Request
+	for i, g := range s.Items.Groups {
+		if g.Provider == "" || s.Target != nil && s.Target.Provider != "" {
+			g.Provider = r.Provider
+		}
+		if g.Model == "" && g.Provider == r.Provider {
+			g.Model = r.Model
+		} else if g.Model == "" {
+			g.Model = defaultModels[g.Provider]
+		}
+		if g.MaxTokens == 0 {
+			g.MaxTokens = r.MaxTokens
+		}
+		if g.Prompt == "" && g.PromptTokens == 0 {
+			g.Prompt, g.PromptTokens = r.Prompt, r.PromptTokens
+		}
+		if g.System == "" {
+			g.System = r.System
+		}
+		if g.Stream == nil {
+			stream := r.Stream
+			g.Stream = &stream
+		}
+		if g.APIKey == "" {
+			g.APIKey = r.APIKey
+		}
+		out[i] = g
+	}
+	return out
+}
+
+// OracleSeconds returns the time an omniscient client would take for the
+// whole batch, or 0 when the scenario defines none. It is the largest of:
+//
+//   - the concurrency bound: for each API key, ceil(items / limit) waves of
+//     one call time, where limit is oracle.limit, else the mock's
+//     limits.max_concurrent, and the call time is oracle.call_time, else the
+//     mock's ttft + ttft_per_input_token × prompt tokens + output tokens ×
+//     per_token;
+//   - for the embedded mock's per-minute limits (rpm, tpm, itpm, otpm): the
+//     time to refill what the batch needs beyond one full bucket, plus one
+//     call time.
+//
+// With a target, only the file's oracle counts.
+func (s *Scenario) OracleSeconds() float64 {
+	o := Oracle{}
+	if s.Oracle != nil {
+		o = *s.Oracle
+	}
+	embedded := s.Target == nil
+	if o.Limit == 0 && embedded {
+		o.Limit = s.Server.Limits.MaxConcurrent
+	}
+	type perKey struct {
+		items                 int
+		charge, input, output float64 // per-minute budgets' use
+		call                  time.Duration
+	}
+	keys := make(map[string]*perKey)
+	var order []string
+	for _, g := range s.Groups() {
+		k := g.APIKey
+		pk, ok := keys[k]
+		if !ok {
+			pk = &perKey{}
+			keys[k] = pk
+			order = append(order, k)
+		}
+		in := estimatePromptTokens(g)
+		out := outputTokens(&s.Server, g.MaxTokens)
+		call := o.CallTime
+		if call == 0 && embedded {
+			call = callTime(&s.Server, in, g.MaxTokens)
+		}
+		pk.items += g.Count
+		pk.call = max(pk.call, call)
+		pk.charge += float64(g.Count * max(in, g.MaxTokens))
+		pk.input += float64(g.Count * in)
+		pk.output += float64(g.Count * out)
+	}
+	best := 0.0
+	for _, k := range order {
+		pk := keys[k]
+		call := pk.call.Seconds()
+		if o.Limit > 0 && call > 0 {
+			waves := (pk.items + o.Limit - 1) / o.Limit
+			best = max(best, float64(waves)*call)
+		}
+		if !embedded {
+			continue
+		}
+		l := s.Server.Limits
+		for _, b := range []struct {
+			perMinute int
+			need      float64
+		}{{l.RPM, float64(pk.items)}, {l.TPM, pk.charge}, {l.ITPM, pk.input}, {l.OTPM, pk.output}} {
+			if b.perMinute > 0 && b.need > float64(b.perMinute) {
+				best = max(best, (b.need-float64(b.perMinute))/(float64(b.perMinute)/60)+call)
+			}
+		}
+	}
+	return best
+}
+
+func baseName(path string) string {
+	b := path
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] == '/' || b[i] == '\\' {
+			b = b[i+1:]
+			break
+		}
+	}
+	for i := len(b) - 1; i > 0; i-- {
+		if b[i] == '.' {
+			return b[:i]
+		}
+	}
+	return b
+}
