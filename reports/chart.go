@@ -49,6 +49,7 @@ type svgChart struct {
 	Panels        []svgPanel
 	XTicks        []svgTick
 	XLabelY       float64 // baseline of the x tick labels
+	XTitleX       float64 // centre of the x axis title
 	XTitleY       float64 // baseline of the x axis title
 	Seconds       string  // the time axis's span, for the accessible label
 }
@@ -62,6 +63,8 @@ type svgPanel struct {
 	YTicks      []svgTick
 	Series      []svgSeries
 	Legend      []svgLegend
+	Note        string  // shown in place of a plot with nothing to draw
+	NoteY       float64 // its baseline
 }
 
 // A svgTick is one labelled tick: Pos is x for the time axis, y otherwise.
@@ -111,7 +114,10 @@ func buildChart(tl *Timeline) *svgChart {
 	xTicks, xStep := niceTicks(xmax, 8)
 	x := func(t float64) float64 { return plotLeft + clamp(t/xmax, 0, 1)*(plotRight-plotLeft) }
 
-	c := &svgChart{Width: chartWidth, Left: plotLeft, Right: plotRight, Seconds: formatFixed(xmax, decimalsFor(xStep))}
+	c := &svgChart{
+		Width: chartWidth, Left: plotLeft, Right: plotRight, XTitleX: (plotLeft + plotRight) / 2,
+		Seconds: formatFixed(xmax, decimalsFor(xStep)),
+	}
 	for _, t := range xTicks {
 		if t <= xmax*(1+1e-9) {
 			c.XTicks = append(c.XTicks, svgTick{Pos: round1(x(t)), Label: formatFixed(t, decimalsFor(xStep))})
@@ -147,7 +153,7 @@ func buildChart(tl *Timeline) *svgChart {
 		p := svgPanel{Title: title, Unit: unit, TitleY: y + 20}
 		p.Top = y + panelHeader
 		p.Bottom = p.Top + height
-		ticks, step := niceTicks(ymax, 4)
+		ticks, step := niceTicks(ymax, max(2, int(height/40)))
 		if ymax > 0 && ticks[len(ticks)-1]-ymax < 0.15*step {
 			// Headroom: a series flat at its maximum (in flight pinned at
 			// the limit) must not merge with the plot's top edge.
@@ -194,24 +200,35 @@ func buildChart(tl *Timeline) *svgChart {
 		return s
 	}, legend)
 
-	// Throughput: completions against rejections.
+	// Completions, on their own scale: a burst of rejections, often a
+	// hundred times the completion rate, must not flatten the trend.
+	addPanel("Completions", "per second", 130, maxOf(completions), func(yOf func(float64) float64, base float64) []svgSeries {
+		line, _ := linePath(ts, completions, res, x, yOf, base)
+		return []svgSeries{{Key: seriesCompletions, Name: completionsLabel, Shape: "line", D: line}}
+	}, []svgLegend{{Key: seriesCompletions, Label: completionsLabel, Shape: "line"}})
+
+	// Rejections: the client discovering the limit by hitting it.
 	hasThrottles := maxOf(throttles) > 0
 	throttleLabel := "429s per second"
 	if !hasThrottles {
-		throttleLabel = "429s per second (none)"
+		throttleLabel = "no 429s"
 	}
-	addPanel("Throughput", "per second", 150, math.Max(maxOf(completions), maxOf(throttles)), func(yOf func(float64) float64, base float64) []svgSeries {
-		// Bars first, so the completions line stays visible across them.
-		var s []svgSeries
-		if hasThrottles {
-			s = append(s, svgSeries{Key: seriesThrottles, Name: "429s per second", Shape: "bars", D: barsPath(ts, throttles, res, x, yOf, base)})
+	height := 90.0
+	if !hasThrottles {
+		height = 24 // a strip saying so, not an empty plot
+	}
+	addPanel("Rate limited", "429s per second", height, maxOf(throttles), func(yOf func(float64) float64, base float64) []svgSeries {
+		if !hasThrottles {
+			return nil
 		}
-		line, _ := linePath(ts, completions, res, x, yOf, base)
-		return append(s, svgSeries{Key: seriesCompletions, Name: completionsLabel, Shape: "line", D: line})
-	}, []svgLegend{
-		{Key: seriesCompletions, Label: completionsLabel, Shape: "line"},
-		{Key: seriesThrottles, Label: throttleLabel, Shape: "bar", Empty: !hasThrottles},
-	})
+		return []svgSeries{{Key: seriesThrottles, Name: "429s per second", Shape: "bars", D: barsPath(ts, throttles, res, x, yOf, base)}}
+	}, []svgLegend{{Key: seriesThrottles, Label: throttleLabel, Shape: "bar", Empty: !hasThrottles}})
+	if !hasThrottles {
+		p := &c.Panels[len(c.Panels)-1]
+		p.YTicks = []svgTick{{Pos: p.Bottom, Label: "0"}}
+		p.Note = "no request was rate limited"
+		p.NoteY = round1((p.Top+p.Bottom)/2 + 4)
+	}
 
 	// Pacing delay, only for strategies that pace.
 	if maxOf(delay) > 0 {

@@ -22,9 +22,10 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 // table (the same columns as Table) with failed expectations, a note on
 // reading the charts, and per strategy its key figures, an SVG chart, its
 // latency percentiles and its expectations. The chart stacks panels on one
-// time axis: calls in flight against the strategy's limit; completions per
-// second (a rolling average of about a second) and 429s per second; and the
-// pacing delay for strategies that have one. A healthy run shows in-flight
+// time axis, each with its own scale: calls in flight against the
+// strategy's limit; completions per second (a rolling average of about a
+// second); 429s per second; and the pacing delay for strategies that have
+// one. A healthy run shows in-flight
 // flat at the limit with steady completions; a provider slowing down shows
 // in-flight pinned while completions fall. Each strategy's time axis spans
 // its own run. Long timelines are thinned to about two points per unit of

@@ -74,6 +74,10 @@ func checkCharts(t *testing.T, doc *node, r Report) {
 		if want := wantSeries(res.Timeline); !slices.Equal(got, want) {
 			t.Errorf("%s: series drawn = %v, want %v", res.Name, got, want)
 		}
+		notes := len(svg.find(byClass("text", "panel-note")))
+		if wantNote := !slices.Contains(wantSeries(res.Timeline), seriesThrottles); (notes == 1) != wantNote {
+			t.Errorf("%s: %d \"no 429s\" notes, want one exactly when nothing was rate limited (%v)", res.Name, notes, wantNote)
+		}
 		for key, d := range series {
 			if !strings.HasPrefix(d, "M") || len(d) < 8 {
 				t.Errorf("%s: series %s: path data %q, want a drawn path", res.Name, key, d)
