@@ -1,6 +1,7 @@
 package strategies
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"testing"
@@ -274,5 +275,31 @@ func learnLimit4() []adaptiveStep {
 		{at: 300 * ms, dispatch: 1, want: adaptiveWant{window: 4, limit: 4, capacity: 4}},
 		{at: 400 * ms, end: 5, o: Outcome{Kind: Success, Latency: time.Second}, want: adaptiveWant{window: 4, limit: 4, capacity: 4}},
 		{at: 400 * ms, dispatch: 1, want: adaptiveWant{window: 4, limit: 4, capacity: 4}},
+	}
+}
+
+// BenchmarkWindowAcquireDone measures one uncontended Acquire and Done of
+// the window strategies and of aimd-delay with a negligible delay.
+func BenchmarkWindowAcquireDone(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		s    Strategy
+	}{
+		{"adaptive", NewAdaptive(AdaptiveConfig{})},
+		{"aimd", NewAIMD(AIMDConfig{})},
+		{"aimd-delay", NewAIMDDelay(AIMDDelayConfig{Initial: time.Nanosecond, Min: time.Nanosecond})},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			ctx := context.Background()
+			c := Cost{Provider: "anthropic", Key: "k"}
+			for b.Loop() {
+				p, err := bc.s.Acquire(ctx, c)
+				if err != nil {
+					b.Fatal(err)
+				}
+				p.Done(Outcome{Kind: Success, Status: 200, Latency: time.Millisecond})
+			}
+		})
 	}
 }
