@@ -9,13 +9,16 @@ import (
 // Chart geometry, in SVG user units. The SVG scales to its container's
 // width, so these fix proportions and text size, not pixels on screen.
 const (
-	chartWidth   = 960
-	plotLeft     = 64  // room for y tick labels
-	plotRight    = 944 // chartWidth minus a small right margin
-	panelHeader  = 34  // panel title and legend above each plot
-	panelGap     = 14  // between one plot's bottom and the next header
-	axisFooter   = 46  // x tick labels and the axis label under the last plot
-	maxPathPairs = 2 * (plotRight - plotLeft)
+	chartWidth  = 960
+	plotLeft    = 64  // room for y tick labels
+	plotRight   = 944 // chartWidth minus a small right margin
+	panelHeader = 34  // panel title and legend above each plot
+	panelGap    = 14  // between one plot's bottom and the next header
+	axisFooter  = 46  // x tick labels and the axis label under the last plot
+
+	// maxPathPoints caps the points of one drawn series: two per unit of
+	// plot width, a low and a high, is all the resolution a path can show.
+	maxPathPoints = 2 * (plotRight - plotLeft)
 )
 
 // Series keys: the CSS class suffix, the legend and the tests' handle on
@@ -324,16 +327,16 @@ func barsPath(ts, ys []float64, res float64, x, y func(float64) float64, base fl
 	return b.String()
 }
 
-// decimate thins a long series to at most maxPathPairs points by keeping,
+// decimate thins a long series to at most maxPathPoints points by keeping,
 // for each run of consecutive samples, its lowest and highest in time order:
 // the drawn shape keeps every spike and dip while the path stays small.
 func decimate(ts, ys []float64) ([]float64, []float64) {
-	if len(ts) <= maxPathPairs {
+	if len(ts) <= maxPathPoints {
 		return ts, ys
 	}
-	buckets := maxPathPairs / 2
-	outT := make([]float64, 0, maxPathPairs)
-	outY := make([]float64, 0, maxPathPairs)
+	buckets := maxPathPoints / 2
+	outT := make([]float64, 0, maxPathPoints)
+	outY := make([]float64, 0, maxPathPoints)
 	for k := range buckets {
 		lo, hi := k*len(ts)/buckets, (k+1)*len(ts)/buckets
 		iMin, iMax := lo, lo

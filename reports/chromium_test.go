@@ -77,8 +77,12 @@ func writeReport(t *testing.T, r Report) string {
 // with data.
 func TestHTMLInChromiumDOM(t *testing.T) {
 	bin := chromium(t)
-	for name, r := range map[string]Report{"guide": guideReport(), "edge": edgeReport()} {
-		t.Run(name, func(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		report Report
+	}{{"guide", guideReport()}, {"edge", edgeReport()}} {
+		r := tt.report
+		t.Run(tt.name, func(t *testing.T) {
 			dom := runChromium(t, bin, writeReport(t, r), "--dump-dom")
 			doc := parseDOM(t, dom, false)
 			checkCharts(t, doc, r)

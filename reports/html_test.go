@@ -234,8 +234,8 @@ func TestHTMLLongTimelineIsDecimated(t *testing.T) {
 	checkCharts(t, doc, r)
 	series := chartSeries(doc.find(byClass("svg", "chart"))[0])
 	for _, key := range []string{seriesInFlight, seriesCompletions} {
-		if got := strings.Count(series[key], "L"); got > maxPathPairs {
-			t.Errorf("%s path has %d segments, want at most %d", key, got, maxPathPairs)
+		if got := strings.Count(series[key], "L"); got > maxPathPoints {
+			t.Errorf("%s path has %d segments, want at most %d", key, got, maxPathPoints)
 		}
 	}
 	// The spike must survive decimation: the in-flight path reaches the
