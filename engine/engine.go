@@ -8,6 +8,7 @@ import (
 	"iter"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ratelab/ratelab/provider"
@@ -258,6 +259,7 @@ type run struct {
 
 	deliverMu sync.Mutex
 
+	aborted  atomic.Bool
 	fatalMu  sync.Mutex
 	fatalErr error
 	panicked *PanicError
@@ -409,6 +411,7 @@ func (r *run) abort(err error, p *PanicError) {
 		r.fatalErr, r.panicked = err, p
 	}
 	r.fatalMu.Unlock()
+	r.aborted.Store(true)
 	r.stop(errFatal)
 	r.cancelCall()
 }
@@ -465,6 +468,9 @@ func (r *run) process(it Item) {
 func (r *run) deliver(res Result) {
 	r.deliverMu.Lock()
 	defer r.deliverMu.Unlock()
+	if r.aborted.Load() {
+		return // a sink failed: nothing more is recorded anywhere
+	}
 	r.rec.Put(res) //nolint:errcheck // the recorder never fails
 	for _, s := range r.cfg.Sinks {
 		if err := s.Put(res); err != nil {

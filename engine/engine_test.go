@@ -298,3 +298,128 @@ func TestJSONL(t *testing.T) {
 		t.Errorf("line 1 = %s, want metadata and no error", lines[0])
 	}
 }
+
+func TestReadJSONL(t *testing.T) {
+	var buf bytes.Buffer
+	j := NewJSONL(&buf)
+	for i := range 3 {
+		r := Result{Index: i, ID: fmt.Sprint("id-", i), Attempts: 1}
+		if i == 1 {
+			r.Err = &ResultError{Status: 400, Type: "invalid_request_error", Message: "bad"}
+		}
+		if err := j.Put(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	whole := buf.String()
+	tests := []struct {
+		name       string
+		in         string
+		wantIDs    string
+		wantOffset int
+		wantErr    error
+	}{
+		{"whole", whole, "[id-0 id-1 id-2]", len(whole), nil},
+		{"empty", "", "[]", 0, nil},
+		{"torn", whole + `{"index":3,"id":"id-3","att`, "[id-0 id-1 id-2]", len(whole), ErrTornLine},
+		{"torn without newline only", strings.TrimSuffix(whole, "\n"), "[id-0 id-1]", strings.LastIndex(whole[:len(whole)-1], "\n") + 1, ErrTornLine},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var ids []string
+			off, err := ReadJSONL(strings.NewReader(tt.in), func(r Result) error {
+				ids = append(ids, r.ID)
+				return nil
+			})
+			if !errors.Is(err, tt.wantErr) || int(off) != tt.wantOffset || fmt.Sprint(ids) != tt.wantIDs {
+				t.Errorf("ReadJSONL = %v, %d, %v; want %s, %d, %v", ids, off, err, tt.wantIDs, tt.wantOffset, tt.wantErr)
+			}
+		})
+	}
+	if _, err := ReadJSONL(strings.NewReader("{\"index\":0}\nnot json\n"), func(Result) error { return nil }); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("ReadJSONL(corrupt) error = %v, want one naming line 2", err)
+	}
+}
+
+func TestSources(t *testing.T) {
+	collect := func(src Source) (idx []int) {
+		for it, err := range src {
+			if err != nil {
+				t.Fatal(err)
+			}
+			idx = append(idx, it.Index)
+			if len(idx) == 3 {
+				break // sources must stop when asked
+			}
+		}
+		return idx
+	}
+	ch := make(chan Item, 5)
+	for i := range 5 {
+		ch <- Item{Index: 10 + i}
+	}
+	close(ch)
+	for name, tt := range map[string]struct {
+		src  Source
+		want string
+	}{
+		"slice":    {Slice([]Item{{Index: 4}, {Index: 5}}), "[4 5]"},
+		"generate": {Generate(10, func(int) Item { return Item{Index: -1} }), "[0 1 2]"},
+		"chan":     {Chan(ch), "[10 11 12]"},
+	} {
+		if got := fmt.Sprint(collect(tt.src)); got != tt.want {
+			t.Errorf("%s: indexes %s, want %s", name, got, tt.want)
+		}
+	}
+}
+
+func TestRunRequeue(t *testing.T) {
+	// Re-queueing with unlimited retries: a tight limit slows the batch down
+	// but loses nothing (the batch runtime of the seeds).
+	synctest.Test(t, func(t *testing.T) {
+		inFlight, served := 0, 0
+		var mu sync.Mutex
+		client := &fakeClient{latency: 0, f: nil}
+		limited := clientFunc(func(ctx context.Context, r provider.Request, n int) (provider.Response, strategies.Outcome) {
+			mu.Lock()
+			if inFlight >= 5 {
+				mu.Unlock()
+				return provider.Response{}, strategies.Outcome{Kind: strategies.Throttled, Status: 429, RetryAfter: 100 * time.Millisecond, HasRetryAfter: true}
+			}
+			inFlight++
+			served++
+			mu.Unlock()
+			time.Sleep(50 * time.Millisecond)
+			mu.Lock()
+			inFlight--
+			mu.Unlock()
+			return client.Do(ctx, r, n)
+		})
+		var results []Result
+		sum, err := Run(t.Context(), Config{
+			Client:   limited,
+			Strategy: strategies.NewSemaphore(strategies.SemaphoreConfig{Max: 20}),
+			Retry:    &strategies.RetryPolicy{MaxRetries: -1, Requeue: true},
+			OnResult: func(r Result) { results = append(results, r) },
+		}, items(100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[int]bool{}
+		for _, r := range results {
+			if r.Err != nil || seen[r.Index] {
+				t.Fatalf("result %+v: want each item once, successful", r)
+			}
+			seen[r.Index] = true
+		}
+		if sum.Completed != 100 || len(seen) != 100 || served != 100 || sum.Throttled == 0 {
+			t.Errorf("completed %d, distinct %d, served %d, 429s %d; want 100, 100, 100, some", sum.Completed, len(seen), served, sum.Throttled)
+		}
+	})
+}
+
+type clientFunc func(ctx context.Context, r provider.Request, n int) (provider.Response, strategies.Outcome)
+
+func (f clientFunc) Do(ctx context.Context, r provider.Request, n int) (provider.Response, strategies.Outcome) {
+	return f(ctx, r, n)
+}

@@ -1,7 +1,10 @@
 package engine
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -38,4 +41,42 @@ func (j *JSONL) Put(r Result) error {
 		}
 	}
 	return nil
+}
+
+// ErrTornLine reports a last line without its newline: the writer was killed
+// mid-write. Truncating the file to the offset ReadJSONL returns repairs it.
+var ErrTornLine = errors.New("engine: torn last line")
+
+// ReadJSONL reads the Results a JSONL sink wrote, calling fn with each one in
+// file order, to resume a batch: the caller skips the ids it sees (or, to
+// retry failures, the ids of successes only). It returns the byte offset
+// just past the last complete line it accepted. A last line without a
+// newline is torn: ReadJSONL returns ErrTornLine (wrapped, with the line
+// number) and the offset to truncate the file to. A complete line that is
+// not a Result is an error naming the line; an error from fn stops the read
+// and is returned as is.
+func ReadJSONL(r io.Reader, fn func(Result) error) (offset int64, err error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	for line := 1; ; line++ {
+		b, err := br.ReadBytes('\n')
+		if errors.Is(err, io.EOF) {
+			if len(bytes.TrimSpace(b)) == 0 {
+				return offset, nil
+			}
+			return offset, fmt.Errorf("%w: line %d", ErrTornLine, line)
+		}
+		if err != nil {
+			return offset, fmt.Errorf("engine: read results: %w", err)
+		}
+		if len(bytes.TrimSpace(b)) > 0 {
+			var res Result
+			if err := json.Unmarshal(b, &res); err != nil {
+				return offset, fmt.Errorf("engine: results line %d: %w", line, err)
+			}
+			if err := fn(res); err != nil {
+				return offset, err
+			}
+		}
+		offset += int64(len(b))
+	}
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/ratelab/ratelab/strategies"
 )
 
 func TestSSEReader(t *testing.T) {
@@ -90,6 +92,29 @@ func FuzzSSEReader(f *testing.F) {
 		for _, p := range []Provider{Anthropic{}, OpenAI{}} {
 			resp := sseResponse(string(in))
 			p.Decode(resp, t0)
+		}
+	})
+}
+
+func FuzzDecodeJSON(f *testing.F) {
+	for _, name := range []string{"anthropic_message.json", "openai_completion.json"} {
+		b, err := os.ReadFile("testdata/" + name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(200, b)
+	}
+	f.Add(429, []byte(`{"type":"error","error":{"type":"rate_limit_error","message":"x"}}`))
+	f.Add(400, []byte(`{"error":{"message":"m","type":null,"code":42}}`))
+	f.Fuzz(func(t *testing.T, status int, body []byte) {
+		if status < 100 || status > 999 {
+			return
+		}
+		for _, p := range []Provider{Anthropic{}, OpenAI{}} {
+			_, o := p.Decode(jsonResponse(status, string(body)), t0)
+			if o.Status != status || (o.Kind == strategies.Success) != (o.Err == nil) {
+				t.Fatalf("%s: Decode(%d, %q) = %v %d %v", p.Name(), status, body, o.Kind, o.Status, o.Err)
+			}
 		}
 	})
 }
