@@ -95,9 +95,9 @@ type svgLegend struct {
 }
 
 // buildChart lays out tl as a chart, or returns nil when there is nothing to
-// draw. Samples are taken to describe the interval (T−resolution, T]: rates
-// and steps are drawn across it, in-flight and completions as lines
-// through the sample instants.
+// draw. A sample describes the interval (T−resolution, T]: 429 bars and the
+// limit and delay steps span it; in flight and the completions average are
+// lines through the sample instants.
 func buildChart(tl *Timeline) *svgChart {
 	if tl == nil || len(tl.Points) == 0 {
 		return nil
