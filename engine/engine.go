@@ -371,7 +371,7 @@ func (r *run) run(src Source) (sum Summary, err error) {
 	}
 	sum = r.rec.summary(end)
 	sum.Items = max(taken, r.cfg.Items)
-	sum.Incomplete = !exhausted || sum.Canceled > 0
+	sum.Incomplete = !exhausted || sum.Canceled > 0 || r.fatalErr != nil
 	switch {
 	case r.fatalErr != nil:
 		return sum, r.fatalErr
@@ -463,21 +463,25 @@ func (r *run) process(it Item) {
 	r.deliver(res)
 }
 
-// deliver hands res to the recorder, the sinks and OnResult, one result at a
-// time.
+// deliver hands res to the sinks, then the recorder and OnResult, one
+// result at a time: the summary counts what the sinks recorded.
 func (r *run) deliver(res Result) {
 	r.deliverMu.Lock()
 	defer r.deliverMu.Unlock()
 	if r.aborted.Load() {
-		return // a sink failed: nothing more is recorded anywhere
+		// A sink failed: nothing more is recorded anywhere, so the item
+		// counts as not finished, and a resumed batch makes it again.
+		r.rec.canceledItem()
+		return
 	}
-	r.rec.Put(res) //nolint:errcheck // the recorder never fails
 	for _, s := range r.cfg.Sinks {
 		if err := s.Put(res); err != nil {
 			r.abort(fmt.Errorf("engine: sink: %w", err), nil)
+			r.rec.canceledItem()
 			return
 		}
 	}
+	r.rec.Put(res) //nolint:errcheck // the recorder never fails
 	if r.cfg.OnResult != nil {
 		r.cfg.OnResult(res)
 	}

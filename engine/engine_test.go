@@ -247,6 +247,10 @@ func TestRunSinkErrorStops(t *testing.T) {
 		if !sum.Incomplete || sum.Completed+sum.Failed >= 100 {
 			t.Errorf("summary: incomplete %v, finished %d; want an incomplete run", sum.Incomplete, sum.Completed+sum.Failed)
 		}
+		if sum.Completed+sum.Failed != 7 || sum.Completed+sum.Failed+sum.Canceled != sum.Items {
+			t.Errorf("completed %d + failed %d + canceled %d, items %d; want 7 recorded (the sink's successes), and the sum = items",
+				sum.Completed, sum.Failed, sum.Canceled, sum.Items)
+		}
 	})
 }
 

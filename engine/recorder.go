@@ -18,8 +18,11 @@ type Summary struct {
 	Items     int `json:"items"`
 	Completed int `json:"completed"`
 	Failed    int `json:"failed"`
-	// Canceled counts items in progress when the run was interrupted; they
-	// are neither completed nor failed and reached no sink.
+	// Canceled counts items taken but not finished: in progress when the
+	// run was interrupted, or finished after a sink failed. They are neither
+	// completed nor failed and reached no sink, so a resumed batch makes
+	// them again. Items = Completed + Failed + Canceled, plus, for an
+	// interrupted run, the items Config.Items says were never taken.
 	Canceled int `json:"canceled"`
 
 	Attempts     int64 `json:"attempts"`      // HTTP attempts
