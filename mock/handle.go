@@ -56,10 +56,11 @@ type decision struct {
 	now        time.Time
 
 	// For admitted requests:
-	ks   *keyState
-	gen  uint64 // the Server's generation at admission
-	id   uint64
-	plan plan
+	ks       *keyState
+	gen      uint64 // the Server's generation at admission
+	id       uint64
+	plan     plan
+	reserved int // output tokens reserved at admission: max_tokens
 }
 
 func (s *Server) model(wr wire) http.HandlerFunc {
@@ -247,7 +248,7 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire) decision
 	ks.stats.InputTokens += int64(c.input)
 	s.metrics.inFlight.with().add(1)
 	s.metrics.tokens.with("input").add(float64(c.input))
-	d.ks, d.gen, d.plan = ks, s.gen, p
+	d.ks, d.gen, d.plan, d.reserved = ks, s.gen, p, c.maxTokens
 	return d
 }
 
@@ -327,7 +328,7 @@ func (s *Server) release(d *decision, produced int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
-	d.ks.lim.release(now, d.id, d.plan.n, produced)
+	d.ks.lim.release(now, d.id, d.reserved, produced)
 	s.metrics.inFlight.with().add(-1)
 	s.metrics.tokens.with("output").add(float64(produced))
 	if d.gen != s.gen {

@@ -116,3 +116,21 @@ func compactJSON(t testing.TB, b []byte) string {
 	}
 	return out.String()
 }
+
+// send is do for goroutines: it reports failures as errors.
+func (ts *testServer) send(method, path, body string, headers ...string) (reply, error) {
+	req, err := http.NewRequest(method, "http://mock"+path, strings.NewReader(body))
+	if err != nil {
+		return reply{}, err
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := ts.client.Do(req)
+	if err != nil {
+		return reply{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return reply{resp.StatusCode, resp.Header, b}, err
+}

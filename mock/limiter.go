@@ -90,8 +90,10 @@ func (b *bucket) resize(now time.Time, perMinute int) {
 	b.level = math.Min(b.level, b.capacity)
 }
 
+// secondsToDuration rounds to the nanosecond rather than up, so that float
+// error does not turn an exact 2s into 2.000000001s and a retry-after of 3.
 func secondsToDuration(s float64) time.Duration {
-	return time.Duration(math.Ceil(s * float64(time.Second)))
+	return time.Duration(math.Round(s * float64(time.Second)))
 }
 
 // syncBucket makes *b match a per-minute limit: nil when unlimited, a full
