@@ -1,4 +1,26 @@
 // Package engine owns ratelab's fan-out runtime: items flow to bounded
 // workers, each admitted by a strategy and sent by a provider client, and
 // every item ends as one Result delivered to the run's sinks.
+//
+//	Source ─► worker (≤ Config.Workers) ─► strategies.Do(Strategy, RetryPolicy)
+//	        ─► Client.Do: one HTTP attempt ─► Outcome ─► retry / re-queue / done
+//	        ─► Result ─► sinks (JSONL, …) ─► Recorder ─► OnResult
+//
+// Run is shared by `loadgen run` (one run per strategy of a scenario) and
+// `loadgen batch`. Its memory grows with the concurrency, not the number of
+// items: the Source is pulled only when a worker is free, and results are
+// handed to sinks as they finish, never collected. The Recorder keeps the
+// run's accounting in constant space (counters, HdrHistograms and a timeline
+// sampled at Config.Resolution) and Run returns it as a Summary whose fields
+// mirror reports.Result.
+//
+// A failed item is a Result carrying a ResultError; the run completes. Ending
+// ctx stops it early (what finished is kept, the Summary says Incomplete), a
+// failing sink or source stops it with that error, and a panic anywhere in a
+// worker is re-raised by Run.
+//
+// Everything blocks on timers and connections only, so a whole run against
+// the mock on an in-memory listener (internal/memnet) runs inside a
+// testing/synctest bubble in virtual time; that is how the seeds' table is
+// reproduced exactly in this package's tests.
 package engine
