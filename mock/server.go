@@ -165,16 +165,24 @@ func (s *Server) key(name string) *keyState {
 	return k
 }
 
-// newID returns a fresh id with prefix, unique within the server.
+// newID returns a fresh id with prefix: 22 base62 characters derived from
+// the seed and a counter by splitmix64, a bijection, so ids are unique within
+// a server and the same from run to run.
 func (s *Server) newID(prefix string) string {
-	n := s.seq.Add(1)
-	x := uint64(s.cfg.Seed)*0x9e3779b97f4a7c15 ^ n*0xbf58476d1ce4e5b9
+	x := splitmix64(uint64(s.cfg.Seed) + s.seq.Add(1))
 	b := make([]byte, 0, len(prefix)+24)
 	b = append(b, prefix...)
 	b = append(b, "01"...)
 	b = appendBase62(b, x, 11)
-	b = appendBase62(b, n, 11)
+	b = appendBase62(b, splitmix64(x), 11)
 	return string(b)
+}
+
+func splitmix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
 }
 
 const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"

@@ -45,10 +45,9 @@ func appendFiller(b *strings.Builder, from, to int) {
 	}
 }
 
-// fillerIndex scrambles the word order a little so the text does not look
-// periodic; it is a fixed function of the position.
+// fillerIndex is the word at position i: the list in order, shifted by one
+// word each time round so the text is not strictly periodic.
 func fillerIndex(i int) int {
-	x := uint32(i)*2654435761 + 0x9e3779b9
-	x ^= x >> 15
-	return int(x % uint32(len(fillerWords)))
+	n := len(fillerWords)
+	return (i + i/n) % n
 }
