@@ -77,7 +77,13 @@ type decoder struct {
 	file  string
 	errs  Errors
 	lines map[string]int // key path → line of its value
+	steps int            // nodes decoded, bounded against alias bombs
 }
+
+// maxDecodeSteps bounds the nodes one document may decode into, aliases
+// expanded: a scenario has a few hundred; a "billion laughs" document,
+// whose aliases nest lists of aliases, would otherwise expand forever.
+const maxDecodeSteps = 1 << 20
 
 func newDecoder(file string) *decoder {
 	return &decoder{file: file, lines: make(map[string]int)}
@@ -110,6 +116,12 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 			return
 		}
 		n = n.Content[0]
+	}
+	if d.steps++; d.steps > maxDecodeSteps {
+		if d.steps == maxDecodeSteps+1 {
+			d.errorf(n, path, "document too large once its aliases are expanded")
+		}
+		return
 	}
 	if n.Kind == yaml.AliasNode {
 		if n.Alias == nil {

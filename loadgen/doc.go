@@ -1,3 +1,15 @@
 // Package loadgen owns scenario files (schema, strict parsing, validation) and
 // running each strategy of a scenario against a target, checking expectations.
+//
+// A scenario (see Scenario, and WriteSchema for the reference `loadgen help
+// scenario` prints) names a batch of items, the request each makes, the
+// embedded mock's configuration or a live target, and the strategies to
+// compare, each with its expectations. Parse decodes it strictly: every
+// problem is an *Error naming the file, the line and the key.
+//
+// Run runs the strategies in turn, each against a fresh embedded mock, through
+// the engine, and returns a reports.Report with each expectation checked. The
+// mock serves on a loopback port (ListenTCP) or on an in-memory listener
+// (ListenMemory); inside a testing/synctest bubble the latter runs a scenario
+// in virtual time, which is how the shipped scenarios are regression-tested.
 package loadgen

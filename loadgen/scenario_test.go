@@ -206,6 +206,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("items: {count: 3}\nstrategies: [{name: a, kind: aimd, expect: {completed: \"1..2\"}}]"))
 	f.Add([]byte("items: [{count: 1}, {count: 2, provider: openai}]\nserver: {schedule: [{at: 1s, limits: {max_concurrent: 3}}]}"))
 	f.Add([]byte("a: &x [*x]"))
+	f.Add([]byte("items: &n 3\nseed: *n\nstrategies: [&s {name: a, kind: unbounded}]\n"))
 	if files, _ := filepath.Glob("../scenarios/*.yaml"); len(files) > 0 {
 		for _, p := range files {
 			if data, err := os.ReadFile(p); err == nil {

@@ -17,6 +17,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/ratelab/ratelab/loadgen"
 )
 
 func main() {
@@ -81,7 +83,10 @@ Usage:
   loadgen run FILE [flags]           run every strategy of a scenario and print a table
   loadgen validate FILE...           check scenario files without running them
   loadgen compare OLD.json NEW.json  compare two reports; fail on a regression
-  loadgen help [COMMAND]             show help
+  loadgen help [COMMAND]             show a command's help
+  loadgen help scenario              the scenario file reference: every key,
+                                     its type and default; strategy kinds and
+                                     their parameters; the metrics of expect:
 
 Exit status: 0 ok; 1 an expectation failed or compare found a regression;
 2 a usage or input error; 130 interrupted.
@@ -112,8 +117,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				return validateCmd([]string{"--help"}, stdout, stderr)
 			case "compare":
 				return compareCmd([]string{"--help"}, stdout, stderr)
+			case "scenario", "scenarios", "schema":
+				return loadgen.WriteSchema(stdout)
 			}
-			return usageError("help: unknown command %q (want run, validate or compare)", rest[0])
+			return usageError("help: unknown topic %q (want run, validate, compare or scenario)", rest[0])
 		}
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -69,6 +69,7 @@ func TestHelp(t *testing.T) {
 		{[]string{"run", "--help"}, []string{"--format NAME"}},
 		{[]string{"validate", "-h"}, []string{"Usage: loadgen validate FILE..."}},
 		{[]string{"compare", "--help"}, []string{"--threshold"}},
+		{[]string{"help", "scenario"}, []string{"api_key_env", "max_retries", "aimd-delay", "wall_over_oracle", "state_file"}},
 	}
 	for _, tt := range tests {
 		out, _, code := runCLI(t, t.Context(), tt.args...)

@@ -1,0 +1,116 @@
+package loadgen
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// schemaText is the scenario reference `loadgen help scenario` prints. The
+// kinds and metrics lists are appended from Kinds and Metrics, so they cannot
+// drift from what Parse accepts.
+const schemaText = `Scenario files (YAML, decoded strictly: an unknown key, a duplicate key or a
+value of the wrong type is an error naming FILE:LINE: KEY).
+
+Top level
+  name          string    the scenario's name in reports (default: the file name)
+  description   string    free text, shown in reports
+  seed          int       seeds retry jitter and the mock's jitter and faults (default 1)
+  items         int | {count, ...} | [{count, ...}, ...]
+                          the batch: a count, one item group, or a list of groups run
+                          in file order. A group's keys (all optional but count)
+                          override request: count, provider, model, max_tokens,
+                          prompt, prompt_tokens, system, stream, api_key
+  request       mapping   the call every item makes:
+    provider      anthropic | openai                      (default anthropic)
+    model         string   (default claude-haiku-4-5; gpt-5-mini for openai)
+    max_tokens    int      (default 100)
+    prompt        string   the user message; {i} becomes the item index
+                           (default "Classify ticket {i}.")
+    prompt_tokens int      instead of prompt: filler text of this many tokens
+    system        string   a system prompt (default none)
+    stream        bool     stream the response over SSE (default false)
+    api_key       string   the key sent to the embedded mock, a test value
+                           (default: the first of server.api_keys, else
+                           ratelab-test-key). Real keys come from target.api_key_env.
+  server        mapping   the embedded mock's configuration (mock.Config; see
+                          mockllm --help): seed, api_keys, admin_token,
+                          latency{ttft, ttft_per_input_token, per_token (default 5ms), jitter},
+                          output{tokens: max_tokens | {fixed: N} | {uniform: [MIN, MAX]}},
+                          limits{max_concurrent, rpm, itpm, otpm, tpm, retry_after,
+                          count_rejected}, capacity{max_concurrent},
+                          faults{error_500, overloaded, slow{rate, extra}, reset,
+                          cut_stream, stream_error, script}, schedule[{at, limits{...}}].
+                          Every strategy runs against a fresh server.
+  target        mapping   run against a live server instead (optional):
+    url           string   base URL (http:// or https://); for openai, /v1 is
+                           appended unless the URL ends in /v1
+    provider      string   overrides every item's provider
+    api_key_env   string   the environment variable holding the key; the key
+                           is never printed, and is redacted from errors
+  oracle        mapping   the ideal a run is measured against (optional):
+    call_time     duration one call without queueing (default: from server.latency)
+    limit         int      the concurrency limit per key (default:
+                           server.limits.max_concurrent)
+                          oracle seconds = max over keys of ceil(items/limit) x
+                          call_time, and of the time the server's rpm/tpm/itpm/otpm
+                          need beyond one full bucket
+  workers       int       items in progress at once in the engine (default:
+                          the item count, at most 2000)
+  timeline      duration  timeline resolution (default 100ms)
+  strategies    list      the rows, run in file order (at least one):
+    name          string   unique label (required)
+    kind          string   the strategy (required), see below
+    max_retries   int      retries per item, as the SDKs' max_retries (default 2;
+                           -1 retries until the item succeeds)
+    requeue       bool     release the slot between attempts and re-queue the
+                           item (default false: retry inside the held slot)
+    seed          int      retry jitter seed (default: the scenario's seed)
+    expect        mapping  METRIC: VALUE, where VALUE is a number (exactly), a
+                           range "LO..HI" (inclusive) or a comparison such as
+                           "<= 1.05"; max_METRIC: N and min_METRIC: N are bounds
+    ...           the kind's parameters:
+      n             int       semaphore's size; token-first's concurrency
+      limits        {provider: int}  per-provider limits; default: the limit of
+                              providers not listed (0 unlimited)
+      rpm, tpm      int       published requests / tokens per minute
+      request_burst, token_burst  int  what may start at once after idling
+      initial_delay, min_delay, max_delay, cooldown  duration  (aimd-delay:
+                              6s, 10ms, 60s, 10s)
+      successes     int       aimd-delay: successes before the delay shrinks (3)
+      initial, min, max  int  aimd / adaptive window (4, 1, 1000)
+      increase      float     aimd: window growth per round trip (1);
+                              aimd-delay: delay factor on a throttle (1.8)
+      decrease      float     factor on a throttle (aimd, adaptive) or after
+                              the successes (aimd-delay) (0.9)
+      probe_after   float     adaptive: round trips at the limit before probing (3)
+      state_file    string    adaptive: where its learned limit is saved and
+                              loaded, keyed by provider, URL and key fingerprint
+`
+
+// WriteSchema writes the scenario reference: every key, its type and default,
+// each strategy kind's parameters and the metrics expect can compare.
+func WriteSchema(w io.Writer) error {
+	var b strings.Builder
+	b.WriteString(schemaText)
+	b.WriteString("\nStrategy kinds and their parameters\n")
+	for _, k := range kindNames() {
+		params := strings.Join(Kinds[k], ", ")
+		if params == "" {
+			params = "(none)"
+		}
+		fmt.Fprintf(&b, "  %-13s %s\n", k, params)
+	}
+	b.WriteString("\nMetrics for expect\n")
+	names := make([]string, 0, len(Metrics))
+	for k := range Metrics {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		fmt.Fprintf(&b, "  %-18s %s\n", k, Metrics[k].Doc)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
