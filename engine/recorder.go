@@ -3,6 +3,7 @@ package engine
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -97,10 +98,11 @@ type Recorder struct {
 	strategy   strategies.Strategy
 	resolution time.Duration
 
+	inFlight atomic.Int64 // attempts under way
+
 	mu          sync.Mutex
 	startT      time.Time
 	sum         Summary
-	inFlight    int
 	tickDone    int64 // completions since the last timeline point
 	tickThrottl int64 // 429s since the last timeline point
 	lastSample  time.Time
@@ -121,22 +123,16 @@ func (r *Recorder) start(t time.Time) {
 	r.startT, r.lastSample = t, t
 }
 
-func (r *Recorder) attemptStarted() {
-	r.mu.Lock()
-	r.inFlight++
-	r.mu.Unlock()
-}
+func (r *Recorder) attemptStarted() { r.inFlight.Add(1) }
 
 // Attempt counts one attempt that has ended: by kind, by attempt number,
 // its latency, the tokens it used and, when it did not succeed, the tokens
 // it had reserved.
 func (r *Recorder) Attempt(a Attempt) {
 	o := a.Outcome
+	r.inFlight.Add(-1)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.inFlight > 0 {
-		r.inFlight--
-	}
 	s := &r.sum
 	s.Attempts++
 	switch o.Kind {
@@ -202,7 +198,7 @@ func (r *Recorder) point(now time.Time) {
 	defer r.mu.Unlock()
 	p := Point{
 		T:            now.Sub(r.startT).Seconds(),
-		InFlight:     r.inFlight,
+		InFlight:     int(max(r.inFlight.Load(), 0)),
 		Limit:        st.Limit,
 		DelaySeconds: st.Delay,
 		Tokens:       st.Tokens,
@@ -297,23 +293,26 @@ const (
 )
 
 // histogram is an HdrHistogram of durations in microseconds, with exact
-// count, sum and max kept beside it. The zero value is ready; the
-// HdrHistogram is allocated on first use.
+// count, sum and max kept beside it. Zeros (most waits, in most runs) are
+// only counted, so a histogram that only ever sees zeros never allocates its
+// HdrHistogram (about 230 KB at this range and precision).
 type histogram struct {
 	h     *hdrhistogram.Histogram
 	count int64
+	zeros int64
 	sum   time.Duration
 	max   time.Duration
 }
 
 func (h *histogram) record(d time.Duration) {
-	if d < 0 {
-		d = 0
+	h.count++
+	if d <= 0 {
+		h.zeros++
+		return
 	}
 	if h.h == nil {
 		h.h = hdrhistogram.New(1, int64(histMax/histUnit), 3)
 	}
-	h.count++
 	h.sum += d
 	h.max = max(h.max, d)
 	h.h.RecordValue(min(int64(d/histUnit), int64(histMax/histUnit))) //nolint:errcheck // clamped into range
@@ -324,7 +323,15 @@ func (h *histogram) percentiles() Percentiles {
 		return Percentiles{}
 	}
 	q := func(p float64) float64 {
-		v := float64(h.h.ValueAtQuantile(p)) * histUnit.Seconds()
+		// The zeros are the lowest values: a quantile that falls among
+		// them is 0; otherwise it is the matching quantile of the rest.
+		nonzero := h.count - h.zeros
+		rank := p / 100 * float64(h.count)
+		if nonzero == 0 || rank <= float64(h.zeros) {
+			return 0
+		}
+		pp := (rank - float64(h.zeros)) / float64(nonzero) * 100
+		v := float64(h.h.ValueAtQuantile(pp)) * histUnit.Seconds()
 		return math.Min(v, h.max.Seconds())
 	}
 	return Percentiles{

@@ -60,21 +60,11 @@ func (a Anthropic) NewRequest(ctx context.Context, baseURL, apiKey string, r Req
 	if err != nil {
 		return nil, fmt.Errorf("provider: anthropic request: %w", err)
 	}
-	h := req.Header
-	h.Set("Content-Type", "application/json")
-	if r.Stream {
-		h.Set("Accept", "text/event-stream")
-	} else {
-		h.Set("Accept", "application/json")
-	}
+	h := commonHeaders(req, r, attempt)
 	if apiKey != "" {
-		h.Set("X-Api-Key", apiKey)
+		h["X-Api-Key"] = []string{apiKey}
 	}
-	h.Set("Anthropic-Version", AnthropicVersion)
-	h.Set("X-Stainless-Retry-Count", strconv.Itoa(attempt))
-	if r.IdempotencyKey != "" {
-		h.Set("Idempotency-Key", r.IdempotencyKey)
-	}
+	h["Anthropic-Version"] = anthropicVersion
 	return req, nil
 }
 
@@ -236,7 +226,43 @@ func AnthropicLimits(h http.Header, _ time.Time) strategies.Limits {
 	return strategies.Limits{Requests: l[0], Tokens: l[1], InputTokens: l[2], OutputTokens: l[3]}
 }
 
-// Shared decoding helpers.
+// Shared encoding and decoding helpers.
+
+// Header values shared by every request, never modified: setting them
+// costs no allocation per attempt.
+var (
+	anthropicVersion = []string{AnthropicVersion}
+	contentJSON      = []string{"application/json"}
+	acceptJSON       = []string{"application/json"}
+	acceptSSE        = []string{"text/event-stream"}
+	retryCounts      = func() (v [16][]string) {
+		for i := range v {
+			v[i] = []string{strconv.Itoa(i)}
+		}
+		return v
+	}()
+)
+
+// commonHeaders sets the headers every provider sends and returns the
+// request's header map, with canonical keys.
+func commonHeaders(req *http.Request, r Request, attempt int) http.Header {
+	h := req.Header
+	h["Content-Type"] = contentJSON
+	if r.Stream {
+		h["Accept"] = acceptSSE
+	} else {
+		h["Accept"] = acceptJSON
+	}
+	if attempt >= 0 && attempt < len(retryCounts) {
+		h["X-Stainless-Retry-Count"] = retryCounts[attempt]
+	} else {
+		h["X-Stainless-Retry-Count"] = []string{strconv.Itoa(attempt)}
+	}
+	if r.IdempotencyKey != "" {
+		h["Idempotency-Key"] = []string{r.IdempotencyKey}
+	}
+	return h
+}
 
 func nonNil(m []Message) []Message {
 	if m == nil {

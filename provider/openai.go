@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -74,19 +73,9 @@ func (p OpenAI) NewRequest(ctx context.Context, baseURL, apiKey string, r Reques
 	if err != nil {
 		return nil, fmt.Errorf("provider: openai request: %w", err)
 	}
-	h := req.Header
-	h.Set("Content-Type", "application/json")
-	if r.Stream {
-		h.Set("Accept", "text/event-stream")
-	} else {
-		h.Set("Accept", "application/json")
-	}
+	h := commonHeaders(req, r, attempt)
 	if apiKey != "" {
-		h.Set("Authorization", "Bearer "+apiKey)
-	}
-	h.Set("X-Stainless-Retry-Count", strconv.Itoa(attempt))
-	if r.IdempotencyKey != "" {
-		h.Set("Idempotency-Key", r.IdempotencyKey)
+		h["Authorization"] = []string{"Bearer " + apiKey}
 	}
 	return req, nil
 }
