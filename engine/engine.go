@@ -128,9 +128,12 @@ type Timings struct {
 
 // Attempt is one HTTP attempt, as Config.OnAttempt and the Recorder see it.
 type Attempt struct {
-	Index   int
-	ID      string
-	N       int // the 0-based attempt number of the item (X-Stainless-Retry-Count)
+	Index int
+	ID    string
+	// N is the 0-based number of the attempt among all the item's attempts.
+	// It is the X-Stainless-Retry-Count sent, except after a Check
+	// rejection, when the header starts again at 0 for the new call.
+	N       int
 	Start   time.Time
 	Cost    strategies.Cost
 	Outcome strategies.Outcome
@@ -188,6 +191,16 @@ type Config struct {
 	// Items is the number of items the source will yield, when known; it is
 	// Summary.Items for an interrupted run. Zero means count what was taken.
 	Items int
+	// Check, when set, validates every successful response (its text
+	// against a JSON Schema, say). A response it rejects makes the item ask
+	// again, as a new call under the strategy and retry policy, up to
+	// MaxInvalid more times; then the item fails with a ResultError of type
+	// "validation_error" carrying Check's message (and keeps the text). It is
+	// called concurrently from the workers.
+	Check func(it Item, resp provider.Response) error
+	// MaxInvalid is how many times an item whose response Check rejected is
+	// asked again; zero means never.
+	MaxInvalid int
 	// OnAttempt, when set, is called after every attempt, concurrently from
 	// the workers; it must be safe for concurrent use and must not block.
 	OnAttempt func(Attempt)
@@ -422,23 +435,44 @@ func (r *run) process(it Item) {
 	cost := r.cost(it.Request)
 	res := Result{Index: it.Index, ID: it.ID, Metadata: it.Metadata}
 	res.Timings.Start = time.Now()
-	var resp provider.Response
-	call, err := strategies.Do(r.callCtx, r.strategy, r.cfg.Retry, cost, func(ctx context.Context, n int) strategies.Outcome {
-		a := Attempt{Index: it.Index, ID: it.ID, N: n, Cost: cost, Start: time.Now()}
-		r.rec.attemptStarted()
-		resp, a.Outcome = r.cfg.Client.Do(ctx, it.Request, n)
-		r.rec.Attempt(a)
-		if r.cfg.OnAttempt != nil {
-			r.cfg.OnAttempt(a)
+	var (
+		resp     provider.Response
+		call     strategies.Call
+		err      error
+		attempts int // over every call made for the item
+		waits    strategies.Waits
+		invalid  error // Check's verdict on the last response, when it rejected it
+	)
+	for asked := 0; ; asked++ {
+		call, err = strategies.Do(r.callCtx, r.strategy, r.cfg.Retry, cost, func(ctx context.Context, n int) strategies.Outcome {
+			a := Attempt{Index: it.Index, ID: it.ID, N: attempts + n, Cost: cost, Start: time.Now()}
+			r.rec.attemptStarted()
+			resp, a.Outcome = r.cfg.Client.Do(ctx, it.Request, n)
+			r.rec.Attempt(a)
+			if r.cfg.OnAttempt != nil {
+				r.cfg.OnAttempt(a)
+			}
+			return a.Outcome
+		})
+		attempts += call.Attempts
+		waits = waits.Add(call.Waits)
+		if err != nil || call.Outcome.Kind != strategies.Success || r.cfg.Check == nil {
+			break
 		}
-		return a.Outcome
-	})
+		if invalid = r.cfg.Check(it, resp); invalid == nil {
+			break
+		}
+		r.rec.invalidResponse()
+		if asked >= r.cfg.MaxInvalid || r.stopCtx.Err() != nil {
+			break
+		}
+	}
 	res.Timings.End = time.Now()
-	res.Attempts = call.Attempts
-	res.Timings.WaitSlot = call.Waits.Slot
-	res.Timings.WaitTokens = call.Waits.Tokens
-	res.Timings.WaitRetryAfter = call.Waits.RetryAfter
-	res.Timings.Backoff = call.Waits.Backoff
+	res.Attempts = attempts
+	res.Timings.WaitSlot = waits.Slot
+	res.Timings.WaitTokens = waits.Tokens
+	res.Timings.WaitRetryAfter = waits.RetryAfter
+	res.Timings.Backoff = waits.Backoff
 	o := call.Outcome
 
 	switch {
@@ -452,6 +486,9 @@ func (r *run) process(it Item) {
 		if call.Attempts > 0 {
 			res.Err.Status, res.Err.Type, res.Err.Message = provider.Describe(o)
 		}
+	case o.Kind == strategies.Success && invalid != nil:
+		res.Text, res.StopReason, res.Usage = resp.Text, resp.StopReason, resp.Usage
+		res.Err = &ResultError{Status: o.Status, Type: "validation_error", Message: invalid.Error()}
 	case o.Kind == strategies.Success:
 		res.Text, res.StopReason, res.Usage = resp.Text, resp.StopReason, resp.Usage
 		res.Timings.TTFT = resp.TTFT

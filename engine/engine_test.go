@@ -427,3 +427,42 @@ type clientFunc func(ctx context.Context, r provider.Request, n int) (provider.R
 func (f clientFunc) Do(ctx context.Context, r provider.Request, n int) (provider.Response, strategies.Outcome) {
 	return f(ctx, r, n)
 }
+
+func TestRunCheck(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		seen := map[int]int{}
+		var results = map[int]Result{}
+		sum, err := Run(t.Context(), Config{
+			Client:   &fakeClient{latency: 10 * time.Millisecond},
+			Strategy: strategies.NewSemaphore(strategies.SemaphoreConfig{Max: 4}),
+			Retry:    &strategies.RetryPolicy{MaxRetries: 2},
+			Check: func(it Item, resp provider.Response) error {
+				mu.Lock()
+				defer mu.Unlock()
+				seen[it.Index]++
+				switch {
+				case it.Index == 3 && seen[3] <= 2: // valid on the third ask
+					return errors.New("not JSON")
+				case it.Index == 5: // never valid
+					return errors.New(`missing property "label"`)
+				}
+				return nil
+			},
+			MaxInvalid: 2,
+			OnResult:   func(r Result) { results[r.Index] = r },
+		}, items(8))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.Completed != 7 || sum.Failed != 1 || sum.Invalid != 2+3 || sum.Attempts != 8+2+2 {
+			t.Errorf("completed %d, failed %d, invalid %d, attempts %d; want 7, 1, 5, 12", sum.Completed, sum.Failed, sum.Invalid, sum.Attempts)
+		}
+		if r := results[3]; r.Err != nil || r.Attempts != 3 {
+			t.Errorf("result 3 = %+v, want success after 3 asks", r)
+		}
+		if r := results[5]; r.Err == nil || r.Err.Type != "validation_error" || r.Err.Status != 200 || !strings.Contains(r.Err.Message, "label") || r.Attempts != 3 || r.Text == "" {
+			t.Errorf("result 5 = %+v, want a validation error after 3 asks, with the text", r)
+		}
+	})
+}

@@ -32,6 +32,9 @@ type Summary struct {
 	ServerErrors int64 `json:"server_errors"` // other 5xx
 	Errors       int64 `json:"errors"`        // other failed attempts (4xx, connection, stream)
 
+	// Invalid counts successful responses Config.Check rejected.
+	Invalid int64 `json:"invalid,omitempty"`
+
 	AttemptsPerCall    float64 `json:"attempts_per_call"`    // attempts / completed
 	ThrottledByAttempt []int64 `json:"throttled_by_attempt"` // [i] = 429s on attempt i+1
 	MaxAttempts        int     `json:"max_attempts"`         // most attempts any item took
@@ -183,6 +186,12 @@ func (r *Recorder) Put(res Result) error {
 		r.ttft.record(t.TTFT)
 	}
 	return nil
+}
+
+func (r *Recorder) invalidResponse() {
+	r.mu.Lock()
+	r.sum.Invalid++
+	r.mu.Unlock()
 }
 
 func (r *Recorder) canceledItem() {
