@@ -20,9 +20,9 @@ func TestRealNetwork(t *testing.T) {
 	}
 	const (
 		items    = 100
-		tokens   = 20
+		tokens   = 50
 		perToken = 2 * time.Millisecond
-		call     = tokens * perToken // 40 ms
+		call     = tokens * perToken // 100 ms
 	)
 	cfg := mock.DefaultConfig()
 	cfg.Latency.PerToken = perToken

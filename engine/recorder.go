@@ -251,19 +251,36 @@ func (r *Recorder) sample(start time.Time) *sampler {
 	return s
 }
 
-// stop ends sampling with a last point at end, unless one was just taken.
+// stop ends sampling with a last point at end. When the ticker took one at
+// that very instant, before the run's last events were counted, those events
+// are folded into it instead.
 func (s *sampler) stop(end time.Time) {
 	if s.quit == nil {
 		return
 	}
 	close(s.quit)
 	<-s.done
-	s.r.mu.Lock()
-	last := s.r.lastSample
-	s.r.mu.Unlock()
+	r := s.r
+	r.mu.Lock()
+	last := r.lastSample
+	r.mu.Unlock()
 	if end.After(last) {
-		s.r.point(end)
+		r.point(end)
+		return
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := len(r.points)
+	if n < 2 {
+		return
+	}
+	p := &r.points[n-1]
+	if dt := p.T - r.points[n-2].T; dt > 0 {
+		p.CompletionsRate += float64(r.tickDone) / dt
+		p.ThrottlesRate += float64(r.tickThrottl) / dt
+	}
+	p.InFlight = int(max(r.inFlight.Load(), 0))
+	r.tickDone, r.tickThrottl = 0, 0
 }
 
 // summary derives the Summary at the run's end.

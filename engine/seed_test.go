@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"testing"
 	"testing/synctest"
@@ -148,6 +149,20 @@ func TestSeedTable(t *testing.T) {
 				}
 				if sum.Attempt.Max != 0.5 {
 					t.Errorf("attempt latency max = %v s, want 0.5", sum.Attempt.Max)
+				}
+				// The timeline accounts for every completion and every 429.
+				var done, throttled float64
+				points := sum.Timeline.Points
+				for i := 1; i < len(points); i++ {
+					dt := points[i].T - points[i-1].T
+					done += points[i].CompletionsRate * dt
+					throttled += points[i].ThrottlesRate * dt
+				}
+				if math.Abs(done-float64(tt.completed)) > 1e-6 || math.Abs(throttled-float64(tt.throttled)) > 1e-6 {
+					t.Errorf("timeline: %.3f completions and %.3f 429s, want %d and %d", done, throttled, tt.completed, tt.throttled)
+				}
+				if last := points[len(points)-1]; last.T != tt.wall || last.InFlight != 0 {
+					t.Errorf("timeline ends at %v s with %d in flight, want %v s and 0", last.T, last.InFlight, tt.wall)
 				}
 				if tt.stream != (sum.TTFT != nil) {
 					t.Errorf("TTFT = %+v, want it exactly when streaming", sum.TTFT)
