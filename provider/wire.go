@@ -1,0 +1,146 @@
+package provider
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ratelab/ratelab/strategies"
+)
+
+// The encoding and decoding helpers every provider shares.
+
+// Header values shared by every request, never modified: setting them
+// costs no allocation per attempt.
+var (
+	anthropicVersion = []string{AnthropicVersion}
+	contentJSON      = []string{"application/json"}
+	acceptJSON       = []string{"application/json"}
+	acceptSSE        = []string{"text/event-stream"}
+	retryCounts      = func() (v [16][]string) {
+		for i := range v {
+			v[i] = []string{strconv.Itoa(i)}
+		}
+		return v
+	}()
+)
+
+// commonHeaders sets the headers every provider sends and returns the
+// request's header map, with canonical keys.
+func commonHeaders(req *http.Request, r Request, attempt int) http.Header {
+	h := req.Header
+	h["Content-Type"] = contentJSON
+	if r.Stream {
+		h["Accept"] = acceptSSE
+	} else {
+		h["Accept"] = acceptJSON
+	}
+	if attempt >= 0 && attempt < len(retryCounts) {
+		h["X-Stainless-Retry-Count"] = retryCounts[attempt]
+	} else {
+		h["X-Stainless-Retry-Count"] = []string{strconv.Itoa(attempt)}
+	}
+	if r.IdempotencyKey != "" {
+		h["Idempotency-Key"] = []string{r.IdempotencyKey}
+	}
+	return h
+}
+
+func nonNil(m []Message) []Message {
+	if m == nil {
+		return []Message{}
+	}
+	return m
+}
+
+// joinURL appends path to base (or def when base is empty) without doubling
+// slashes.
+func joinURL(base, def, path string) string {
+	if base == "" {
+		base = def
+	}
+	return strings.TrimRight(base, "/") + path
+}
+
+func isEventStream(resp *http.Response) bool {
+	ct := strings.ToLower(resp.Header.Get("Content-Type"))
+	return strings.HasPrefix(strings.TrimSpace(ct), "text/event-stream")
+}
+
+// maxBody bounds a JSON body read into memory.
+const maxBody = 64 << 20
+
+// errNotJSON reports a body or event that is not valid JSON.
+var errNotJSON = errors.New("not valid JSON")
+
+// readBody reads a whole 2xx body, up to maxBody, in one allocation when
+// the length is known.
+func readBody(resp *http.Response) ([]byte, error) {
+	if n := resp.ContentLength; n >= 0 && n <= maxBody {
+		body := make([]byte, n)
+		if _, err := io.ReadFull(resp.Body, body); err != nil {
+			return nil, err
+		}
+		return body, nil
+	}
+	return io.ReadAll(io.LimitReader(resp.Body, maxBody))
+}
+
+// readAPIError reads an error response's body and returns it as an APIError,
+// with type and message when the body has the provider's error shape.
+func readAPIError(resp *http.Response, requestID string, parse func([]byte) (typ, msg string, ok bool)) error {
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	e := &APIError{Status: resp.StatusCode, RequestID: requestID}
+	if typ, msg, ok := parse(body); ok {
+		e.Type, e.Message = typ, msg
+	} else if err == nil {
+		e.Message = strings.TrimSpace(string(bytes.ToValidUTF8(body[:min(len(body), 512)], nil)))
+	}
+	return e
+}
+
+// invalid marks an attempt whose 2xx body could not be decoded.
+func invalid(o strategies.Outcome, err error) strategies.Outcome {
+	o.Kind = strategies.Failed
+	o.Err = fmt.Errorf("%w: %w", ErrInvalidResponse, err)
+	return o
+}
+
+// streamCut classifies a stream that ended before its final event: Canceled
+// when the request's context ended it, Failed otherwise.
+func streamCut(resp *http.Response, o strategies.Outcome, err error) strategies.Outcome {
+	if resp.Request != nil {
+		if cerr := resp.Request.Context().Err(); cerr != nil {
+			o.Kind = strategies.Canceled
+			o.Err = cerr
+			return o
+		}
+	}
+	o.Kind = strategies.Failed
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		o.Err = ErrIncompleteStream
+	} else {
+		o.Err = fmt.Errorf("%w: %w", ErrIncompleteStream, err)
+	}
+	return o
+}
+
+// finish drains what is left of the body (so the connection can be reused),
+// sets the latency, and turns a read cut by the caller's context into
+// Canceled.
+func finish(resp *http.Response, sent time.Time, out Response, o strategies.Outcome) (Response, strategies.Outcome) {
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 256<<10)) //nolint:errcheck // best effort
+	o.Latency = time.Since(sent)
+	var apiErr *APIError
+	if o.Kind == strategies.Failed && !errors.As(o.Err, &apiErr) && resp.Request != nil {
+		if cerr := resp.Request.Context().Err(); cerr != nil {
+			o.Kind, o.Err = strategies.Canceled, cerr
+		}
+	}
+	return out, o
+}
