@@ -17,22 +17,27 @@ import (
 type JSONL struct {
 	mu  sync.Mutex
 	w   io.Writer
-	buf []byte
+	buf bytes.Buffer
+	enc *json.Encoder
 }
 
 // NewJSONL returns a JSONL sink writing to w.
-func NewJSONL(w io.Writer) *JSONL { return &JSONL{w: w} }
+func NewJSONL(w io.Writer) *JSONL {
+	j := &JSONL{w: w}
+	j.enc = json.NewEncoder(&j.buf)
+	j.enc.SetEscapeHTML(false) // text stays readable: <, > and & as they are
+	return j
+}
 
 // Put writes r as one line.
 func (j *JSONL) Put(r Result) error {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return fmt.Errorf("engine: encode result %d: %w", r.Index, err)
-	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.buf = append(append(j.buf[:0], b...), '\n')
-	if _, err := j.w.Write(j.buf); err != nil {
+	j.buf.Reset()
+	if err := j.enc.Encode(r); err != nil { // Encode ends the line
+		return fmt.Errorf("engine: encode result %d: %w", r.Index, err)
+	}
+	if _, err := j.w.Write(j.buf.Bytes()); err != nil {
 		return fmt.Errorf("engine: write result %d: %w", r.Index, err)
 	}
 	if f, ok := j.w.(interface{ Flush() error }); ok {
