@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/ratelab/ratelab/engine"
@@ -137,6 +138,14 @@ func checkGroups(s *Scenario) Errors {
 	var errs Errors
 	owner := make(map[string]string)
 	for i, g := range s.Groups() {
+		if s.Target == nil && len(s.Server.APIKeys) > 0 && !slices.Contains(s.Server.APIKeys, g.APIKey) {
+			p := "request.api_key"
+			if _, set := s.lines[fmt.Sprintf("items[%d].api_key", i)]; set {
+				p = fmt.Sprintf("items[%d].api_key", i)
+			}
+			errs = append(errs, &Error{File: s.File, Line: s.line(p), Key: p,
+				Msg: fmt.Sprintf("%q is not one of server.api_keys, so the embedded mock would refuse every call", g.APIKey)})
+		}
 		id := g.Provider + "/" + g.APIKey
 		if prev, ok := owner[g.Model]; ok && prev != id {
 			p := fmt.Sprintf("items[%d].model", i)

@@ -152,7 +152,7 @@ func TestValidateShippedScenarios(t *testing.T) {
 func TestRunJSONAndOut(t *testing.T) {
 	file := writeFile(t, "quick.yaml", quick)
 	dir := filepath.Join(t.TempDir(), "out")
-	out, stderr, code := runCLI(t, t.Context(), "run", file, "--format", "json", "--out", dir)
+	out, stderr, code := runCLI(t, t.Context(), "run", file, "--format", "json", "--out", dir, "--timeline", "50ms")
 	if code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
 	}
@@ -196,8 +196,8 @@ func TestRunJSONAndOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if full.Results[0].Timeline == nil || len(full.Results[0].Timeline.Points) == 0 {
-		t.Errorf("report.json has no timeline")
+	if tl := full.Results[0].Timeline; tl == nil || len(tl.Points) == 0 || tl.ResolutionSeconds != 0.05 {
+		t.Errorf("report.json timeline = %+v, want points at --timeline 50ms", tl)
 	}
 }
 
@@ -315,7 +315,7 @@ func TestKeyNeverPrinted(t *testing.T) {
 				"strategies:\n  - name: s\n    kind: semaphore\n    n: 2\n    max_retries: 0\n    expect: {completed: 5}\n"
 			file := writeFile(t, "target.yaml", scenario)
 			dir := t.TempDir()
-			out, stderr, code := runCLI(t, t.Context(), "run", file, "--format", "json", "--out", dir)
+			out, stderr, code := runCLI(t, t.Context(), "run", file, "--format", "json", "--out", dir, "--timeline", "50ms")
 			if tc.name == "accepted" && code != 0 || tc.name == "rejected" && code != exitFailed {
 				t.Errorf("exit %d\n%s\n%s", code, out, stderr)
 			}
