@@ -34,11 +34,11 @@ func bareServer() *httptest.Server {
 // bare server, interleaved round by round in the same run, and reports the
 // ratio of their request rates (target >= 0.8):
 //
-//	go test -run '^$' -bench Overhead -benchtime 20x ./engine/
+//	go test -run '^$' -bench Overhead -benchtime 60x ./engine/
 func BenchmarkOverhead(b *testing.B) {
 	const (
 		concurrency = 32
-		perRound    = 2000
+		perRound    = 1000
 	)
 	srv := bareServer()
 	defer srv.Close()
