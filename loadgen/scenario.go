@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -218,27 +220,13 @@ func Parse(file string, data []byte) (*Scenario, error) {
 
 // syntaxError turns a yaml.v3 parse error ("yaml: line 3: …") into an Error.
 func syntaxError(file string, err error) *Error {
-	msg := err.Error()
-	line := 0
-	var rest string
-	if _, e := fmt.Sscanf(msg, "yaml: line %d:", &line); e == nil {
-		if i := bytes.IndexByte([]byte(msg), ':'); i >= 0 {
-			rest = msg[i+1:]
-			if j := bytes.IndexByte([]byte(rest), ':'); j >= 0 {
-				rest = rest[j+1:]
-			}
-		}
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	var line int
+	if _, e := fmt.Sscanf(msg, "line %d:", &line); e == nil {
+		_, rest, _ := strings.Cut(msg, ":")
 		return &Error{File: file, Line: line, Msg: "invalid YAML:" + rest}
 	}
-	return &Error{File: file, Msg: "invalid YAML: " + trimYAMLPrefix(msg)}
-}
-
-func trimYAMLPrefix(s string) string {
-	const p = "yaml: "
-	if len(s) >= len(p) && s[:len(p)] == p {
-		return s[len(p):]
-	}
-	return s
+	return &Error{File: file, Msg: "invalid YAML: " + msg}
 }
 
 // line returns the line of the value at path, or the nearest enclosing key's.
@@ -252,14 +240,10 @@ func (s *Scenario) line(path string) int {
 	return 0
 }
 
+// parentPath strips the last key or index: a.b[2].c → a.b[2] → a.b → a.
 func parentPath(p string) string {
-	for i := len(p) - 1; i >= 0; i-- {
-		switch p[i] {
-		case '.':
-			return p[:i]
-		case '[':
-			return p[:i]
-		}
+	if i := strings.LastIndexAny(p, ".["); i >= 0 {
+		return p[:i]
 	}
 	return ""
 }
@@ -416,18 +400,8 @@ func (s *Scenario) OracleSeconds() float64 {
 	return best
 }
 
+// baseName is the file's name without directory and extension.
 func baseName(path string) string {
-	b := path
-	for i := len(b) - 1; i >= 0; i-- {
-		if b[i] == '/' || b[i] == '\\' {
-			b = b[i+1:]
-			break
-		}
-	}
-	for i := len(b) - 1; i > 0; i-- {
-		if b[i] == '.' {
-			return b[:i]
-		}
-	}
-	return b
+	b := filepath.Base(path)
+	return strings.TrimSuffix(b, filepath.Ext(b))
 }
