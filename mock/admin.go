@@ -30,7 +30,7 @@ func (s *Server) adminRoutes(r *mux.Router) {
 	r.HandleFunc("/limits", func(w http.ResponseWriter, _ *http.Request) { writeAdmin(w, s.Limits()) }).Methods(http.MethodGet)
 	r.HandleFunc("/limits", func(w http.ResponseWriter, req *http.Request) {
 		l := s.Limits()
-		if s.adminDecode(w, req, &l, func(c *Config) { c.Limits = l }) {
+		if s.adminDecode(w, req, "limits", &l, func(c *Config) { c.Limits = l }) {
 			s.SetLimits(l)
 			writeAdmin(w, l)
 		}
@@ -38,7 +38,7 @@ func (s *Server) adminRoutes(r *mux.Router) {
 	r.HandleFunc("/latency", func(w http.ResponseWriter, _ *http.Request) { writeAdmin(w, s.Latency()) }).Methods(http.MethodGet)
 	r.HandleFunc("/latency", func(w http.ResponseWriter, req *http.Request) {
 		l := s.Latency()
-		if s.adminDecode(w, req, &l, func(c *Config) { c.Latency = l }) {
+		if s.adminDecode(w, req, "latency", &l, func(c *Config) { c.Latency = l }) {
 			s.SetLatency(l)
 			writeAdmin(w, l)
 		}
@@ -46,7 +46,7 @@ func (s *Server) adminRoutes(r *mux.Router) {
 	r.HandleFunc("/faults", func(w http.ResponseWriter, _ *http.Request) { writeAdmin(w, s.Faults()) }).Methods(http.MethodGet)
 	r.HandleFunc("/faults", func(w http.ResponseWriter, req *http.Request) {
 		f := s.Faults()
-		if s.adminDecode(w, req, &f, func(c *Config) { c.Faults = f }) {
+		if s.adminDecode(w, req, "faults", &f, func(c *Config) { c.Faults = f }) {
 			s.SetFaults(f)
 			writeAdmin(w, f)
 		}
@@ -78,7 +78,7 @@ func (s *Server) adminAuth(next http.Handler) http.Handler {
 
 // adminDecode decodes the body strictly into v (already holding the current
 // value), then validates it by placing it in a copy of the Config with put.
-func (s *Server) adminDecode(w http.ResponseWriter, req *http.Request, v any, put func(*Config)) bool {
+func (s *Server) adminDecode(w http.ResponseWriter, req *http.Request, section string, v any, put func(*Config)) bool {
 	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, 1<<20))
 	if err == nil {
 		dec := yaml.NewDecoder(bytes.NewReader(body))
@@ -87,7 +87,7 @@ func (s *Server) adminDecode(w http.ResponseWriter, req *http.Request, v any, pu
 			err = nil
 		}
 		if err != nil {
-			err = describeYAMLError(err, "request body", keyLinesOf(body))
+			err = describeYAMLError(err, "request body", keyLinesOf(body, section))
 		}
 	}
 	if err == nil {
@@ -102,12 +102,13 @@ func (s *Server) adminDecode(w http.ResponseWriter, req *http.Request, v any, pu
 	return true
 }
 
-func keyLinesOf(data []byte) yamlPaths {
+// keyLinesOf maps the keys of a YAML document under section (e.g. limits).
+func keyLinesOf(data []byte, section string) yamlPaths {
 	var root yaml.Node
 	if yaml.Unmarshal(data, &root) != nil {
 		return yamlPaths{}
 	}
-	return keyLines(&root)
+	return keyLines(&root, section)
 }
 
 // writeAdmin writes v as JSON in its YAML form (duration strings, schema

@@ -379,7 +379,7 @@ func ParseConfig(data []byte, filename string) (Config, error) {
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return Config{}, fmt.Errorf("%s: %w", filename, err)
 	}
-	lines := keyLines(&root)
+	lines := keyLines(&root, "")
 	cfg := DefaultConfig()
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -428,7 +428,8 @@ func (p yamlPaths) lineOf(path string) int {
 	}
 }
 
-func keyLines(root *yaml.Node) yamlPaths {
+// keyLines maps the keys of a YAML document, under the dotted prefix.
+func keyLines(root *yaml.Node, prefix string) yamlPaths {
 	p := yamlPaths{byLine: map[int]string{}, byPath: map[string]int{}}
 	var walk func(n *yaml.Node, path string)
 	walk = func(n *yaml.Node, path string) {
@@ -466,7 +467,7 @@ func keyLines(root *yaml.Node) yamlPaths {
 			}
 		}
 	}
-	walk(root, "")
+	walk(root, prefix)
 	return p
 }
 

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ratelab/ratelab/internal/memnet"
 )
@@ -38,12 +39,15 @@ func startServer(t testing.TB, cfg Config) *testServer {
 }
 
 // stop closes idle connections, the server and the listener, and waits for
-// Serve to return, as a synctest bubble requires.
+// Serve to return and for connection goroutines to wind down (net/http
+// lingers up to 500ms after an error response before closing), as a
+// synctest bubble requires. Use it only inside a bubble.
 func (ts *testServer) stop() {
 	ts.tr.CloseIdleConnections()
 	ts.Server.Close()
 	ts.ln.Close()
 	<-ts.done
+	time.Sleep(time.Second)
 }
 
 type reply struct {
