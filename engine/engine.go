@@ -444,8 +444,11 @@ func (r *run) process(it Item) {
 		waits    strategies.Waits
 		invalid  error // Check's verdict on the last response, when it rejected it
 	)
+	// A jitter source per item keeps runs with the same seed identical,
+	// whatever order the workers happen to retry in.
+	policy := r.cfg.Retry.ForCall(int64(it.Index))
 	for asked := 0; ; asked++ {
-		call, err = strategies.Do(r.callCtx, r.strategy, r.cfg.Retry, cost, func(ctx context.Context, n int) strategies.Outcome {
+		call, err = strategies.Do(r.callCtx, r.strategy, policy, cost, func(ctx context.Context, n int) strategies.Outcome {
 			a := Attempt{Index: it.Index, ID: it.ID, N: attempts + n, Cost: cost, Start: time.Now()}
 			r.rec.attemptStarted()
 			resp, a.Outcome = r.cfg.Client.Do(ctx, it.Request, n)
