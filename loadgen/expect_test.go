@@ -2,6 +2,8 @@ package loadgen
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -129,4 +131,41 @@ func TestProgress(t *testing.T) {
 	if !strings.HasSuffix(out, "\r\x1b[K") {
 		t.Errorf("progress line not cleared at the end: %q", out[max(0, len(out)-20):])
 	}
+}
+
+// TestAdaptiveStateFile runs adaptive twice with a state file: the first run
+// saves what it learned (by key fingerprint, never the key), and the second
+// starts from it, so it pays no more 429s than the first.
+func TestAdaptiveStateFile(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "adaptive.json")
+	src := "items: 200\nrequest: {max_tokens: 100, api_key: sk-secret-key-123}\n" +
+		"server: {api_keys: [sk-secret-key-123], limits: {max_concurrent: 20, retry_after: 1s}}\n" +
+		"strategies: [{name: adaptive, kind: adaptive, requeue: true, max_retries: -1, state_file: " + state + "}]\n"
+	s, err := Parse("a.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first, second reports.Report
+	synctest.Test(t, func(t *testing.T) {
+		if first, err = Run(t.Context(), s, Options{Listen: ListenMemory}); err != nil {
+			return
+		}
+		second, err = Run(t.Context(), s, Options{Listen: ListenMemory})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(state)
+	if err != nil {
+		t.Fatalf("state file not written: %v", err)
+	}
+	if strings.Contains(string(data), "sk-secret-key-123") || !strings.Contains(string(data), `"base_url": "embedded-mock"`) {
+		t.Errorf("state file:\n%s\nwant the embedded mock keyed by fingerprint, without the key", data)
+	}
+	a, b := first.Results[0], second.Results[0]
+	if b.Completed != 200 || b.Throttled > a.Throttled || b.WallSeconds > a.WallSeconds {
+		t.Errorf("second run: %d completed, %d 429s in %.2f s; first: %d 429s in %.2f s; want no worse",
+			b.Completed, b.Throttled, b.WallSeconds, a.Throttled, a.WallSeconds)
+	}
+	t.Logf("first run: %d 429s, %.2f s; second: %d 429s, %.2f s", a.Throttled, a.WallSeconds, b.Throttled, b.WallSeconds)
 }
