@@ -464,13 +464,52 @@ func callOpenAI(h *harness, ctx context.Context, retries int) error {
 	return err
 }
 
+// callAnthropicStream makes one streaming call and reads the stream to its
+// end; the SDK retries only on the initial status.
+func callAnthropicStream(h *harness, ctx context.Context, retries int) error {
+	c := h.anthropic(aoption.WithMaxRetries(retries))
+	stream := c.Messages.NewStreaming(ctx, conversations[0].anthropicParams(8))
+	defer stream.Close()
+	var acc anthropic.Message
+	for stream.Next() {
+		acc.Accumulate(stream.Current())
+	}
+	if err := stream.Err(); err != nil {
+		return err
+	}
+	if len(acc.Content) != 1 || acc.Content[0].Text != mock.Filler(8) {
+		return fmt.Errorf("stream content = %+v, want %q", acc.Content, mock.Filler(8))
+	}
+	return nil
+}
+
+func callOpenAIStream(h *harness, ctx context.Context, retries int) error {
+	c := h.openai(ooption.WithMaxRetries(retries))
+	stream := c.Chat.Completions.NewStreaming(ctx, conversations[0].openaiParams(8))
+	defer stream.Close()
+	var acc openai.ChatCompletionAccumulator
+	for stream.Next() {
+		acc.AddChunk(stream.Current())
+	}
+	if err := stream.Err(); err != nil {
+		return err
+	}
+	if len(acc.Choices) != 1 || acc.Choices[0].Message.Content != mock.Filler(8) {
+		return fmt.Errorf("stream choices = %+v, want %q", acc.Choices, mock.Filler(8))
+	}
+	return nil
+}
+
+// sdks are the ways the tests call a model: each SDK, JSON and streaming.
 var sdks = []struct {
 	name       string
 	call       func(h *harness, ctx context.Context, retries int) error
 	overloaded int // the status each API uses for overload
 }{
 	{"anthropic", callAnthropic, 529},
+	{"anthropic-stream", callAnthropicStream, 529},
 	{"openai", callOpenAI, 503},
+	{"openai-stream", callOpenAIStream, 503},
 }
 
 // statusOf returns the HTTP status of an SDK's API error, or 0.
@@ -546,6 +585,66 @@ latency: {ttft: 0s, per_token: 100ms}
 			})
 		}
 	}
+}
+
+// TestSDKRetryAfterRPM: with a requests-per-minute limit of 1 the second
+// call gets a 429 whose computed retry-after is the bucket's refill time,
+// 60 s. Both SDKs honour it by default (anthropic-sdk-go without a cap,
+// openai-go v3.99 up to 2 minutes): they wait exactly 60 s and succeed.
+// openai-go with option.WithMaxRetryDelay(8s) does not retry a longer
+// server delay: it surfaces the 429 (code rate_limit_exceeded) after one
+// attempt.
+func TestSDKRetryAfterRPM(t *testing.T) {
+	const cfg = `
+api_keys: [` + sdkKey + `]
+latency: {ttft: 0s, per_token: 1ms}
+limits: {rpm: 1}
+`
+	for _, sdk := range sdks {
+		t.Run(sdk.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := startMock(t, cfg)
+				if err := sdk.call(h, t.Context(), 2); err != nil {
+					t.Fatalf("first call: %v", err)
+				}
+				h.tape.log()
+				if err := sdk.call(h, t.Context(), 2); err != nil {
+					t.Fatalf("second call: %v", err)
+				}
+				as := h.tape.log()
+				if got := fmt.Sprint(statuses(as)); got != "[429 200]" {
+					t.Fatalf("attempt statuses = %s, want [429 200]", got)
+				}
+				if as[0].retryAfter != "60" {
+					t.Errorf("retry-after = %q, want 60", as[0].retryAfter)
+				}
+				if gap := as[1].at.Sub(as[0].at); gap != time.Minute {
+					t.Errorf("wait = %v, want 1m0s", gap)
+				}
+				if st := h.srv.Stats(); st.ThrottledBy["rpm"] != 1 || st.EarlyRetries != 0 {
+					t.Errorf("Stats: throttled_by=%v early=%d, want rpm:1, 0", st.ThrottledBy, st.EarlyRetries)
+				}
+			})
+		})
+	}
+	t.Run("openai-max-retry-delay", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			h := startMock(t, cfg)
+			c := h.openai(ooption.WithMaxRetryDelay(8 * time.Second))
+			params := conversations[0].openaiParams(8)
+			if _, err := c.Chat.Completions.New(t.Context(), params); err != nil {
+				t.Fatalf("first call: %v", err)
+			}
+			_, err := c.Chat.Completions.New(t.Context(), params)
+			var oe *openai.Error
+			if !errors.As(err, &oe) || oe.StatusCode != 429 || oe.Code != "rate_limit_exceeded" {
+				t.Errorf("second call: err = %v, want *openai.Error 429 rate_limit_exceeded", err)
+			}
+			if got := fmt.Sprint(statuses(h.tape.log())); got != "[200 429]" {
+				t.Errorf("attempt statuses = %s, want [200 429] (no retry beyond the 8 s cap)", got)
+			}
+		})
+	})
 }
 
 // TestSDKOverloaded: when the provider is overloaded — by an injected fault
