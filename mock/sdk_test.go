@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -920,4 +921,85 @@ func TestSDKAuthentication(t *testing.T) {
 			t.Errorf("attempts = %s, want [401 401] (no retries)", got)
 		}
 	})
+}
+
+// TestSDKLoopback runs both SDKs against the mock served by its own Serve
+// on a real loopback socket, JSON and streaming, outside any bubble (no
+// timing is asserted).
+func TestSDKLoopback(t *testing.T) {
+	cfg, err := mock.ParseConfig([]byte(`
+api_keys: [`+sdkKey+`]
+latency: {ttft: 0s, per_token: 0s}
+`), "sdk_test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := mock.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	tr := &http.Transport{}
+	tp := &tape{next: tr}
+	h := &harness{srv: srv, hc: &http.Client{Transport: tp}, tape: tp}
+	base := "http://" + ln.Addr().String()
+	defer func() {
+		tr.CloseIdleConnections()
+		if err := srv.Shutdown(context.Background()); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("Serve returned %v, want http.ErrServerClosed", err)
+		}
+	}()
+
+	ac := anthropic.NewClient(aoption.WithoutEnvironmentDefaults(), aoption.WithAPIKey(sdkKey),
+		aoption.WithBaseURL(base), aoption.WithHTTPClient(h.hc), aoption.WithMaxRetries(0))
+	oc := openai.NewClient(ooption.WithAPIKey(sdkKey), ooption.WithBaseURL(base+"/v1"),
+		ooption.WithHTTPClient(h.hc), ooption.WithMaxRetries(0))
+	ctx := t.Context()
+	conv := conversations[2]
+	const n = 50
+
+	msg, err := ac.Messages.New(ctx, conv.anthropicParams(n))
+	if err != nil || len(msg.Content) != 1 || msg.Content[0].Text != mock.Filler(n) {
+		t.Errorf("anthropic JSON: err=%v content=%+v, want %q", err, msg, mock.Filler(n))
+	}
+	stream := ac.Messages.NewStreaming(ctx, conv.anthropicParams(n))
+	var acc anthropic.Message
+	for stream.Next() {
+		acc.Accumulate(stream.Current())
+	}
+	if err := stream.Err(); err != nil || len(acc.Content) != 1 || acc.Content[0].Text != mock.Filler(n) || acc.Usage.OutputTokens != n {
+		t.Errorf("anthropic stream: err=%v content=%+v usage=%+v", err, acc.Content, acc.Usage)
+	}
+	stream.Close()
+
+	cc, err := oc.Chat.Completions.New(ctx, conv.openaiParams(n))
+	if err != nil || len(cc.Choices) != 1 || cc.Choices[0].Message.Content != mock.Filler(n) {
+		t.Errorf("openai JSON: err=%v completion=%+v, want %q", err, cc, mock.Filler(n))
+	}
+	params := conv.openaiParams(n)
+	params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+	ostream := oc.Chat.Completions.NewStreaming(ctx, params)
+	var oacc openai.ChatCompletionAccumulator
+	for ostream.Next() {
+		oacc.AddChunk(ostream.Current())
+	}
+	if err := ostream.Err(); err != nil || len(oacc.Choices) != 1 || oacc.Choices[0].Message.Content != mock.Filler(n) || oacc.Usage.CompletionTokens != n {
+		t.Errorf("openai stream: err=%v choices=%+v usage=%+v", err, oacc.Choices, oacc.Usage)
+	}
+	ostream.Close()
+
+	if got := fmt.Sprint(statuses(h.tape.log())); got != "[200 200 200 200]" {
+		t.Errorf("attempt statuses = %s, want [200 200 200 200]", got)
+	}
+	if st := srv.Stats(); st.Attempts != 4 || st.Admitted != 4 || st.OutputTokens != 4*n {
+		t.Errorf("Stats: attempts=%d admitted=%d output_tokens=%d, want 4, 4, %d", st.Attempts, st.Admitted, st.OutputTokens, 4*n)
+	}
 }
