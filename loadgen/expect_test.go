@@ -135,7 +135,7 @@ func TestProgress(t *testing.T) {
 
 // TestAdaptiveStateFile runs adaptive twice with a state file: the first run
 // saves what it learned (by key fingerprint, never the key), and the second
-// starts from it, so it pays no more 429s than the first.
+// starts from it, at the limit instead of in slow start.
 func TestAdaptiveStateFile(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "adaptive.json")
 	src := "items: 200\nrequest: {max_tokens: 100, api_key: sk-secret-key-123}\n" +
@@ -163,8 +163,10 @@ func TestAdaptiveStateFile(t *testing.T) {
 		t.Errorf("state file:\n%s\nwant the embedded mock keyed by fingerprint, without the key", data)
 	}
 	a, b := first.Results[0], second.Results[0]
-	if b.Completed != 200 || b.Throttled > a.Throttled || b.WallSeconds > a.WallSeconds {
-		t.Errorf("second run: %d completed, %d 429s in %.2f s; first: %d 429s in %.2f s; want no worse",
+	// The second run skips slow start, so it is faster; its probes above the
+	// learned limit may cost a 429 or two, in either run.
+	if b.Completed != 200 || b.Throttled > 5 || b.WallSeconds >= a.WallSeconds {
+		t.Errorf("second run: %d completed, %d 429s in %.2f s; first: %d 429s in %.2f s; want all, at most 5 429s, faster",
 			b.Completed, b.Throttled, b.WallSeconds, a.Throttled, a.WallSeconds)
 	}
 	t.Logf("first run: %d 429s, %.2f s; second: %d 429s, %.2f s", a.Throttled, a.WallSeconds, b.Throttled, b.WallSeconds)
