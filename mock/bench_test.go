@@ -107,8 +107,8 @@ var throughputTargets = []benchTarget{
 // bare_allocs/req split them per request.
 func BenchmarkJSONThroughput(b *testing.B) {
 	const (
-		perRound = 1000 // requests per target per round
-		rounds   = 4    // rounds per benchmark iteration (alternating order)
+		perRound = 250 // requests per target per round: short rounds, finely interleaved
+		rounds   = 16  // rounds per benchmark iteration (alternating order)
 	)
 	for _, tg := range throughputTargets {
 		b.Run(tg.name, func(b *testing.B) {
