@@ -2,11 +2,11 @@ package mock
 
 import (
 	"encoding/json"
-	"fmt"
 	"math"
 	"net/http"
 	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // anthropic is the Messages API wire format (WIRE.md §1).
@@ -17,17 +17,12 @@ func (anthropic) requestIDHeader() string { return "request-id" }
 func (anthropic) overloadStatus() int     { return 529 }
 
 type anthropicRequest struct {
-	Model     *string            `json:"model"`
-	MaxTokens *int64             `json:"max_tokens"`
-	Messages  *[]json.RawMessage `json:"messages"`
-	System    json.RawMessage    `json:"system"`
-	Tools     json.RawMessage    `json:"tools"`
-	Stream    *bool              `json:"stream"`
-}
-
-type anthropicMessage struct {
-	Role    *string         `json:"role"`
-	Content json.RawMessage `json:"content"`
+	Model     *string         `json:"model"`
+	MaxTokens *int64          `json:"max_tokens"`
+	Messages  *[]message      `json:"messages"`
+	System    json.RawMessage `json:"system"`
+	Tools     json.RawMessage `json:"tools"`
+	Stream    *bool           `json:"stream"`
 }
 
 func (anthropic) decode(body []byte, _ int) (*call, error) {
@@ -39,7 +34,7 @@ func (anthropic) decode(body []byte, _ int) (*call, error) {
 func decodeAnthropic(body []byte, needMax bool) (*call, error) {
 	var req anthropicRequest
 	if err := json.Unmarshal(body, &req); err != nil {
-		return nil, describeJSONError(err)
+		return nil, describeBodyError(body, err)
 	}
 	c := &call{}
 	switch {
@@ -49,7 +44,6 @@ func decodeAnthropic(body []byte, needMax bool) (*call, error) {
 		return nil, invalid("model", "must not be empty")
 	}
 	c.model = *req.Model
-	c.modelJSON, _ = json.Marshal(c.model)
 	if needMax {
 		switch {
 		case req.MaxTokens == nil:
@@ -67,33 +61,28 @@ func decodeAnthropic(body []byte, needMax bool) (*call, error) {
 	if len(*req.Messages) == 0 {
 		return nil, invalid("messages", "at least one message is required")
 	}
-	for i, raw := range *req.Messages {
-		var m anthropicMessage
-		p := fmt.Sprintf("messages.%d", i)
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return nil, invalid(p, "want a message object with role and content")
-		}
+	for i, m := range *req.Messages {
 		switch {
 		case m.Role == nil:
-			return nil, invalid(p+".role", "field required")
+			return nil, invalid(msgPath(i, "role"), "field required")
 		case *m.Role != "user" && *m.Role != "assistant":
-			return nil, invalid(p+".role", "want user or assistant, got %q", *m.Role)
+			return nil, invalid(msgPath(i, "role"), "want user or assistant, got %q", *m.Role)
 		}
-		text, err := messageText(m.Content, p+".content")
+		n, err := contentLen(m.Content, i)
 		if err != nil {
 			return nil, err
 		}
-		c.input += messageTokens(text)
+		c.input += messageTokens(n)
 	}
 	if len(req.System) > 0 && string(req.System) != "null" {
-		text, err := messageText(req.System, "system")
+		n, err := contentLen(req.System, -1)
 		if err != nil {
 			return nil, err
 		}
-		c.input += messageTokens(text)
+		c.input += messageTokens(n)
 	}
 	if len(req.Tools) > 0 && string(req.Tools) != "null" {
-		c.input += EstimateTokens(string(req.Tools))
+		c.input += (utf8.RuneCount(req.Tools) + 3) / 4
 	}
 	c.stream = req.Stream != nil && *req.Stream
 	return c, nil
@@ -124,32 +113,26 @@ func roundThousand(v, limit int64) int64 {
 	return min(limit, int64(math.Round(float64(v)/1000))*1000)
 }
 
-// resetTime is the RFC 3339 instant, rounded up to the second, at which a
-// bucket is full again.
-func resetTime(now time.Time, d time.Duration) string {
+// appendResetTime appends the RFC 3339 instant, rounded up to the second,
+// at which a bucket is full again.
+func appendResetTime(b []byte, now time.Time, d time.Duration) []byte {
 	t := now.Add(d)
 	if r := t.Truncate(time.Second); r.Before(t) {
 		t = r.Add(time.Second)
 	}
-	return t.UTC().Format(time.RFC3339)
+	return t.UTC().AppendFormat(b, time.RFC3339)
+}
+
+// anthropicHeaderNames are the limit, remaining and reset headers of the
+// requests, input-tokens, output-tokens and tokens dimensions, canonical.
+var anthropicHeaderNames = [4][3]string{
+	{"Anthropic-Ratelimit-Requests-Limit", "Anthropic-Ratelimit-Requests-Remaining", "Anthropic-Ratelimit-Requests-Reset"},
+	{"Anthropic-Ratelimit-Input-Tokens-Limit", "Anthropic-Ratelimit-Input-Tokens-Remaining", "Anthropic-Ratelimit-Input-Tokens-Reset"},
+	{"Anthropic-Ratelimit-Output-Tokens-Limit", "Anthropic-Ratelimit-Output-Tokens-Remaining", "Anthropic-Ratelimit-Output-Tokens-Reset"},
+	{"Anthropic-Ratelimit-Tokens-Limit", "Anthropic-Ratelimit-Tokens-Remaining", "Anthropic-Ratelimit-Tokens-Reset"},
 }
 
 func (anthropic) setLimitHeaders(h http.Header, s snapshot, now time.Time) {
-	set := func(name string, d dimension, round bool) {
-		if d.limit <= 0 {
-			return
-		}
-		rem := d.remaining
-		if round {
-			rem = roundThousand(rem, d.limit)
-		}
-		h["Anthropic-Ratelimit-"+name+"-Limit"] = []string{strconv.FormatInt(d.limit, 10)}
-		h["Anthropic-Ratelimit-"+name+"-Remaining"] = []string{strconv.FormatInt(rem, 10)}
-		h["Anthropic-Ratelimit-"+name+"-Reset"] = []string{resetTime(now, d.reset)}
-	}
-	set("Requests", s.requests, false)
-	set("Input-Tokens", s.input, true)
-	set("Output-Tokens", s.output, true)
 	tokens := s.tokens
 	if tokens.limit == 0 && s.input.limit > 0 && s.output.limit > 0 {
 		// Real responses report input + output as the combined limit.
@@ -159,31 +142,32 @@ func (anthropic) setLimitHeaders(h http.Header, s snapshot, now time.Time) {
 			reset:     max(s.input.reset, s.output.reset),
 		}
 	}
-	set("Tokens", tokens, true)
-}
-
-type anthropicUsage struct {
-	InputTokens              int    `json:"input_tokens"`
-	OutputTokens             int    `json:"output_tokens"`
-	CacheCreationInputTokens int    `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     int    `json:"cache_read_input_tokens"`
-	ServiceTier              string `json:"service_tier"`
-}
-
-type textBlock struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
-}
-
-type anthropicMessageBody struct {
-	ID           string         `json:"id"`
-	Type         string         `json:"type"`
-	Role         string         `json:"role"`
-	Model        string         `json:"model"`
-	Content      []textBlock    `json:"content"`
-	StopReason   string         `json:"stop_reason"`
-	StopSequence *string        `json:"stop_sequence"`
-	Usage        anthropicUsage `json:"usage"`
+	dims := [...]struct {
+		names *[3]string
+		d     dimension
+		round bool
+	}{
+		{&anthropicHeaderNames[0], s.requests, false},
+		{&anthropicHeaderNames[1], s.input, true},
+		{&anthropicHeaderNames[2], s.output, true},
+		{&anthropicHeaderNames[3], tokens, true},
+	}
+	// One buffer and one []string back every value: this runs on every
+	// response.
+	var hb headerBuf
+	for _, d := range dims {
+		if d.d.limit <= 0 {
+			continue
+		}
+		rem := d.d.remaining
+		if d.round {
+			rem = roundThousand(rem, d.d.limit)
+		}
+		hb.add(d.names[0], strconv.AppendInt(hb.next(), d.d.limit, 10))
+		hb.add(d.names[1], strconv.AppendInt(hb.next(), rem, 10))
+		hb.add(d.names[2], appendResetTime(hb.next(), now, d.d.reset))
+	}
+	hb.set(h)
 }
 
 func anthropicStopReason(r *result) string {
@@ -193,27 +177,31 @@ func anthropicStopReason(r *result) string {
 	return "end_turn"
 }
 
+// body builds the Message by hand: it is the hot path of JSON throughput,
+// and every field but the model is known not to need escaping.
 func (anthropic) body(c *call, r *result) ([]byte, error) {
-	return json.Marshal(anthropicMessageBody{
-		ID:         r.id,
-		Type:       "message",
-		Role:       "assistant",
-		Model:      c.model,
-		Content:    []textBlock{{Type: "text", Text: Filler(r.n)}},
-		StopReason: anthropicStopReason(r),
-		Usage: anthropicUsage{
-			InputTokens:  c.input,
-			OutputTokens: r.n,
-			ServiceTier:  "standard",
-		},
-	})
+	b := make([]byte, 0, 320+4*r.n+len(c.model))
+	b = append(b, `{"id":"`...)
+	b = append(b, r.id...)
+	b = append(b, `","type":"message","role":"assistant","model":`...)
+	b = appendJSONString(b, c.model)
+	b = append(b, `,"content":[{"type":"text","text":"`...)
+	b = appendFillerJSON(b, 0, r.n)
+	b = append(b, `"}],"stop_reason":"`...)
+	b = append(b, anthropicStopReason(r)...)
+	b = append(b, `","stop_sequence":null,"usage":{"input_tokens":`...)
+	b = strconv.AppendInt(b, int64(c.input), 10)
+	b = append(b, `,"output_tokens":`...)
+	b = strconv.AppendInt(b, int64(r.n), 10)
+	b = append(b, `,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"service_tier":"standard"}}`...)
+	return b, nil
 }
 
 func (anthropic) streamStart(b []byte, c *call, r *result) []byte {
 	b = append(b, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\""...)
 	b = append(b, r.id...)
 	b = append(b, `","type":"message","role":"assistant","content":[],"model":`...)
-	b = append(b, c.modelJSON...)
+	b = appendJSONString(b, c.model)
 	b = append(b, `,"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":`...)
 	b = strconv.AppendInt(b, int64(c.input), 10)
 	b = append(b, `,"output_tokens":1,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"service_tier":"standard"}}}`+"\n\n"...)

@@ -69,8 +69,18 @@ func (s *Server) model(wr wire) http.HandlerFunc {
 
 // serveModel is the model endpoints' pipeline: auth → body limit and
 // decoding → faults → global capacity → per-key limits → latency and
-// content → response.
+// content → response. It keeps its own frame small: a stream parks between
+// tokens in this goroutine, and a shallow stack lets the runtime keep it at
+// its minimum size.
 func (s *Server) serveModel(w http.ResponseWriter, req *http.Request, wr wire) {
+	if x := s.prepare(w, req, wr); x != nil {
+		x.run()
+	}
+}
+
+// prepare runs everything before the response: it answers errors and
+// rejections itself and returns nil, or returns the admitted exchange.
+func (s *Server) prepare(w http.ResponseWriter, req *http.Request, wr wire) *exchange {
 	reqID := s.newID("req_")
 	h := w.Header()
 	h[http.CanonicalHeaderKey(wr.requestIDHeader())] = []string{reqID}
@@ -80,7 +90,7 @@ func (s *Server) serveModel(w http.ResponseWriter, req *http.Request, wr wire) {
 	if !ok {
 		s.metrics.request(api, http.StatusUnauthorized, "unauthenticated")
 		wr.writeError(w, http.StatusUnauthorized, apiError{msg: why}, reqID)
-		return
+		return nil
 	}
 	body, status, err := readBody(w, req)
 	var c *call
@@ -97,7 +107,7 @@ func (s *Server) serveModel(w http.ResponseWriter, req *http.Request, wr wire) {
 			param = br.param
 		}
 		wr.writeError(w, status, apiError{msg: err.Error(), param: param}, reqID)
-		return
+		return nil
 	}
 
 	d := s.admit(req, c, key, wr)
@@ -115,9 +125,16 @@ func (s *Server) serveModel(w http.ResponseWriter, req *http.Request, wr wire) {
 		}
 		s.metrics.request(api, d.status, keyLabel(key))
 		wr.writeError(w, d.status, d.err, reqID)
-		return
+		return nil
 	}
-	s.respond(w, req, wr, c, &d, key)
+	prefix := "msg_"
+	if api == "openai" {
+		prefix = "chatcmpl-"
+	}
+	return &exchange{
+		s: s, w: w, ctx: req.Context(), wr: wr, c: c, d: d, key: key, reqID: reqID,
+		res: result{id: s.newID(prefix), created: d.plan.start, n: d.plan.n, capped: d.plan.capped},
+	}
 }
 
 func keyLabel(key string) string {
@@ -140,7 +157,7 @@ func (s *Server) countError(key string) {
 
 // admit runs the admission steps that need the server's state, under its
 // lock, and returns the decision.
-func (s *Server) admit(req *http.Request, c *call, key string, wr wire) decision {
+func (s *Server) admit(req *http.Request, c *call, key string, wr wire) *decision {
 	idem := req.Header.Get("Idempotency-Key")
 	retryCount := attemptIndex(req)
 
@@ -149,7 +166,7 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire) decision
 	now := time.Now()
 	s.applySchedule(now)
 	ks := s.key(key)
-	d := decision{now: now}
+	d := &decision{now: now}
 	s.stats.Attempts++
 	ks.stats.Attempts++
 	if ks.retries.arrived(now, idem, retryCount) {
@@ -160,7 +177,7 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire) decision
 	ks.lim.sync(now, s.limits)
 	d.snap = ks.lim.snapshot(now, "")
 
-	reject := func(status int, e apiError, ra time.Duration) decision {
+	reject := func(status int, e apiError, ra time.Duration) *decision {
 		d.status, d.err, d.retryAfter = status, e, ra
 		switch {
 		case status == http.StatusTooManyRequests:
@@ -341,80 +358,106 @@ func (s *Server) release(d *decision, produced int) {
 	d.ks.stats.OutputTokens += int64(produced)
 }
 
-// respond paces and writes an admitted response. The slot is released
-// before the final bytes are written.
-func (s *Server) respond(w http.ResponseWriter, req *http.Request, wr wire, c *call, d *decision, key string) {
-	p := &d.plan
-	api := wr.name()
-	prefix := "msg_"
-	if api == "openai" {
-		prefix = "chatcmpl-"
-	}
-	res := &result{id: s.newID(prefix), created: p.start, n: p.n, capped: p.capped}
-	ctx := req.Context()
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
+// exchange is an admitted request being answered. Its state lives on the
+// heap, not in the frames of the goroutine that parks between tokens.
+type exchange struct {
+	s       *Server
+	w       http.ResponseWriter
+	ctx     context.Context
+	wr      wire
+	c       *call
+	d       *decision
+	key     string
+	reqID   string
+	res     result
+	timer   *time.Timer
+	buf     []byte
+	emitted int  // output tokens produced so far
+	done    bool // released
+	status  int  // for metrics; 499 when the client went away
+}
 
-	released := false
-	emitted := 0
-	release := func(produced int) {
-		if !released {
-			released = true
-			s.release(d, produced)
-		}
+// run paces and writes the response, releasing the request's slot before
+// the final bytes are written.
+func (x *exchange) run() {
+	x.status = http.StatusOK
+	defer x.finish()
+	if x.c.stream {
+		x.stream()
+	} else {
+		x.json()
 	}
-	defer func() { release(emitted) }()
-	status := http.StatusOK
-	defer func() { s.metrics.observe(api, status, keyLabel(key), time.Since(p.start)) }()
+}
 
-	if !c.stream {
-		end := p.n
-		if p.failAt > 0 {
-			end = p.failAt
-		}
-		if sleepUntil(ctx, &timer, p.due(end)) != nil {
-			emitted = p.dueBy(time.Now())
-			status = 499
-			return
-		}
-		emitted = end
-		if p.failAt > 0 {
-			status = wr.overloadStatus()
-			release(emitted)
-			wr.writeError(w, status, apiError{msg: "Overloaded"}, w.Header().Get(wr.requestIDHeader()))
-			return
-		}
-		body, err := wr.body(c, res)
-		if err != nil {
-			panic(fmt.Errorf("mock: encoding response: %w", err))
-		}
-		h := w.Header()
-		h["Content-Type"] = []string{"application/json"}
-		h["Content-Length"] = []string{strconv.Itoa(len(body))}
-		release(emitted)
-		if p.cutAt > 0 {
-			w.WriteHeader(http.StatusOK)
-			w.Write(body[:len(body)/2])
-			http.NewResponseController(w).Flush()
-			panic(http.ErrAbortHandler)
-		}
-		w.WriteHeader(http.StatusOK)
-		w.Write(body)
+// finish releases the request if a path did not (the client went away, a
+// cut), stops the timer and records the metrics.
+func (x *exchange) finish() {
+	x.release()
+	if x.timer != nil {
+		x.timer.Stop()
+	}
+	x.s.metrics.observe(x.wr.name(), x.status, keyLabel(x.key), time.Since(x.d.plan.start))
+}
+
+// release ends the request in the limiter, once.
+func (x *exchange) release() {
+	if !x.done {
+		x.done = true
+		x.s.release(x.d, x.emitted)
+	}
+}
+
+// wait sleeps until token i is due; false when the client went away.
+func (x *exchange) wait(i int) bool {
+	if sleepUntil(x.ctx, &x.timer, x.d.plan.due(i)) != nil {
+		x.emitted = min(i-1, max(x.emitted, x.d.plan.dueBy(time.Now())))
+		x.status = 499
+		return false
+	}
+	return true
+}
+
+func (x *exchange) json() {
+	p := &x.d.plan
+	end := p.n
+	if p.failAt > 0 {
+		end = p.failAt
+	}
+	if !x.wait(end) {
 		return
 	}
+	x.emitted = end
+	if p.failAt > 0 {
+		x.status = x.wr.overloadStatus()
+		x.release()
+		x.wr.writeError(x.w, x.status, apiError{msg: "Overloaded"}, x.reqID)
+		return
+	}
+	body, err := x.wr.body(x.c, &x.res)
+	if err != nil {
+		panic(fmt.Errorf("mock: encoding response: %w", err))
+	}
+	h := x.w.Header()
+	h["Content-Type"] = []string{"application/json"}
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	x.release()
+	x.w.WriteHeader(http.StatusOK)
+	if p.cutAt > 0 {
+		x.w.Write(body[:len(body)/2])
+		http.NewResponseController(x.w).Flush()
+		panic(http.ErrAbortHandler)
+	}
+	x.w.Write(body)
+}
 
-	rc := http.NewResponseController(w)
-	h := w.Header()
+func (x *exchange) stream() {
+	p := &x.d.plan
+	h := x.w.Header()
 	h["Content-Type"] = []string{"text/event-stream; charset=utf-8"}
 	h["Cache-Control"] = []string{"no-cache"}
-	w.WriteHeader(http.StatusOK)
-	buf := wr.streamStart(make([]byte, 0, 512), c, res)
-	if !writeFlush(w, rc, buf) {
-		status = 499
+	x.w.WriteHeader(http.StatusOK)
+	x.buf = x.wr.streamStart(make([]byte, 0, 512), x.c, &x.res)
+	if !x.flush() {
 		return
 	}
 	stopAt := p.n
@@ -424,41 +467,49 @@ func (s *Server) respond(w http.ResponseWriter, req *http.Request, wr wire, c *c
 	case p.failAt > 0:
 		stopAt = p.failAt
 	}
-	for emitted < stopAt {
-		next := emitted + 1
-		if sleepUntil(ctx, &timer, p.due(next)) != nil {
-			status = 499
+	for x.emitted < stopAt {
+		next := x.emitted + 1
+		if !x.wait(next) {
 			return
 		}
 		upto := min(stopAt, max(next, p.dueBy(time.Now())))
-		buf = wr.streamDelta(buf[:0], c, res, emitted, upto)
-		emitted = upto
-		if emitted == stopAt {
+		x.buf = x.wr.streamDelta(x.buf[:0], x.c, &x.res, x.emitted, upto)
+		x.emitted = upto
+		if x.emitted == stopAt {
 			break // the last delta goes out with the final frames
 		}
-		if !writeFlush(w, rc, buf) {
-			status = 499
+		if !x.flush() {
 			return
 		}
 	}
-	release(emitted)
+	x.release()
 	switch {
 	case p.cutAt > 0:
-		writeFlush(w, rc, buf)
+		x.flush()
 		panic(http.ErrAbortHandler)
 	case p.failAt > 0:
-		buf = wr.streamError(buf, c, res)
+		x.buf = x.wr.streamError(x.buf, x.c, &x.res)
 	default:
-		buf = wr.streamEnd(buf, c, res)
+		x.buf = x.wr.streamEnd(x.buf, x.c, &x.res)
 	}
-	writeFlush(w, rc, buf)
+	x.flush()
 }
 
-func writeFlush(w http.ResponseWriter, rc *http.ResponseController, b []byte) bool {
+// flush writes and flushes the buffered frames; false when the client
+// went away.
+func (x *exchange) flush() bool {
+	if !writeFlush(x.w, x.buf) {
+		x.status = 499
+		return false
+	}
+	return true
+}
+
+func writeFlush(w http.ResponseWriter, b []byte) bool {
 	if _, err := w.Write(b); err != nil {
 		return false
 	}
-	return rc.Flush() == nil
+	return http.NewResponseController(w).Flush() == nil
 }
 
 // sleepUntil waits for deadline or for ctx to end, reusing one timer per

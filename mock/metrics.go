@@ -86,11 +86,18 @@ type family struct {
 	buckets          []float64 // histograms only
 
 	mu     sync.RWMutex
-	series map[string]*series // by label values joined with \xff
+	series map[labelValues]*series
 }
 
+// labelValues are the label values of a series; families have at most
+// three labels. An array key makes lookups allocation-free.
+type labelValues [3]string
+
 func newFamily(name, kind, help string, buckets []float64, labels ...string) *family {
-	return &family{name: name, kind: kind, help: help, labels: labels, buckets: buckets, series: make(map[string]*series)}
+	if len(labels) > len(labelValues{}) {
+		panic("mock: too many labels for " + name)
+	}
+	return &family{name: name, kind: kind, help: help, labels: labels, buckets: buckets, series: make(map[labelValues]*series)}
 }
 
 // series is one label set of a family. Counters and gauges use value;
@@ -119,7 +126,8 @@ func (a *atomicFloat) add(d float64) {
 func (a *atomicFloat) load() float64 { return math.Float64frombits(a.bits.Load()) }
 
 func (f *family) with(values ...string) *series {
-	k := strings.Join(values, "\xff")
+	var k labelValues
+	copy(k[:], values)
 	f.mu.RLock()
 	s, ok := f.series[k]
 	f.mu.RUnlock()
@@ -152,11 +160,11 @@ func (s *series) observe(v float64) {
 func (f *family) write(b *strings.Builder) {
 	fmt.Fprintf(b, "# HELP %s %s\n# TYPE %s %s\n", f.name, f.help, f.name, f.kind)
 	f.mu.RLock()
-	keys := make([]string, 0, len(f.series))
+	keys := make([]labelValues, 0, len(f.series))
 	for k := range f.series {
 		keys = append(keys, k)
 	}
-	slices.Sort(keys)
+	slices.SortFunc(keys, func(a, b labelValues) int { return slices.Compare(a[:], b[:]) })
 	list := make([]*series, len(keys))
 	for i, k := range keys {
 		list[i] = f.series[k]

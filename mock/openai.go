@@ -2,10 +2,10 @@ package mock
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // openai is the Chat Completions wire format (WIRE.md §2).
@@ -19,20 +19,15 @@ func (openai) overloadStatus() int     { return http.StatusServiceUnavailable }
 const defaultMaxTokens = 256
 
 type openaiRequest struct {
-	Model               *string            `json:"model"`
-	Messages            *[]json.RawMessage `json:"messages"`
-	MaxCompletionTokens *int64             `json:"max_completion_tokens"`
-	MaxTokens           *int64             `json:"max_tokens"`
-	Stream              *bool              `json:"stream"`
+	Model               *string    `json:"model"`
+	Messages            *[]message `json:"messages"`
+	MaxCompletionTokens *int64     `json:"max_completion_tokens"`
+	MaxTokens           *int64     `json:"max_tokens"`
+	Stream              *bool      `json:"stream"`
 	StreamOptions       *struct {
 		IncludeUsage *bool `json:"include_usage"`
 	} `json:"stream_options"`
 	Tools json.RawMessage `json:"tools"`
-}
-
-type openaiMessage struct {
-	Role    *string         `json:"role"`
-	Content json.RawMessage `json:"content"`
 }
 
 var openaiRoles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true, "function": true}
@@ -40,7 +35,7 @@ var openaiRoles = map[string]bool{"system": true, "developer": true, "user": tru
 func (openai) decode(body []byte, defaultMax int) (*call, error) {
 	var req openaiRequest
 	if err := json.Unmarshal(body, &req); err != nil {
-		return nil, describeJSONError(err)
+		return nil, describeBodyError(body, err)
 	}
 	c := &call{}
 	switch {
@@ -50,7 +45,6 @@ func (openai) decode(body []byte, defaultMax int) (*call, error) {
 		return nil, invalid("model", "must not be empty")
 	}
 	c.model = *req.Model
-	c.modelJSON, _ = json.Marshal(c.model)
 	c.maxTokens = defaultMax
 	if c.maxTokens == 0 {
 		c.maxTokens = defaultMaxTokens
@@ -76,31 +70,26 @@ func (openai) decode(body []byte, defaultMax int) (*call, error) {
 	if len(*req.Messages) == 0 {
 		return nil, invalid("messages", "at least one message is required")
 	}
-	for i, raw := range *req.Messages {
-		var m openaiMessage
-		p := fmt.Sprintf("messages.%d", i)
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return nil, invalid(p, "want a message object with role and content")
-		}
+	for i, m := range *req.Messages {
 		switch {
 		case m.Role == nil:
-			return nil, invalid(p+".role", "field required")
+			return nil, invalid(msgPath(i, "role"), "field required")
 		case !openaiRoles[*m.Role]:
-			return nil, invalid(p+".role", "want system, developer, user, assistant or tool, got %q", *m.Role)
+			return nil, invalid(msgPath(i, "role"), "want system, developer, user, assistant or tool, got %q", *m.Role)
 		}
-		text := ""
+		n := 0
 		if len(m.Content) > 0 && string(m.Content) != "null" {
 			var err error
-			if text, err = messageText(m.Content, p+".content"); err != nil {
+			if n, err = contentLen(m.Content, i); err != nil {
 				return nil, err
 			}
 		} else if *m.Role != "assistant" {
-			return nil, invalid(p+".content", "field required")
+			return nil, invalid(msgPath(i, "content"), "field required")
 		}
-		c.input += messageTokens(text)
+		c.input += messageTokens(n)
 	}
 	if len(req.Tools) > 0 && string(req.Tools) != "null" {
-		c.input += EstimateTokens(string(req.Tools))
+		c.input += (utf8.RuneCount(req.Tools) + 3) / 4
 	}
 	c.stream = req.Stream != nil && *req.Stream
 	if req.StreamOptions != nil {
@@ -155,47 +144,25 @@ func (openai) writeError(w http.ResponseWriter, status int, e apiError, _ string
 	writeJSONBody(w, status, openaiErrorBody{Error: oe})
 }
 
+// openaiHeaderNames are the limit, remaining and reset headers of the
+// requests and tokens dimensions, canonical.
+var openaiHeaderNames = [2][3]string{
+	{"X-Ratelimit-Limit-Requests", "X-Ratelimit-Remaining-Requests", "X-Ratelimit-Reset-Requests"},
+	{"X-Ratelimit-Limit-Tokens", "X-Ratelimit-Remaining-Tokens", "X-Ratelimit-Reset-Tokens"},
+}
+
 func (openai) setLimitHeaders(h http.Header, s snapshot, _ time.Time) {
-	set := func(name string, d dimension) {
+	var hb headerBuf
+	for i, d := range [...]dimension{s.requests, s.tokens} {
 		if d.limit <= 0 {
-			return
+			continue
 		}
-		h["X-Ratelimit-Limit-"+name] = []string{strconv.FormatInt(d.limit, 10)}
-		h["X-Ratelimit-Remaining-"+name] = []string{strconv.FormatInt(d.remaining, 10)}
-		h["X-Ratelimit-Reset-"+name] = []string{d.reset.Round(time.Millisecond).String()}
+		names := &openaiHeaderNames[i]
+		hb.add(names[0], strconv.AppendInt(hb.next(), d.limit, 10))
+		hb.add(names[1], strconv.AppendInt(hb.next(), d.remaining, 10))
+		hb.add(names[2], append(hb.next(), d.reset.Round(time.Millisecond).String()...))
 	}
-	set("Requests", s.requests)
-	set("Tokens", s.tokens)
-}
-
-type openaiUsage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
-}
-
-type openaiCompletion struct {
-	ID                string         `json:"id"`
-	Object            string         `json:"object"`
-	Created           int64          `json:"created"`
-	Model             string         `json:"model"`
-	Choices           []openaiChoice `json:"choices"`
-	Usage             openaiUsage    `json:"usage"`
-	ServiceTier       string         `json:"service_tier"`
-	SystemFingerprint string         `json:"system_fingerprint"`
-}
-
-type openaiChoice struct {
-	Index        int             `json:"index"`
-	Message      openaiRespMsg   `json:"message"`
-	Logprobs     json.RawMessage `json:"logprobs"`
-	FinishReason string          `json:"finish_reason"`
-}
-
-type openaiRespMsg struct {
-	Role    string  `json:"role"`
-	Content string  `json:"content"`
-	Refusal *string `json:"refusal"`
+	hb.set(h)
 }
 
 const systemFingerprint = "fp_mockllm"
@@ -207,21 +174,27 @@ func finishReason(r *result) string {
 	return "stop"
 }
 
+// body builds the completion by hand, like anthropic.body.
 func (openai) body(c *call, r *result) ([]byte, error) {
-	return json.Marshal(openaiCompletion{
-		ID:      r.id,
-		Object:  "chat.completion",
-		Created: r.created.Unix(),
-		Model:   c.model,
-		Choices: []openaiChoice{{
-			Message:      openaiRespMsg{Role: "assistant", Content: Filler(r.n)},
-			Logprobs:     json.RawMessage("null"),
-			FinishReason: finishReason(r),
-		}},
-		Usage:             openaiUsage{PromptTokens: c.input, CompletionTokens: r.n, TotalTokens: c.input + r.n},
-		ServiceTier:       "default",
-		SystemFingerprint: systemFingerprint,
-	})
+	b := make([]byte, 0, 400+4*r.n+len(c.model))
+	b = append(b, `{"id":"`...)
+	b = append(b, r.id...)
+	b = append(b, `","object":"chat.completion","created":`...)
+	b = strconv.AppendInt(b, r.created.Unix(), 10)
+	b = append(b, `,"model":`...)
+	b = appendJSONString(b, c.model)
+	b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":"`...)
+	b = appendFillerJSON(b, 0, r.n)
+	b = append(b, `","refusal":null},"logprobs":null,"finish_reason":"`...)
+	b = append(b, finishReason(r)...)
+	b = append(b, `"}],"usage":{"prompt_tokens":`...)
+	b = strconv.AppendInt(b, int64(c.input), 10)
+	b = append(b, `,"completion_tokens":`...)
+	b = strconv.AppendInt(b, int64(r.n), 10)
+	b = append(b, `,"total_tokens":`...)
+	b = strconv.AppendInt(b, int64(c.input+r.n), 10)
+	b = append(b, `},"service_tier":"default","system_fingerprint":"`+systemFingerprint+`"}`...)
+	return b, nil
 }
 
 // chunkHead appends the fields every chunk shares, up to "choices":.
@@ -231,7 +204,7 @@ func chunkHead(b []byte, c *call, r *result) []byte {
 	b = append(b, `","object":"chat.completion.chunk","created":`...)
 	b = strconv.AppendInt(b, r.created.Unix(), 10)
 	b = append(b, `,"model":`...)
-	b = append(b, c.modelJSON...)
+	b = appendJSONString(b, c.model)
 	b = append(b, `,"service_tier":"default","system_fingerprint":"`+systemFingerprint+`","choices":`...)
 	return b
 }

@@ -319,7 +319,15 @@ func readBody(w http.ResponseWriter, req *http.Request) ([]byte, int, error) {
 	if req.ContentLength > MaxBodyBytes {
 		return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("request body of %d bytes is above the limit of %d bytes", req.ContentLength, MaxBodyBytes)
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, MaxBodyBytes))
+	var body []byte
+	var err error
+	if n := req.ContentLength; n > 0 {
+		// The common case: read exactly the announced length.
+		body = make([]byte, n)
+		_, err = io.ReadFull(req.Body, body)
+	} else {
+		body, err = io.ReadAll(http.MaxBytesReader(w, req.Body, MaxBodyBytes))
+	}
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {

@@ -9,13 +9,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // call is one decoded model request, independent of the wire format.
 type call struct {
 	model        string
-	modelJSON    []byte // model as a JSON string, for hand-built frames
-	input        int    // input tokens, by EstimateTokens
+	input        int // input tokens, by EstimateTokens
 	maxTokens    int
 	stream       bool
 	includeUsage bool // OpenAI stream_options.include_usage
@@ -112,51 +112,115 @@ func writeJSONBody(w http.ResponseWriter, status int, v any) {
 	w.Write(b)
 }
 
-// messageText is the text of a message's content: a string, or an array of
-// blocks whose text blocks are concatenated and whose other blocks count the
-// length of their JSON.
-func messageText(raw json.RawMessage, param string) (string, error) {
+// message is one message of either API.
+type message struct {
+	Role    *string         `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// msgPath names a field of message i, e.g. messages.0.role; i < 0 names the
+// system prompt.
+func msgPath(i int, field string) string {
+	if i < 0 {
+		return "system"
+	}
+	return "messages." + strconv.Itoa(i) + "." + field
+}
+
+// describeBodyError explains a decoding error. Messages are decoded in one
+// pass for speed; when that fails, the messages are decoded one by one to
+// name the one that is wrong.
+func describeBodyError(body []byte, err error) error {
+	var raw struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	if json.Unmarshal(body, &raw) == nil {
+		for i, m := range raw.Messages {
+			var msg message
+			if json.Unmarshal(m, &msg) != nil {
+				return invalid("messages."+strconv.Itoa(i), "want a message object with role and content")
+			}
+		}
+	}
+	return describeJSONError(err)
+}
+
+// contentLen is the length in characters of the content of message i (or
+// of the system prompt, for i < 0): a string, or an array of blocks whose
+// text blocks count their text and whose other blocks count the length of
+// their JSON. The body has already been checked to be valid JSON.
+func contentLen(raw json.RawMessage, i int) (int, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return "", invalid(param, "field required")
+		return 0, invalid(msgPath(i, "content"), "field required")
 	}
 	switch raw[0] {
 	case '"':
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", invalid(param, "invalid string")
-		}
-		return s, nil
+		return stringLen(raw, i)
 	case '[':
 		var blocks []json.RawMessage
 		if err := json.Unmarshal(raw, &blocks); err != nil {
-			return "", invalid(param, "invalid array")
+			return 0, invalid(msgPath(i, "content"), "invalid array")
 		}
-		var b strings.Builder
-		for i, blk := range blocks {
+		n := 0
+		for j, blk := range blocks {
 			var tb struct {
-				Type string `json:"type"`
-				Text string `json:"text"`
+				Type *string         `json:"type"`
+				Text json.RawMessage `json:"text"`
 			}
 			if err := json.Unmarshal(blk, &tb); err != nil {
-				return "", invalid(fmt.Sprintf("%s.%d", param, i), "want a content block object")
+				return 0, invalid(fmt.Sprintf("%s.%d", msgPath(i, "content"), j), "want a content block object")
 			}
-			switch tb.Type {
-			case "":
-				return "", invalid(fmt.Sprintf("%s.%d.type", param, i), "field required")
-			case "text":
-				b.WriteString(tb.Text)
+			switch {
+			case tb.Type == nil || *tb.Type == "":
+				return 0, invalid(fmt.Sprintf("%s.%d.type", msgPath(i, "content"), j), "field required")
+			case *tb.Type == "text":
+				if len(tb.Text) == 0 || tb.Text[0] != '"' {
+					return 0, invalid(fmt.Sprintf("%s.%d.text", msgPath(i, "content"), j), "want a string")
+				}
+				l, err := stringLen(tb.Text, i)
+				if err != nil {
+					return 0, err
+				}
+				n += l
 			default:
-				b.Write(blk)
+				n += utf8.RuneCount(blk)
 			}
 		}
-		return b.String(), nil
+		return n, nil
 	}
-	return "", invalid(param, "want a string or an array of content blocks")
+	return 0, invalid(msgPath(i, "content"), "want a string or an array of content blocks")
 }
 
-// messageTokens applies the documented estimate to one message.
-func messageTokens(text string) int { return max(1, EstimateTokens(text)) }
+// stringLen is the length in characters of a JSON string literal's value;
+// it decodes only strings with escapes.
+func stringLen(raw []byte, i int) (int, error) {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return utf8.RuneCount(raw[1 : len(raw)-1]), nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return 0, invalid(msgPath(i, "content"), "invalid string")
+	}
+	return utf8.RuneCountInString(s), nil
+}
+
+// messageTokens applies the documented estimate to one message of n
+// characters.
+func messageTokens(n int) int { return max(1, (n+3)/4) }
+
+// appendJSONString appends s as a JSON string.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x7f {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
 
 // describeJSONError turns encoding/json's errors into a message naming the
 // field.
@@ -211,4 +275,44 @@ func appendFillerJSON(b []byte, from, to int) []byte {
 		b = append(b, fillerWords[fillerIndex(i)]...)
 	}
 	return b
+}
+
+// headerBuf collects header values in one byte buffer, so that setting a
+// dozen headers costs a few allocations instead of two per header.
+type headerBuf struct {
+	buf   []byte
+	names []string
+	ends  []int
+}
+
+// next returns the buffer to append the next value to.
+func (hb *headerBuf) next() []byte {
+	if hb.buf == nil {
+		hb.buf = make([]byte, 0, 512)
+		hb.names = make([]string, 0, 12)
+		hb.ends = make([]int, 0, 12)
+	}
+	return hb.buf
+}
+
+// add records a value appended to the buffer returned by next.
+func (hb *headerBuf) add(name string, buf []byte) {
+	hb.buf = buf
+	hb.names = append(hb.names, name)
+	hb.ends = append(hb.ends, len(buf))
+}
+
+// set writes the values into h; names must be in canonical form.
+func (hb *headerBuf) set(h http.Header) {
+	if len(hb.names) == 0 {
+		return
+	}
+	all := string(hb.buf)
+	vals := make([]string, len(hb.names))
+	start := 0
+	for i, name := range hb.names {
+		vals[i] = all[start:hb.ends[i]]
+		start = hb.ends[i]
+		h[name] = vals[i : i+1 : i+1]
+	}
 }
