@@ -27,7 +27,8 @@ Flags (they may come before or after FILE):
   --out DIR         also write DIR/report.json (with timelines and histograms),
                     DIR/results.jsonl (one line per item, written as items
                     finish), DIR/report.md and DIR/report.html
-  --only NAMES      run only these strategies (comma-separated names)
+  --only NAMES      run only these strategies: comma-separated names, or one
+                    name that itself contains commas; repeatable
   --timeline DUR    timeline resolution (default: the file's timeline, else 100ms)
 
 While running, a progress line is drawn on stderr when it is a terminal.
@@ -45,7 +46,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.Usage = func() { fmt.Fprint(fs.Output(), runUsage) }
 	format := fs.String("format", "table", "output format: table, json, csv or markdown")
 	out := fs.String("out", "", "directory for report.json, results.jsonl, report.md and report.html")
-	only := fs.String("only", "", "comma-separated strategy names to run")
+	var only stringsFlag
+	fs.Var(&only, "only", "strategy names to run (comma-separated; repeatable)")
 	timeline := fs.Duration("timeline", 0, "timeline resolution")
 	files, ok, err := parseFlags(fs, args, stdout)
 	if !ok {
@@ -67,10 +69,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return &exitError{code: exitUsage, err: err}
 	}
 	opts := loadgen.Options{Timeline: *timeline, Getenv: os.Getenv}
-	if *only != "" {
-		opts.Only = strings.Split(*only, ",")
-	}
-	if err := s.CheckOnly(opts.Only); err != nil {
+	if opts.Only, err = resolveOnly(s, only); err != nil {
 		return usageError("run: --only: %v", err)
 	}
 	if isTerminal(stderr) {
@@ -166,4 +165,29 @@ func isTerminal(w io.Writer) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// stringsFlag collects every value of a repeatable flag.
+type stringsFlag []string
+
+func (f *stringsFlag) String() string     { return strings.Join(*f, ",") }
+func (f *stringsFlag) Set(v string) error { *f = append(*f, v); return nil }
+
+// resolveOnly turns --only values into strategy names. A value that is a
+// strategy's name is taken whole, since names such as "unbounded,
+// retries=2" contain commas; otherwise it is split on commas.
+func resolveOnly(s *loadgen.Scenario, values []string) ([]string, error) {
+	var names []string
+	for _, v := range values {
+		if s.CheckOnly([]string{v}) == nil {
+			names = append(names, v)
+			continue
+		}
+		for _, n := range strings.Split(v, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				names = append(names, n)
+			}
+		}
+	}
+	return names, s.CheckOnly(names)
 }
