@@ -135,7 +135,7 @@ func checkOpenAIError(t *testing.T, status int, body []byte) {
 
 // serveFuzz sends one request to h and checks the invariants every
 // response must keep, returning the recorder.
-func serveFuzz(t *testing.T, h http.Handler, path string, hdr map[string]string, body []byte, checkErr func(*testing.T, int, []byte)) *httptest.ResponseRecorder {
+func serveFuzz(t *testing.T, h http.Handler, path string, hdr map[string]string, body []byte, idHeader string, checkErr func(*testing.T, int, []byte)) *httptest.ResponseRecorder {
 	t.Helper()
 	req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
 	req.Header.Set("content-type", "application/json")
@@ -147,6 +147,9 @@ func serveFuzz(t *testing.T, h http.Handler, path string, hdr map[string]string,
 	res := rec.Result()
 	if res.StatusCode >= 500 {
 		t.Fatalf("POST %s %q: status %d, want no 5xx (none configured): %s", path, body, res.StatusCode, rec.Body.Bytes())
+	}
+	if res.Header.Get(idHeader) == "" {
+		t.Errorf("POST %s: status %d without a %s header", path, res.StatusCode, idHeader)
 	}
 	if res.StatusCode >= 400 {
 		if ct := res.Header.Get("content-type"); !strings.HasPrefix(ct, "application/json") {
@@ -161,9 +164,9 @@ func serveFuzz(t *testing.T, h http.Handler, path string, hdr map[string]string,
 }
 
 // FuzzAnthropicMessages: no body sent to /v1/messages or
-// /v1/messages/count_tokens panics the server or gets a 5xx; 4xx answers
-// are Anthropic error envelopes; a 200 is valid JSON or an SSE stream that
-// ends with message_stop.
+// /v1/messages/count_tokens panics the server or gets a 5xx; every answer
+// carries request-id; 4xx answers are Anthropic error envelopes; a 200 is
+// valid JSON or an SSE stream that ends with message_stop.
 func FuzzAnthropicMessages(f *testing.F) {
 	for _, s := range requestSeeds {
 		f.Add([]byte(s), false)
@@ -177,7 +180,7 @@ func FuzzAnthropicMessages(f *testing.F) {
 		if countTokens {
 			path = "/v1/messages/count_tokens"
 		}
-		rec := serveFuzz(t, h, path, hdr, body, checkAnthropicError)
+		rec := serveFuzz(t, h, path, hdr, body, "request-id", checkAnthropicError)
 		if rec.Code == http.StatusOK && strings.HasPrefix(rec.Header().Get("content-type"), "text/event-stream") {
 			if out := rec.Body.String(); !strings.HasSuffix(strings.TrimSpace(out), `data: {"type":"message_stop"}`) {
 				t.Errorf("stream does not end with message_stop: %q", out)
@@ -186,8 +189,8 @@ func FuzzAnthropicMessages(f *testing.F) {
 	})
 }
 
-// FuzzOpenAIChat: the same for /v1/chat/completions with OpenAI envelopes;
-// a 200 stream ends with data: [DONE].
+// FuzzOpenAIChat: the same for /v1/chat/completions with OpenAI envelopes
+// and x-request-id; a 200 stream ends with data: [DONE].
 func FuzzOpenAIChat(f *testing.F) {
 	for _, s := range requestSeeds {
 		f.Add([]byte(s))
@@ -195,7 +198,7 @@ func FuzzOpenAIChat(f *testing.F) {
 	h := fuzzHandler(f)
 	hdr := map[string]string{"authorization": "Bearer " + fuzzKey}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		rec := serveFuzz(t, h, "/v1/chat/completions", hdr, body, checkOpenAIError)
+		rec := serveFuzz(t, h, "/v1/chat/completions", hdr, body, "x-request-id", checkOpenAIError)
 		if rec.Code == http.StatusOK && strings.HasPrefix(rec.Header().Get("content-type"), "text/event-stream") {
 			if out := rec.Body.String(); !strings.HasSuffix(strings.TrimSpace(out), "data: [DONE]") {
 				t.Errorf("stream does not end with [DONE]: %q", out)
