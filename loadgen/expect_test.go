@@ -171,3 +171,15 @@ func TestAdaptiveStateFile(t *testing.T) {
 	}
 	t.Logf("first run: %d 429s, %.2f s; second: %d 429s, %.2f s", a.Throttled, a.WallSeconds, b.Throttled, b.WallSeconds)
 }
+
+func TestRedactURL(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"http://127.0.0.1:8080", "http://127.0.0.1:8080"},
+		{"https://user:hunter2@example.com/v1", "https://REDACTED@example.com/v1"},
+	}
+	for _, tt := range tests {
+		if got := redactURL(tt.in); got != tt.want {
+			t.Errorf("redactURL(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -88,7 +89,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (reports.Report, error) 
 	rep := reports.Report{Scenario: s.Name, Description: s.Description, Target: "embedded mock"}
 	key := ""
 	if t := s.Target; t != nil {
-		rep.Target = t.URL
+		rep.Target = redactURL(t.URL)
 		if t.APIKeyEnv != "" {
 			getenv := opt.Getenv
 			if getenv == nil {
@@ -193,4 +194,15 @@ func startTarget(s *Scenario, opt Options, concurrency int) (*target, error) {
 			<-served
 		},
 	}, nil
+}
+
+// redactURL hides the user information of a URL (http://user:secret@host),
+// which reports must not carry.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	u.User = url.User("REDACTED")
+	return u.String()
 }
