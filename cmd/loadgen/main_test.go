@@ -73,9 +73,15 @@ func TestHelp(t *testing.T) {
 		{[]string{"help", "scenario"}, []string{"api_key_env", "max_retries", "aimd-delay", "wall_over_oracle", "state_file"}},
 	}
 	for _, tt := range tests {
-		out, _, code := runCLI(t, t.Context(), tt.args...)
+		out, stderr, code := runCLI(t, t.Context(), tt.args...)
 		if code != 0 {
 			t.Errorf("%v: exit %d, want 0", tt.args, code)
+		}
+		if stderr != "" {
+			t.Errorf("%v: help wrote to stderr too:\n%s", tt.args, stderr)
+		}
+		if strings.Count(out, "Usage:") > 1 {
+			t.Errorf("%v: usage printed %d times, want once", tt.args, strings.Count(out, "Usage:"))
 		}
 		for _, w := range tt.want {
 			if !strings.Contains(out, w) {

@@ -60,15 +60,21 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 // With --help it prints the usage to stdout and returns ok = false and no
 // error; any other flag error is a usage error.
 func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) (positional []string, ok bool, err error) {
+	// flag prints the usage itself on -h and on errors; print it once, to
+	// stdout when asked for and to stderr after an error.
+	usage := fs.Usage
+	fs.Usage = func() {}
+	defer func() { fs.Usage = usage }()
 	for {
 		err := fs.Parse(args)
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(stdout)
-			fs.Usage()
+			usage()
 			return nil, false, nil
 		}
 		if err != nil {
-			return nil, false, &exitError{code: exitUsage} // flag has printed the error and usage
+			usage() // after flag's own message, on stderr
+			return nil, false, &exitError{code: exitUsage}
 		}
 		args = fs.Args()
 		if len(args) == 0 {
