@@ -5,19 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"runtime/debug"
 	"strconv"
 	"time"
 )
-
-func stack() []byte { return debug.Stack() }
 
 // plan is the timing of an admitted response: token i (1-based) is due at
 // start + first + i×perToken. Deadlines are absolute, so waiting errors do
 // not accumulate over a stream.
 type plan struct {
 	start    time.Time
-	first    time.Duration // time to first token, minus one perToken
+	first    time.Duration // time before token 1's own perToken: ttft, per-input-token part, slow fault
 	perToken time.Duration
 	n        int  // output tokens
 	capped   bool // n == max_tokens
@@ -208,10 +205,11 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire) *decisio
 		ks.attempts[idem]++
 	}
 	if attempt >= 0 {
+		index := attempt
 		for _, step := range s.faults.Script {
 			if attempt < step.Attempts {
 				s.countFault("script")
-				e := apiError{msg: fmt.Sprintf("scripted failure: attempt %d gets %d", retryCount, step.Status), limit: LimitScript}
+				e := apiError{msg: fmt.Sprintf("scripted failure: attempt %d gets %d", index, step.Status), limit: LimitScript}
 				if step.Status == 529 || step.Status == http.StatusServiceUnavailable {
 					e.msg = "Overloaded (scripted)"
 				}

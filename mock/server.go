@@ -9,6 +9,8 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"runtime/debug"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -56,6 +58,11 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("mock: %w", err)
 	}
+	// The server owns its copy: a caller changing its slices later must not
+	// race with requests.
+	cfg.APIKeys = slices.Clone(cfg.APIKeys)
+	cfg.Faults.Script = slices.Clone(cfg.Faults.Script)
+	cfg.Schedule = slices.Clone(cfg.Schedule)
 	s := &Server{
 		cfg:     cfg,
 		log:     cfg.Logger,
@@ -111,7 +118,8 @@ func (s *Server) Close() error {
 
 // SetLimits replaces the per-key limits at runtime. Limiter state is kept:
 // requests in flight keep their slots and buckets keep their levels (capped
-// by a lower limit). Later schedule entries still apply on top.
+// by a lower limit). Later schedule entries still apply on top. A negative
+// limit acts as 0, unlimited.
 func (s *Server) SetLimits(l Limits) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -127,10 +135,11 @@ func (s *Server) Limits() Limits {
 	return s.limits
 }
 
-// Reset clears the counters and the limiter state and restarts the
-// schedule, whose changes are undone: the limits return to those of the
-// Config or of the last SetLimits. Requests in flight finish normally but no
-// longer count. Prometheus counters are not reset: they are monotonic.
+// Reset clears the counters and the limiter state, reseeds the random
+// source and restarts the schedule, whose changes are undone: the limits
+// return to those of the Config or of the last SetLimits. Requests in flight
+// finish normally but no longer count. Prometheus metrics are not reset:
+// counters are monotonic.
 func (s *Server) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -271,10 +280,10 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 			if v == nil {
 				return
 			}
-			if v == http.ErrAbortHandler { //nolint:errorlint // sentinel compared as net/http does
+			if v == http.ErrAbortHandler { // compared as net/http compares it
 				panic(v)
 			}
-			s.log.Error("mock: handler panic", "method", req.Method, "path", req.URL.Path, "panic", v, "stack", string(stack()))
+			s.log.Error("mock: handler panic", "method", req.Method, "path", req.URL.Path, "panic", v, "stack", string(debug.Stack()))
 			s.metrics.panics.with().add(1)
 			if hw.wrote {
 				panic(http.ErrAbortHandler)

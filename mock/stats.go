@@ -20,8 +20,7 @@ type Stats struct {
 	// overloaded, slow, cut_stream, stream_error.
 	Faults map[string]int64 `json:"faults,omitempty"`
 	// EarlyRetries counts retries that arrived before the retry-after their
-	// rejection carried (see Stats doc on the Server for how a retry is
-	// recognized).
+	// rejection carried; Server.Stats says how a retry is recognized.
 	EarlyRetries int64 `json:"early_retries"`
 	InFlight     int   `json:"in_flight"`
 	MaxInFlight  int   `json:"max_in_flight"`
