@@ -229,3 +229,10 @@ func TestReadHeaderTimeout(t *testing.T) {
 		}
 	})
 }
+
+func TestMetricsLabelEscaping(t *testing.T) {
+	got := labelPairs([]string{"key"}, []string{"a\"b\\c\nd"}, "")
+	if want := `{key="a\"b\\c\nd"}`; got != want {
+		t.Errorf("labelPairs = %s, want %s", got, want)
+	}
+}

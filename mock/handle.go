@@ -361,6 +361,7 @@ func (s *Server) release(d *decision, produced int) {
 type exchange struct {
 	s       *Server
 	w       http.ResponseWriter
+	rc      *http.ResponseController
 	ctx     context.Context
 	wr      wire
 	c       *call
@@ -454,6 +455,7 @@ func (x *exchange) stream() {
 	h["Content-Type"] = []string{"text/event-stream; charset=utf-8"}
 	h["Cache-Control"] = []string{"no-cache"}
 	x.w.WriteHeader(http.StatusOK)
+	x.rc = http.NewResponseController(x.w)
 	x.buf = x.wr.streamStart(make([]byte, 0, 512), x.c, &x.res)
 	if !x.flush() {
 		return
@@ -496,18 +498,11 @@ func (x *exchange) stream() {
 // flush writes and flushes the buffered frames; false when the client
 // went away.
 func (x *exchange) flush() bool {
-	if !writeFlush(x.w, x.buf) {
+	if _, err := x.w.Write(x.buf); err != nil || x.rc.Flush() != nil {
 		x.status = 499
 		return false
 	}
 	return true
-}
-
-func writeFlush(w http.ResponseWriter, b []byte) bool {
-	if _, err := w.Write(b); err != nil {
-		return false
-	}
-	return http.NewResponseController(w).Flush() == nil
 }
 
 // sleepUntil waits for deadline or for ctx to end, reusing one timer per

@@ -189,6 +189,9 @@ func (f *family) write(b *strings.Builder) {
 	}
 }
 
+// labelEscaper escapes a label value as the text format requires.
+var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+
 func labelPairs(names, values []string, le string) string {
 	if len(names) == 0 && le == "" {
 		return ""
@@ -199,7 +202,7 @@ func labelPairs(names, values []string, le string) string {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		fmt.Fprintf(&b, "%s=%s", n, strconv.Quote(values[i]))
+		fmt.Fprintf(&b, "%s=\"%s\"", n, labelEscaper.Replace(values[i]))
 	}
 	if le != "" {
 		if len(names) > 0 {
