@@ -1,0 +1,744 @@
+package engine
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/ratelab/ratelab/provider"
+)
+
+// BatchInput is one line of a batch's input file (items.jsonl):
+//
+//	{"id": "t-1", "prompt": "Classify: …", "max_tokens": 50, "metadata": {"row": 1}}
+//	{"id": "t-2", "system": "Be brief.", "messages": [{"role": "user", "content": "…"}]}
+//
+// ID is required and unique within the file; exactly one of Prompt and
+// Messages is required. Other keys are errors (a misspelt key would otherwise
+// be silently ignored).
+type BatchInput struct {
+	ID string `json:"id"`
+	// Prompt is the user message; shorthand for one user message.
+	Prompt string `json:"prompt,omitempty"`
+	// Messages is the conversation, roles "user" and "assistant".
+	Messages []provider.Message `json:"messages,omitempty"`
+	// System is the system prompt.
+	System string `json:"system,omitempty"`
+	// MaxTokens is the call's max_tokens; 0 means Batch.MaxTokens.
+	MaxTokens int `json:"max_tokens,omitempty"`
+	// Metadata is any JSON value, copied to the result line untouched.
+	Metadata json.RawMessage `json:"metadata,omitempty"`
+}
+
+// InputError is one problem with one line of a batch's input:
+//
+//	items.jsonl:12: max_tokens: must be positive, got -1
+type InputError struct {
+	File  string
+	Line  int    // 1-based
+	Field string // the key at fault; empty for the whole line
+	Msg   string
+}
+
+// Error formats e as FILE:LINE: FIELD: MSG.
+func (e *InputError) Error() string {
+	if e.Field == "" {
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s:%d: %s: %s", e.File, e.Line, e.Field, e.Msg)
+}
+
+// MaxInputErrors is how many input problems InputErrors lists; the rest are
+// only counted, so that a file of a million bad lines costs no memory.
+const MaxInputErrors = 100
+
+// InputErrors is every problem of a batch's input file, found by the
+// validating pass before any call is made: the first MaxInputErrors, in
+// line order, and how many there were.
+type InputErrors struct {
+	Errs  []*InputError
+	Total int
+}
+
+func (e *InputErrors) add(ie *InputError) {
+	e.Total++
+	if len(e.Errs) < MaxInputErrors {
+		e.Errs = append(e.Errs, ie)
+	}
+}
+
+// Error lists the problems one a line.
+func (e *InputErrors) Error() string {
+	var b strings.Builder
+	for i, ie := range e.Errs {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(ie.Error())
+	}
+	if more := e.Total - len(e.Errs); more > 0 {
+		fmt.Fprintf(&b, "\n… and %d more", more)
+	}
+	return b.String()
+}
+
+// Unwrap returns the listed problems, for errors.As.
+func (e *InputErrors) Unwrap() []error {
+	out := make([]error, len(e.Errs))
+	for i, ie := range e.Errs {
+		out[i] = ie
+	}
+	return out
+}
+
+// Batch is a resumable batch: the items of a JSONL input file run through
+// the engine, and one JSONL result line per item appended to an output file
+// the moment the item finishes, so that the output holds every input id
+// exactly once however often the batch is killed and rerun.
+//
+// Run works in three steps:
+//
+//  1. The input is read once to validate it, streaming and keeping only a
+//     set of ids (128-bit hashes) with the line of each: malformed lines,
+//     missing or wrong fields and duplicate ids are an *InputErrors naming
+//     each line, before any call is made, unless SkipInvalid is set.
+//  2. The output, if it exists, is read: the ids it holds are done and are
+//     skipped. A torn last line (a process killed mid-write) is cut off, and
+//     that item made again. With RetryFailed, the output is first rewritten
+//     without its error lines (to a temporary file renamed into place, so a
+//     kill at any moment leaves either the old file or the new one), so the
+//     failed items are made again and the file still holds each id once.
+//  3. The input is streamed again: each item not done goes through Run. A
+//     result is appended when it is terminal: a success, or a permanent
+//     failure (400, 401, 403, 413, a validation error, or any failure
+//     left once Config.Retry's retries are spent). A throttled result (429,
+//     529, 503, or a stream's rate_limit_error or overloaded_error event) is
+//     not terminal: the item goes back in the queue, ahead of the items not
+//     yet started, and its next result counts every attempt.
+//
+// Ending ctx stops taking items, lets the calls in progress finish for up to
+// Config.Grace, and returns what finished with ctx's error: the items that
+// did not finish have no line, and the next run makes them.
+//
+// Two batches must not append to one output at once; Run holds an advisory
+// lock on the output while it runs (where the platform has flock).
+type Batch struct {
+	// Input is the path of the JSONL input; it is read twice, so it must be
+	// a regular file.
+	Input string
+	// Output is the path of the JSONL results; created if missing.
+	Output string
+	// Model is every call's model (input lines do not carry one).
+	Model string
+	// MaxTokens is the max_tokens of lines that set none. Zero means 1024.
+	MaxTokens int
+	// Stream requests streamed (SSE) responses.
+	Stream bool
+	// RetryFailed makes the items whose recorded result is an error again.
+	RetryFailed bool
+	// SkipInvalid skips invalid and duplicate lines (reported in
+	// BatchSummary.Invalid) instead of refusing to start.
+	SkipInvalid bool
+	// Config is the run's configuration. Its Sinks and OnResult receive
+	// only terminal results, after the output has them; OnAttempt sees every
+	// attempt. Items is set by Run.
+	Config Config
+}
+
+// DefaultBatchMaxTokens is Batch.MaxTokens when it is zero.
+const DefaultBatchMaxTokens = 1024
+
+// maxLineBytes bounds one input line (a long conversation is still far
+// shorter).
+const maxLineBytes = 64 << 20
+
+// BatchSummary is how a batch run went. Counts of items are the batch's own;
+// Run is the engine's accounting of every attempt of this run.
+type BatchSummary struct {
+	// Lines is the input's non-blank lines; Items its distinct valid items.
+	Lines, Items int
+	// Invalid lists the lines skipped with SkipInvalid.
+	Invalid InputErrors
+	// DoneOK and DoneFailed count the items already in the output, with a
+	// success or an error, when the run started (after RetryFailed).
+	DoneOK, DoneFailed int
+	// Retried counts the error lines RetryFailed removed from the output.
+	Retried int
+	// Repaired is the line number of the torn last line cut from the
+	// output; 0 when there was none.
+	Repaired int
+	// Completed and Failed count the results this run appended.
+	Completed, Failed int
+	// FailedByType counts this run's failures by error type
+	// (invalid_request_error, validation_error, connection_error, …).
+	FailedByType map[string]int
+	// Requeued counts the times an item was throttled and re-queued.
+	Requeued int
+	// Remaining counts the items with no result: the run was interrupted.
+	Remaining int
+	// Run is the engine's summary of this run: attempts, 429s, tokens, wall
+	// time, the strategy's final limit. Its Completed and Failed count
+	// every round of a re-queued item; the fields above do not.
+	Run Summary
+}
+
+// AllOK reports whether every item of the input has a successful result.
+func (s *BatchSummary) AllOK() bool {
+	return s.Remaining == 0 && s.DoneFailed == 0 && s.Failed == 0 && s.Invalid.Total == 0
+}
+
+// idKey identifies an id by two independent 64-bit hashes: a collision
+// between two of a million ids has a probability near 10⁻²⁷, and the set
+// costs about 40 bytes an id, whatever their length.
+type idKey [2]uint64
+
+var idSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+
+func keyOf(id string) idKey {
+	return idKey{maphash.String(idSeeds[0], id), maphash.String(idSeeds[1], id)}
+}
+
+// idState is what a batch knows of one id: the input line that carries it
+// (0 when only the output has it) and whether the output holds it.
+type idState struct {
+	line int32
+	done uint8
+}
+
+const (
+	notDone uint8 = iota
+	doneOK
+	doneFailed
+)
+
+// Run runs the batch; see Batch. Its error is an *InputErrors when the
+// input is invalid (no call was made), a file error naming the file, ctx's
+// error when interrupted, or the engine's. The summary is meaningful
+// whenever the run started.
+func (b *Batch) Run(ctx context.Context) (BatchSummary, error) {
+	var sum BatchSummary
+	if b.Config.Client == nil || b.Config.Strategy == nil {
+		return sum, errors.New("engine: Batch.Config.Client and Config.Strategy are required")
+	}
+	if b.Input == "" || b.Output == "" {
+		return sum, errors.New("engine: Batch.Input and Batch.Output are required")
+	}
+	if b.MaxTokens < 0 {
+		return sum, fmt.Errorf("engine: Batch.MaxTokens must not be negative, got %d", b.MaxTokens)
+	}
+	ids, err := b.validate(&sum)
+	if err != nil {
+		return sum, err
+	}
+	out, err := b.openOutput(ids, &sum)
+	if err != nil {
+		return sum, err
+	}
+	defer out.Close() // also releases the lock
+
+	todo := 0
+	for _, st := range ids {
+		if st.line > 0 && st.done == notDone {
+			todo++
+		}
+	}
+	sum.Remaining = todo
+	sum.FailedByType = make(map[string]int)
+	if todo == 0 {
+		return sum, out.Close()
+	}
+
+	q := &requeue{signal: make(chan struct{}, 1), prior: make(map[int]int), inflight: make(map[int]Item)}
+	q.outstanding = todo
+	cfg := b.Config
+	cfg.Items = todo
+	userSinks, onResult := cfg.Sinks, cfg.OnResult
+	cfg.OnResult = nil
+	jsonl := NewJSONL(out)
+	cfg.Sinks = []Sink{sinkFunc(func(r Result) error {
+		if isThrottled(r) {
+			sum.Requeued++
+			q.push(r)
+			return nil
+		}
+		r.Attempts += q.finish(r.Index)
+		if err := jsonl.Put(r); err != nil {
+			return fmt.Errorf("%s: %w", b.Output, err)
+		}
+		sum.Remaining--
+		if r.OK() {
+			sum.Completed++
+		} else {
+			sum.Failed++
+			sum.FailedByType[r.Err.Type]++
+		}
+		for _, s := range userSinks {
+			if err := s.Put(r); err != nil {
+				return err
+			}
+		}
+		if onResult != nil {
+			onResult(r)
+		}
+		return nil
+	})}
+
+	r := newRun(ctx, cfg)
+	sum.Run, err = r.run(b.source(ids, q, r.stopCtx.Done()))
+	if cerr := out.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("%s: %w", b.Output, cerr)
+	}
+	return sum, err
+}
+
+// sinkFunc adapts a function to Sink.
+type sinkFunc func(Result) error
+
+func (f sinkFunc) Put(r Result) error { return f(r) }
+
+// isThrottled reports whether r is a throttle the batch re-queues rather
+// than records: the server asked the client to slow down, and the item
+// will succeed later. OpenAI's insufficient_quota is a 429 that will not.
+func isThrottled(r Result) bool {
+	e := r.Err
+	if e == nil || e.Type == "insufficient_quota" {
+		return false
+	}
+	switch {
+	case e.Status == 429, e.Status == 529, e.Status == 503:
+		return true
+	case e.Type == "rate_limit_error", e.Type == "overloaded_error":
+		return true
+	}
+	return false
+}
+
+// requeue holds the throttled items waiting to be taken again and counts
+// the items that have no terminal result yet.
+type requeue struct {
+	mu          sync.Mutex
+	items       []Item
+	inflight    map[int]Item // item index → the item, until it is recorded
+	prior       map[int]int  // item index → attempts made in earlier rounds
+	outstanding int          // items not yet recorded
+	signal      chan struct{}
+}
+
+// push re-queues r's item. It is called from the run's delivery, never
+// blocks, and holds at most one item per worker.
+func (q *requeue) push(r Result) {
+	q.mu.Lock()
+	q.prior[r.Index] += r.Attempts
+	q.items = append(q.items, q.inflight[r.Index])
+	q.mu.Unlock()
+	q.notify()
+}
+
+// finish records that item index has its terminal result and returns the
+// attempts its earlier rounds made.
+func (q *requeue) finish(index int) int {
+	q.mu.Lock()
+	n := q.prior[index]
+	delete(q.prior, index)
+	delete(q.inflight, index)
+	q.outstanding--
+	q.mu.Unlock()
+	q.notify()
+	return n
+}
+
+// track remembers an item taken from the input, to re-queue it.
+func (q *requeue) track(it Item) {
+	q.mu.Lock()
+	q.inflight[it.Index] = it
+	q.mu.Unlock()
+}
+
+func (q *requeue) notify() {
+	select {
+	case q.signal <- struct{}{}:
+	default:
+	}
+}
+
+// pop returns a re-queued item, if any, and whether items are outstanding.
+func (q *requeue) pop() (it Item, ok bool, outstanding int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.items) > 0 {
+		it = q.items[0]
+		q.items = q.items[1:]
+		ok = true
+	}
+	return it, ok, q.outstanding
+}
+
+// source streams the input's items still to do, re-queued items first, and
+// ends when every item has its terminal result or the run stops.
+func (b *Batch) source(ids map[idKey]idState, q *requeue, stop <-chan struct{}) Source {
+	return func(yield func(Item, error) bool) {
+		drain := func() bool {
+			for {
+				it, ok, _ := q.pop()
+				if !ok {
+					return true
+				}
+				if !yield(it, nil) {
+					return false
+				}
+			}
+		}
+		err := b.scan(func(line int, in *BatchInput, _ *InputError) bool {
+			if !drain() {
+				return false
+			}
+			if in == nil {
+				return true
+			}
+			st := ids[keyOf(in.ID)]
+			if int(st.line) != line || st.done != notDone {
+				return true // a duplicate, or done in an earlier run
+			}
+			it := b.item(line, in)
+			q.track(it)
+			return yield(it, nil)
+		})
+		if err != nil {
+			yield(Item{}, err)
+			return
+		}
+		for {
+			if !drain() {
+				return
+			}
+			if _, _, outstanding := q.pop(); outstanding <= 0 {
+				return
+			}
+			select {
+			case <-q.signal:
+			case <-stop:
+				return
+			}
+		}
+	}
+}
+
+// item makes the engine item of input line line.
+func (b *Batch) item(line int, in *BatchInput) Item {
+	msgs := in.Messages
+	if in.Prompt != "" {
+		msgs = []provider.Message{{Role: "user", Content: in.Prompt}}
+	}
+	maxTokens := in.MaxTokens
+	if maxTokens == 0 {
+		maxTokens = b.MaxTokens
+	}
+	if maxTokens == 0 {
+		maxTokens = DefaultBatchMaxTokens
+	}
+	return Item{
+		Index: line - 1,
+		ID:    in.ID,
+		Request: provider.Request{
+			Model:          b.Model,
+			System:         in.System,
+			Messages:       msgs,
+			MaxTokens:      maxTokens,
+			Stream:         b.Stream,
+			IdempotencyKey: in.ID,
+		},
+		Metadata: in.Metadata,
+	}
+}
+
+// validate is the first pass over the input: it checks every line and
+// returns the set of ids, each with the line of its first occurrence.
+func (b *Batch) validate(sum *BatchSummary) (map[idKey]idState, error) {
+	ids := make(map[idKey]idState)
+	var bad InputErrors
+	err := b.scan(func(line int, in *BatchInput, ie *InputError) bool {
+		sum.Lines++
+		if ie != nil {
+			bad.add(ie)
+			return true
+		}
+		k := keyOf(in.ID)
+		if prev, dup := ids[k]; dup {
+			bad.add(&InputError{File: b.Input, Line: line, Field: "id",
+				Msg: fmt.Sprintf("duplicate id %q (first on line %d)", in.ID, prev.line)})
+			return true
+		}
+		if line > 1<<31-1 {
+			bad.add(&InputError{File: b.Input, Line: line, Msg: "too many lines"})
+			return false
+		}
+		ids[k] = idState{line: int32(line)}
+		sum.Items++
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	if bad.Total > 0 && !b.SkipInvalid {
+		return nil, &bad
+	}
+	sum.Invalid = bad
+	return ids, nil
+}
+
+// scan reads the input line by line, calling fn with each non-blank line's
+// number and either its decoded item or its problem, until fn returns
+// false. Its error is a read error naming the file.
+func (b *Batch) scan(fn func(line int, in *BatchInput, ie *InputError) bool) error {
+	f, err := os.Open(b.Input)
+	if err != nil {
+		return fmt.Errorf("input: %w", err)
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 256<<10)
+	var long []byte // a line longer than the reader's buffer
+	for line := 1; ; line++ {
+		data, err := br.ReadSlice('\n')
+		for errors.Is(err, bufio.ErrBufferFull) {
+			long = append(long[:0], data...)
+			for errors.Is(err, bufio.ErrBufferFull) && len(long) <= maxLineBytes {
+				data, err = br.ReadSlice('\n')
+				long = append(long, data...)
+			}
+			data = long
+			if len(long) > maxLineBytes {
+				return fmt.Errorf("%s:%d: line longer than %d bytes", b.Input, line, maxLineBytes)
+			}
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("%s: %w", b.Input, err)
+		}
+		if len(bytes.TrimSpace(data)) > 0 {
+			in, ie := decodeInput(b.Input, line, data)
+			if ie != nil {
+				in = nil
+			}
+			if !fn(line, in, ie) {
+				return nil
+			}
+		}
+		if err != nil { // io.EOF
+			return nil
+		}
+	}
+}
+
+// inputFields lists BatchInput's keys, for messages.
+const inputFields = "id, prompt, messages, system, max_tokens, metadata"
+
+// decodeInput decodes and checks one input line.
+func decodeInput(file string, line int, data []byte) (*BatchInput, *InputError) {
+	bad := func(field, format string, args ...any) *InputError {
+		return &InputError{File: file, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	data = bytes.TrimSpace(data)
+	if data[0] != '{' {
+		return nil, bad("", "want a JSON object {\"id\": …, \"prompt\": …}, got %s", preview(data))
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	in := new(BatchInput)
+	if err := dec.Decode(in); err != nil {
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se):
+			return nil, bad("", "invalid JSON at column %d: %v", se.Offset, se)
+		case errors.As(err, &te) && te.Field != "":
+			return nil, bad(te.Field, "want %s, got %s", jsonTypeName(te.Type.String()), te.Value)
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			name := strings.TrimPrefix(err.Error(), "json: unknown field ")
+			return nil, bad(strings.Trim(name, `"`), "unknown key (want one of %s)", inputFields)
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return nil, bad("", "invalid JSON: unexpected end of line")
+		}
+		return nil, bad("", "invalid JSON: %v", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if dec.More() {
+		return nil, bad("", "more than one JSON value on the line")
+	}
+	switch {
+	case in.ID == "":
+		return nil, bad("id", "required: a non-empty string unique in the file")
+	case in.Prompt == "" && len(in.Messages) == 0:
+		return nil, bad("prompt", "required: a prompt, or messages")
+	case in.Prompt != "" && len(in.Messages) > 0:
+		return nil, bad("messages", "set prompt or messages, not both")
+	case in.MaxTokens < 0:
+		return nil, bad("max_tokens", "must be positive, got %d", in.MaxTokens)
+	}
+	for i, m := range in.Messages {
+		if m.Role != "user" && m.Role != "assistant" {
+			return nil, bad(fmt.Sprintf("messages[%d].role", i), "want user or assistant, got %q (a system prompt goes in system)", m.Role)
+		}
+		if m.Content == "" {
+			return nil, bad(fmt.Sprintf("messages[%d].content", i), "required: a non-empty string")
+		}
+	}
+	return in, nil
+}
+
+// jsonTypeName names a Go type as its JSON counterpart.
+func jsonTypeName(goType string) string {
+	switch {
+	case goType == "string":
+		return "a string"
+	case goType == "int":
+		return "a whole number"
+	case strings.HasPrefix(goType, "[]"):
+		return "a list"
+	}
+	return "an object"
+}
+
+// preview quotes the start of a line for a message.
+func preview(b []byte) string {
+	if len(b) > 40 {
+		return fmt.Sprintf("%q…", b[:40])
+	}
+	return fmt.Sprintf("%q", b)
+}
+
+// openOutput reads what the output already holds into ids, repairs a torn
+// last line, drops error lines for RetryFailed, and returns the file open
+// for appending, with its lock held until it is closed.
+func (b *Batch) openOutput(ids map[idKey]idState, sum *BatchSummary) (*os.File, error) {
+	f, err := openLocked(b.Output, os.O_RDWR|os.O_CREATE)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*os.File, error) {
+		f.Close()
+		return nil, err
+	}
+	failed := 0
+	offset, err := ReadJSONL(f, func(r Result) error {
+		if r.OK() {
+			ids[keyOf(r.ID)] = markDone(ids[keyOf(r.ID)], doneOK)
+		} else {
+			failed++
+			if st := ids[keyOf(r.ID)]; st.done != doneOK {
+				ids[keyOf(r.ID)] = markDone(st, doneFailed)
+			}
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, ErrTornLine):
+		var line int
+		fmt.Sscanf(strings.TrimPrefix(err.Error(), ErrTornLine.Error()+": line "), "%d", &line)
+		if err := f.Truncate(offset); err != nil {
+			return fail(fmt.Errorf("%s: repairing torn last line: %w", b.Output, err))
+		}
+		sum.Repaired = line
+	case err != nil:
+		msg := strings.TrimPrefix(err.Error(), "engine: results ")
+		return fail(fmt.Errorf("%s: %s (not a results file of loadgen batch? move it away or name another --output)", b.Output, msg))
+	}
+	if b.RetryFailed && failed > 0 {
+		if err := b.dropFailed(f); err != nil {
+			return fail(err)
+		}
+		for k, st := range ids {
+			if st.done == doneFailed {
+				st.done = notDone
+				ids[k] = st
+			}
+		}
+		sum.Retried = failed
+		f.Close()
+		if f, err = openLocked(b.Output, os.O_RDWR); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := f.Seek(0, io.SeekEnd); err != nil {
+		return fail(fmt.Errorf("output: %w", err))
+	}
+	for _, st := range ids {
+		if st.line == 0 {
+			continue
+		}
+		switch st.done {
+		case doneOK:
+			sum.DoneOK++
+		case doneFailed:
+			sum.DoneFailed++
+		}
+	}
+	return f, nil
+}
+
+// openLocked opens path and locks it; closing the file releases the lock.
+func openLocked(path string, flag int) (*os.File, error) {
+	f, err := os.OpenFile(path, flag, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("output: %w", err)
+	}
+	if err := lockFile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("output %s: %w", path, err)
+	}
+	return f, nil
+}
+
+func markDone(st idState, done uint8) idState {
+	st.done = done
+	return st
+}
+
+// dropFailed rewrites the output without its error lines: to a temporary
+// file beside it, synced, then renamed over it, so that a kill at any moment
+// leaves one whole file or the other.
+func (b *Batch) dropFailed(f *os.File) error {
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("output: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(b.Output), filepath.Base(b.Output)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("output: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // fails harmlessly once renamed
+	bw := bufio.NewWriterSize(tmp, 256<<10)
+	keep := NewJSONL(bw)
+	if _, err := ReadJSONL(f, func(r Result) error {
+		if !r.OK() {
+			return nil
+		}
+		return keep.Put(r)
+	}); err != nil && !errors.Is(err, ErrTornLine) {
+		tmp.Close()
+		return fmt.Errorf("%s: %w", b.Output, err)
+	}
+	err = bw.Flush()
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), b.Output)
+	}
+	if err != nil {
+		return fmt.Errorf("output: rewriting without failed results: %w", err)
+	}
+	if d, err := os.Open(filepath.Dir(b.Output)); err == nil {
+		_ = d.Sync() // make the rename durable where the platform allows
+		d.Close()
+	}
+	return nil
+}

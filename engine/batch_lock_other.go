@@ -1,0 +1,8 @@
+//go:build !unix
+
+package engine
+
+import "os"
+
+// lockFile does nothing where flock is not available.
+func lockFile(*os.File) error { return nil }

@@ -1,0 +1,294 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/ratelab/ratelab/provider"
+	"github.com/ratelab/ratelab/strategies"
+)
+
+// batchClient is a fake Client: each call's outcome is decided by fail
+// from the prompt and the number of calls made for it so far.
+type batchClient struct {
+	calls atomic.Int64
+	mu    sync.Mutex
+	seen  map[string]int
+	fail  func(prompt string, n int) (status int, typ string)
+}
+
+func (c *batchClient) Do(ctx context.Context, r provider.Request, attempt int) (provider.Response, strategies.Outcome) {
+	c.calls.Add(1)
+	prompt := r.Messages[len(r.Messages)-1].Content
+	c.mu.Lock()
+	if c.seen == nil {
+		c.seen = make(map[string]int)
+	}
+	n := c.seen[prompt]
+	c.seen[prompt]++
+	c.mu.Unlock()
+	if c.fail != nil {
+		if status, typ := c.fail(prompt, n); status != 0 {
+			return provider.Response{}, strategies.Outcome{Kind: provider.KindOf(status), Status: status,
+				Err: &provider.APIError{Status: status, Type: typ, Message: "no"}}
+		}
+	}
+	return provider.Response{Text: "ok " + prompt, StopReason: "end_turn", Usage: strategies.Usage{InputTokens: 1, OutputTokens: 2}},
+		strategies.Outcome{Kind: strategies.Success, Status: 200}
+}
+
+func writeLines(t *testing.T, path string, lines ...string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func newTestBatch(t *testing.T, c Client, n int) *Batch {
+	t.Helper()
+	dir := t.TempDir()
+	in := filepath.Join(dir, "items.jsonl")
+	var lines []string
+	for i := range n {
+		lines = append(lines, fmt.Sprintf(`{"id":"id-%d","prompt":"p%d"}`, i, i))
+	}
+	writeLines(t, in, lines...)
+	return &Batch{Input: in, Output: filepath.Join(dir, "results.jsonl"), Model: "m", Config: Config{
+		Client: c, Strategy: strategies.NewSemaphore(strategies.SemaphoreConfig{Max: 4}), Workers: 8, Resolution: -1,
+	}}
+}
+
+// readOutput returns each id's results in the output, in order.
+func readOutput(t *testing.T, path string) map[string][]Result {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got := make(map[string][]Result)
+	if _, err := ReadJSONL(f, func(r Result) error { got[r.ID] = append(got[r.ID], r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// checkExactlyOnce fails unless every id-0 … id-(n-1) is in the output once.
+func checkExactlyOnce(t *testing.T, path string, n int) map[string][]Result {
+	t.Helper()
+	got := readOutput(t, path)
+	for i := range n {
+		id := fmt.Sprintf("id-%d", i)
+		if len(got[id]) != 1 {
+			t.Errorf("%s: %d results, want 1", id, len(got[id]))
+		}
+	}
+	if len(got) != n {
+		t.Errorf("output has %d ids, want %d", len(got), n)
+	}
+	return got
+}
+
+func TestBatchInputErrors(t *testing.T) {
+	tests := []struct {
+		name  string
+		lines []string
+		want  string
+	}{
+		{"malformed", []string{`{"id":"a","prompt":"x"}`, `{"id":"b","prompt":`}, "items.jsonl:2: invalid JSON"},
+		{"not an object", []string{`["a"]`}, `items.jsonl:1: want a JSON object`},
+		{"missing id", []string{`{"prompt":"x"}`}, "items.jsonl:1: id: required"},
+		{"missing prompt", []string{`{"id":"a"}`}, "items.jsonl:1: prompt: required: a prompt, or messages"},
+		{"both", []string{`{"id":"a","prompt":"x","messages":[{"role":"user","content":"y"}]}`}, "items.jsonl:1: messages: set prompt or messages, not both"},
+		{"duplicate", []string{`{"id":"a","prompt":"x"}`, ``, `{"id":"a","prompt":"y"}`}, `items.jsonl:3: id: duplicate id "a" (first on line 1)`},
+		{"unknown key", []string{`{"id":"a","promt":"x"}`}, "items.jsonl:1: promt: unknown key (want one of id, prompt"},
+		{"wrong type", []string{`{"id":7,"prompt":"x"}`}, "items.jsonl:1: id: want a string, got number"},
+		{"negative max_tokens", []string{`{"id":"a","prompt":"x","max_tokens":-1}`}, "items.jsonl:1: max_tokens: must be positive, got -1"},
+		{"bad role", []string{`{"id":"a","messages":[{"role":"system","content":"y"}]}`}, "items.jsonl:1: messages[0].role: want user or assistant"},
+		{"two values", []string{`{"id":"a","prompt":"x"} {}`}, "items.jsonl:1: more than one JSON value"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &batchClient{}
+			b := newTestBatch(t, c, 0)
+			b.Input = filepath.Join(t.TempDir(), "items.jsonl")
+			writeLines(t, b.Input, tt.lines...)
+			_, err := b.Run(t.Context())
+			var ie *InputErrors
+			if !errors.As(err, &ie) {
+				t.Fatalf("Run: %v, want *InputErrors", err)
+			}
+			if got := strings.ReplaceAll(err.Error(), filepath.Dir(b.Input)+"/", ""); !strings.Contains(got, tt.want) {
+				t.Errorf("error = %q, want it to contain %q", got, tt.want)
+			}
+			if n := c.calls.Load(); n != 0 {
+				t.Errorf("%d calls made, want 0", n)
+			}
+			if _, err := os.Stat(b.Output); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("output created for invalid input: %v", err)
+			}
+		})
+	}
+}
+
+func TestBatchSkipInvalid(t *testing.T) {
+	c := &batchClient{}
+	b := newTestBatch(t, c, 0)
+	writeLines(t, b.Input, `{"id":"id-0","prompt":"a"}`, `oops`, `{"id":"id-0","prompt":"b"}`, `{"id":"id-1","prompt":"c"}`)
+	b.SkipInvalid = true
+	sum, err := b.Run(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Invalid.Total != 2 || sum.Items != 2 || sum.Completed != 2 || sum.AllOK() {
+		t.Errorf("invalid %d, items %d, completed %d, all ok %v; want 2, 2, 2, false", sum.Invalid.Total, sum.Items, sum.Completed, sum.AllOK())
+	}
+	got := checkExactlyOnce(t, b.Output, 2)
+	if r := got["id-0"][0]; r.Text != "ok a" || r.Index != 0 {
+		t.Errorf("id-0: text %q, index %d; want the first line's (ok a, 0)", r.Text, r.Index)
+	}
+}
+
+// TestBatchResume interrupts a batch after some results and resumes it.
+func TestBatchResume(t *testing.T) {
+	const n = 50
+	c := &batchClient{}
+	b := newTestBatch(t, c, n)
+	ctx, cancel := context.WithCancel(t.Context())
+	var got atomic.Int64
+	b.Config.OnResult = func(Result) {
+		if got.Add(1) == 20 {
+			cancel()
+		}
+	}
+	sum, err := b.Run(ctx)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run: %v, want context.Canceled", err)
+	}
+	if sum.Remaining == 0 || sum.Completed+sum.Remaining != n {
+		t.Errorf("interrupted: completed %d, remaining %d; want some remaining, summing to %d", sum.Completed, sum.Remaining, n)
+	}
+	first := sum.Completed
+	b.Config.OnResult = nil
+	sum, err = b.Run(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.DoneOK != first || sum.Completed != n-first || !sum.AllOK() {
+		t.Errorf("resumed: done %d, completed %d, all ok %v; want %d, %d, true", sum.DoneOK, sum.Completed, sum.AllOK(), first, n-first)
+	}
+	checkExactlyOnce(t, b.Output, n)
+}
+
+func TestBatchTornLine(t *testing.T) {
+	const n = 10
+	c := &batchClient{}
+	b := newTestBatch(t, c, n)
+	if _, err := b.Run(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// Keep 4 whole lines and half of the 5th, as a kill mid-write would.
+	data, err := os.ReadFile(b.Output)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	torn := strings.Join(lines[:4], "") + lines[4][:len(lines[4])/2]
+	if err := os.WriteFile(b.Output, []byte(torn), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := b.Run(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Repaired != 5 || sum.DoneOK != 4 || sum.Completed != n-4 {
+		t.Errorf("repaired line %d, done %d, completed %d; want 5, 4, %d", sum.Repaired, sum.DoneOK, sum.Completed, n-4)
+	}
+	checkExactlyOnce(t, b.Output, n)
+}
+
+func TestBatchRetryFailed(t *testing.T) {
+	const n = 12
+	broken := true
+	c := &batchClient{fail: func(prompt string, _ int) (int, string) {
+		if broken && (prompt == "p3" || prompt == "p7") {
+			return 400, "invalid_request_error"
+		}
+		return 0, ""
+	}}
+	b := newTestBatch(t, c, n)
+	b.Config.Retry = &strategies.RetryPolicy{MaxRetries: 2}
+	sum, err := b.Run(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Failed != 2 || sum.FailedByType["invalid_request_error"] != 2 || c.calls.Load() != n {
+		t.Errorf("failed %d (%v), calls %d; want 2 invalid_request_error, %d calls (a 400 is not retried)", sum.Failed, sum.FailedByType, c.calls.Load(), n)
+	}
+	// Rerunning without --retry-failed makes nothing.
+	if sum, err = b.Run(t.Context()); err != nil || sum.Completed+sum.Failed != 0 || sum.DoneFailed != 2 {
+		t.Errorf("rerun: %v, made %d, done failed %d; want nothing made, 2 failed", err, sum.Completed+sum.Failed, sum.DoneFailed)
+	}
+	broken = false
+	b.RetryFailed = true
+	sum, err = b.Run(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Retried != 2 || sum.Completed != 2 || !sum.AllOK() {
+		t.Errorf("retry failed: retried %d, completed %d, all ok %v; want 2, 2, true", sum.Retried, sum.Completed, sum.AllOK())
+	}
+	for id, rs := range checkExactlyOnce(t, b.Output, n) {
+		if !rs[0].OK() {
+			t.Errorf("%s: %v after --retry-failed", id, rs[0].Err)
+		}
+	}
+}
+
+// TestBatchRequeue: throttled results go back in the queue until the item
+// succeeds; each is recorded once, with all its attempts.
+func TestBatchRequeue(t *testing.T) {
+	const n = 20
+	c := &batchClient{fail: func(prompt string, k int) (int, string) {
+		switch {
+		case k < 2:
+			return 429, "rate_limit_error"
+		case k < 3 && prompt == "p5":
+			return 529, "overloaded_error"
+		}
+		return 0, ""
+	}}
+	b := newTestBatch(t, c, n)
+	sum, err := b.Run(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Completed != n || sum.Requeued != 2*n+1 || !sum.AllOK() {
+		t.Errorf("completed %d, requeued %d, all ok %v; want %d, %d, true", sum.Completed, sum.Requeued, sum.AllOK(), n, 2*n+1)
+	}
+	for id, rs := range checkExactlyOnce(t, b.Output, n) {
+		want := 3
+		if id == "id-5" {
+			want = 4
+		}
+		if rs[0].Attempts != want {
+			t.Errorf("%s: attempts %d, want %d", id, rs[0].Attempts, want)
+		}
+	}
+}
+
+func TestBatchOutputNotResults(t *testing.T) {
+	b := newTestBatch(t, &batchClient{}, 3)
+	writeLines(t, b.Output, `{"id":"id-0","attempts":1}`, `not json`)
+	_, err := b.Run(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("Run over a foreign output: %v, want an error naming line 2", err)
+	}
+}
