@@ -152,9 +152,12 @@ func (anthropic) setLimitHeaders(h http.Header, s snapshot, now time.Time) {
 		{&anthropicHeaderNames[2], s.output, true},
 		{&anthropicHeaderNames[3], tokens, true},
 	}
-	// One buffer and one []string back every value: this runs on every
-	// response.
-	var hb headerBuf
+	var (
+		space [384]byte
+		names [12]string
+		ends  [12]int
+	)
+	buf, n := space[:0], 0
 	for _, d := range dims {
 		if d.d.limit <= 0 {
 			continue
@@ -163,11 +166,15 @@ func (anthropic) setLimitHeaders(h http.Header, s snapshot, now time.Time) {
 		if d.round {
 			rem = roundThousand(rem, d.d.limit)
 		}
-		hb.add(d.names[0], strconv.AppendInt(hb.next(), d.d.limit, 10))
-		hb.add(d.names[1], strconv.AppendInt(hb.next(), rem, 10))
-		hb.add(d.names[2], appendResetTime(hb.next(), now, d.d.reset))
+		buf = strconv.AppendInt(buf, d.d.limit, 10)
+		names[n], ends[n] = d.names[0], len(buf)
+		buf = strconv.AppendInt(buf, rem, 10)
+		names[n+1], ends[n+1] = d.names[1], len(buf)
+		buf = appendResetTime(buf, now, d.d.reset)
+		names[n+2], ends[n+2] = d.names[2], len(buf)
+		n += 3
 	}
-	hb.set(h)
+	setHeaderValues(h, buf, names[:n], ends[:n])
 }
 
 func anthropicStopReason(r *result) string {

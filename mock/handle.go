@@ -118,7 +118,7 @@ func (s *Server) prepare(w http.ResponseWriter, req *http.Request, wr wire) *exc
 			h["Retry-After"] = []string{strconv.FormatInt(int64(d.retryAfter/time.Second), 10)}
 		}
 		if d.noRetry {
-			h["X-Should-Retry"] = []string{"false"}
+			h["X-Should-Retry"] = valueFalse
 		}
 		s.metrics.request(api, d.status, keyLabel(key))
 		wr.writeError(w, d.status, d.err, reqID)
@@ -437,7 +437,7 @@ func (x *exchange) json() {
 		panic(fmt.Errorf("mock: encoding response: %w", err))
 	}
 	h := x.w.Header()
-	h["Content-Type"] = []string{"application/json"}
+	h["Content-Type"] = valueJSON
 	h["Content-Length"] = []string{strconv.Itoa(len(body))}
 	x.release()
 	x.w.WriteHeader(http.StatusOK)
@@ -452,8 +452,8 @@ func (x *exchange) json() {
 func (x *exchange) stream() {
 	p := &x.d.plan
 	h := x.w.Header()
-	h["Content-Type"] = []string{"text/event-stream; charset=utf-8"}
-	h["Cache-Control"] = []string{"no-cache"}
+	h["Content-Type"] = valueEventStream
+	h["Cache-Control"] = valueNoCache
 	x.w.WriteHeader(http.StatusOK)
 	x.rc = http.NewResponseController(x.w)
 	x.buf = x.wr.streamStart(make([]byte, 0, 512), x.c, &x.res)

@@ -152,17 +152,25 @@ var openaiHeaderNames = [2][3]string{
 }
 
 func (openai) setLimitHeaders(h http.Header, s snapshot, _ time.Time) {
-	var hb headerBuf
+	var (
+		space [192]byte
+		names [6]string
+		ends  [6]int
+	)
+	buf, n := space[:0], 0
 	for i, d := range [...]dimension{s.requests, s.tokens} {
 		if d.limit <= 0 {
 			continue
 		}
-		names := &openaiHeaderNames[i]
-		hb.add(names[0], strconv.AppendInt(hb.next(), d.limit, 10))
-		hb.add(names[1], strconv.AppendInt(hb.next(), d.remaining, 10))
-		hb.add(names[2], append(hb.next(), d.reset.Round(time.Millisecond).String()...))
+		buf = strconv.AppendInt(buf, d.limit, 10)
+		names[n], ends[n] = openaiHeaderNames[i][0], len(buf)
+		buf = strconv.AppendInt(buf, d.remaining, 10)
+		names[n+1], ends[n+1] = openaiHeaderNames[i][1], len(buf)
+		buf = append(buf, d.reset.Round(time.Millisecond).String()...)
+		names[n+2], ends[n+2] = openaiHeaderNames[i][2], len(buf)
+		n += 3
 	}
-	hb.set(h)
+	setHeaderValues(h, buf, names[:n], ends[:n])
 }
 
 const systemFingerprint = "fp_mockllm"

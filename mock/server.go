@@ -179,8 +179,8 @@ func (s *Server) key(name string) *keyState {
 // a server and the same from run to run.
 func (s *Server) newID(prefix string) string {
 	x := splitmix64(uint64(s.cfg.Seed) + s.seq.Add(1))
-	b := make([]byte, 0, len(prefix)+24)
-	b = append(b, prefix...)
+	var space [48]byte
+	b := append(space[:0], prefix...)
 	b = append(b, "01"...)
 	b = appendBase62(b, x, 11)
 	b = appendBase62(b, splitmix64(x), 11)

@@ -106,8 +106,9 @@ func writeJSONBody(w http.ResponseWriter, status int, v any) {
 	if err != nil { // cannot happen for the types written here
 		b = []byte(`{}`)
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	h := w.Header()
+	h["Content-Type"] = valueJSON
+	h["Content-Length"] = []string{strconv.Itoa(len(b))}
 	w.WriteHeader(status)
 	w.Write(b)
 }
@@ -277,42 +278,28 @@ func appendFillerJSON(b []byte, from, to int) []byte {
 	return b
 }
 
-// headerBuf collects header values in one byte buffer, so that setting a
-// dozen headers costs a few allocations instead of two per header.
-type headerBuf struct {
-	buf   []byte
-	names []string
-	ends  []int
-}
-
-// next returns the buffer to append the next value to.
-func (hb *headerBuf) next() []byte {
-	if hb.buf == nil {
-		hb.buf = make([]byte, 0, 512)
-		hb.names = make([]string, 0, 12)
-		hb.ends = make([]int, 0, 12)
-	}
-	return hb.buf
-}
-
-// add records a value appended to the buffer returned by next.
-func (hb *headerBuf) add(name string, buf []byte) {
-	hb.buf = buf
-	hb.names = append(hb.names, name)
-	hb.ends = append(hb.ends, len(buf))
-}
-
-// set writes the values into h; names must be in canonical form.
-func (hb *headerBuf) set(h http.Header) {
-	if len(hb.names) == 0 {
+// setHeaderValues sets the canonical header names[i] to buf[ends[i-1]:ends[i]],
+// with one string and one []string for all of them: setting a dozen
+// rate-limit headers on every response would otherwise cost two
+// allocations each.
+func setHeaderValues(h http.Header, buf []byte, names []string, ends []int) {
+	if len(names) == 0 {
 		return
 	}
-	all := string(hb.buf)
-	vals := make([]string, len(hb.names))
+	all := string(buf)
+	vals := make([]string, len(names))
 	start := 0
-	for i, name := range hb.names {
-		vals[i] = all[start:hb.ends[i]]
-		start = hb.ends[i]
+	for i, name := range names {
+		vals[i] = all[start:ends[i]]
+		start = ends[i]
 		h[name] = vals[i : i+1 : i+1]
 	}
 }
+
+// Constant header values, shared: net/http never modifies them.
+var (
+	valueJSON        = []string{"application/json"}
+	valueEventStream = []string{"text/event-stream; charset=utf-8"}
+	valueNoCache     = []string{"no-cache"}
+	valueFalse       = []string{"false"}
+)
