@@ -137,7 +137,7 @@ func TestBinarySIGTERM(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bin, "--addr", "127.0.0.1:0", "--per-token-latency", "2ms")
+	cmd := exec.Command(bin, "--addr", "127.0.0.1:0", "--per-token-latency", "5ms")
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -147,7 +147,7 @@ func TestBinarySIGTERM(t *testing.T) {
 		t.Fatalf("first line: %v", err)
 	}
 	url := strings.TrimPrefix(strings.TrimSpace(line), "listening on ")
-	// A response of 100 tokens at 2ms is in flight when SIGTERM arrives.
+	// A response of 100 tokens at 5ms is in flight when SIGTERM arrives.
 	got := make(chan int, 1)
 	go func() {
 		resp, err := http.Post(url+"/v1/messages", "application/json",
@@ -160,7 +160,7 @@ func TestBinarySIGTERM(t *testing.T) {
 		resp.Body.Close()
 		got <- resp.StatusCode
 	}()
-	time.Sleep(50 * time.Millisecond) // let the request be admitted; not a timing assertion
+	waitInFlight(t, url, 1)
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -170,4 +170,24 @@ func TestBinarySIGTERM(t *testing.T) {
 	if code := <-got; code != 200 {
 		t.Errorf("in-flight request status = %d, want 200", code)
 	}
+}
+
+// waitInFlight polls /_admin/stats until n requests are in flight.
+func waitInFlight(t *testing.T, url string, n int) {
+	t.Helper()
+	for range 1000 {
+		resp, err := http.Get(url + "/_admin/stats")
+		if err == nil {
+			var st struct {
+				InFlight int `json:"in_flight"`
+			}
+			json.NewDecoder(resp.Body).Decode(&st)
+			resp.Body.Close()
+			if st.InFlight == n {
+				return
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("never saw %d requests in flight", n)
 }
