@@ -49,8 +49,8 @@ type Config struct {
 	Faults   Faults          `yaml:"faults"`
 	Schedule []ScheduleEntry `yaml:"schedule"`
 
-	// Logger receives startup, shutdown and recovered-panic messages. Nil
-	// discards them. It is not part of the YAML schema.
+	// Logger receives recovered panics and net/http's connection errors.
+	// Nil discards them. It is not part of the YAML schema.
 	Logger *slog.Logger `yaml:"-"`
 }
 
@@ -297,7 +297,8 @@ type fieldError struct {
 
 func (e *fieldError) Error() string { return e.path + ": " + e.msg }
 
-// Validate reports the first invalid value of c, naming its key.
+// Validate reports every invalid value of c, each naming its key (e.g.
+// limits.rpm), joined with errors.Join.
 func (c Config) Validate() error {
 	var errs []error
 	check := func(ok bool, path, format string, args ...any) {
