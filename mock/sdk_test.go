@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -865,6 +866,64 @@ faults: {stream_error: 1}
 			}
 		})
 	})
+}
+
+// TestSDKConnectionFaults: injected connection faults look to the SDKs like
+// real network failures. A reset (the connection closed before any
+// response) is a connection error, retried like one: 3 attempts, then a
+// non-API error. A response cut half-way is a 200 whose body breaks:
+// anthropic-sdk-go reads a JSON body inside the attempt and retries the
+// broken read; openai-go decodes it after its retry loop and fails at once;
+// a cut stream is never retried (it had started) and ends with an error.
+func TestSDKConnectionFaults(t *testing.T) {
+	cases := []struct {
+		fault string
+		sdk   string
+		want  string // attempt statuses; 0 is no response
+	}{
+		{"reset", "anthropic", "[0 0 0]"},
+		{"reset", "anthropic-stream", "[0 0 0]"},
+		{"reset", "openai", "[0 0 0]"},
+		{"reset", "openai-stream", "[0 0 0]"},
+		{"cut_stream", "anthropic", "[200 200 200]"},
+		{"cut_stream", "anthropic-stream", "[200]"},
+		{"cut_stream", "openai", "[200]"},
+		{"cut_stream", "openai-stream", "[200]"},
+	}
+	call := map[string]func(*harness, context.Context, int) error{}
+	for _, sdk := range sdks {
+		call[sdk.name] = sdk.call
+	}
+	for _, tc := range cases {
+		t.Run(tc.fault+"/"+tc.sdk, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := startMock(t, `
+seed: 11
+api_keys: [`+sdkKey+`]
+latency: {ttft: 0s, per_token: 10ms}
+faults: {`+tc.fault+`: 1}
+`)
+				err := call[tc.sdk](h, t.Context(), 2)
+				if err == nil {
+					t.Fatalf("call succeeded, want an error")
+				}
+				var ue *url.Error
+				switch {
+				case tc.fault == "reset" && !errors.As(err, &ue):
+					t.Errorf("err = %v (%T), want the *url.Error of a failed round trip", err, err)
+				case tc.fault == "cut_stream" && !errors.Is(err, io.ErrUnexpectedEOF):
+					t.Errorf("err = %v (%T), want io.ErrUnexpectedEOF", err, err)
+				}
+				as := h.tape.log()
+				if got := fmt.Sprint(statuses(as)); got != tc.want {
+					t.Errorf("attempt statuses = %s, want %s", got, tc.want)
+				}
+				if st := h.srv.Stats(); st.Faults[tc.fault] != int64(len(as)) {
+					t.Errorf("Stats.Faults[%s] = %d, want %d", tc.fault, st.Faults[tc.fault], len(as))
+				}
+			})
+		})
+	}
 }
 
 // TestSDKModels: GET /v1/models decodes through both SDKs' Models.List.
