@@ -169,9 +169,9 @@ type ScriptStep struct {
 	RetryAfter time.Duration `yaml:"retry_after,omitempty"`
 }
 
-// ScheduleEntry changes the limits At a time after the server started (or
-// was last Reset), without resetting limiter state. Only the keys present
-// in Limits change.
+// ScheduleEntry changes the limits At a time after the server's first model
+// request (after New or the last Reset), without resetting limiter state.
+// Only the keys present in Limits change.
 type ScheduleEntry struct {
 	At     time.Duration `yaml:"at"`
 	Limits LimitsPatch   `yaml:"limits"`

@@ -161,6 +161,9 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire) *decisio
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
+	if s.epoch.IsZero() {
+		s.epoch = now
+	}
 	s.applySchedule(now)
 	ks := s.key(key)
 	d := &decision{now: now}

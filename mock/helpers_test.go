@@ -28,6 +28,11 @@ func startServer(t testing.TB, cfg Config) *testServer {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	return serveServer(s)
+}
+
+// serveServer serves an existing Server on a new in-memory listener.
+func serveServer(s *Server) *testServer {
 	ln := memnet.New()
 	tr := &http.Transport{DialContext: ln.Dial, MaxIdleConnsPerHost: 10000, DisableCompression: true}
 	ts := &testServer{Server: s, client: &http.Client{Transport: tr}, tr: tr, ln: ln, done: make(chan struct{})}

@@ -443,3 +443,30 @@ func TestRateLimitHeaders(t *testing.T) {
 		}
 	})
 }
+
+// TestScheduleStartsAtFirstRequest checks that a Server created before a run,
+// here outside the synctest bubble, counts its schedule from the first
+// request.
+func TestScheduleStartsAtFirstRequest(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Limits.RPM = 100
+	cfg.Schedule = []ScheduleEntry{{At: time.Minute, Limits: LimitsPatch{RPM: new(7)}}}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		ts := serveServer(s)
+		defer ts.stop()
+		time.Sleep(time.Hour) // before the first request: the clock has not started
+		ts.do(t, "POST", "/v1/messages", anthropicBody(1, false, "hi"))
+		if got := ts.Limits().RPM; got != 100 {
+			t.Errorf("rpm at the first request = %d, want 100", got)
+		}
+		time.Sleep(time.Minute)
+		r := ts.do(t, "POST", "/v1/messages", anthropicBody(1, false, "hi"))
+		if got := r.header.Get("Anthropic-Ratelimit-Requests-Limit"); got != "7" {
+			t.Errorf("requests-limit a minute after the first request = %q, want 7", got)
+		}
+	})
+}

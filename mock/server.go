@@ -37,7 +37,7 @@ type Server struct {
 	limits   Limits // base with the schedule entries due so far
 	latency  Latency
 	faults   Faults
-	epoch    time.Time // when the schedule started
+	epoch    time.Time // when the schedule started: the first model request; zero before
 	next     int       // the next schedule entry to apply
 	perKey   map[string]*keyState
 	inFlight int    // over all keys, for Capacity
@@ -79,7 +79,7 @@ func New(cfg Config) (*Server, error) {
 	for _, k := range cfg.APIKeys {
 		s.keys[k] = true
 	}
-	s.resetLocked(time.Now())
+	s.resetLocked()
 	s.handler = s.routes()
 	s.http = &http.Server{
 		Handler:           s.handler,
@@ -143,13 +143,13 @@ func (s *Server) Limits() Limits {
 func (s *Server) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.resetLocked(time.Now())
+	s.resetLocked()
 }
 
-func (s *Server) resetLocked(now time.Time) {
+func (s *Server) resetLocked() {
 	s.rng = rand.New(rand.NewPCG(uint64(s.cfg.Seed), 0x5eed))
 	s.limits = s.base
-	s.epoch = now
+	s.epoch = time.Time{}
 	s.gen++
 	s.next = 0
 	s.perKey = make(map[string]*keyState)
@@ -157,8 +157,14 @@ func (s *Server) resetLocked(now time.Time) {
 	s.stats = Stats{}
 }
 
-// applySchedule applies the schedule entries due at now.
+// applySchedule applies the schedule entries due at now. The schedule's
+// clock starts at the first model request (after New or Reset), so that a
+// Server created before a run, or outside a synctest bubble, counts from the
+// run's start.
 func (s *Server) applySchedule(now time.Time) {
+	if s.epoch.IsZero() {
+		return
+	}
 	for s.next < len(s.cfg.Schedule) && now.Sub(s.epoch) >= s.cfg.Schedule[s.next].At {
 		s.limits = s.cfg.Schedule[s.next].Limits.Apply(s.limits)
 		s.next++
