@@ -148,6 +148,11 @@ type Batch struct {
 	// SkipInvalid skips invalid and duplicate lines (reported in
 	// BatchSummary.Invalid) instead of refusing to start.
 	SkipInvalid bool
+	// OnStart, when set, is called once the input is validated and the
+	// output read, before the first call, with the counts known then
+	// (Items, Invalid, DoneOK, DoneFailed, Retried, Repaired, and Remaining:
+	// the items to make).
+	OnStart func(BatchSummary)
 	// Config is the run's configuration. Its Sinks and OnResult receive
 	// only terminal results, after the output has them; OnAttempt sees every
 	// attempt. Items is set by Run.
@@ -253,6 +258,9 @@ func (b *Batch) Run(ctx context.Context) (BatchSummary, error) {
 	}
 	sum.Remaining = todo
 	sum.FailedByType = make(map[string]int)
+	if b.OnStart != nil {
+		b.OnStart(sum)
+	}
 	if todo == 0 {
 		return sum, out.Close()
 	}

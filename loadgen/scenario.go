@@ -51,6 +51,7 @@ type Scenario struct {
 	Strategies []Strategy `yaml:"strategies"`
 
 	lines map[string]int // key path → line, for semantic errors
+	batch bool           // parsed by ParseBatch: items and strategies optional
 }
 
 // DefaultMaxWorkers caps the default worker count, so that memory stays
@@ -183,7 +184,11 @@ func Load(path string) (*Scenario, error) {
 // names the source in errors. The error, if any, is an Errors listing every
 // problem with its file, line and key.
 func Parse(file string, data []byte) (*Scenario, error) {
-	s := &Scenario{File: file}
+	return parse(&Scenario{File: file}, data)
+}
+
+func parse(s *Scenario, data []byte) (*Scenario, error) {
+	file := s.File
 	d := newDecoder(file)
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node

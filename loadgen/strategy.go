@@ -208,7 +208,7 @@ func (s *Scenario) validate() Errors {
 	}
 
 	// Items and requests.
-	if len(s.Items.Groups) == 0 {
+	if len(s.Items.Groups) == 0 && !s.batch {
 		bad("items", "required: the number of items (e.g. items: 200) or item groups")
 	}
 	for i, g := range s.Items.Groups {
@@ -274,7 +274,7 @@ func (s *Scenario) validate() Errors {
 	}
 
 	// Strategies.
-	if len(s.Strategies) == 0 {
+	if len(s.Strategies) == 0 && !s.batch {
 		bad("strategies", "required: at least one strategy (e.g. - {name: semaphore-20, kind: semaphore, n: 20})")
 	}
 	names := make(map[string]int)

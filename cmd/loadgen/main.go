@@ -4,6 +4,7 @@
 //	loadgen run scenarios/20-concurrent.yaml
 //	loadgen validate scenarios/*.yaml
 //	loadgen compare old/report.json new/report.json
+//	loadgen batch --input items.jsonl --output results.jsonl
 //
 // Exit codes: 0 success; 1 an expectation failed or compare found a
 // regression; 2 a usage or input error; 130 interrupted.
@@ -83,6 +84,8 @@ Usage:
   loadgen run FILE [flags]           run every strategy of a scenario and print a table
   loadgen validate FILE...           check scenario files without running them
   loadgen compare OLD.json NEW.json  compare two reports; fail on a regression
+  loadgen batch --input ITEMS.jsonl --output RESULTS.jsonl [flags]
+                                     run a resumable batch of real calls
   loadgen help [COMMAND]             show a command's help
   loadgen help scenario              the scenario file reference: every key,
                                      its type and default; strategy kinds and
@@ -108,6 +111,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return validateCmd(rest, stdout, stderr)
 	case "compare":
 		return compareCmd(rest, stdout, stderr)
+	case "batch":
+		return batchCmd(ctx, rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		if len(rest) > 0 && cmd == "help" {
 			switch rest[0] {
@@ -117,14 +122,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				return validateCmd([]string{"--help"}, stdout, stderr)
 			case "compare":
 				return compareCmd([]string{"--help"}, stdout, stderr)
+			case "batch":
+				return batchCmd(ctx, []string{"--help"}, stdout, stderr)
 			case "scenario", "scenarios", "schema":
 				return loadgen.WriteSchema(stdout)
 			}
-			return usageError("help: unknown topic %q (want run, validate, compare or scenario)", rest[0])
+			return usageError("help: unknown topic %q (want run, validate, compare, batch or scenario)", rest[0])
 		}
 		fmt.Fprint(stdout, usage)
 		return nil
 	}
 	fmt.Fprint(stderr, usage)
-	return usageError("unknown command %q (want run, validate, compare or help)", cmd)
+	return usageError("unknown command %q (want run, validate, compare, batch or help)", cmd)
 }

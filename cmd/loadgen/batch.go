@@ -1,0 +1,267 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ratelab/ratelab/engine"
+	"github.com/ratelab/ratelab/loadgen"
+)
+
+const batchUsage = `Usage: loadgen batch --input ITEMS.jsonl --output RESULTS.jsonl [flags]
+
+Runs every item of ITEMS.jsonl against a provider through a rate-limiting
+strategy and appends one line per item to RESULTS.jsonl the moment it
+finishes. Rerunning the same command resumes: ids already in the output are
+skipped, so after any interruption (even kill -9) every input id ends up in
+the output exactly once, with a success or a terminal error.
+
+Input, one JSON object a line (blank lines are ignored):
+  {"id": "t-1", "prompt": "…", "system": "…", "max_tokens": 50, "metadata": {…}}
+  {"id": "t-2", "messages": [{"role": "user", "content": "…"}, …]}
+  id is required and unique; exactly one of prompt and messages; other keys
+  are errors. Every line is checked before any call is made: a malformed
+  line, a missing or wrong field or a duplicate id is reported with its line
+  number and nothing runs (exit 2), unless --skip-invalid.
+
+Output, one JSON object a line:
+  {"index": LINE-1, "id", "text", "stop_reason", "usage": {"input_tokens",
+   "output_tokens"}, "attempts", "error": {"status", "type", "message"},
+   "timings": {…}, "metadata"}
+  error is absent on success. A throttled call (429, 529, 503) is re-queued,
+  never recorded; a permanent failure (400, 401, 403, 413, a schema
+  validation error, or a server error once retries are spent) is recorded.
+
+Where the calls go:
+  --provider NAME         anthropic (default) or openai
+  --model NAME            the model (default claude-haiku-4-5, gpt-5-mini)
+  --max-tokens N          max_tokens of lines that set none (default 1024)
+  --stream                stream responses (SSE)
+  --base-url URL          the provider's endpoint (default: its production URL)
+  --target mock           run against the embedded mock, to try a batch out;
+                          its configuration is the --config file's server key
+  --api-key-command CMD   run CMD with sh -c and use its stdout, trimmed, as
+                          the API key (a secret manager's CLI)
+  The key is otherwise read from ANTHROPIC_API_KEY or OPENAI_API_KEY (or the
+  variable the config's target.api_key_env names). It is never taken as a
+  flag value, never printed, and redacted from every message and result.
+  Without a key and without --base-url, batch refuses to start.
+
+How fast:
+  --strategy SPEC         KIND or KIND:KEY=VALUE,… with a scenario strategy's
+                          keys: adaptive (default), semaphore:n=20,
+                          token-bucket:rpm=50,tpm=40000, aimd:max=64, …
+                          (loadgen help scenario lists kinds and keys)
+  --config FILE           a scenario file: request, target, server, workers,
+                          seed and strategies (items and expect are ignored)
+  --only NAME             the config's strategy to use, when it has several
+  --max-retries N         retries per call before an error is recorded
+                          (default: the strategy's max_retries, 2); throttles
+                          are re-queued whatever this says
+  --workers N             items in progress at once (default 512)
+  --state-file PATH       where adaptive saves its learned limit after a batch
+                          and loads it before the next, keyed by provider,
+                          base URL and a fingerprint of the key (never the
+                          key); default ` + "$XDG_CACHE_HOME/ratelab/adaptive.json" + `
+                          (~/.cache/ratelab/adaptive.json); empty: none
+
+Checks and resuming:
+  --schema FILE           JSON Schema the response text (parsed as JSON, a
+                          ` + "```json" + ` fence allowed) must satisfy
+  --max-invalid N         ask again up to N times after a response the schema
+                          rejects, then record a validation_error (default 2)
+  --retry-failed          make again the items whose recorded result is an
+                          error (the output keeps one line per id: it is
+                          rewritten without those lines first)
+  --skip-invalid          skip invalid and duplicate input lines, listing them
+  --grace DUR             on Ctrl-C or SIGTERM, stop taking items and let calls
+                          in progress finish for up to DUR (default 30s)
+
+A summary is printed at the end; a progress line is drawn on stderr while
+it runs when stderr is a terminal.
+
+Exit status: 0 every item has a successful result; 1 some items failed (or
+were skipped as invalid); 2 a usage or input error, nothing was run;
+130 interrupted: the output is incomplete, rerun the same command to resume.
+`
+
+// defaultStateFile is where adaptive's learned limits are kept between
+// batches: one file per user, since its entries are keyed by provider, URL
+// and key fingerprint.
+func defaultStateFile() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "ratelab", "adaptive.json")
+}
+
+// batchCmd implements loadgen batch.
+func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	for _, a := range args {
+		if name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "="); strings.HasPrefix(a, "-") && (name == "api-key" || name == "key") {
+			// Never echo the value: it would land in shell history and logs.
+			return usageError("batch: an API key is never taken as a flag value: set ANTHROPIC_API_KEY or OPENAI_API_KEY, or use --api-key-command")
+		}
+	}
+	fs := flag.NewFlagSet("batch", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(fs.Output(), batchUsage) }
+	var opt loadgen.BatchOptions
+	fs.StringVar(&opt.Input, "input", "", "input JSONL")
+	fs.StringVar(&opt.Output, "output", "", "output JSONL")
+	config := fs.String("config", "", "scenario-vocabulary config file")
+	fs.StringVar(&opt.Strategy, "strategy", "", "strategy: KIND or KIND:KEY=VALUE,…")
+	fs.StringVar(&opt.Only, "only", "", "the config's strategy to use")
+	fs.StringVar(&opt.Provider, "provider", "", "anthropic or openai")
+	fs.StringVar(&opt.Model, "model", "", "model")
+	fs.IntVar(&opt.MaxTokens, "max-tokens", 0, "default max_tokens")
+	fs.BoolVar(&opt.Stream, "stream", false, "stream responses")
+	fs.StringVar(&opt.BaseURL, "base-url", "", "provider base URL")
+	target := fs.String("target", "", "mock: the embedded mock")
+	fs.StringVar(&opt.APIKeyCommand, "api-key-command", "", "command printing the API key")
+	fs.StringVar(&opt.StateFile, "state-file", defaultStateFile(), "adaptive's state file")
+	fs.StringVar(&opt.Schema, "schema", "", "JSON Schema file")
+	fs.IntVar(&opt.MaxInvalid, "max-invalid", 2, "re-asks after a schema rejection")
+	maxRetries := fs.Int("max-retries", -2, "retries per call")
+	fs.IntVar(&opt.Workers, "workers", 0, "items in progress")
+	fs.DurationVar(&opt.Grace, "grace", 30*time.Second, "drain deadline")
+	fs.BoolVar(&opt.RetryFailed, "retry-failed", false, "retry failed items")
+	fs.BoolVar(&opt.SkipInvalid, "skip-invalid", false, "skip invalid lines")
+	rest, ok, err := parseFlags(fs, args, stdout)
+	if !ok {
+		return err
+	}
+	switch {
+	case len(rest) > 0:
+		return usageError("batch: unexpected argument %q (the files are --input and --output)", rest[0])
+	case opt.Input == "" || opt.Output == "":
+		fmt.Fprint(stderr, batchUsage)
+		return usageError("batch: --input and --output are required")
+	case *target != "" && *target != "mock":
+		return usageError("batch: --target: want mock (for a live server, use --base-url), got %q", *target)
+	case opt.MaxInvalid < 0:
+		return usageError("batch: --max-invalid must not be negative, got %d", opt.MaxInvalid)
+	case opt.Workers < 0:
+		return usageError("batch: --workers must not be negative, got %d", opt.Workers)
+	case opt.Grace < 0:
+		return usageError("batch: --grace must not be negative, got %s", opt.Grace)
+	case opt.MaxTokens < 0:
+		return usageError("batch: --max-tokens must not be negative, got %d", opt.MaxTokens)
+	case *maxRetries < -2:
+		return usageError("batch: --max-retries must be -1 (no limit) or more, got %d", *maxRetries)
+	}
+	if abs(opt.Input) == abs(opt.Output) {
+		return usageError("batch: --input and --output are the same file")
+	}
+	if *maxRetries != -2 {
+		opt.MaxRetries = maxRetries
+	}
+	opt.Mock = *target == "mock"
+	opt.Getenv = os.Getenv
+	if opt.StateFile != "" {
+		if err := os.MkdirAll(filepath.Dir(opt.StateFile), 0o700); err != nil {
+			return usageError("batch: --state-file: %v", err)
+		}
+	}
+	if *config != "" {
+		if opt.Config, err = loadgen.LoadBatchConfig(*config); err != nil {
+			return &exitError{code: exitUsage, err: err}
+		}
+	}
+	if isTerminal(stderr) {
+		opt.Progress = stderr
+	}
+	started := false
+	opt.OnStart = func(s engine.BatchSummary) {
+		started = true
+		if s.Invalid.Total > 0 {
+			fmt.Fprintf(stderr, "skipping %d invalid input lines:\n%s\n", s.Invalid.Total, s.Invalid.Error())
+		}
+		if s.Repaired > 0 {
+			fmt.Fprintf(stderr, "%s: line %d was torn (the last run was killed mid-write); cut off, its item is made again\n", opt.Output, s.Repaired)
+		}
+		if s.Retried > 0 {
+			fmt.Fprintf(stderr, "%s: %d failed results removed, to be made again\n", opt.Output, s.Retried)
+		}
+	}
+
+	rep, err := loadgen.RunBatch(ctx, opt)
+	var inputErrs *engine.InputErrors
+	switch {
+	case errors.As(err, &inputErrs):
+		return &exitError{code: exitUsage, err: fmt.Errorf("invalid input, nothing was run (fix the lines, or use --skip-invalid):\n%w", err)}
+	case !started && err != nil:
+		return &exitError{code: exitUsage, err: err}
+	}
+	printBatchSummary(stdout, opt, rep)
+	switch {
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted: %d of %d items have no result yet; rerun the same command to resume", rep.Remaining, rep.Items)}
+	case err != nil:
+		return &exitError{code: exitFailed, err: err}
+	case !rep.AllOK():
+		failed := rep.Failed + rep.DoneFailed
+		return &exitError{code: exitFailed, err: fmt.Errorf("%d items failed and %d input lines were skipped; their errors are in %s (rerun with --retry-failed to retry them)",
+			failed, rep.Invalid.Total, opt.Output)}
+	}
+	return nil
+}
+
+func abs(path string) string {
+	a, err := filepath.Abs(path)
+	if err != nil {
+		return path
+	}
+	return a
+}
+
+// printBatchSummary prints what the batch did.
+func printBatchSummary(w io.Writer, opt loadgen.BatchOptions, r loadgen.BatchReport) {
+	fmt.Fprintf(w, "batch %s → %s: %s %s at %s, strategy %s\n", opt.Input, opt.Output, r.Provider, r.Model, r.Target, r.Strategy)
+	fmt.Fprintf(w, "  items        %d", r.Items)
+	if r.Invalid.Total > 0 {
+		fmt.Fprintf(w, " (%d invalid lines skipped)", r.Invalid.Total)
+	}
+	fmt.Fprintf(w, "; already done %d (%d with errors)\n", r.DoneOK+r.DoneFailed, r.DoneFailed)
+	fmt.Fprintf(w, "  completed    %d\n", r.Completed)
+	fmt.Fprintf(w, "  failed       %d", r.Failed)
+	if len(r.FailedByType) > 0 {
+		var kinds []string
+		for _, k := range slices.Sorted(maps.Keys(r.FailedByType)) {
+			kinds = append(kinds, fmt.Sprintf("%s %d", k, r.FailedByType[k]))
+		}
+		fmt.Fprintf(w, ": %s", strings.Join(kinds, ", "))
+	}
+	fmt.Fprintln(w)
+	if r.Remaining > 0 {
+		fmt.Fprintf(w, "  remaining    %d (incomplete)\n", r.Remaining)
+	}
+	fmt.Fprintf(w, "  attempts     %d (429s %d, overloaded %d, re-queued %d", r.Run.Attempts, r.Run.Throttled, r.Run.Overloaded, r.Requeued)
+	if r.Run.Invalid > 0 {
+		fmt.Fprintf(w, ", rejected by the schema %d", r.Run.Invalid)
+	}
+	fmt.Fprintln(w, ")")
+	fmt.Fprintf(w, "  tokens       in %d, out %d\n", r.Run.InputTokens, r.Run.OutputTokens)
+	fmt.Fprintf(w, "  wall time    %.1f s\n", r.Run.WallSeconds)
+	if lim := r.Run.FinalLimit; lim > 0 {
+		fmt.Fprintf(w, "  final limit  %g", lim)
+		if r.StateFile != "" {
+			fmt.Fprintf(w, " (state %s", r.StateFile)
+			if r.StateLoaded {
+				fmt.Fprint(w, ", started from it")
+			}
+			fmt.Fprint(w, ")")
+		}
+		fmt.Fprintln(w)
+	}
+}

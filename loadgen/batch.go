@@ -1,0 +1,478 @@
+package loadgen
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/ratelab/ratelab/engine"
+	"github.com/ratelab/ratelab/provider"
+	"github.com/ratelab/ratelab/strategies"
+)
+
+// LoadBatchConfig reads a batch's --config file: a scenario file in the same
+// vocabulary (request, target, server, workers, seed, strategies), parsed as
+// strictly, in which items and strategies are optional. Items, when present,
+// are not used (the batch's items are its input file), nor is expect.
+func LoadBatchConfig(path string) (*Scenario, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, Errors{{File: path, Msg: strings.TrimPrefix(err.Error(), "open "+path+": ")}}
+	}
+	return parse(&Scenario{File: path, batch: true}, data)
+}
+
+// DefaultBatchWorkers is BatchOptions.Workers when neither the flag nor the
+// config sets it: the items in progress at once (admitted, waiting in the
+// strategy or between attempts), not the concurrency the strategy allows.
+const DefaultBatchWorkers = 512
+
+// DefaultBatchStrategy is the strategy of a batch that names none: adaptive
+// finds an unpublished limit and, through its state file, remembers it.
+const DefaultBatchStrategy = KindAdaptive
+
+// BatchOptions configure RunBatch; they are `loadgen batch`'s flags.
+type BatchOptions struct {
+	// Input and Output are the JSONL files (see engine.Batch).
+	Input, Output string
+	// Config is the --config file (LoadBatchConfig), or nil.
+	Config *Scenario
+	// Strategy, when set, is the strategy: "KIND" or "KIND:KEY=VALUE,…"
+	// with the keys a scenario's strategy of that kind takes
+	// ("semaphore:n=20", "token-bucket:rpm=50,tpm=40000"). It replaces the
+	// config's strategies.
+	Strategy string
+	// Only names the config's strategy when it has several.
+	Only string
+	// Provider, Model and MaxTokens override the config's request.
+	Provider, Model string
+	MaxTokens       int
+	// Stream requests streamed responses (or the config's request.stream).
+	Stream bool
+	// BaseURL is the provider's endpoint; empty means the config's target
+	// URL, else the provider's production URL.
+	BaseURL string
+	// Mock runs against the embedded mock (the config's server block).
+	Mock bool
+	// APIKeyCommand, when set, is run with sh -c and its trimmed stdout is
+	// the key; otherwise the key is read from the environment variable the
+	// config's target.api_key_env names, else the provider's own
+	// (ANTHROPIC_API_KEY, OPENAI_API_KEY).
+	APIKeyCommand string
+	// Getenv reads the environment; nil is os.Getenv.
+	Getenv func(string) string
+	// StateFile is the adaptive strategy's state file (unless the config's
+	// strategy sets state_file); empty keeps no state.
+	StateFile string
+	// Schema is a JSON Schema file every response's text must satisfy.
+	Schema string
+	// MaxInvalid is how many times a response the schema rejects is asked
+	// again.
+	MaxInvalid int
+	// MaxRetries, when not nil, overrides the strategy's max_retries.
+	MaxRetries *int
+	// Workers bounds the items in progress; 0 means the config's workers,
+	// else DefaultBatchWorkers.
+	Workers int
+	// Grace is how long calls in progress may finish once ctx ends.
+	Grace time.Duration
+	// RetryFailed and SkipInvalid are engine.Batch's.
+	RetryFailed, SkipInvalid bool
+	// Progress receives the live progress line, or nil.
+	Progress io.Writer
+	// OnStart is called once the input is checked and the output read.
+	OnStart func(engine.BatchSummary)
+	// Listen starts the embedded mock's listener; nil is ListenTCP.
+	Listen ListenFunc
+}
+
+// BatchReport is how a batch went, with what it ran against.
+type BatchReport struct {
+	engine.BatchSummary
+	Strategy string // the strategy's name
+	Kind     string
+	Provider string
+	Model    string
+	Target   string // the base URL (user information hidden), or "embedded mock"
+	// StateFile is the adaptive state file used, if any; StateLoaded says
+	// whether it had an entry for this provider, URL and key.
+	StateFile   string
+	StateLoaded bool
+}
+
+// ErrBatchUsage is what RunBatch's configuration errors (flags, config,
+// schema, key command) answer errors.Is for: the batch did not start.
+var ErrBatchUsage = errors.New("loadgen: batch: usage error")
+
+// batchError is a batch's configuration error: its message, and the
+// sentinel it stands for.
+type batchError struct {
+	msg  string
+	kind error // ErrBatchUsage or ErrNoKey
+}
+
+func (e *batchError) Error() string        { return e.msg }
+func (e *batchError) Is(target error) bool { return target == e.kind }
+
+func usagef(format string, args ...any) error {
+	return &batchError{msg: "batch: " + fmt.Sprintf(format, args...), kind: ErrBatchUsage}
+}
+
+// RunBatch runs a batch: it builds the strategy, the client and the checks
+// from opt, starts from the adaptive state file, runs engine.Batch and saves
+// the state. Its errors never contain the API key; a configuration error
+// wraps ErrBatchUsage, invalid input is an *engine.InputErrors.
+func RunBatch(ctx context.Context, opt BatchOptions) (rep BatchReport, err error) {
+	key := ""
+	defer func() {
+		if err != nil {
+			err = provider.Redact(err, key)
+		}
+	}()
+	s := opt.Config
+	if s == nil {
+		s = &Scenario{File: "(flags)", batch: true}
+		if s, err = parse(s, []byte("{}")); err != nil {
+			return rep, err
+		}
+	}
+	st, err := batchStrategy(s, opt)
+	if err != nil {
+		return rep, err
+	}
+	rep.Strategy, rep.Kind = st.Name, st.Kind
+	if opt.MaxRetries != nil {
+		st.MaxRetries = opt.MaxRetries
+	}
+
+	prov := s.Request.Provider
+	if opt.Provider != "" {
+		prov = opt.Provider
+	}
+	p, err := provider.ByName(prov)
+	if err != nil {
+		return rep, usagef("--provider: unknown provider %q (want %s)", prov, strings.Join(provider.Names(), " or "))
+	}
+	rep.Provider = p.Name()
+	rep.Model = opt.Model
+	if rep.Model == "" {
+		if _, set := s.lines["request.model"]; set && prov == s.Request.Provider {
+			rep.Model = s.Request.Model
+		} else {
+			rep.Model = defaultModels[p.Name()]
+		}
+	}
+	maxTokens := opt.MaxTokens
+	if _, set := s.lines["request.max_tokens"]; maxTokens == 0 && set {
+		maxTokens = s.Request.MaxTokens
+	}
+	workers := opt.Workers
+	if _, set := s.lines["workers"]; workers == 0 && set {
+		workers = s.Workers
+	}
+	if workers <= 0 {
+		workers = DefaultBatchWorkers
+	}
+
+	// Where the calls go, and with which key.
+	client := &provider.Client{Provider: p}
+	stateBase := ""
+	if opt.Mock {
+		if opt.BaseURL != "" {
+			return rep, usagef("--target mock and --base-url: choose one")
+		}
+		mockScenario := *s
+		mockScenario.Target = nil
+		tg, err := startTarget(&mockScenario, Options{Listen: opt.Listen}, workers)
+		if err != nil {
+			return rep, err
+		}
+		defer tg.close()
+		key = s.Request.APIKey
+		if opt.APIKeyCommand != "" { // a mock configured with api_keys
+			if key, err = CommandKey(ctx, opt.APIKeyCommand); err != nil {
+				return rep, err
+			}
+		}
+		client.BaseURL, client.HTTP = providerBase(p.Name(), tg.baseURL), tg.http
+		rep.Target, stateBase = "embedded mock", "embedded-mock"
+	} else {
+		base := opt.BaseURL
+		if base == "" && s.Target != nil {
+			base = s.Target.URL
+		}
+		if base != "" && !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
+			return rep, usagef("--base-url: must start with http:// or https://, got %q", redactURL(base))
+		}
+		if key, err = batchKey(ctx, opt, s, p); err != nil {
+			return rep, err
+		}
+		if key == "" && base == "" {
+			return rep, &batchError{kind: ErrNoKey, msg: fmt.Sprintf("batch: no API key for %s: set %s, or give --api-key-command, or --base-url for a server that needs no key, or --target mock to try the embedded mock",
+				p.Name(), keyEnv(s, p))}
+		}
+		if base != "" {
+			client.BaseURL = providerBase(p.Name(), base)
+		}
+		tr := provider.NewTransport(workers)
+		defer tr.CloseIdleConnections()
+		client.HTTP = &http.Client{Transport: tr}
+		stateBase = client.BaseURL
+		if stateBase == "" {
+			stateBase = p.DefaultBaseURL()
+		}
+		rep.Target = redactURL(stateBase)
+	}
+	client.APIKey = key
+
+	strategy, err := newStrategy(st, nil)
+	if err != nil {
+		return rep, err
+	}
+	stateKey := strategies.StateKey{Provider: p.Name(), BaseURL: stateBase, KeyFingerprint: client.Cost(emptyRequest).Key}
+	adaptive, _ := strategy.(*strategies.Adaptive)
+	if adaptive != nil {
+		rep.StateFile = st.StateFile
+		if rep.StateFile == "" {
+			rep.StateFile = opt.StateFile
+		}
+	}
+	if rep.StateFile != "" {
+		if rep.StateLoaded, err = adaptive.LoadState(rep.StateFile, stateKey); err != nil {
+			return rep, usagef("--state-file: %v", strings.TrimPrefix(err.Error(), "strategies: "))
+		}
+	}
+
+	cfg := engine.Config{
+		Client:     client,
+		Strategy:   strategy,
+		Retry:      newPolicy(st, s.Seed),
+		Workers:    workers,
+		Resolution: -1, // no timeline: a batch can run for days
+		Grace:      opt.Grace,
+		MaxInvalid: opt.MaxInvalid,
+	}
+	if opt.Schema != "" {
+		if cfg.Check, err = SchemaCheck(opt.Schema); err != nil {
+			return rep, err
+		}
+	}
+	b := &engine.Batch{
+		Input:       opt.Input,
+		Output:      opt.Output,
+		Model:       rep.Model,
+		MaxTokens:   maxTokens,
+		Stream:      opt.Stream || s.Request.Stream,
+		RetryFailed: opt.RetryFailed,
+		SkipInvalid: opt.SkipInvalid,
+		Config:      cfg,
+	}
+	var prog *progress
+	b.OnStart = func(sum engine.BatchSummary) {
+		if opt.OnStart != nil {
+			opt.OnStart(sum)
+		}
+		if opt.Progress != nil {
+			prog = startProgress(opt.Progress, st.Name, sum.Remaining, strategy)
+		}
+	}
+	b.Config.OnAttempt = func(a engine.Attempt) {
+		if prog != nil {
+			prog.attempt(a)
+		}
+	}
+	b.Config.OnResult = func(r engine.Result) {
+		if prog != nil {
+			prog.result(r)
+		}
+	}
+	rep.BatchSummary, err = b.Run(ctx)
+	if prog != nil {
+		prog.stop()
+	}
+	if rep.StateFile != "" && rep.Run.Attempts > 0 {
+		if serr := adaptive.SaveState(rep.StateFile, stateKey); serr != nil && err == nil {
+			err = fmt.Errorf("--state-file: %w", serr)
+		}
+	}
+	return rep, err
+}
+
+// batchStrategy chooses the batch's strategy: --strategy, else the
+// config's only one (or the one --only names), else DefaultBatchStrategy.
+func batchStrategy(s *Scenario, opt BatchOptions) (*Strategy, error) {
+	switch {
+	case opt.Strategy != "":
+		if opt.Only != "" {
+			return nil, usagef("--strategy and --only: choose one")
+		}
+		return ParseStrategySpec(opt.Strategy)
+	case opt.Only != "":
+		i := slices.IndexFunc(s.Strategies, func(st Strategy) bool { return st.Name == opt.Only })
+		if i < 0 {
+			return nil, usagef("--only: %v", s.CheckOnly([]string{opt.Only}))
+		}
+		return &s.Strategies[i], nil
+	case len(s.Strategies) == 1:
+		return &s.Strategies[0], nil
+	case len(s.Strategies) > 1:
+		names := make([]string, len(s.Strategies))
+		for i, st := range s.Strategies {
+			names[i] = strconv.Quote(st.Name)
+		}
+		return nil, usagef("%s has %d strategies (%s): choose one with --only NAME", s.File, len(names), strings.Join(names, ", "))
+	}
+	return ParseStrategySpec(DefaultBatchStrategy)
+}
+
+// ParseStrategySpec parses a strategy given on the command line, "KIND" or
+// "KIND:KEY=VALUE,…", into a scenario Strategy named after it, checked as a
+// scenario's strategy is. Re-queueing (requeue: true) is the default, as a
+// batch wants: a slot is not held while an item waits out a retry-after.
+func ParseStrategySpec(spec string) (*Strategy, error) {
+	kind, params, _ := strings.Cut(spec, ":")
+	var doc strings.Builder
+	fmt.Fprintf(&doc, "strategies:\n  - name: %s\n    kind: %s\n", strconv.Quote(spec), strconv.Quote(strings.TrimSpace(kind)))
+	requeue := false
+	if params != "" {
+		for kv := range strings.SplitSeq(params, ",") {
+			k, v, ok := strings.Cut(kv, "=")
+			k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+			if !ok || k == "" || strings.ContainsAny(k, ":#{}[]\"'\n") || strings.ContainsAny(v, "#{}[]\n") {
+				return nil, usagef("--strategy %q: want KIND or KIND:KEY=VALUE,… (e.g. semaphore:n=20), got %q", spec, kv)
+			}
+			requeue = requeue || k == "requeue"
+			fmt.Fprintf(&doc, "    %s: %s\n", k, v)
+		}
+	}
+	if !requeue {
+		doc.WriteString("    requeue: true\n")
+	}
+	s, err := parse(&Scenario{File: "--strategy", batch: true}, []byte(doc.String()))
+	if err != nil {
+		var errs Errors
+		if errors.As(err, &errs) {
+			msgs := make([]string, len(errs))
+			for i, e := range errs {
+				key := strings.TrimPrefix(strings.TrimPrefix(e.Key, "strategies[0]"), ".")
+				if key == "" || key == "name" {
+					key = "kind"
+				}
+				msgs[i] = key + ": " + e.Msg
+			}
+			return nil, usagef("--strategy %q: %s", spec, strings.Join(msgs, "; "))
+		}
+		return nil, usagef("--strategy %q: %v", spec, err)
+	}
+	return &s.Strategies[0], nil
+}
+
+// keyEnv names the environment variable the key is read from.
+func keyEnv(s *Scenario, p provider.Provider) string {
+	if s.Target != nil && s.Target.APIKeyEnv != "" {
+		return s.Target.APIKeyEnv
+	}
+	return p.KeyEnv()
+}
+
+// batchKey reads the API key: from --api-key-command, else the environment.
+func batchKey(ctx context.Context, opt BatchOptions, s *Scenario, p provider.Provider) (string, error) {
+	if opt.APIKeyCommand != "" {
+		return CommandKey(ctx, opt.APIKeyCommand)
+	}
+	getenv := opt.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	return strings.TrimSpace(getenv(keyEnv(s, p))), nil
+}
+
+// KeyCommandTimeout bounds --api-key-command.
+const KeyCommandTimeout = 30 * time.Second
+
+// CommandKey runs command with sh -c, as a secret manager's CLI is run
+// (`vault kv get -field=key secret/llm`), and returns its stdout trimmed:
+// one line, the key. Its errors never contain the key, nor the command's
+// stdout; they quote the first line of its stderr.
+func CommandKey(ctx context.Context, command string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, KeyCommandTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "sh", "-c", command)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	key := strings.TrimSpace(stdout.String())
+	if err != nil {
+		msg, _, _ := strings.Cut(strings.TrimSpace(stderr.String()), "\n")
+		if msg != "" {
+			msg = ": " + msg
+		}
+		return "", provider.Redact(usagef("--api-key-command: %v%s", err, msg), key)
+	}
+	switch {
+	case key == "":
+		return "", usagef("--api-key-command printed nothing on stdout; it must print the key")
+	case strings.ContainsAny(key, "\r\n"):
+		return "", usagef("--api-key-command printed more than one line; it must print the key alone")
+	}
+	return key, nil
+}
+
+// SchemaCheck compiles the JSON Schema at path and returns an engine check
+// that parses a response's text as JSON (inside a ```json fence or not) and
+// validates it, its error being the validator's message.
+func SchemaCheck(path string) (func(engine.Item, provider.Response) error, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, usagef("--schema: %v", err)
+	}
+	sch, err := jsonschema.NewCompiler().Compile(abs)
+	if err != nil {
+		return nil, usagef("--schema %s: %v", path, err)
+	}
+	return func(_ engine.Item, resp provider.Response) error {
+		v, err := jsonschema.UnmarshalJSON(strings.NewReader(unfence(resp.Text)))
+		if err != nil {
+			return fmt.Errorf("response is not JSON: %v", err)
+		}
+		if err := sch.Validate(v); err != nil {
+			var ve *jsonschema.ValidationError
+			if errors.As(err, &ve) {
+				// Drop the schema's URL line, a local path: the causes are the message.
+				msg := ve.Error()
+				if _, rest, ok := strings.Cut(msg, "\n"); ok {
+					msg = strings.TrimSpace(rest)
+				}
+				return fmt.Errorf("response does not match the schema: %s", strings.ReplaceAll(msg, "\n", "; "))
+			}
+			return err
+		}
+		return nil
+	}, nil
+}
+
+// unfence returns text without a surrounding Markdown code fence, which
+// models often put around JSON.
+func unfence(text string) string {
+	t := strings.TrimSpace(text)
+	if !strings.HasPrefix(t, "```") || !strings.HasSuffix(t, "```") || len(t) < 6 {
+		return text
+	}
+	t = strings.TrimSuffix(t[3:], "```")
+	if nl := strings.IndexByte(t, '\n'); nl >= 0 && !strings.ContainsAny(t[:nl], "{[\"") {
+		t = t[nl+1:] // the info string: json
+	}
+	return t
+}
