@@ -1,0 +1,504 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ratelab/ratelab/engine"
+	"github.com/ratelab/ratelab/mock"
+)
+
+// batchItems writes n input lines t-0 … t-(n-1) and returns the path.
+func batchItems(t *testing.T, n int, maxTokens int) string {
+	t.Helper()
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, `{"id": "t-%d", "prompt": "Classify ticket %d.", "max_tokens": %d, "metadata": {"row": %d}}`+"\n", i, i, maxTokens, i)
+	}
+	return writeFile(t, "items.jsonl", b.String())
+}
+
+// results reads an output file: each id's results, in file order.
+func results(t *testing.T, path string) map[string][]engine.Result {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got := make(map[string][]engine.Result)
+	if _, err := engine.ReadJSONL(f, func(r engine.Result) error {
+		got[r.ID] = append(got[r.ID], r)
+		return nil
+	}); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return got
+}
+
+// exactlyOnce fails unless each of t-0 … t-(n-1) has exactly one result
+// and nothing else is in the output, and returns the results.
+func exactlyOnce(t *testing.T, path string, n int) map[string]engine.Result {
+	t.Helper()
+	got := results(t, path)
+	out := make(map[string]engine.Result)
+	for i := range n {
+		id := fmt.Sprintf("t-%d", i)
+		if len(got[id]) != 1 {
+			t.Errorf("%s: %d results in the output, want exactly 1", id, len(got[id]))
+			continue
+		}
+		out[id] = got[id][0]
+	}
+	if len(got) != n {
+		t.Errorf("output has %d ids, want %d", len(got), n)
+	}
+	return out
+}
+
+// mockServer serves the mock (cfg) over loopback HTTP, behind wrap when it
+// is not nil, and counts the requests that reach it.
+func mockServer(t *testing.T, cfg mock.Config, wrap func(http.Handler) http.Handler) (url string, requests *atomic.Int64) {
+	t.Helper()
+	srv, err := mock.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := srv.Handler()
+	if wrap != nil {
+		h = wrap(h)
+	}
+	requests = new(atomic.Int64)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { ts.Close(); srv.Close() })
+	return ts.URL, requests
+}
+
+func fastMock() mock.Config {
+	cfg := mock.DefaultConfig()
+	cfg.Latency.PerToken = time.Millisecond
+	return cfg
+}
+
+func TestBatchHelp(t *testing.T) {
+	out, _, code := runCLI(t, t.Context(), "help", "batch")
+	if code != 0 {
+		t.Fatalf("help batch: exit %d", code)
+	}
+	for _, flag := range []string{"--input", "--output", "--provider", "--model", "--max-tokens", "--stream", "--base-url",
+		"--target mock", "--api-key-command", "--strategy", "--config", "--only", "--max-retries", "--workers",
+		"--state-file", "--schema", "--max-invalid", "--retry-failed", "--skip-invalid", "--grace",
+		"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "130 interrupted"} {
+		if !strings.Contains(out, flag) {
+			t.Errorf("help batch lacks %q", flag)
+		}
+	}
+}
+
+func TestBatchUsageErrors(t *testing.T) {
+	items := batchItems(t, 2, 5)
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	state := filepath.Join(t.TempDir(), "state.json")
+	tests := []struct {
+		name string
+		args []string
+		env  string // ANTHROPIC_API_KEY
+		want string
+	}{
+		{"no files", []string{"batch"}, "", "--input and --output are required"},
+		{"no key no url", []string{"batch", "--input", items, "--output", out}, "", "no API key for anthropic: set ANTHROPIC_API_KEY"},
+		{"key flag", []string{"batch", "--api-key=sk-flag-value-1234", "--input", items}, "", "never taken as a flag value"},
+		{"bad target", []string{"batch", "--input", items, "--output", out, "--target", "prod"}, "", "--target: want mock"},
+		{"bad strategy", []string{"batch", "--input", items, "--output", out, "--target", "mock", "--strategy", "semaphore"}, "", "n: required"},
+		{"bad strategy kind", []string{"batch", "--input", items, "--output", out, "--target", "mock", "--strategy", "fastest"}, "", `unknown kind "fastest"`},
+		{"bad provider", []string{"batch", "--input", items, "--output", out, "--target", "mock", "--provider", "gemini"}, "", `unknown provider "gemini"`},
+		{"bad base url", []string{"batch", "--input", items, "--output", out, "--base-url", "localhost:8080"}, "k-1234", "must start with http://"},
+		{"same file", []string{"batch", "--input", items, "--output", items, "--target", "mock"}, "", "are the same file"},
+		{"missing input", []string{"batch", "--input", "/nonexistent/items.jsonl", "--output", out, "--target", "mock"}, "", "no such file"},
+		{"missing schema", []string{"batch", "--input", items, "--output", out, "--target", "mock", "--schema", "/nonexistent/s.json"}, "", "--schema"},
+		{"key command fails", []string{"batch", "--input", items, "--output", out, "--api-key-command", "echo denied >&2; exit 3"}, "", "--api-key-command: exit status 3: denied"},
+		{"key command silent", []string{"batch", "--input", items, "--output", out, "--api-key-command", "true"}, "", "printed nothing"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("ANTHROPIC_API_KEY", tt.env)
+			_, stderr, code := runCLI(t, t.Context(), append(tt.args, "--state-file", state)...)
+			if code != exitUsage {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, exitUsage, stderr)
+			}
+			if !strings.Contains(stderr, tt.want) {
+				t.Errorf("stderr lacks %q:\n%s", tt.want, stderr)
+			}
+			if strings.Contains(stderr, "sk-flag-value") {
+				t.Errorf("stderr repeats the key given as a flag:\n%s", stderr)
+			}
+		})
+	}
+}
+
+// TestBatchBadInput: each kind of defect is reported with its line number,
+// and no call reaches the server.
+func TestBatchBadInput(t *testing.T) {
+	url, requests := mockServer(t, fastMock(), nil)
+	t.Setenv("ANTHROPIC_API_KEY", "sk-test-bad-input")
+	good := `{"id": "a", "prompt": "x"}`
+	tests := []struct {
+		name  string
+		lines []string
+		want  string
+	}{
+		{"malformed JSON", []string{good, `{"id": "b", "prompt": "y"`}, "items.jsonl:2: invalid JSON"},
+		{"not an object", []string{good, `"b"`}, "items.jsonl:2: want a JSON object"},
+		{"missing id", []string{good, `{"prompt": "y"}`}, "items.jsonl:2: id: required"},
+		{"empty id", []string{`{"id": "", "prompt": "y"}`}, "items.jsonl:1: id: required"},
+		{"missing prompt", []string{good, ``, `{"id": "b"}`}, "items.jsonl:3: prompt: required"},
+		{"duplicate id", []string{good, `{"id": "b", "prompt": "y"}`, `{"id": "a", "prompt": "z"}`}, `items.jsonl:3: id: duplicate id "a" (first on line 1)`},
+		{"unknown key", []string{`{"id": "a", "prompt": "x", "model": "m"}`}, "items.jsonl:1: model: unknown key"},
+		{"wrong type", []string{`{"id": "a", "prompt": "x", "max_tokens": "ten"}`}, "items.jsonl:1: max_tokens: want a whole number, got string"},
+		{"bad message", []string{`{"id": "a", "messages": [{"role": "user", "content": ""}]}`}, "items.jsonl:1: messages[0].content: required"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			in := filepath.Join(dir, "items.jsonl")
+			if err := os.WriteFile(in, []byte(strings.Join(tt.lines, "\n")+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			before := requests.Load()
+			_, stderr, code := runCLI(t, t.Context(), "batch", "--input", in, "--output", filepath.Join(dir, "out.jsonl"),
+				"--base-url", url, "--state-file", "")
+			if code != exitUsage {
+				t.Errorf("exit %d, want %d", code, exitUsage)
+			}
+			if got := strings.ReplaceAll(stderr, dir+"/", ""); !strings.Contains(got, tt.want) || !strings.Contains(got, "nothing was run") {
+				t.Errorf("stderr lacks %q and 'nothing was run':\n%s", tt.want, got)
+			}
+			if n := requests.Load() - before; n != 0 {
+				t.Errorf("%d requests reached the server, want 0", n)
+			}
+		})
+	}
+
+	// --skip-invalid runs the good lines and lists the others.
+	dir := t.TempDir()
+	in := filepath.Join(dir, "items.jsonl")
+	os.WriteFile(in, []byte(good+"\nnope\n"+`{"id": "a", "prompt": "again"}`+"\n"+`{"id": "b", "prompt": "y"}`+"\n"), 0o644)
+	out := filepath.Join(dir, "out.jsonl")
+	_, stderr, code := runCLI(t, t.Context(), "batch", "--input", in, "--output", out, "--base-url", url, "--state-file", "", "--skip-invalid")
+	if code != exitFailed || !strings.Contains(stderr, "skipping 2 invalid input lines") || !strings.Contains(stderr, "items.jsonl:2:") {
+		t.Errorf("--skip-invalid: exit %d, stderr:\n%s\nwant exit 1 listing lines 2 and 3", code, stderr)
+	}
+	if got := results(t, out); len(got) != 2 || len(got["a"]) != 1 || got["a"][0].Text == "" || len(got["b"]) != 1 {
+		t.Errorf("--skip-invalid: output %v, want one success each for a and b", got)
+	}
+}
+
+// TestBatchRequeueTightLimit runs a batch with no retries against a limit
+// of 2 concurrent calls with an unbounded client: most calls are throttled,
+// and every throttled item is re-queued until it succeeds, none lost and
+// none recorded twice.
+func TestBatchRequeueTightLimit(t *testing.T) {
+	cfg := fastMock()
+	cfg.Limits.MaxConcurrent = 2
+	cfg.Limits.RetryAfter = 5 * time.Millisecond
+	url, requests := mockServer(t, cfg, nil)
+	t.Setenv("ANTHROPIC_API_KEY", "sk-test-requeue")
+	const n = 40
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	stdout, stderr, code := runCLI(t, t.Context(), "batch", "--input", batchItems(t, n, 5), "--output", out,
+		"--base-url", url, "--strategy", "unbounded:max_retries=0", "--workers", "10", "--state-file", "")
+	if code != 0 {
+		t.Fatalf("exit %d, want 0:\n%s%s", code, stdout, stderr)
+	}
+	attempts := 0
+	for id, r := range exactlyOnce(t, out, n) {
+		if !r.OK() {
+			t.Errorf("%s: %v, want success", id, r.Err)
+		}
+		attempts += r.Attempts
+	}
+	if int64(attempts) != requests.Load() {
+		t.Errorf("results count %d attempts, the server saw %d", attempts, requests.Load())
+	}
+	if attempts <= n || !strings.Contains(stdout, "re-queued") || strings.Contains(stdout, "re-queued 0)") {
+		t.Errorf("%d attempts for %d items, summary:\n%s\nwant throttles re-queued", attempts, n, stdout)
+	}
+}
+
+// jsonMock rewrites the text of the mock's Anthropic answers: items whose
+// prompt contains "bad" always get text that fails the schema, "flaky" ones
+// get invalid JSON on their first call only, the rest get valid JSON.
+func jsonMock(next http.Handler) http.Handler {
+	var mu sync.Mutex
+	calls := make(map[string]int)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		rec := httptest.NewRecorder()
+		next.ServeHTTP(rec, r)
+		var req struct {
+			Messages []struct{ Content string } `json:"messages"`
+		}
+		json.Unmarshal(body, &req)
+		prompt := req.Messages[0].Content
+		mu.Lock()
+		k := calls[prompt]
+		calls[prompt]++
+		mu.Unlock()
+		var resp map[string]any
+		if rec.Code == http.StatusOK && json.Unmarshal(rec.Body.Bytes(), &resp) == nil {
+			text := `{"label": "billing", "confidence": 0.9}`
+			switch {
+			case strings.Contains(prompt, "bad"):
+				text = `{"label": "unknown-label"}`
+			case strings.Contains(prompt, "flaky") && k == 0:
+				text = `{"label": "billing", "confid`
+			case strings.Contains(prompt, "fenced"):
+				text = "```json\n" + text + "\n```"
+			}
+			resp["content"] = []map[string]any{{"type": "text", "text": text}}
+			b, _ := json.Marshal(resp)
+			rec.Body = bytes.NewBuffer(b)
+			rec.Header().Del("Content-Length")
+		}
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		w.Write(rec.Body.Bytes())
+	})
+}
+
+func TestBatchSchema(t *testing.T) {
+	url, requests := mockServer(t, fastMock(), jsonMock)
+	t.Setenv("ANTHROPIC_API_KEY", "sk-test-schema")
+	schema := writeFile(t, "label.schema.json", `{
+  "type": "object",
+  "required": ["label"],
+  "properties": {"label": {"enum": ["billing", "bug", "other"]}, "confidence": {"type": "number"}}
+}`)
+	in := writeFile(t, "items.jsonl", strings.Join([]string{
+		`{"id": "ok", "prompt": "fine", "max_tokens": 5}`,
+		`{"id": "fenced", "prompt": "fenced", "max_tokens": 5}`,
+		`{"id": "flaky", "prompt": "flaky", "max_tokens": 5}`,
+		`{"id": "bad", "prompt": "bad", "max_tokens": 5}`,
+	}, "\n")+"\n")
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	stdout, stderr, code := runCLI(t, t.Context(), "batch", "--input", in, "--output", out, "--base-url", url,
+		"--schema", schema, "--max-invalid", "2", "--strategy", "semaphore:n=4", "--state-file", "")
+	if code != exitFailed {
+		t.Errorf("exit %d, want 1 (one item failed validation):\n%s%s", code, stdout, stderr)
+	}
+	got := results(t, out)
+	for _, id := range []string{"ok", "fenced", "flaky"} {
+		if rs := got[id]; len(rs) != 1 || !rs[0].OK() {
+			t.Errorf("%s: %+v, want one success", id, rs)
+		}
+	}
+	if rs := got["flaky"]; len(rs) == 1 && rs[0].Attempts != 2 {
+		t.Errorf("flaky: %d attempts, want 2 (asked again once)", rs[0].Attempts)
+	}
+	bad := got["bad"]
+	if len(bad) != 1 || bad[0].Err == nil || bad[0].Err.Type != "validation_error" ||
+		!strings.Contains(bad[0].Err.Message, "/label") || bad[0].Attempts != 3 {
+		t.Errorf("bad: %+v, want one validation_error naming /label after 3 attempts (1 + --max-invalid 2)", bad)
+	}
+	if bad[0].Err != nil {
+		t.Logf("validation message: %s", bad[0].Err.Message)
+	}
+	if n := requests.Load(); n != 1+1+2+3 {
+		t.Errorf("server saw %d requests, want 7", n)
+	}
+	if !strings.Contains(stdout, "validation_error 1") {
+		t.Errorf("summary lacks the failure by kind:\n%s", stdout)
+	}
+}
+
+// TestBatchSecretRedaction: a key the server echoes back in its errors
+// never reaches stdout, stderr, the results or the state file, whether it
+// comes from the environment or from --api-key-command.
+func TestBatchSecretRedaction(t *testing.T) {
+	const good, wrong = "sk-ant-GOOD-0123456789abcdef", "sk-ant-WRONG-9876543210fedcba"
+	cfg := fastMock()
+	cfg.APIKeys = []string{good}
+	echo := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if k := r.Header.Get("X-Api-Key"); k != good {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusUnauthorized)
+				fmt.Fprintf(w, `{"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key %s"}}`, k)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	url, _ := mockServer(t, cfg, echo)
+	dir := t.TempDir()
+	in := batchItems(t, 5, 3)
+	state := filepath.Join(dir, "state.json")
+	check := func(name, key string, texts ...string) {
+		t.Helper()
+		for i, s := range texts {
+			if strings.Contains(s, key) {
+				t.Errorf("%s: the key appears in text %d:\n%s", name, i, s)
+			}
+		}
+	}
+	for _, tt := range []struct {
+		name, env, command, key string
+		code                    int
+	}{
+		{"env good", good, "", good, 0},
+		{"env wrong", wrong, "", wrong, exitFailed},
+		{"command good", "", "printf '%s\\n' " + good, good, 0},
+		{"command wrong", "", "echo " + wrong, wrong, exitFailed},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("ANTHROPIC_API_KEY", tt.env)
+			out := filepath.Join(dir, tt.name+".jsonl")
+			args := []string{"batch", "--input", in, "--output", out, "--base-url", url, "--state-file", state}
+			if tt.command != "" {
+				args = append(args, "--api-key-command", tt.command)
+			}
+			stdout, stderr, code := runCLI(t, t.Context(), args...)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d:\n%s%s", code, tt.code, stdout, stderr)
+			}
+			data, _ := os.ReadFile(out)
+			stateData, _ := os.ReadFile(state)
+			check(tt.name, tt.key, stdout, stderr, string(data), string(stateData))
+			if tt.code != 0 && !strings.Contains(string(data), "[REDACTED]") {
+				t.Errorf("%s: results lack the redacted error:\n%s", tt.name, data)
+			}
+		})
+	}
+}
+
+// buildLoadgen builds the loadgen binary once per test run.
+var buildLoadgen = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "loadgen-bin")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "loadgen")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// countLines counts the complete lines of path.
+func countLines(path string) int {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	n := 0
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		n++
+	}
+	return n
+}
+
+// TestBatchKillResume starts loadgen batch as a process against the
+// embedded mock, interrupts it (SIGINT, then SIGKILL) part-way, and reruns
+// it until it completes: every id is in the output exactly once.
+func TestBatchKillResume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin, err := buildLoadgen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 300
+	dir := t.TempDir()
+	in := batchItems(t, n, 10)
+	out := filepath.Join(dir, "results.jsonl")
+	config := writeFile(t, "batch.yaml", `# 10 ms a call, 4 at once: about 0.75 s for the whole batch
+server:
+  latency: {per_token: 1ms}
+  limits: {max_concurrent: 4}
+strategies:
+  - {name: sem4, kind: semaphore, n: 4}
+`)
+	args := []string{"batch", "--input", in, "--output", out, "--target", "mock", "--config", config, "--state-file", ""}
+
+	// start runs the batch and waits until the output has at least lines
+	// complete lines, then sends sig and returns the exit status and stderr.
+	interrupt := func(lines int, sig syscall.Signal) (int, string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, args...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for countLines(out) < lines && ctx.Err() == nil {
+			time.Sleep(2 * time.Millisecond)
+		}
+		cmd.Process.Signal(sig)
+		cmd.Wait()
+		return cmd.ProcessState.ExitCode(), stderr.String()
+	}
+
+	code, stderr := interrupt(40, syscall.SIGINT)
+	after1 := countLines(out)
+	if code != exitInterrupted || !strings.Contains(stderr, "rerun the same command to resume") {
+		// The batch may have finished before the signal landed on a fast machine.
+		if !(code == 0 && after1 == n) {
+			t.Errorf("SIGINT: exit %d, want 130; stderr:\n%s", code, stderr)
+		}
+	}
+	code, _ = interrupt(after1+60, syscall.SIGKILL)
+	after2 := countLines(out)
+	if code != -1 && after2 != n {
+		t.Errorf("SIGKILL: exit %d, want killed", code)
+	}
+	// Simulate a kill in the middle of a write: half of one more line.
+	f, err := os.OpenFile(out, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"index":299,"id":"t-299","text":"the lab`)
+	f.Close()
+
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	final, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("resumed batch: %v\n%s", err, final)
+	}
+	if !strings.Contains(string(final), "was torn") {
+		t.Errorf("resumed batch did not report the torn line:\n%s", final)
+	}
+	t.Logf("lines after SIGINT %d, after SIGKILL %d; final run:\n%s", after1, after2, final)
+	for id, r := range exactlyOnce(t, out, n) {
+		if !r.OK() {
+			t.Errorf("%s: %v", id, r.Err)
+		}
+	}
+}
