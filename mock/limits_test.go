@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -467,6 +468,39 @@ func TestScheduleStartsAtFirstRequest(t *testing.T) {
 		r := ts.do(t, "POST", "/v1/messages", anthropicBody(1, false, "hi"))
 		if got := r.header.Get("Anthropic-Ratelimit-Requests-Limit"); got != "7" {
 			t.Errorf("requests-limit a minute after the first request = %q, want 7", got)
+		}
+	})
+}
+
+func TestITPMRefill(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := DefaultConfig()
+		cfg.Latency.PerToken = 0
+		cfg.Limits.ITPM = 600 // 10 per second
+		ts := startServer(t, cfg)
+		defer ts.stop()
+		prompt := strings.Repeat("abcd", 200) // 200 input tokens
+		steps := []struct {
+			wait       time.Duration
+			wantStatus int
+			wantRetry  string
+		}{
+			{0, 200, ""},
+			{0, 200, ""},
+			{0, 200, ""},
+			{0, 429, "20"},               // empty: 200 tokens take 20s
+			{19 * time.Second, 429, "1"}, // 190 there, 10 missing
+			{time.Second, 200, ""},
+		}
+		for i, s := range steps {
+			time.Sleep(s.wait)
+			r := ts.do(t, "POST", "/v1/messages", anthropicBody(1, false, prompt))
+			if r.status != s.wantStatus || r.header.Get("Retry-After") != s.wantRetry {
+				t.Errorf("step %d: status %d retry-after %q, want %d and %q", i, r.status, r.header.Get("Retry-After"), s.wantStatus, s.wantRetry)
+			}
+			if r.status == 429 && !strings.Contains(string(r.body), "itpm") {
+				t.Errorf("step %d: 429 %s does not name itpm", i, r.body)
+			}
 		}
 	})
 }
