@@ -649,6 +649,53 @@ limits: {rpm: 1}
 	})
 }
 
+// TestSDKSemaphoreNoThrottle: 200 calls through an SDK from 20 workers
+// against a concurrency limit of 20 (the seeds' Semaphore(20) row) see no
+// 429 at all, because the mock releases a slot before the last byte of its
+// response, so a worker's next call never finds its own previous call still
+// counted. With retries off, any 429 would fail a call. Each call takes
+// 500 ms, so the run takes exactly 10 rounds: 5 s of virtual time.
+func TestSDKSemaphoreNoThrottle(t *testing.T) {
+	for _, sdk := range sdks {
+		t.Run(sdk.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := startMock(t, `
+api_keys: [`+sdkKey+`]
+latency: {ttft: 100ms, per_token: 50ms}
+limits: {max_concurrent: 20}
+`)
+				const workers, calls = 20, 200
+				start := time.Now()
+				var wg sync.WaitGroup
+				errs := make(chan error, calls)
+				for w := 0; w < workers; w++ {
+					wg.Go(func() {
+						for i := 0; i < calls/workers; i++ {
+							if err := sdk.call(h, t.Context(), 0); err != nil {
+								errs <- err
+								return
+							}
+						}
+					})
+				}
+				wg.Wait()
+				close(errs)
+				for err := range errs {
+					t.Errorf("call: %v", err)
+				}
+				if got := time.Since(start); got != 5*time.Second {
+					t.Errorf("200 calls took %v, want 5s (10 rounds of 500 ms)", got)
+				}
+				st := h.srv.Stats()
+				if st.Attempts != calls || st.Admitted != calls || st.Throttled != 0 || st.MaxInFlight != workers {
+					t.Errorf("Stats: attempts=%d admitted=%d throttled=%d max_in_flight=%d, want %d, %d, 0, %d",
+						st.Attempts, st.Admitted, st.Throttled, st.MaxInFlight, calls, calls, workers)
+				}
+			})
+		})
+	}
+}
+
 // TestSDKOverloaded: when the provider is overloaded — by an injected fault
 // on every attempt, or because the global capacity is taken — the SDK
 // retries it like any 5xx (3 attempts with the default 2 retries) and then
