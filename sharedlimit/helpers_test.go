@@ -1,0 +1,228 @@
+package sharedlimit
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelab/ratelab/strategies"
+)
+
+// redisURL returns the URL of the real Redis server the tests share
+// (RATELAB_REDIS_URL, as printed by .ci/start-redis.sh). Without it the test
+// fails on CI and is skipped elsewhere.
+func redisURL(t *testing.T) string {
+	t.Helper()
+	url := os.Getenv("RATELAB_REDIS_URL")
+	if url == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("RATELAB_REDIS_URL is not set on CI; run: export RATELAB_REDIS_URL=$(.ci/start-redis.sh)")
+		}
+		t.Skip("no Redis: run export RATELAB_REDIS_URL=$(.ci/start-redis.sh) to run this test")
+	}
+	return url
+}
+
+// redisServerBinary returns the path of redis-server, with redisURL's rule
+// when it is missing.
+func redisServerBinary(t *testing.T) string {
+	t.Helper()
+	path, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("redis-server is not installed on CI; run .ci/start-redis.sh")
+		}
+		t.Skip("no redis-server: run .ci/start-redis.sh to install it")
+	}
+	return path
+}
+
+// clientOptions are the options of every test client: failures show at once
+// instead of after go-redis's retries.
+func clientOptions(opts *redis.Options) *redis.Options {
+	opts.MaxRetries = -1
+	opts.DialTimeout = 500 * time.Millisecond
+	opts.ReadTimeout = time.Second
+	opts.WriteTimeout = time.Second
+	return opts
+}
+
+// realClient returns a client of the shared test server.
+func realClient(t *testing.T) *redis.Client {
+	t.Helper()
+	opts, err := redis.ParseURL(redisURL(t))
+	if err != nil {
+		t.Fatalf("RATELAB_REDIS_URL: %v", err)
+	}
+	c := redis.NewClient(clientOptions(opts))
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// miniClient returns a client of a new in-process miniredis.
+func miniClient(t *testing.T) (*miniredis.Miniredis, *redis.Client) {
+	t.Helper()
+	m := miniredis.RunT(t)
+	c := redis.NewClient(clientOptions(&redis.Options{Addr: m.Addr()}))
+	t.Cleanup(func() { c.Close() })
+	return m, c
+}
+
+// testKey returns a limit name unique to this test run, and deletes its keys
+// when the test ends.
+func testKey(t *testing.T, c redis.UniversalClient) string {
+	t.Helper()
+	var b [4]byte
+	rand.Read(b[:])
+	name := strings.NewReplacer("/", "-", " ", "_", "{", "(", "}", ")").Replace(t.Name())
+	key := "test-" + name + "-" + hex.EncodeToString(b[:])
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		c.Del(ctx, newKeyspace(key).all()...)
+	})
+	return key
+}
+
+func init() {
+	// Killing a private server makes go-redis log every failed dial.
+	redis.SetLogger(discardLogger{})
+}
+
+type discardLogger struct{}
+
+func (discardLogger) Printf(context.Context, string, ...any) {}
+
+// quiet is a logger that discards.
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// newShared returns a Shared on c for cfg, closed when the test ends.
+func newShared(t *testing.T, c redis.UniversalClient, cfg Config) *Shared {
+	t.Helper()
+	cfg.Client = c
+	if cfg.Logger == nil {
+		cfg.Logger = quiet
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := New(ctx, cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// events collects a strategy's events for a test.
+type events struct {
+	mu  sync.Mutex
+	got []strategies.Event
+	ch  chan strategies.Event
+}
+
+func newEvents() *events { return &events{ch: make(chan strategies.Event, 100)} }
+
+func (e *events) observe(ev strategies.Event) {
+	e.mu.Lock()
+	e.got = append(e.got, ev)
+	e.mu.Unlock()
+	select {
+	case e.ch <- ev:
+	default:
+	}
+}
+
+// waitFor waits for an event of type typ, failing the test after d.
+func (e *events) waitFor(t *testing.T, typ strategies.EventType, d time.Duration) strategies.Event {
+	t.Helper()
+	timeout := time.After(d)
+	for {
+		select {
+		case ev := <-e.ch:
+			if ev.Type == typ {
+				return ev
+			}
+		case <-timeout:
+			t.Fatalf("no %s event within %v", typ, d)
+		}
+	}
+}
+
+// privateRedis is a redis-server of one test's own, which it may stop and
+// start again on the same port.
+type privateRedis struct {
+	t    *testing.T
+	bin  string
+	port int
+	cmd  *exec.Cmd
+}
+
+// startPrivateRedis starts a redis-server on a free loopback port.
+func startPrivateRedis(t *testing.T) *privateRedis {
+	t.Helper()
+	r := &privateRedis{t: t, bin: redisServerBinary(t), port: freePort(t)}
+	r.start()
+	t.Cleanup(r.stop)
+	return r
+}
+
+func (r *privateRedis) addr() string { return "127.0.0.1:" + strconv.Itoa(r.port) }
+
+// start starts the server and waits until it answers PING.
+func (r *privateRedis) start() {
+	r.t.Helper()
+	r.cmd = exec.Command(r.bin, "--bind", "127.0.0.1", "--port", strconv.Itoa(r.port),
+		"--save", "", "--appendonly", "no")
+	if err := r.cmd.Start(); err != nil {
+		r.t.Fatalf("start redis-server: %v", err)
+	}
+	c := redis.NewClient(clientOptions(&redis.Options{Addr: r.addr()}))
+	defer c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		err := c.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("redis-server on %s does not answer: %v", r.addr(), err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// stop kills the server, as a crash or a lost network would.
+func (r *privateRedis) stop() {
+	if r.cmd == nil {
+		return
+	}
+	r.cmd.Process.Kill()
+	r.cmd.Wait()
+	r.cmd = nil
+}
+
+// freePort returns a loopback port nothing listens on.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}

@@ -1,0 +1,519 @@
+package sharedlimit
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelab/ratelab/strategies"
+)
+
+// Polling bounds for a process's head waiter while the shared slots are all
+// taken. A release publishes on the limit's channel and wakes the waiters at
+// once; polling only catches what publishes nothing (expired leases, a lost
+// message), backing off from pollMin to pollMax.
+const (
+	pollMin = 5 * time.Millisecond
+	pollMax = 200 * time.Millisecond
+	// waiterTTL is how long a process keeps its place in the shared line
+	// without asking again; its head asks at least every pollMax.
+	waiterTTL = 2 * time.Second
+)
+
+// Shared is a strategies.Strategy whose limits are shared through Redis by
+// every process that uses the same Config.Key: at most MaxConcurrent calls in
+// flight across all of them, at most RPM requests and TPM tokens a minute,
+// and a retry-after gate that a throttle seen by any one of them closes for
+// all.
+//
+// Acquire works like strategies.TokenFirst, on shared state: it waits for the
+// retry-after gate, reserves one request and the call's Cost.Tokens() from
+// the shared budgets (a GCRA reservation on Redis's clock; waits count as
+// Waits.Tokens), then takes a shared slot (a lease; waits count as
+// Waits.Slot). Within a process, callers wait in arrival order and only the
+// first asks Redis; across processes, slots go to the processes in the order
+// they started waiting. Done settles the token reservation to the reported
+// usage (see strategies.TokenFirst for the rules) and releases the lease.
+//
+// A lease expires LeaseTTL after its last renewal. A goroutine per held
+// permit renews it every LeaseTTL/3 until Done, so the slots of a process
+// that crashed come back within LeaseTTL while those of a slow call do not.
+//
+// A throttle (429) or overload (529/503) with a retry-after, passed to
+// Observe or Done, closes the gate for that delay in this process at once and
+// in Redis for the others.
+//
+// When a Redis operation fails, Shared logs a warning, reports
+// EventRedisLost, and admits calls through a local fallback (a
+// strategies.TokenBucket for RPM, then a strategies.TokenFirst) sized to
+// this process's share of each limit (see Config.Peers): fewer calls, never
+// unbounded ones. It tries Redis again every heartbeat (min(LeaseTTL/3, 1s));
+// when Redis answers, it registers a lease for each call the fallback let in
+// and still running, so the shared count includes them, then reports
+// EventRedisRecovered and applies the shared limits again.
+//
+// Stats reports Limit (MaxConcurrent, or the local share during a fallback),
+// Rate and Delay (from RPM), Tokens (the shared budget available after the
+// last reservation), InFlight (this process's calls) and Queued (callers in
+// Acquire). Shared is safe for concurrent use; call Close when done.
+type Shared struct {
+	cfg     Config
+	client  redis.UniversalClient
+	owned   bool // Close closes client
+	keys    keyspace
+	id      string // this process in the shared line and among the peers
+	reqStep float64
+	tokStep float64
+	leaseUS int64
+	beat    time.Duration
+
+	turn chan struct{} // the head of the local line waiting for a slot holds it
+
+	mu        sync.Mutex
+	stats     strategies.Stats
+	fb        *fallback // non-nil while Redis is lost
+	peers     int       // processes sharing the limit, as last seen
+	live      map[*permit]struct{}
+	freed     chan struct{} // closed and replaced when a slot may have freed
+	gateUntil time.Time
+	closed    bool
+	orphans   []string // leases of calls that ended while Redis was lost
+
+	seq     atomic.Uint64
+	closing chan struct{}
+	wg      sync.WaitGroup
+	pubsub  *redis.PubSub
+}
+
+var _ strategies.Strategy = (*Shared)(nil)
+
+// New connects to Redis and returns a Shared strategy configured by cfg. It
+// fails with a clear error when cfg is invalid or Redis does not answer
+// within ctx (and cfg.OpTimeout). Call Close when done.
+func New(ctx context.Context, cfg Config) (*Shared, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	s := &Shared{
+		cfg:     cfg,
+		client:  cfg.Client,
+		keys:    newKeyspace(cfg.Key),
+		id:      processID(),
+		leaseUS: cfg.LeaseTTL.Microseconds(),
+		beat:    min(cfg.LeaseTTL/3, time.Second),
+		turn:    make(chan struct{}, 1),
+		live:    make(map[*permit]struct{}),
+		freed:   make(chan struct{}),
+		closing: make(chan struct{}),
+	}
+	s.turn <- struct{}{}
+	if cfg.RPM > 0 {
+		s.reqStep = 60e6 / cfg.RPM
+		s.stats.Rate = cfg.RPM / 60
+		s.stats.Delay = 60 / cfg.RPM
+	}
+	if cfg.TPM > 0 {
+		s.tokStep = 60e6 / cfg.TPM
+		s.stats.Tokens = float64(cfg.TokenBurst)
+	}
+	s.stats.Limit = float64(cfg.MaxConcurrent)
+
+	addr := "server"
+	if cfg.URL != "" {
+		opts, err := redis.ParseURL(cfg.URL)
+		if err != nil {
+			return nil, fmt.Errorf("sharedlimit: redis URL: %w", err)
+		}
+		addr = opts.Addr
+		s.client, s.owned = redis.NewClient(opts), true
+	} else if c, ok := cfg.Client.(*redis.Client); ok {
+		addr = c.Options().Addr
+	}
+	pctx, cancel := context.WithTimeout(ctx, cfg.OpTimeout)
+	defer cancel()
+	if err := s.heartbeat(pctx); err != nil {
+		if s.owned {
+			s.client.Close()
+		}
+		return nil, fmt.Errorf("sharedlimit: redis at %s unreachable: %w", addr, err)
+	}
+
+	s.pubsub = s.client.Subscribe(context.Background(), s.keys.freed)
+	ch := s.pubsub.Channel()
+	s.wg.Add(2)
+	go func() {
+		defer s.wg.Done()
+		for range ch {
+			s.wake()
+		}
+	}()
+	go s.monitor()
+	return s, nil
+}
+
+// processID returns an id unique to this process and Shared: host, pid and
+// random bits.
+func processID() string {
+	host, _ := os.Hostname()
+	var b [6]byte
+	rand.Read(b[:])
+	return host + ":" + strconv.Itoa(os.Getpid()) + ":" + hex.EncodeToString(b[:])
+}
+
+// Close stops the background work, leaves the shared line and the peers,
+// and closes the client if New dialed it. Finish every permit first.
+func (s *Shared) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	close(s.closing)
+	err := s.pubsub.Close()
+	s.wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.OpTimeout)
+	defer cancel()
+	partScript.Run(ctx, s.client, []string{s.keys.peers, s.keys.waiters, s.keys.wexp}, s.id)
+	if s.owned {
+		if cerr := s.client.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("sharedlimit: close: %w", err)
+	}
+	return nil
+}
+
+// Acquire waits for the retry-after gate, the call's tokens and requests
+// budget, then a slot, or until ctx ends; a call that gives up has its
+// reservation returned. It returns an error wrapping
+// strategies.ErrExceedsBudget, at once, for a call costing more than
+// TokenBurst. A Redis failure does not fail it: the call is admitted by the
+// local fallback instead.
+func (s *Shared) Acquire(ctx context.Context, c strategies.Cost) (strategies.Permit, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	tokens := 0
+	if s.tokStep > 0 {
+		tokens = max(c.Tokens(), 0)
+		if tokens > s.cfg.TokenBurst {
+			return nil, fmt.Errorf("sharedlimit: %w: %d tokens, budget %d", strategies.ErrExceedsBudget, tokens, s.cfg.TokenBurst)
+		}
+	}
+	s.update(func(st *strategies.Stats) { st.Queued++ })
+	defer s.update(func(st *strategies.Stats) { st.Queued-- })
+	var w strategies.Waits
+	for {
+		if fb := s.fallback(); fb != nil {
+			p, err := s.acquireLocal(ctx, fb, c, &w)
+			if err != nil {
+				s.gaveUp(w)
+			}
+			return p, err
+		}
+		p, err := s.acquireShared(ctx, tokens, &w)
+		switch {
+		case err == nil:
+			return p, nil
+		case ctx.Err() != nil:
+			s.gaveUp(w)
+			return nil, ctx.Err()
+		default:
+			// Whatever failed, Redis can no longer be relied on: fall back.
+			s.lose(err)
+		}
+	}
+}
+
+// acquireShared admits a call through Redis. An error with ctx still alive
+// is a Redis failure.
+func (s *Shared) acquireShared(ctx context.Context, tokens int, w *strategies.Waits) (*permit, error) {
+	if err := s.waitLocalGate(ctx, w); err != nil {
+		return nil, err
+	}
+	reserved := false
+	if s.reqStep > 0 || s.tokStep > 0 {
+		for {
+			r, err := s.run(ctx, budgetScript, []string{s.keys.gate, s.keys.rpm, s.keys.tpm},
+				s.reqStep, s.cfg.RequestBurst, s.tokStep, s.cfg.TokenBurst, tokens)
+			if err != nil {
+				return nil, err
+			}
+			if r[2] == 1 {
+				if err := sleep(ctx, micros(r[1]), &w.RetryAfter); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			if s.tokStep > 0 {
+				s.update(func(st *strategies.Stats) { st.Tokens = float64(r[3]) })
+			}
+			reserved = true
+			cause := &w.Tokens
+			if s.tokStep == 0 {
+				cause = &w.Slot // pacing to a request rate is a dispatch turn
+			}
+			if err := sleep(ctx, micros(r[1]), cause); err != nil {
+				s.refund(tokens)
+				return nil, err
+			}
+			break
+		}
+	}
+	lease := ""
+	if s.cfg.MaxConcurrent > 0 {
+		var err error
+		if lease, err = s.takeSlot(ctx, w); err != nil {
+			if reserved {
+				s.refund(tokens)
+			}
+			return nil, err
+		}
+	}
+	return s.newPermit(lease, true, tokens, nil, *w), nil
+}
+
+// takeSlot waits in the local line, then, at its head, for a shared lease.
+func (s *Shared) takeSlot(ctx context.Context, w *strategies.Waits) (string, error) {
+	start := time.Now()
+	select {
+	case <-s.turn:
+	case <-ctx.Done():
+		w.Slot += time.Since(start)
+		return "", ctx.Err()
+	}
+	defer func() { s.turn <- struct{}{} }()
+	w.Slot += time.Since(start)
+
+	lease := s.leaseID()
+	poll := pollMin
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	<-timer.C
+	for {
+		freed := s.freedChan()
+		t0 := time.Now()
+		r, err := s.run(ctx, slotScript, []string{s.keys.leases, s.keys.waiters, s.keys.wexp, s.keys.gate},
+			s.cfg.MaxConcurrent, lease, s.leaseUS, s.id, waiterTTL.Microseconds())
+		if err != nil {
+			s.leaveLine()
+			return "", err
+		}
+		if r[0] == 1 {
+			w.Slot += time.Since(t0)
+			return lease, nil
+		}
+		if r[2] == 1 {
+			if err := sleep(ctx, micros(r[1]), &w.RetryAfter); err != nil {
+				s.leaveLine()
+				return "", err
+			}
+			continue
+		}
+		d := poll
+		if hint := micros(r[1]); hint > 0 && hint < d {
+			d = hint
+		}
+		poll = min(2*poll, pollMax)
+		timer.Reset(d)
+		select {
+		case <-freed:
+			poll = pollMin
+			if !timer.Stop() {
+				<-timer.C
+			}
+		case <-timer.C:
+		case <-ctx.Done():
+			w.Slot += time.Since(t0)
+			s.leaveLine()
+			return "", ctx.Err()
+		}
+		w.Slot += time.Since(t0)
+	}
+}
+
+// leaveLine takes this process out of the shared line, best effort: a place
+// left behind expires after waiterTTL.
+func (s *Shared) leaveLine() {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.OpTimeout)
+	defer cancel()
+	leaveScript.Run(ctx, s.client, []string{s.keys.waiters, s.keys.wexp}, s.id)
+}
+
+// refund gives a reservation of one request and tokens back, best effort.
+func (s *Shared) refund(tokens int) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.OpTimeout)
+	defer cancel()
+	err := refundScript.Run(ctx, s.client, []string{s.keys.rpm, s.keys.tpm}, s.reqStep, 1, s.tokStep, tokens).Err()
+	if err != nil {
+		s.lose(err)
+	}
+}
+
+// run runs a script bounded by OpTimeout and returns its integer replies.
+func (s *Shared) run(ctx context.Context, sc *redis.Script, keys []string, args ...any) ([]int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.OpTimeout)
+	defer cancel()
+	return sc.Run(ctx, s.client, keys, args...).Int64Slice()
+}
+
+// leaseID returns a new lease id, unique across processes.
+func (s *Shared) leaseID() string {
+	return s.id + "#" + strconv.FormatUint(s.seq.Add(1), 10)
+}
+
+// micros converts a script's microseconds to a duration.
+func micros(us int64) time.Duration { return time.Duration(us) * time.Microsecond }
+
+// sleep waits for d or until ctx ends, adding the time waited to *into.
+func sleep(ctx context.Context, d time.Duration, into *time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	start := time.Now()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		*into += d
+		return nil
+	case <-ctx.Done():
+		*into += time.Since(start)
+		return ctx.Err()
+	}
+}
+
+// waitLocalGate waits until this process's copy of the retry-after gate is
+// open.
+func (s *Shared) waitLocalGate(ctx context.Context, w *strategies.Waits) error {
+	for {
+		s.mu.Lock()
+		d := time.Until(s.gateUntil)
+		s.mu.Unlock()
+		if d <= 0 {
+			return ctx.Err()
+		}
+		if err := sleep(ctx, d, &w.RetryAfter); err != nil {
+			return err
+		}
+	}
+}
+
+// learn closes the retry-after gate for a throttle or overload that carries
+// a retry-after: here at once, and in Redis for the other processes.
+func (s *Shared) learn(o strategies.Outcome) {
+	if (o.Kind != strategies.Throttled && o.Kind != strategies.Overloaded) || !o.HasRetryAfter || o.RetryAfter <= 0 {
+		return
+	}
+	now := time.Now()
+	until := now.Add(o.RetryAfter)
+	s.mu.Lock()
+	moved := until.After(s.gateUntil)
+	if moved {
+		s.gateUntil = until
+		s.emitLocked(strategies.Event{Time: now, Type: strategies.EventGateClose, Until: until, Reason: o.Kind.String()})
+	}
+	fb := s.fb
+	s.mu.Unlock()
+	if !moved || fb != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.OpTimeout)
+	defer cancel()
+	if err := gateScript.Run(ctx, s.client, []string{s.keys.gate}, o.RetryAfter.Microseconds()).Err(); err != nil {
+		s.lose(err)
+	}
+}
+
+// freedChan returns the channel closed when a slot may next have freed.
+func (s *Shared) freedChan() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.freed
+}
+
+// wake tells the head waiter that a slot may have freed.
+func (s *Shared) wake() {
+	s.mu.Lock()
+	close(s.freed)
+	s.freed = make(chan struct{})
+	s.mu.Unlock()
+}
+
+// Stats implements strategies.Strategy.
+func (s *Shared) Stats() strategies.Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+func (s *Shared) update(f func(*strategies.Stats)) {
+	s.mu.Lock()
+	f(&s.stats)
+	s.mu.Unlock()
+}
+
+// gaveUp records the waits of a caller whose Acquire failed.
+func (s *Shared) gaveUp(w strategies.Waits) {
+	s.update(func(st *strategies.Stats) { addWaits(st, w) })
+}
+
+func addWaits(st *strategies.Stats, w strategies.Waits) {
+	st.WaitSlot += w.Slot
+	st.WaitTokens += w.Tokens
+	st.WaitRetryAfter += w.RetryAfter
+}
+
+// count counts an attempt's outcome as strategies' own meter does.
+func count(st *strategies.Stats, o strategies.Outcome) {
+	if o.Kind == strategies.Abandoned {
+		st.Cancels++
+		return
+	}
+	st.Attempts++
+	switch o.Kind {
+	case strategies.Success:
+		st.Successes++
+	case strategies.Throttled:
+		st.Throttles++
+	case strategies.Overloaded:
+		st.Overloads++
+	case strategies.Canceled:
+		st.Cancels++
+	default:
+		st.Errors++
+	}
+}
+
+// emitLocked delivers e to the observer; s.mu is held, which orders events.
+func (s *Shared) emitLocked(e strategies.Event) {
+	if s.cfg.Observer != nil {
+		s.cfg.Observer(e)
+	}
+}
+
+// settledUsage returns what a call that reserved reserved tokens is charged
+// when its last outcome is o, by strategies.TokenFirst's rules.
+func settledUsage(o strategies.Outcome, reserved int) int {
+	if used := o.Usage.InputTokens + o.Usage.OutputTokens; used > 0 {
+		return used
+	}
+	switch o.Kind {
+	case strategies.Throttled, strategies.Overloaded, strategies.Abandoned:
+		return 0
+	}
+	return reserved
+}

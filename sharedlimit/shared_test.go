@@ -1,0 +1,546 @@
+package sharedlimit
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelab/ratelab/strategies"
+)
+
+func TestConfigErrors(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer c.Close()
+	tests := []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"no redis", Config{Key: "k", MaxConcurrent: 1}, "sharedlimit: no redis"},
+		{"both", Config{URL: "redis://x", Client: c, Key: "k", MaxConcurrent: 1}, "both redis"},
+		{"no key", Config{Client: c, MaxConcurrent: 1}, "sharedlimit: key is empty"},
+		{"hash tag in key", Config{Client: c, Key: "a{b}", MaxConcurrent: 1}, `key "a{b}" contains`},
+		{"negative", Config{Client: c, Key: "k", MaxConcurrent: -1}, "max_concurrent is -1"},
+		{"nothing to limit", Config{Client: c, Key: "k"}, "nothing to limit"},
+		{"tiny ttl", Config{Client: c, Key: "k", MaxConcurrent: 1, LeaseTTL: time.Millisecond}, "lease_ttl is 1ms"},
+		{"bad url", Config{URL: "http://x", Key: "k", MaxConcurrent: 1}, "sharedlimit: redis URL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := New(context.Background(), tt.cfg)
+			if err == nil {
+				s.Close()
+				t.Fatalf("New: no error, want one containing %q", tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("New: %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestNewUnreachable(t *testing.T) {
+	url := "redis://127.0.0.1:" + strconv.Itoa(freePort(t)) + "/0"
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := New(ctx, Config{URL: url, Key: "k", MaxConcurrent: 1, OpTimeout: time.Second})
+	if err == nil {
+		s.Close()
+		t.Fatal("New: no error for a Redis nobody serves")
+	}
+	if want := "sharedlimit: redis at 127.0.0.1:"; !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "unreachable") {
+		t.Errorf("New: %v, want %q… unreachable", err, want)
+	}
+}
+
+// TestGCRA replays the budget script at explicit instants on miniredis's
+// clock: one request a second (burst 1) and 600 tokens a minute (10 a
+// second, burst 600).
+func TestGCRA(t *testing.T) {
+	m, c := miniClient(t)
+	ks := newKeyspace(testKey(t, c))
+	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	const reqStep, tokStep = 1e6, 1e5 // µs
+	type step struct {
+		at     time.Duration // after t0
+		op     string        // "reserve" or "refund"
+		tokens int
+		wait   time.Duration // reserve: the wait it returns
+		avail  int64         // reserve: tokens available after it
+	}
+	steps := []step{
+		{at: 0, op: "reserve", tokens: 100, wait: 0, avail: 500},
+		{at: 0, op: "reserve", tokens: 100, wait: time.Second, avail: 400},                   // the request rate binds
+		{at: 2 * time.Second, op: "reserve", tokens: 500, wait: 8 * time.Second, avail: -80}, // tokens bind: 700 − 600 + 20 s of refill
+		{at: 2 * time.Second, op: "refund", tokens: 300},
+		{at: 3 * time.Second, op: "reserve", tokens: 0, wait: 0, avail: 230},
+		{at: 60 * time.Second, op: "reserve", tokens: 600, wait: 0, avail: 0},                       // refilled to the burst, not beyond
+		{at: 60 * time.Second, op: "refund", tokens: -100},                                          // a charge: usage above the reservation
+		{at: 61 * time.Second, op: "reserve", tokens: 5, wait: 9500 * time.Millisecond, avail: -95}, // 100 of debt + 5, less 1 s of refill, at 10/s
+	}
+	ctx := context.Background()
+	for i, st := range steps {
+		m.SetTime(t0.Add(st.at))
+		switch st.op {
+		case "reserve":
+			r, err := budgetScript.Run(ctx, c, []string{ks.gate, ks.rpm, ks.tpm}, reqStep, 1, tokStep, 600, st.tokens).Int64Slice()
+			if err != nil {
+				t.Fatalf("step %d: %v", i, err)
+			}
+			if got := micros(r[1]); r[0] != 1 || got != st.wait || r[3] != st.avail {
+				t.Errorf("step %d: reserve(%d) at t0+%v = ok %d, wait %v, avail %d; want ok 1, wait %v, avail %d",
+					i, st.tokens, st.at, r[0], got, r[3], st.wait, st.avail)
+			}
+		case "refund":
+			if err := refundScript.Run(ctx, c, []string{ks.rpm, ks.tpm}, 0, 0, tokStep, st.tokens).Err(); err != nil {
+				t.Fatalf("step %d: %v", i, err)
+			}
+		}
+	}
+}
+
+func TestGateScript(t *testing.T) {
+	m, c := miniClient(t)
+	ks := newKeyspace(testKey(t, c))
+	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	ctx := context.Background()
+	m.SetTime(t0)
+	for i, st := range []struct {
+		close time.Duration
+		moved int64
+	}{{2 * time.Second, 1}, {time.Second, 0}, {3 * time.Second, 1}} {
+		got, err := gateScript.Run(ctx, c, []string{ks.gate}, st.close.Microseconds()).Int64()
+		if err != nil || got != st.moved {
+			t.Errorf("close %d (%v) = %d, %v; want %d", i, st.close, got, err, st.moved)
+		}
+	}
+	for _, st := range []struct {
+		at, wait time.Duration
+	}{{0, 3 * time.Second}, {2500 * time.Millisecond, 500 * time.Millisecond}} {
+		m.SetTime(t0.Add(st.at))
+		r, err := budgetScript.Run(ctx, c, []string{ks.gate, ks.rpm, ks.tpm}, 1e6, 1, 0, 0, 0).Int64Slice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r[0] != 0 || r[2] != 1 || micros(r[1]) != st.wait {
+			t.Errorf("reserve at t0+%v = %v; want gated for %v", st.at, r, st.wait)
+		}
+	}
+	if ttl := m.TTL(ks.gate); ttl != 3*time.Second {
+		t.Errorf("gate key TTL = %v, want 3s (PX)", ttl)
+	}
+}
+
+// TestRefund checks settlement on miniredis with its clock stopped, so the
+// budget refills only by what Done gives back.
+func TestRefund(t *testing.T) {
+	tests := []struct {
+		name    string
+		outcome strategies.Outcome
+		next    int  // tokens of the next call
+		admits  bool // whether it is admitted at once; if not, it waits 10 s
+	}{
+		{"usage below reservation", strategies.Outcome{Kind: strategies.Success, Usage: strategies.Usage{InputTokens: 50, OutputTokens: 50}}, 500, true},
+		{"usage is charged", strategies.Outcome{Kind: strategies.Success, Usage: strategies.Usage{InputTokens: 50, OutputTokens: 50}}, 600, false},
+		{"throttled uses nothing", strategies.Outcome{Kind: strategies.Throttled, Status: 429}, 600, true},
+		{"failure without usage uses all", strategies.Outcome{Kind: strategies.Failed}, 100, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, c := miniClient(t)
+			m.SetTime(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
+			s := newShared(t, c, Config{Key: testKey(t, c), TPM: 600, MaxConcurrent: 2})
+			p, err := s.Acquire(context.Background(), strategies.Cost{InputTokens: 100, MaxTokens: 500})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Done(tt.outcome)
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			q, err := s.Acquire(ctx, strategies.Cost{InputTokens: tt.next})
+			if tt.admits {
+				if err != nil {
+					t.Fatalf("Acquire(%d) after %s: %v, want it admitted", tt.next, tt.name, err)
+				}
+				if w := q.(strategies.WaitReporter).Waited(); w.Tokens != 0 {
+					t.Errorf("Acquire(%d): waited %v for tokens, want 0", tt.next, w.Tokens)
+				}
+				q.Done(strategies.Outcome{Kind: strategies.Success, Usage: strategies.Usage{InputTokens: tt.next}})
+				return
+			}
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Acquire(%d) after %s: %v, want it to wait past its deadline", tt.next, tt.name, err)
+			}
+			if st := s.Stats(); st.Queued != 0 || st.InFlight != 0 {
+				t.Errorf("Stats: queued %d, in flight %d; want 0, 0", st.Queued, st.InFlight)
+			}
+		})
+	}
+}
+
+func TestExceedsBudget(t *testing.T) {
+	_, c := miniClient(t)
+	s := newShared(t, c, Config{Key: testKey(t, c), TPM: 1000})
+	_, err := s.Acquire(context.Background(), strategies.Cost{InputTokens: 900, MaxTokens: 200})
+	if !errors.Is(err, strategies.ErrExceedsBudget) || !strings.HasPrefix(err.Error(), "sharedlimit: ") {
+		t.Errorf("Acquire(1100 tokens, budget 1000) = %v, want sharedlimit: …ErrExceedsBudget", err)
+	}
+}
+
+func TestPermitContract(t *testing.T) {
+	_, c := miniClient(t)
+	s := newShared(t, c, Config{Key: testKey(t, c), MaxConcurrent: 1})
+	p, err := s.Acquire(context.Background(), strategies.Cost{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Done(strategies.Outcome{Kind: strategies.Success})
+	for name, f := range map[string]func(){
+		"Done twice":         func() { p.Done(strategies.Outcome{}) },
+		"Observe after Done": func() { p.Observe(strategies.Outcome{}) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", name)
+				}
+			}()
+			f()
+		}()
+	}
+	st := s.Stats()
+	if st.Permits != 1 || st.Attempts != 1 || st.Successes != 1 || st.InFlight != 0 || st.Limit != 1 {
+		t.Errorf("Stats = %+v; want 1 permit, 1 attempt, 1 success, none in flight, limit 1", st)
+	}
+}
+
+// TestAcquireHonoursContext: a caller waiting for a slot gives up when its
+// context ends, leaving neither a lease nor a place in the shared line.
+func TestAcquireHonoursContext(t *testing.T) {
+	m, c := miniClient(t)
+	key := testKey(t, c)
+	s := newShared(t, c, Config{Key: key, MaxConcurrent: 1})
+	p, err := s.Acquire(context.Background(), strategies.Cost{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := s.Acquire(ctx, strategies.Cost{}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Acquire with the only slot taken: %v, want DeadlineExceeded", err)
+	}
+	ks := newKeyspace(key)
+	if n, _ := m.ZMembers(ks.waiters); len(n) != 0 {
+		t.Errorf("waiters after giving up = %v, want none", n)
+	}
+	if st := s.Stats(); st.Queued != 0 || st.WaitSlot <= 0 {
+		t.Errorf("Stats: queued %d, wait_slot %v; want 0 and the wait recorded", st.Queued, st.WaitSlot)
+	}
+	p.Done(strategies.Outcome{Kind: strategies.Success})
+	if n, _ := m.ZMembers(ks.leases); len(n) != 0 {
+		t.Errorf("leases after Done = %v, want none", n)
+	}
+}
+
+// backends runs a test against miniredis and against the real server.
+func backends(t *testing.T, f func(t *testing.T, c redis.UniversalClient)) {
+	t.Run("miniredis", func(t *testing.T) {
+		_, c := miniClient(t)
+		f(t, c)
+	})
+	t.Run("redis", func(t *testing.T) {
+		f(t, realClient(t))
+	})
+}
+
+// TestNeverExceedsLimit: goroutines in several Shared instances, each
+// standing for a process, never hold more slots at once than the shared
+// limit, and every call gets through.
+func TestNeverExceedsLimit(t *testing.T) {
+	tests := []struct {
+		limit, procs, workers, calls int
+	}{
+		{limit: 1, procs: 3, workers: 3, calls: 4},
+		{limit: 5, procs: 4, workers: 6, calls: 5},
+	}
+	for _, tt := range tests {
+		t.Run("limit="+strconv.Itoa(tt.limit), func(t *testing.T) {
+			backends(t, func(t *testing.T, c redis.UniversalClient) {
+				key := testKey(t, c)
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				var inFlight, peak, done atomic.Int64
+				var wg sync.WaitGroup
+				var procs []*Shared
+				for range tt.procs {
+					s := newShared(t, c, Config{Key: key, MaxConcurrent: tt.limit, LeaseTTL: 2 * time.Second})
+					procs = append(procs, s)
+					for range tt.workers {
+						wg.Go(func() {
+							for range tt.calls {
+								p, err := s.Acquire(ctx, strategies.Cost{})
+								if err != nil {
+									t.Errorf("Acquire: %v", err)
+									return
+								}
+								n := inFlight.Add(1)
+								for {
+									m := peak.Load()
+									if n <= m || peak.CompareAndSwap(m, n) {
+										break
+									}
+								}
+								time.Sleep(time.Millisecond)
+								inFlight.Add(-1)
+								p.Done(strategies.Outcome{Kind: strategies.Success})
+								done.Add(1)
+							}
+						})
+					}
+				}
+				wg.Wait()
+				if want := int64(tt.procs * tt.workers * tt.calls); done.Load() != want {
+					t.Errorf("calls done = %d, want %d", done.Load(), want)
+				}
+				if peak.Load() > int64(tt.limit) {
+					t.Errorf("peak in flight = %d, want at most the shared limit %d", peak.Load(), tt.limit)
+				}
+				for i, s := range procs {
+					if st := s.Stats(); st.Permits != int64(tt.workers*tt.calls) || st.InFlight != 0 {
+						t.Errorf("process %d: permits %d, in flight %d; want %d, 0", i, st.Permits, st.InFlight, tt.workers*tt.calls)
+					}
+				}
+			})
+		})
+	}
+}
+
+// TestLeaseExpiresAfterCrash: while a process renews its leases, nobody
+// else gets the slots, however long its calls; once it stops (a crash), its
+// slots come back after the lease TTL.
+func TestLeaseExpiresAfterCrash(t *testing.T) {
+	c := realClient(t)
+	key := testKey(t, c)
+	const ttl = 600 * time.Millisecond
+	crashed := newShared(t, c, Config{Key: key, MaxConcurrent: 2, LeaseTTL: ttl})
+	other := newShared(t, c, Config{Key: key, MaxConcurrent: 2, LeaseTTL: ttl})
+	var held []*permit
+	for range 2 {
+		p, err := crashed.Acquire(context.Background(), strategies.Cost{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, p.(*permit))
+	}
+
+	// Three TTLs of renewals: the slots stay taken.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*ttl)
+	defer cancel()
+	if p, err := other.Acquire(ctx, strategies.Cost{}); err == nil {
+		p.Done(strategies.Outcome{})
+		t.Fatal("Acquire got a slot of a live process whose calls outlast the lease TTL")
+	}
+
+	// The crash: renewals stop, nothing is released.
+	for _, p := range held {
+		close(p.stop)
+		<-p.stopped
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), 20*ttl)
+	defer cancel()
+	for range 2 {
+		p, err := other.Acquire(ctx, strategies.Cost{})
+		if err != nil {
+			t.Fatalf("Acquire after the holder crashed: %v, want its slots back once the leases expire", err)
+		}
+		defer p.Done(strategies.Outcome{Kind: strategies.Success})
+	}
+	for _, p := range held { // let Cleanup's Close run; the permits are gone
+		p.done.Store(true)
+		crashed.mu.Lock()
+		delete(crashed.live, p)
+		crashed.mu.Unlock()
+	}
+}
+
+// TestRateAcrossProcesses counts admissions under a shared request rate:
+// however many processes ask, together they start RPM/60 calls a second.
+func TestRateAcrossProcesses(t *testing.T) {
+	c := realClient(t)
+	key := testKey(t, c)
+	const rpm, admissions = 1200, 31 // 20 a second
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var (
+		mu    sync.Mutex
+		times []time.Time
+		wg    sync.WaitGroup
+	)
+	for range 3 {
+		s := newShared(t, c, Config{Key: key, RPM: rpm})
+		for range 4 {
+			wg.Go(func() {
+				for {
+					p, err := s.Acquire(ctx, strategies.Cost{})
+					if err != nil {
+						t.Errorf("Acquire: %v", err)
+						return
+					}
+					p.Done(strategies.Outcome{Kind: strategies.Success})
+					mu.Lock()
+					times = append(times, time.Now())
+					n := len(times)
+					mu.Unlock()
+					if n >= admissions {
+						return
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	first, last := times[0], times[0]
+	for _, at := range times[:admissions] {
+		if at.Before(first) {
+			first = at
+		}
+		if at.After(last) {
+			last = at
+		}
+	}
+	rate := float64(admissions-1) / last.Sub(first).Seconds()
+	if ratio := rate / (rpm / 60); ratio < 0.7 || ratio > 1.05 {
+		t.Errorf("%d admissions at %.1f/s across 3 processes; want %.0f/s (ratio %.2f, want 0.7–1.05)", admissions, rate, rpm/60.0, ratio)
+	}
+}
+
+// TestGateAcrossProcesses: a throttle one process sees pauses the others.
+func TestGateAcrossProcesses(t *testing.T) {
+	c := realClient(t)
+	key := testKey(t, c)
+	ev := newEvents()
+	a := newShared(t, c, Config{Key: key, MaxConcurrent: 4, Observer: ev.observe})
+	b := newShared(t, c, Config{Key: key, MaxConcurrent: 4})
+	p, err := a.Acquire(context.Background(), strategies.Cost{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Done(strategies.Outcome{Kind: strategies.Throttled, Status: 429, HasRetryAfter: true, RetryAfter: 300 * time.Millisecond})
+	if e := ev.waitFor(t, strategies.EventGateClose, time.Second); e.Until.IsZero() {
+		t.Errorf("gate_close event without Until: %+v", e)
+	}
+	if ttl := c.PTTL(context.Background(), newKeyspace(key).gate).Val(); ttl <= 0 || ttl > 300*time.Millisecond {
+		t.Errorf("gate key PTTL = %v, want in (0, 300ms]", ttl)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	q, err := b.Acquire(ctx, strategies.Cost{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Done(strategies.Outcome{Kind: strategies.Success})
+	if w := q.(strategies.WaitReporter).Waited(); w.RetryAfter <= 0 {
+		t.Errorf("another process's Acquire waited %+v, want a retry-after wait", w)
+	}
+}
+
+// TestFallbackAndRecovery kills a private Redis mid-run: each process falls
+// back to its share of the limit (never more), warns, and when Redis is back
+// registers the calls it let in, so the shared count is right again.
+func TestFallbackAndRecovery(t *testing.T) {
+	srv := startPrivateRedis(t)
+	newClient := func() *redis.Client {
+		c := redis.NewClient(clientOptions(&redis.Options{Addr: srv.addr()}))
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	probe := newClient()
+	key := testKey(t, probe)
+	ks := newKeyspace(key)
+	cfg := Config{Key: key, MaxConcurrent: 4, LeaseTTL: 600 * time.Millisecond, OpTimeout: 300 * time.Millisecond}
+	evA, evB := newEvents(), newEvents()
+	cfgA, cfgB := cfg, cfg
+	cfgA.Observer, cfgB.Observer = evA.observe, evB.observe
+	a := newShared(t, newClient(), cfgA)
+	b := newShared(t, newClient(), cfgB)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	var bHeld []strategies.Permit
+	for range 2 {
+		p, err := b.Acquire(ctx, strategies.Cost{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bHeld = append(bHeld, p)
+	}
+	// Both processes have seen each other before Redis goes.
+	for a.peersSeen() < 2 {
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	srv.stop()
+	lost := evA.waitFor(t, EventRedisLost, 5*time.Second)
+	if lost.Value != 2 || lost.Reason == "" {
+		t.Errorf("redis_lost event = %+v, want Value 2 (4 slots / 2 peers) and the error", lost)
+	}
+	if st := a.Stats(); st.Limit != 2 {
+		t.Errorf("Stats.Limit during the fallback = %v, want 2", st.Limit)
+	}
+	var aHeld []strategies.Permit
+	for range 2 {
+		p, err := a.Acquire(ctx, strategies.Cost{})
+		if err != nil {
+			t.Fatalf("Acquire during the fallback: %v", err)
+		}
+		aHeld = append(aHeld, p)
+	}
+	short, cancelShort := context.WithTimeout(ctx, 100*time.Millisecond)
+	if p, err := a.Acquire(short, strategies.Cost{}); err == nil {
+		p.Done(strategies.Outcome{})
+		t.Error("Acquire during the fallback admitted a third call; want at most the share of 2")
+	}
+	cancelShort()
+
+	srv.start() // an empty Redis, as after a restart
+	evA.waitFor(t, EventRedisRecovered, 10*time.Second)
+	evB.waitFor(t, EventRedisRecovered, 10*time.Second)
+	if st := a.Stats(); st.Limit != 4 {
+		t.Errorf("Stats.Limit after recovery = %v, want 4", st.Limit)
+	}
+	if n := probe.ZCard(ctx, ks.leases).Val(); n != 4 {
+		t.Errorf("leases after recovery = %d, want 4: A's 2 from the fallback and B's 2", n)
+	}
+	short, cancelShort = context.WithTimeout(ctx, 100*time.Millisecond)
+	if p, err := a.Acquire(short, strategies.Cost{}); err == nil {
+		p.Done(strategies.Outcome{})
+		t.Error("Acquire after recovery admitted a fifth call over the shared limit of 4")
+	}
+	cancelShort()
+	for _, p := range append(aHeld, bHeld...) {
+		p.Done(strategies.Outcome{Kind: strategies.Success})
+	}
+	if n := probe.ZCard(ctx, ks.leases).Val(); n != 0 {
+		t.Errorf("leases after every call ended = %d, want 0", n)
+	}
+	p, err := a.Acquire(ctx, strategies.Cost{})
+	if err != nil {
+		t.Fatalf("Acquire after recovery: %v", err)
+	}
+	p.Done(strategies.Outcome{Kind: strategies.Success})
+}
+
+func (s *Shared) peersSeen() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.peers
+}
