@@ -1,0 +1,103 @@
+package engine
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+
+	"github.com/ratelab/ratelab/provider"
+	"github.com/ratelab/ratelab/strategies"
+)
+
+// nopClient answers every call at once and keeps nothing.
+type nopClient struct{}
+
+func (nopClient) Do(context.Context, provider.Request, int) (provider.Response, strategies.Outcome) {
+	return provider.Response{Text: "ok", StopReason: "end_turn", Usage: strategies.Usage{InputTokens: 3, OutputTokens: 1}},
+		strategies.Outcome{Kind: strategies.Success, Status: 200}
+}
+
+// rssChildEnv names the input file a child process of TestBatchPeakRSS runs.
+const rssChildEnv = "RATELAB_BATCH_RSS_CHILD"
+
+// TestBatchPeakRSS runs a batch of RATELAB_BATCH_RSS_LINES lines (default
+// 100,000; the issue's figure is 1,000,000) in a child process, through
+// both passes, the engine and the JSONL output, with an instant client, and
+// checks the child's peak RSS stays under 200 MB: memory follows the number
+// of ids (a 16-byte hash each), not the size of the input.
+//
+//	RATELAB_BATCH_RSS_LINES=1000000 go test ./engine/ -run BatchPeakRSS -v
+func TestBatchPeakRSS(t *testing.T) {
+	if in := os.Getenv(rssChildEnv); in != "" {
+		rssChild(t, in)
+		return
+	}
+	if testing.Short() {
+		t.Skip("writes and runs a large input")
+	}
+	lines := 100_000
+	if v := os.Getenv("RATELAB_BATCH_RSS_LINES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			t.Fatalf("RATELAB_BATCH_RSS_LINES=%q: want a positive number", v)
+		}
+		lines = n
+	}
+	dir := t.TempDir()
+	in := filepath.Join(dir, "items.jsonl")
+	f, err := os.Create(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := bufio.NewWriter(f)
+	for i := range lines {
+		fmt.Fprintf(w, `{"id": "ticket-%08d", "prompt": "Classify this support ticket: my invoice %d is wrong, please help.", "max_tokens": 20, "metadata": {"row": %d}}`+"\n", i, i, i)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	cmd := exec.Command(os.Args[0], "-test.run=^TestBatchPeakRSS$", "-test.v")
+	cmd.Env = append(os.Environ(), rssChildEnv+"="+in)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		t.Skip("no rusage on this platform")
+	}
+	peakMB := float64(ru.Maxrss) / 1024 // Linux reports kilobytes
+	t.Logf("%d lines: peak RSS %.1f MB\n%s", lines, peakMB, out)
+	if peakMB > 200 {
+		t.Errorf("peak RSS %.1f MB for %d lines, want at most 200 MB", peakMB, lines)
+	}
+}
+
+func rssChild(t *testing.T, in string) {
+	b := &Batch{Input: in, Output: in + ".out", Model: "m", Config: Config{
+		Client: nopClient{}, Strategy: strategies.NewSemaphore(strategies.SemaphoreConfig{Max: 64}),
+		Workers: 128, Resolution: -1,
+	}}
+	sum, err := b.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Completed != sum.Items || !sum.AllOK() {
+		t.Fatalf("completed %d of %d", sum.Completed, sum.Items)
+	}
+	wall := sum.Run.WallSeconds
+	// Resuming reads the whole output back and makes nothing.
+	sum, err = b.Run(context.Background())
+	if err != nil || sum.DoneOK != sum.Items || sum.Completed != 0 {
+		t.Fatalf("resume: %v, done %d of %d, completed %d", err, sum.DoneOK, sum.Items, sum.Completed)
+	}
+	fmt.Printf("child: %d items, run %.1f s\n", sum.Items, wall)
+}
