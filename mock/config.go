@@ -123,7 +123,8 @@ type Limits struct {
 	// rounded up.
 	RetryAfter time.Duration `yaml:"retry_after"`
 	// CountRejected makes rejected attempts use up the requests-per-minute
-	// budget too, as OpenAI documents.
+	// budget too, as OpenAI documents. An attempt rejected because that
+	// budget is empty takes nothing: the bucket never goes negative.
 	CountRejected bool `yaml:"count_rejected"`
 }
 

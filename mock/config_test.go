@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"gopkg.in/yaml.v3"
 )
 
 const fullConfig = `seed: 1
@@ -110,5 +112,31 @@ func TestParseConfigErrors(t *testing.T) {
 				t.Errorf("ParseConfig(%q) = %q, want it to mention %q", tt.src, err, w)
 			}
 		}
+	}
+}
+
+// TestConfigEmbedded checks that a Config inside another document (a
+// scenario's server: block) starts from the defaults and stays strict.
+func TestConfigEmbedded(t *testing.T) {
+	type scenario struct {
+		Name   string `yaml:"name"`
+		Server Config `yaml:"server"`
+	}
+	decode := func(src string) (scenario, error) {
+		var s scenario
+		dec := yaml.NewDecoder(strings.NewReader(src))
+		dec.KnownFields(true)
+		err := dec.Decode(&s)
+		return s, err
+	}
+	s, err := decode("name: x\nserver:\n  limits: {max_concurrent: 20}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Server.Limits.MaxConcurrent != 20 || s.Server.Latency.PerToken != 5*time.Millisecond {
+		t.Errorf("embedded config = %+v, want max_concurrent 20 and the default per_token", s.Server)
+	}
+	if _, err := decode("name: x\nserver:\n  limits: {max_concurent: 20}\n"); err == nil || !strings.Contains(err.Error(), "line 3") {
+		t.Errorf("unknown key in an embedded config: err = %v, want one naming line 3", err)
 	}
 }
