@@ -57,31 +57,50 @@ const defaultRTT = time.Second
 //
 // The control law, per key:
 //
-//   - Slow start. The window starts at Initial and grows by one for each
-//     success that ends while it is full, doubling every round trip, until
-//     the first throttle.
+//   - Growth only while the window binds. The window grows only while it is
+//     full (the key's attempts in flight reach it, so callers wait for it),
+//     and continuously in time, not per success: calls that end together
+//     in a wave grow it no more and no less than calls that end one by one,
+//     and the calls a larger window lets in go out one at a time across the
+//     round trip rather than in a burst. A window that is not full grows to
+//     at most one above the calls in flight.
+//   - Slow start. The window starts at Initial and doubles every round trip
+//     while full, until the first throttle.
 //   - Learning the limit. A throttle (429) tells how many of the key's calls
-//     the server was holding when it refused one: those that were in flight
-//     when the refused call was sent and still are when its refusal arrives,
-//     plus those that succeeded meanwhile. That count is the learned limit;
-//     a burst of refusals keeps the smallest (each counts the refusals still
-//     on their way back, so the last to arrive counts true). The window drops
-//     to Decrease times it, once per round trip: refusals of calls
-//     dispatched before the drop are the same event and only refine the
-//     limit.
-//   - Congestion avoidance. The window grows by about one per round trip
-//     while it is full, up to the learned limit, and holds there.
+//     the server was holding when it refused one: the others in flight when
+//     the refusal arrives, whatever order they were sent in (calls sent
+//     together reach the server in any order), plus the successes that ended
+//     meanwhile, less the calls sent after the refused one, which can only
+//     have taken the slots those successes freed. Refusals still on their
+//     way back inflate the count, so a burst keeps the smallest: the last
+//     refusal of a burst of N sent with F in flight counts F − N. The first
+//     refusal of a congestion event sets the learned limit and drops the
+//     window to Decrease times it; refusals of calls sent before that drop
+//     are the same event (once per round trip) and only refine the limit
+//     down.
+//   - Congestion avoidance. The window grows by one per round trip while it
+//     is full, up to the learned limit, and holds there.
 //   - Probing. ProbeAfter round trips after the last throttle, one call above
 //     the learned limit is allowed. If the server refuses it, the window stays
 //     at the limit and the next probe waits another ProbeAfter round trips;
-//     if the server holds it, the limit has risen and slow start resumes.
-//   - The retry-after gate. A throttle or overload with a server delay closes
-//     the key's gate until the delay is over: no Acquire for the key returns
-//     while it is closed, so the retries of a burst do not come back as a herd
-//     and nothing new is sent into a limit the server has just said is
-//     exhausted. A refused probe does not close the gate: the one call sent
-//     above a limit known to hold is expected to be refused, and the server's
-//     delay for it is honoured by that call's own retry (see Do).
+//     if the server holds it, the limit has risen and slow start resumes. A
+//     refusal, while the probe is out, of another call with the limit held
+//     is the probe's refusal: the server need not receive our calls in the
+//     order we sent them.
+//   - The retry-after gate. While the key's gate is closed no Acquire for the
+//     key returns, so that retries do not come back as a herd and nothing new
+//     is sent into a budget the server has said is exhausted. A throttle
+//     that the window answers does not close it: when the server refuses a
+//     call because it holds as many of ours as it allows, the smaller window
+//     already keeps the retries from crowding in (they wait for a slot),
+//     and each refused call waits out its own server delay (see Do); closing
+//     the gate would drain the whole pipeline for the delay. The gate closes
+//     for a throttle's server delay only when the window cannot be the
+//     answer: the response's rate-limit headers show a dimension with
+//     nothing remaining (a per-minute budget is spent: closed until the
+//     later of its reset and the delay), the server held none of our other
+//     calls, or the server refuses again a call sent after the window was
+//     cut, before it has held any such call. A refused probe never closes it.
 //   - Rate-limit headers. A response with a dimension's remaining count at 0
 //     closes the gate until that dimension's reset. A published requests
 //     limit (per minute) caps the window at the calls that rate allows per
@@ -101,7 +120,10 @@ const defaultRTT = time.Second
 //
 // Callers of a key are admitted in arrival order. Stats reports Limit as the
 // sum over keys of the calls admitted at once (Initial before the first
-// call); events are EventLimit, EventGateClose and EventGateOpen. It is safe
+// call); events are EventLimit, EventGateClose and EventGateOpen. Each permit
+// is granted with the key's attempts in flight, itself included, at most the
+// key's limit at that moment; a permit keeps its slot (and its retries
+// inside it) if the window later shrinks below the permits out. It is safe
 // for concurrent use.
 type Adaptive struct {
 	cfg  AdaptiveConfig
@@ -147,10 +169,14 @@ func (a *Adaptive) Acquire(ctx context.Context, c Cost) (Permit, error) {
 	ak := a.keyLocked(k)
 	a.mu.Unlock()
 
-	var at adaptiveAttempt
+	var (
+		at    adaptiveAttempt
+		limit int
+	)
 	w, err := ak.line.wait(ctx, &a.m, &a.mu, func(now time.Time) (bool, time.Duration, bool) {
 		ok, d, gated := ak.law.admit(now)
 		if ok {
+			limit = ak.law.capacity(now)
 			at = ak.law.dispatch(now)
 		}
 		a.publishLocked(now)
@@ -167,10 +193,21 @@ func (a *Adaptive) Acquire(ctx context.Context, c Cost) (Permit, error) {
 		a.publishLocked(now)
 		ak.line.notifyLocked()
 	}
-	return newPermit(&a.m, w,
+	return &windowPermit{newPermit(&a.m, w,
 		func(o Outcome) { finish(o, false) },
-		func(o Outcome) { finish(o, true) }), nil
+		func(o Outcome) { finish(o, true) }), limit}, nil
 }
+
+// windowPermit is the permit of a strategy whose window may shrink below the
+// permits already granted: it remembers the window it was granted under.
+type windowPermit struct {
+	*permit
+	limit int // the calls admitted at once when it was granted
+}
+
+// grantLimit returns the limit in force when the permit was granted: the
+// permits out at that moment, this one included, were at most that many.
+func (p *windowPermit) grantLimit() int { return p.limit }
 
 // Stats implements Strategy.
 func (a *Adaptive) Stats() Stats {
@@ -223,14 +260,19 @@ type adaptiveLaw struct {
 	starts    []time.Time // dispatch times of the attempts in flight, in order
 	seq       uint64      // dispatches so far
 	cut       uint64      // the last attempt dispatched before the last decrease
-	successes uint64
-	throttles uint64
-	srtt      time.Duration // smoothed round trip; 0 before the first success
-	probeAt   time.Time     // when a probe above limit may go
-	gate      gate
-	rpm       int64 // published requests per minute; 0 if none
-	shown     int   // the capacity last reported in an event
-	events    []Event
+	// recovering: the window was cut for a throttle and the server has held
+	// none of the calls sent since.
+	recovering bool
+	probe      uint64 // the probe in flight, by number; 0 if none
+	successes  uint64
+	throttles  uint64
+	srtt       time.Duration // smoothed round trip; 0 before the first success
+	probeAt    time.Time     // when a probe above limit may go
+	gate       gate
+	rpm        int64     // published requests per minute; 0 if none
+	last       time.Time // when the window last grew (or was found not to); zero before the first call
+	shown      int       // the capacity last reported in an event
+	events     []Event
 }
 
 func newAdaptiveLaw(cfg AdaptiveConfig) adaptiveLaw {
@@ -275,29 +317,114 @@ func (l *adaptiveLaw) capacity(now time.Time) int {
 	return min(max(c, l.cfg.Min), l.cfg.Max)
 }
 
+// top returns how far the window may grow with what is in flight now: to one
+// above the calls in flight (past that the window is no longer full), and
+// no further than the learned limit, the published rate and Max.
+func (l *adaptiveLaw) top() float64 {
+	t := float64(min(l.inFlight+1, l.cfg.Max))
+	if l.limit > 0 {
+		t = min(t, float64(l.limit))
+	}
+	if hc := l.headerCap(); hc > 0 {
+		t = min(t, float64(hc))
+	}
+	return t
+}
+
+// grown returns the window after growing for d from w while full: doubled
+// per round trip in slow start, one more per round trip after it.
+func (l *adaptiveLaw) grown(w float64, d time.Duration) float64 {
+	x := float64(d) / float64(l.rtt())
+	if l.slowStart {
+		return w * math.Exp2(x)
+	}
+	return w + x
+}
+
+// grow advances the window from the last call of the law to now. In that
+// time nothing changed but the time, so the window was full throughout if it
+// is full now; it grows only for the part of it that the gate was open.
+func (l *adaptiveLaw) grow(now time.Time) {
+	from := l.last
+	if from.IsZero() || now.After(from) {
+		l.last = now
+	}
+	if from.IsZero() || !now.After(from) {
+		return
+	}
+	from = maxTime(from, l.gate.until)
+	if !now.After(from) || l.inFlight < int(l.window) {
+		return
+	}
+	top := l.top()
+	if l.window >= top {
+		return
+	}
+	w := min(l.grown(l.window, now.Sub(from)), top)
+	// The admission timer (untilGrowth) wakes at the time the window reaches
+	// the next whole call; do not let rounding leave it a hair short.
+	if r := math.Round(w); r > w && r-w < 1e-6 {
+		w = r
+	}
+	l.window = w
+	reason := "increase"
+	if l.slowStart {
+		reason = "slow start"
+	}
+	l.note(now, reason)
+}
+
+// untilGrowth returns how long until the window, growing while full, admits
+// one more call; 0 if it cannot grow.
+func (l *adaptiveLaw) untilGrowth() time.Duration {
+	next := math.Floor(l.window) + 1
+	if l.inFlight < int(l.window) || next > l.top() {
+		return 0
+	}
+	var x float64 // round trips
+	if l.slowStart {
+		x = math.Log2(next / l.window)
+	} else {
+		x = next - l.window
+	}
+	return max(time.Duration(math.Ceil(x*float64(l.rtt()))), time.Nanosecond)
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 // admit decides whether an attempt may start at now. If not, wait is how long
 // until that may change by itself (0: only when an attempt ends), and gated
 // says that the retry-after gate holds it.
 func (l *adaptiveLaw) admit(now time.Time) (ok bool, wait time.Duration, gated bool) {
 	l.tick(now)
+	l.grow(now)
 	if d := l.gate.wait(now); d > 0 {
 		return false, d, true
 	}
 	if l.inFlight < l.capacity(now) {
 		return true, 0, false
 	}
+	wait = l.untilGrowth()
 	if l.limit > 0 && now.Before(l.probeAt) && l.inFlight < l.capacity(l.probeAt) {
-		return false, l.probeAt.Sub(now), false
+		if d := l.probeAt.Sub(now); wait == 0 || d < wait {
+			wait = d
+		}
 	}
-	return false, 0, false
+	return false, wait, false
 }
 
-// dispatch records an attempt starting at now and returns it.
+// dispatch records an attempt starting at now and returns it. The caller
+// has called admit (or finish) at now.
 func (l *adaptiveLaw) dispatch(now time.Time) adaptiveAttempt {
 	l.seq++
 	l.inFlight++
 	l.starts = append(l.starts, now)
-	return adaptiveAttempt{
+	a := adaptiveAttempt{
 		seq:       l.seq,
 		n:         l.inFlight,
 		probe:     l.limit > 0 && l.inFlight > l.limit,
@@ -305,6 +432,10 @@ func (l *adaptiveLaw) dispatch(now time.Time) adaptiveAttempt {
 		successes: l.successes,
 		throttles: l.throttles,
 	}
+	if a.probe {
+		l.probe = a.seq
+	}
+	return a
 }
 
 // finish learns from attempt a ending at now with o. With done false the
@@ -312,26 +443,30 @@ func (l *adaptiveLaw) dispatch(now time.Time) adaptiveAttempt {
 // records as dispatched now and returns.
 func (l *adaptiveLaw) finish(now time.Time, a adaptiveAttempt, o Outcome, done bool) adaptiveAttempt {
 	l.tick(now)
-	full := l.inFlight >= l.capacity(now)
-	// Ours in flight when a was sent, still in flight now (the ones sent at
-	// the same instant included: they may have reached the server first).
+	l.grow(now)
+	// Ours in flight sent after a (not at the same instant: those may have
+	// reached the server first).
 	i, _ := slices.BinarySearchFunc(l.starts, a.start, func(t, target time.Time) int {
 		if t.After(target) {
 			return 1
 		}
 		return -1
 	})
-	older := i - 1
+	after := len(l.starts) - i
 	if j, found := slices.BinarySearchFunc(l.starts, a.start, time.Time.Compare); found {
 		l.starts = slices.Delete(l.starts, j, j+1)
 	}
 	l.inFlight--
+	others := l.inFlight
+	if a.seq == l.probe {
+		l.probe = 0
+	}
 	l.headers(now, o.Limits)
 	switch o.Kind {
 	case Success:
-		l.success(now, a, o, full)
+		l.success(now, a, o)
 	case Throttled:
-		l.throttled(now, a, o, older)
+		l.throttled(now, a, o, others, after)
 	case Overloaded:
 		l.overloaded(now, a, o)
 	}
@@ -340,12 +475,14 @@ func (l *adaptiveLaw) finish(now time.Time, a adaptiveAttempt, o Outcome, done b
 	}
 	// The retry holds the slot it had: it is no probe, even if the window
 	// has shrunk below the attempts in flight.
+	probe := l.probe
 	next := l.dispatch(now)
 	next.probe = false
+	l.probe = probe
 	return next
 }
 
-func (l *adaptiveLaw) success(now time.Time, a adaptiveAttempt, o Outcome, full bool) {
+func (l *adaptiveLaw) success(now time.Time, a adaptiveAttempt, o Outcome) {
 	l.successes++
 	rtt := o.Latency
 	if rtt <= 0 {
@@ -358,6 +495,9 @@ func (l *adaptiveLaw) success(now time.Time, a adaptiveAttempt, o Outcome, full 
 			l.srtt += (rtt - l.srtt) / 8
 		}
 	}
+	if a.seq > l.cut {
+		l.recovering = false
+	}
 	// A probe sent since the last decrease was held with held of ours in
 	// flight (the attempts refused meanwhile did not count against the
 	// limit): if that is more than the limit, the limit has risen.
@@ -365,46 +505,52 @@ func (l *adaptiveLaw) success(now time.Time, a adaptiveAttempt, o Outcome, full 
 	if a.probe && a.seq > l.cut && held > l.limit {
 		l.limit = 0
 		l.slowStart = true
-		l.window = max(l.window, float64(held))
+		l.window = min(max(l.window, float64(held)), float64(l.cfg.Max))
 		l.note(now, "probe held")
-	}
-	if full {
-		if l.slowStart {
-			l.window++
-		} else {
-			l.window += 1 / l.window
-			if l.limit > 0 {
-				l.window = min(l.window, float64(l.limit))
-			}
-		}
-		if hc := l.headerCap(); hc > 0 {
-			l.window = min(l.window, float64(hc))
-		}
-		l.window = min(l.window, float64(l.cfg.Max))
-		l.note(now, "increase")
 	}
 }
 
-// throttled learns from a refusal of a, when older of the attempts in flight
-// at a's dispatch are still in flight.
-func (l *adaptiveLaw) throttled(now time.Time, a adaptiveAttempt, o Outcome, older int) {
+// throttled learns from a refusal of a, which arrived with others of ours
+// in flight, after of them sent after a.
+func (l *adaptiveLaw) throttled(now time.Time, a adaptiveAttempt, o Outcome, others, after int) {
 	l.throttles++
-	if a.probe && a.seq > l.cut {
-		// The limit has not risen: stay at it and probe again later.
+	if a.probe && a.seq > l.cut && l.limit > 0 {
+		// The limit has not risen: stay at it and probe again later. (With
+		// no limit, another probe was held since and slow start resumed:
+		// this refusal is a congestion event like any other.)
 		l.window = min(l.window, float64(l.limit))
 		l.probeAt = now.Add(l.hold())
 		l.note(now, "probe refused")
 		return
 	}
-	if o.HasRetryAfter {
+	// What the server held when it refused a: ours in flight now, plus ours
+	// that succeeded meanwhile, except as many as the calls sent after a,
+	// which can only have taken the slots those successes freed. Refusals
+	// still on their way back inflate it, so a burst keeps the smallest.
+	ended := int(l.successes - a.successes)
+	raw := others + max(0, ended-after)
+	held := max(raw, l.cfg.Min)
+	event := a.seq > l.cut
+	if event && l.probe != 0 && l.limit > 0 && held >= l.limit {
+		// A probe is out and the server held as many as the limit: calls
+		// sent together reach the server in any order, and this one was
+		// refused in the probe's place. The limit has not risen (the probe
+		// that got in counts no more than the limit held); probe later.
+		l.probe = 0
+		l.window = min(l.window, float64(l.limit))
+		l.probeAt = now.Add(l.hold())
+		l.note(now, "probe refused")
+		return
+	}
+	if o.HasRetryAfter && (raw == 0 || (event && l.recovering) || exhausted(o.Limits)) {
+		// The window is not the answer: nothing of ours was held, the server
+		// refused again before holding anything sent since the last cut, or
+		// a budget is spent.
 		l.closeGate(now, now.Add(max(0, o.RetryAfter)), "retry-after")
 	}
-	// What the server held when it refused a: ours that were in flight then
-	// and still are, plus ours that succeeded meanwhile. Refusals still on
-	// their way back inflate it, so a burst keeps the smallest.
-	held := max(older+int(l.successes-a.successes), l.cfg.Min)
-	if a.seq > l.cut {
+	if event {
 		l.cut = l.seq
+		l.recovering = true
 		l.limit = held
 		l.slowStart = false
 		l.probeAt = now.Add(l.hold())
@@ -413,6 +559,17 @@ func (l *adaptiveLaw) throttled(now time.Time, a adaptiveAttempt, o Outcome, old
 	}
 	l.window = min(l.window, max(l.cfg.Decrease*float64(held), float64(l.cfg.Min)))
 	l.note(now, "throttle")
+}
+
+// exhausted reports whether a response's rate-limit headers show a dimension
+// with nothing remaining.
+func exhausted(h Limits) bool {
+	for _, d := range [...]Limit{h.Requests, h.Tokens, h.InputTokens, h.OutputTokens} {
+		if d.Known() && d.Remaining <= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func (l *adaptiveLaw) overloaded(now time.Time, a adaptiveAttempt, o Outcome) {
@@ -468,9 +625,10 @@ func (l *adaptiveLaw) tick(now time.Time) {
 }
 
 // show returns the capacity at now, first recording the events that time
-// alone brought: the gate opening, a probe becoming due.
+// alone brought: the gate opening, the window growing, a probe becoming due.
 func (l *adaptiveLaw) show(now time.Time) int {
 	l.tick(now)
+	l.grow(now)
 	l.note(now, "probe due")
 	return l.shown
 }

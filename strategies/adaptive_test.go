@@ -10,22 +10,27 @@ import (
 
 // adaptiveStep is one step of an adaptiveLaw table, at stepT0+at: dispatch
 // attempts (each must be admitted), or end attempt number end (1 for the
-// first dispatched) with outcome o, or neither; then check the law. An
-// attempt retried inside its slot keeps its number.
+// first dispatched) with outcome o, or fill, or nothing; then check the law.
+// An attempt retried inside its slot keeps its number.
 type adaptiveStep struct {
 	at       time.Duration
 	dispatch int
 	end      int
 	retry    bool // end keeps the permit for a retry inside the slot
 	o        Outcome
-	want     adaptiveWant
+	// fill models callers waiting in Acquire since the previous step: from
+	// its time to at, an attempt is dispatched whenever admit allows, at the
+	// time admit names (as the line's head does).
+	fill bool
+	want adaptiveWant
 }
 
 // adaptiveWant is the law's state after a step.
 type adaptiveWant struct {
-	window    float64
+	window    float64 // rounded to 3 decimals
 	limit     int
 	capacity  int
+	inFlight  int
 	slowStart bool
 	gate      time.Duration // the gate's wait at the step's time
 }
@@ -35,6 +40,7 @@ func (l *adaptiveLaw) got(now time.Time) adaptiveWant {
 		window:    math.Round(l.window*1000) / 1000,
 		limit:     l.limit,
 		capacity:  l.capacity(now),
+		inFlight:  l.inFlight,
 		slowStart: l.slowStart,
 		gate:      l.gate.wait(now),
 	}
@@ -51,24 +57,46 @@ func runAdaptiveSteps(t *testing.T, cfg AdaptiveConfig, steps []adaptiveStep) *a
 	law := newAdaptiveLaw(cfg)
 	l := &law
 	var attempts []adaptiveAttempt
+	last := stepT0
 	for i, s := range steps {
 		now := stepT0.Add(s.at)
 		what := fmt.Sprintf("dispatch %d", s.dispatch)
-		if s.dispatch > 0 {
+		switch {
+		case s.dispatch > 0:
 			for range s.dispatch {
 				if ok, _, _ := l.admit(now); !ok {
-					t.Fatalf("step %d at %v: admit refusal attempt %d (%d in flight, capacity %d)",
+					t.Fatalf("step %d at %v: admit refused attempt %d (%d in flight, capacity %d)",
 						i, s.at, len(attempts)+1, l.inFlight, l.capacity(now))
 				}
 				attempts = append(attempts, l.dispatch(now))
 			}
-		} else if s.end > 0 {
+		case s.end > 0:
 			what = fmt.Sprintf("end #%d: %v (retry %v)", s.end, s.o.Kind, s.retry)
 			attempts[s.end-1] = l.finish(now, attempts[s.end-1], s.o, !s.retry)
+		case s.fill:
+			n := 0
+			for at := last; ; {
+				ok, wait, _ := l.admit(at)
+				if ok {
+					attempts = append(attempts, l.dispatch(at))
+					n++
+					continue
+				}
+				if at.Equal(now) {
+					break
+				}
+				if wait <= 0 || at.Add(wait).After(now) {
+					at = now
+				} else {
+					at = at.Add(wait)
+				}
+			}
+			what = fmt.Sprintf("fill: %d dispatched", n)
 		}
 		if got := l.got(now); got != s.want {
 			t.Errorf("step %d at %v (%s):\n got %+v\nwant %+v", i, s.at, what, got, s.want)
 		}
+		last = now
 	}
 	return l
 }
@@ -87,129 +115,196 @@ func TestAdaptiveLaw(t *testing.T) {
 		steps []adaptiveStep
 	}{
 		{
-			name: "slow start doubles the window each round trip",
+			// Round trips of 1 s (the default before the first success, and
+			// the calls' latency). Callers wait throughout.
+			name: "slow start doubles the window every round trip, the calls spread across it",
 			steps: []adaptiveStep{
-				{dispatch: 4, want: adaptiveWant{window: 4, capacity: 4, slowStart: true}},
-				// Each success while full adds one: two dispatches per success.
-				with(succeed(s, 1), adaptiveWant{window: 5, capacity: 5, slowStart: true}),
-				{at: s, dispatch: 2, want: adaptiveWant{window: 5, capacity: 5, slowStart: true}},
-				with(succeed(s, 2), adaptiveWant{window: 6, capacity: 6, slowStart: true}),
-				{at: s, dispatch: 2, want: adaptiveWant{window: 6, capacity: 6, slowStart: true}},
-				with(succeed(s, 3), adaptiveWant{window: 7, capacity: 7, slowStart: true}),
-				{at: s, dispatch: 2, want: adaptiveWant{window: 7, capacity: 7, slowStart: true}},
-				with(succeed(s, 4), adaptiveWant{window: 8, capacity: 8, slowStart: true}),
-				// Not full: no growth.
-				with(succeed(2*s, 5), adaptiveWant{window: 8, capacity: 8, slowStart: true}),
+				{fill: true, want: adaptiveWant{window: 4, capacity: 4, inFlight: 4, slowStart: true}},
+				// One more call each time the window passes a whole number:
+				// at 0.32 s, 0.58 s, 0.81 s and 1 s.
+				{at: 999 * ms, fill: true, want: adaptiveWant{window: 7.994, capacity: 7, inFlight: 7, slowStart: true}},
+				{at: s, fill: true, want: adaptiveWant{window: 8, capacity: 8, inFlight: 8, slowStart: true}},
+				// The first four end together, a synchronized wave: the
+				// window neither grows per success nor misses their growth.
+				with(succeed(s, 1), adaptiveWant{window: 8, capacity: 8, inFlight: 7, slowStart: true}),
+				with(succeed(s, 2), adaptiveWant{window: 8, capacity: 8, inFlight: 6, slowStart: true}),
+				with(succeed(s, 3), adaptiveWant{window: 8, capacity: 8, inFlight: 5, slowStart: true}),
+				with(succeed(s, 4), adaptiveWant{window: 8, capacity: 8, inFlight: 4, slowStart: true}),
+				{at: s, fill: true, want: adaptiveWant{window: 8, capacity: 8, inFlight: 8, slowStart: true}},
+				{at: 2 * s, fill: true, want: adaptiveWant{window: 16, capacity: 16, inFlight: 16, slowStart: true}},
 			},
 		},
 		{
-			name: "a throttle teaches the limit, drops the window to 0.9 of it and closes the gate",
+			name: "a window that does not bind does not grow",
+			steps: []adaptiveStep{
+				{dispatch: 3, want: adaptiveWant{window: 4, capacity: 4, inFlight: 3, slowStart: true}},
+				with(succeed(s, 1), adaptiveWant{window: 4, capacity: 4, inFlight: 2, slowStart: true}),
+			},
+		},
+		{
+			name: "a full window with nobody waiting grows to one above the calls in flight",
+			steps: []adaptiveStep{
+				{dispatch: 4, want: adaptiveWant{window: 4, capacity: 4, inFlight: 4, slowStart: true}},
+				with(succeed(s, 1), adaptiveWant{window: 5, capacity: 5, inFlight: 3, slowStart: true}),
+				with(succeed(2*s, 2), adaptiveWant{window: 5, capacity: 5, inFlight: 2, slowStart: true}),
+			},
+		},
+		{
+			name: "a throttle teaches the limit, drops the window to 0.9 of it, then +1 per round trip up to it",
 			cfg:  AdaptiveConfig{Initial: 20},
 			steps: []adaptiveStep{
-				{dispatch: 20, want: adaptiveWant{window: 20, capacity: 20, slowStart: true}},
-				with(succeed(s, 1), adaptiveWant{window: 21, capacity: 21, slowStart: true}),
-				{at: s, dispatch: 2, want: adaptiveWant{window: 21, capacity: 21, slowStart: true}},
-				// #22 refusal: the server held 20 of ours.
-				{at: s + 20*ms, end: 22, o: refusal, want: adaptiveWant{window: 18, limit: 20, capacity: 18, gate: s}},
-				// Still closed just before the delay is over, open at its end.
-				// Successes with more in flight than the window grow it slowly.
-				{at: 2 * s, end: 2, o: served, want: adaptiveWant{window: 18.056, limit: 20, capacity: 18, gate: 20 * ms}},
-				{at: 2*s + 20*ms, end: 3, o: served, want: adaptiveWant{window: 18.111, limit: 20, capacity: 18}},
+				{dispatch: 20, want: adaptiveWant{window: 20, capacity: 20, inFlight: 20, slowStart: true}},
+				{at: 80 * ms, fill: true, want: adaptiveWant{window: 21.14, capacity: 21, inFlight: 21, slowStart: true}},
+				// #21 is refused at once, with the other 20 held: the
+				// window answers it, no gate.
+				{at: 81 * ms, end: 21, o: refusal, want: adaptiveWant{window: 18, limit: 20, capacity: 18, inFlight: 20}},
+				// Full (20 in flight): +1 per round trip (1 s), to 20 and no further.
+				{at: 1081 * ms, fill: true, want: adaptiveWant{window: 19, limit: 20, capacity: 19, inFlight: 20}},
+				{at: 3 * s, fill: true, want: adaptiveWant{window: 20, limit: 20, capacity: 20, inFlight: 20}},
 			},
 		},
 		{
-			name: "a burst of refusals keeps the smallest count held, in any order",
+			name: "a burst of N refusals at F in flight learns F − N, in any order",
 			cfg:  AdaptiveConfig{Initial: 17, Min: 1},
 			steps: []adaptiveStep{
-				{dispatch: 17, want: adaptiveWant{window: 17, capacity: 17, slowStart: true}},
-				// The server took 10 and refusal 7; the refusals come back
-				// last first. Each counts the refusals still on their way.
-				{at: 20 * ms, end: 17, o: refusal, want: adaptiveWant{window: 14.4, limit: 16, capacity: 14, gate: s}},
-				{at: 20 * ms, end: 13, o: refusal, want: adaptiveWant{window: 13.5, limit: 15, capacity: 13, gate: s}},
-				{at: 20 * ms, end: 11, o: refusal, want: adaptiveWant{window: 12.6, limit: 14, capacity: 12, gate: s}},
-				{at: 20 * ms, end: 12, o: refusal, want: adaptiveWant{window: 11.7, limit: 13, capacity: 11, gate: s}},
-				{at: 20 * ms, end: 16, o: refusal, want: adaptiveWant{window: 10.8, limit: 12, capacity: 10, gate: s}},
-				{at: 20 * ms, end: 14, o: refusal, want: adaptiveWant{window: 9.9, limit: 11, capacity: 9, gate: s}},
-				{at: 20 * ms, end: 15, o: refusal, want: adaptiveWant{window: 9, limit: 10, capacity: 9, gate: s}},
+				{dispatch: 17, want: adaptiveWant{window: 17, capacity: 17, inFlight: 17, slowStart: true}},
+				// The server took 10 and refused 7, whatever order they were
+				// sent in; each refusal counts the others still on their way.
+				{at: 20 * ms, end: 1, o: refusal, want: adaptiveWant{window: 14.4, limit: 16, capacity: 14, inFlight: 16}},
+				{at: 20 * ms, end: 13, o: refusal, want: adaptiveWant{window: 13.5, limit: 15, capacity: 13, inFlight: 15}},
+				{at: 20 * ms, end: 11, o: refusal, want: adaptiveWant{window: 12.6, limit: 14, capacity: 12, inFlight: 14}},
+				{at: 21 * ms, end: 2, o: refusal, want: adaptiveWant{window: 11.7, limit: 13, capacity: 11, inFlight: 13}},
+				{at: 21 * ms, end: 16, o: refusal, want: adaptiveWant{window: 10.8, limit: 12, capacity: 10, inFlight: 12}},
+				{at: 22 * ms, end: 14, o: refusal, want: adaptiveWant{window: 9.9, limit: 11, capacity: 9, inFlight: 11}},
+				{at: 22 * ms, end: 3, o: refusal, want: adaptiveWant{window: 9, limit: 10, capacity: 9, inFlight: 10}},
 			},
 		},
 		{
 			name: "a success during the refusal still counts as held",
 			cfg:  AdaptiveConfig{Initial: 5},
 			steps: []adaptiveStep{
-				{dispatch: 5, want: adaptiveWant{window: 5, capacity: 5, slowStart: true}},
-				with(succeed(10*ms, 1), adaptiveWant{window: 6, capacity: 6, slowStart: true}),
-				{at: 20 * ms, end: 5, o: refusal, want: adaptiveWant{window: 3.6, limit: 4, capacity: 3, gate: s}},
+				{dispatch: 5, want: adaptiveWant{window: 5, capacity: 5, inFlight: 5, slowStart: true}},
+				with(succeed(10*ms, 1), adaptiveWant{window: 5.035, capacity: 5, inFlight: 4, slowStart: true}),
+				{at: 20 * ms, end: 5, o: refusal, want: adaptiveWant{window: 3.6, limit: 4, capacity: 3, inFlight: 3}},
 			},
 		},
 		{
-			name: "a call sent after the refused one does not count as held",
+			name: "calls sent after the refused one count as far as no success freed their slots",
 			cfg:  AdaptiveConfig{Initial: 5},
 			steps: []adaptiveStep{
-				{dispatch: 5, want: adaptiveWant{window: 5, capacity: 5, slowStart: true}},
-				with(succeed(10*ms, 1), adaptiveWant{window: 6, capacity: 6, slowStart: true}),
-				{at: 10 * ms, dispatch: 2, want: adaptiveWant{window: 6, capacity: 6, slowStart: true}},
-				// #5 was refused with #1 to #4 held; #6 and #7 came after.
-				{at: 20 * ms, end: 5, o: refusal, want: adaptiveWant{window: 3.6, limit: 4, capacity: 3, gate: s}},
+				{dispatch: 5, want: adaptiveWant{window: 5, capacity: 5, inFlight: 5, slowStart: true}},
+				with(succeed(10*ms, 1), adaptiveWant{window: 5.035, capacity: 5, inFlight: 4, slowStart: true}),
+				{at: 10 * ms, fill: true, want: adaptiveWant{window: 5.035, capacity: 5, inFlight: 5, slowStart: true}},
+				// #5 was refused with #1 to #4 held; #6, sent after, took
+				// #1's slot: 4 in flight and 1 success, less 1 sent after.
+				{at: 20 * ms, end: 5, o: refusal, want: adaptiveWant{window: 3.6, limit: 4, capacity: 3, inFlight: 4}},
 			},
-		},
-		{
-			name: "a retry inside the slot is no probe",
-			cfg:  AdaptiveConfig{Initial: 4},
-			steps: append(learnLimit4(),
-				adaptiveStep{at: 3020 * ms, dispatch: 1, want: adaptiveWant{window: 4, limit: 4, capacity: 5}},
-				// #7, sent at 200 ms with #8, is refused: a new event. Held: #8,
-				// and #4 and #5 that succeeded meanwhile; not #9 to #11, sent later.
-				adaptiveStep{at: 3040 * ms, end: 7, retry: true, o: refusal, want: adaptiveWant{window: 2.7, limit: 3, capacity: 2, gate: s}},
-				// Its retry, sent with 5 in flight, is refused again: no refused
-				// probe, so the gate closes again, and the limit is what was
-				// held this time (#8 to #11).
-				adaptiveStep{at: 4040 * ms, end: 7, o: refusal, want: adaptiveWant{window: 2.7, limit: 4, capacity: 2, gate: s}},
-			),
 		},
 		{
 			name: "refusals of calls sent before the decrease decrease once",
 			cfg:  AdaptiveConfig{Initial: 10, Decrease: 0.5},
 			steps: []adaptiveStep{
-				{dispatch: 10, want: adaptiveWant{window: 10, capacity: 10, slowStart: true}},
-				{at: 20 * ms, end: 10, o: refusal, want: adaptiveWant{window: 4.5, limit: 9, capacity: 4, gate: s}},
+				{dispatch: 10, want: adaptiveWant{window: 10, capacity: 10, inFlight: 10, slowStart: true}},
+				{at: 20 * ms, end: 10, o: refusal, want: adaptiveWant{window: 4.5, limit: 9, capacity: 4, inFlight: 9}},
 				// The same event: the held count (8) only refines the limit.
-				{at: 30 * ms, end: 9, o: refusal, want: adaptiveWant{window: 4, limit: 8, capacity: 4, gate: s}},
+				{at: 30 * ms, end: 9, o: refusal, want: adaptiveWant{window: 4, limit: 8, capacity: 4, inFlight: 8}},
 			},
+		},
+		{
+			name: "refused again before the server held a call sent since the cut: the gate closes",
+			cfg:  AdaptiveConfig{Initial: 10},
+			steps: []adaptiveStep{
+				{dispatch: 10, want: adaptiveWant{window: 10, capacity: 10, inFlight: 10, slowStart: true}},
+				{at: 20 * ms, end: 10, o: refusal, want: adaptiveWant{window: 8.1, limit: 9, capacity: 8, inFlight: 9}},
+				// Back to the limit after a round trip while full.
+				with(succeed(s, 1), adaptiveWant{window: 9, limit: 9, capacity: 9, inFlight: 8}),
+				{at: s, fill: true, want: adaptiveWant{window: 9, limit: 9, capacity: 9, inFlight: 9}},
+				// #11, sent after the cut, refused: a new event, and the
+				// window was no answer.
+				{at: s + 10*ms, end: 11, o: refusal, want: adaptiveWant{window: 7.2, limit: 8, capacity: 7, inFlight: 8, gate: s}},
+			},
+		},
+		{
+			name: "refused again after the server held a call sent since the cut: the window answers",
+			cfg:  AdaptiveConfig{Initial: 10},
+			steps: []adaptiveStep{
+				{dispatch: 10, want: adaptiveWant{window: 10, capacity: 10, inFlight: 10, slowStart: true}},
+				{at: 20 * ms, end: 10, o: refusal, want: adaptiveWant{window: 8.1, limit: 9, capacity: 8, inFlight: 9}},
+				with(succeed(s, 1), adaptiveWant{window: 9, limit: 9, capacity: 9, inFlight: 8}),
+				with(succeed(s, 2), adaptiveWant{window: 9, limit: 9, capacity: 9, inFlight: 7}),
+				{at: s, fill: true, want: adaptiveWant{window: 9, limit: 9, capacity: 9, inFlight: 9}},
+				// #11, sent after the cut, is held.
+				with(succeed(2*s, 11), adaptiveWant{window: 9, limit: 9, capacity: 9, inFlight: 8}),
+				{at: 2 * s, fill: true, want: adaptiveWant{window: 9, limit: 9, capacity: 9, inFlight: 9}},
+				// #12, sent with #11, refused: held, the 8 others in flight
+				// (#13, sent since, took #11's slot): a new limit, no gate.
+				{at: 2*s + 10*ms, end: 12, o: refusal, want: adaptiveWant{window: 7.2, limit: 8, capacity: 7, inFlight: 8}},
+			},
+		},
+		{
+			name: "a 429 with nothing remaining closes the gate until the later of its reset and delay",
+			cfg:  AdaptiveConfig{Initial: 4},
+			steps: []adaptiveStep{
+				{dispatch: 4, want: adaptiveWant{window: 4, capacity: 4, inFlight: 4, slowStart: true}},
+				{at: 10 * ms, end: 4, o: Outcome{Kind: Throttled, Status: 429, RetryAfter: s, HasRetryAfter: true,
+					Limits: Limits{Tokens: Limit{Limit: 10000, Remaining: 0, Reset: stepT0.Add(30 * s)}}},
+					want: adaptiveWant{window: 2.7, limit: 3, capacity: 2, inFlight: 3, gate: 30*s - 10*ms}},
+				{at: 20 * ms, end: 3, o: Outcome{Kind: Throttled, Status: 429, RetryAfter: 40 * s, HasRetryAfter: true,
+					Limits: Limits{Tokens: Limit{Limit: 10000, Remaining: 0, Reset: stepT0.Add(30 * s)}}},
+					want: adaptiveWant{window: 1.8, limit: 2, capacity: 1, inFlight: 2, gate: 40 * s}},
+			},
+		},
+		{
+			name: "a call refused in the probe's place is the probe's refusal; its retry inside the slot is no probe",
+			cfg:  AdaptiveConfig{Initial: 4},
+			steps: append(learnLimit4(),
+				adaptiveStep{at: 3370 * ms, dispatch: 1, want: adaptiveWant{window: 4, limit: 4, capacity: 5, inFlight: 5}},
+				// #7, sent at 1.4 s, is refused while the probe #10 is out,
+				// with the limit held (the 4 others in flight: #3 and #4
+				// ended since, but #8 to #10 sent after it took their
+				// slots): the server took the probe first. No decrease, no
+				// gate, the next probe in 3 round trips.
+				adaptiveStep{at: 3390 * ms, end: 7, retry: true, o: refusal, want: adaptiveWant{window: 4, limit: 4, capacity: 4, inFlight: 5}},
+				// Its retry, sent with 5 in flight, is refused again: no
+				// probe, so a congestion event, before the server held
+				// anything sent since the last cut, so the gate closes.
+				adaptiveStep{at: 4390 * ms, end: 7, o: refusal, want: adaptiveWant{window: 3.6, limit: 4, capacity: 3, inFlight: 4, gate: s}},
+			),
 		},
 		{
 			name: "hold at the limit, then probe one above it: refusal",
 			cfg:  AdaptiveConfig{Initial: 4},
 			steps: append(learnLimit4(),
 				// At the limit; no probe before 3 round trips (3 s) after the throttle.
-				adaptiveStep{at: 2900 * ms, want: adaptiveWant{window: 4, limit: 4, capacity: 4}},
-				adaptiveStep{at: 3020 * ms, dispatch: 1, want: adaptiveWant{window: 4, limit: 4, capacity: 5}},
+				adaptiveStep{at: 3300 * ms, want: adaptiveWant{window: 4, limit: 4, capacity: 4, inFlight: 4}},
+				adaptiveStep{at: 3370 * ms, dispatch: 1, want: adaptiveWant{window: 4, limit: 4, capacity: 5, inFlight: 5}},
 				// Refused: back to the limit, no gate, next probe 3 s later.
-				adaptiveStep{at: 3040 * ms, end: 11, o: refusal, want: adaptiveWant{window: 4, limit: 4, capacity: 4}},
-				adaptiveStep{at: 6040 * ms, want: adaptiveWant{window: 4, limit: 4, capacity: 5}},
+				adaptiveStep{at: 3390 * ms, end: 10, o: refusal, want: adaptiveWant{window: 4, limit: 4, capacity: 4, inFlight: 4}},
+				adaptiveStep{at: 6390 * ms, want: adaptiveWant{window: 4, limit: 4, capacity: 5, inFlight: 4}},
 			),
 		},
 		{
 			name: "hold at the limit, then probe one above it: held, slow start again",
 			cfg:  AdaptiveConfig{Initial: 4},
 			steps: append(learnLimit4(),
-				adaptiveStep{at: 3020 * ms, dispatch: 1, want: adaptiveWant{window: 4, limit: 4, capacity: 5}},
-				adaptiveStep{at: 3900 * ms, end: 11, o: served, want: adaptiveWant{window: 6, capacity: 6, slowStart: true}},
+				adaptiveStep{at: 3370 * ms, dispatch: 1, want: adaptiveWant{window: 4, limit: 4, capacity: 5, inFlight: 5}},
+				adaptiveStep{at: 4250 * ms, end: 10, o: served, want: adaptiveWant{window: 5, capacity: 5, inFlight: 4, slowStart: true}},
+				adaptiveStep{at: 5250 * ms, fill: true, want: adaptiveWant{window: 10.106, capacity: 10, inFlight: 10, slowStart: true}},
 			),
 		},
 		{
-			name: "an overloadOutcome decreases the window and closes the gate but teaches no limit",
+			name: "an overload decreases the window and closes the gate but teaches no limit",
 			cfg:  AdaptiveConfig{Initial: 10},
 			steps: []adaptiveStep{
-				{dispatch: 10, want: adaptiveWant{window: 10, capacity: 10, slowStart: true}},
-				{at: s, end: 1, o: overloadOutcome, want: adaptiveWant{window: 9, capacity: 9, gate: 2 * s}},
-				{at: s, end: 2, o: overloadOutcome, want: adaptiveWant{window: 9, capacity: 9, gate: 2 * s}},
+				{dispatch: 10, want: adaptiveWant{window: 10, capacity: 10, inFlight: 10, slowStart: true}},
+				{at: s, end: 1, o: overloadOutcome, want: adaptiveWant{window: 9.9, capacity: 9, inFlight: 9, gate: 2 * s}},
+				{at: s, end: 2, o: overloadOutcome, want: adaptiveWant{window: 9.9, capacity: 9, inFlight: 8, gate: 2 * s}},
 			},
 		},
 		{
 			name: "remaining 0 closes the gate until the reset",
 			steps: []adaptiveStep{
-				{dispatch: 1, want: adaptiveWant{window: 4, capacity: 4, slowStart: true}},
+				{dispatch: 1, want: adaptiveWant{window: 4, capacity: 4, inFlight: 1, slowStart: true}},
 				{at: s, end: 1, o: Outcome{Kind: Success, Latency: s, Limits: Limits{
 					Tokens: Limit{Limit: 1000, Remaining: 0, Reset: stepT0.Add(5 * s)},
 				}}, want: adaptiveWant{window: 4, capacity: 4, slowStart: true, gate: 4 * s}},
@@ -218,29 +313,28 @@ func TestAdaptiveLaw(t *testing.T) {
 		{
 			name: "a published requests limit seeds and caps the window",
 			steps: []adaptiveStep{
-				{dispatch: 1, want: adaptiveWant{window: 4, capacity: 4, slowStart: true}},
+				{dispatch: 1, want: adaptiveWant{window: 4, capacity: 4, inFlight: 1, slowStart: true}},
 				// 1,200 per minute, one call per second each: 20 at once.
 				{at: s, end: 1, o: Outcome{Kind: Success, Latency: s, Limits: Limits{
 					Requests: Limit{Limit: 1200, Remaining: 1199, Reset: stepT0.Add(2 * s)},
 				}}, want: adaptiveWant{window: 20, capacity: 20, slowStart: true}},
-				{at: s, dispatch: 20, want: adaptiveWant{window: 20, capacity: 20, slowStart: true}},
-				with(succeed(2*s, 2), adaptiveWant{window: 20, capacity: 20, slowStart: true}),
+				{at: s, dispatch: 20, want: adaptiveWant{window: 20, capacity: 20, inFlight: 20, slowStart: true}},
+				{at: 2 * s, fill: true, want: adaptiveWant{window: 20, capacity: 20, inFlight: 20, slowStart: true}},
 			},
 		},
 		{
 			name: "clamped to Max",
 			cfg:  AdaptiveConfig{Initial: 2, Max: 2},
 			steps: []adaptiveStep{
-				{dispatch: 2, want: adaptiveWant{window: 2, capacity: 2, slowStart: true}},
-				with(succeed(s, 1), adaptiveWant{window: 2, capacity: 2, slowStart: true}),
+				{dispatch: 2, want: adaptiveWant{window: 2, capacity: 2, inFlight: 2, slowStart: true}},
+				{at: s, fill: true, want: adaptiveWant{window: 2, capacity: 2, inFlight: 2, slowStart: true}},
 			},
 		},
 		{
-			name: "clamped to Min",
+			name: "nothing else held: the window is no answer, clamped to Min, and the gate closes",
 			cfg:  AdaptiveConfig{Initial: 3, Min: 2},
 			steps: []adaptiveStep{
-				{dispatch: 1, want: adaptiveWant{window: 3, capacity: 3, slowStart: true}},
-				// Nothing else in flight: the server held none of ours.
+				{dispatch: 1, want: adaptiveWant{window: 3, capacity: 3, inFlight: 1, slowStart: true}},
 				{at: s, end: 1, o: refusal, want: adaptiveWant{window: 2, limit: 2, capacity: 2, gate: s}},
 			},
 		},
@@ -258,23 +352,24 @@ func with(s adaptiveStep, want adaptiveWant) adaptiveStep {
 
 // learnLimit4 are steps that bring a law with Initial 4 to a learned limit of
 // 4 with a window of 4 and 4 in flight, the last throttle at 20 ms, round
-// trips of 1 s, and 11 attempts dispatched.
+// trips of 1 s, and 9 attempts dispatched.
 func learnLimit4() []adaptiveStep {
 	const ms = time.Millisecond
+	ok := Outcome{Kind: Success, Latency: time.Second}
 	return []adaptiveStep{
-		{dispatch: 4, want: adaptiveWant{window: 4, capacity: 4, slowStart: true}},
-		{dispatch: 0, end: 1, o: Outcome{Kind: Success, Latency: time.Second}, want: adaptiveWant{window: 5, capacity: 5, slowStart: true}},
-		{dispatch: 2, want: adaptiveWant{window: 5, capacity: 5, slowStart: true}},
-		// #6 refusal with 4 held; a second refusal is the same event.
-		{at: 20 * ms, end: 6, o: Outcome{Kind: Throttled, Status: 429}, want: adaptiveWant{window: 3.6, limit: 4, capacity: 3}},
-		// Back up to the limit, about one per round trip, and no further.
-		{at: 100 * ms, end: 2, o: Outcome{Kind: Success, Latency: time.Second}, want: adaptiveWant{window: 3.878, limit: 4, capacity: 3}},
-		{at: 200 * ms, end: 3, o: Outcome{Kind: Success, Latency: time.Second}, want: adaptiveWant{window: 4, limit: 4, capacity: 4}},
-		{at: 200 * ms, dispatch: 2, want: adaptiveWant{window: 4, limit: 4, capacity: 4}},
-		{at: 300 * ms, end: 4, o: Outcome{Kind: Success, Latency: time.Second}, want: adaptiveWant{window: 4, limit: 4, capacity: 4}},
-		{at: 300 * ms, dispatch: 1, want: adaptiveWant{window: 4, limit: 4, capacity: 4}},
-		{at: 400 * ms, end: 5, o: Outcome{Kind: Success, Latency: time.Second}, want: adaptiveWant{window: 4, limit: 4, capacity: 4}},
-		{at: 400 * ms, dispatch: 1, want: adaptiveWant{window: 4, limit: 4, capacity: 4}},
+		{dispatch: 4, want: adaptiveWant{window: 4, capacity: 4, inFlight: 4, slowStart: true}},
+		{fill: true, at: 330 * ms, want: adaptiveWant{window: 5.028, capacity: 5, inFlight: 5, slowStart: true}},
+		// #5 refused with the 4 others held.
+		{at: 350 * ms, end: 5, o: Outcome{Kind: Throttled, Status: 429}, want: adaptiveWant{window: 3.6, limit: 4, capacity: 3, inFlight: 4}},
+		// Back up to the limit, one per round trip while full, and no further.
+		{at: 1350 * ms, end: 1, o: ok, want: adaptiveWant{window: 4, limit: 4, capacity: 4, inFlight: 3}},
+		{at: 1350 * ms, dispatch: 1, want: adaptiveWant{window: 4, limit: 4, capacity: 4, inFlight: 4}},
+		{at: 1400 * ms, end: 2, o: ok, want: adaptiveWant{window: 4, limit: 4, capacity: 4, inFlight: 3}},
+		{at: 1400 * ms, dispatch: 1, want: adaptiveWant{window: 4, limit: 4, capacity: 4, inFlight: 4}},
+		{at: 1500 * ms, end: 3, o: ok, want: adaptiveWant{window: 4, limit: 4, capacity: 4, inFlight: 3}},
+		{at: 1500 * ms, dispatch: 1, want: adaptiveWant{window: 4, limit: 4, capacity: 4, inFlight: 4}},
+		{at: 1600 * ms, end: 4, o: ok, want: adaptiveWant{window: 4, limit: 4, capacity: 4, inFlight: 3}},
+		{at: 1600 * ms, dispatch: 1, want: adaptiveWant{window: 4, limit: 4, capacity: 4, inFlight: 4}},
 	}
 }
 

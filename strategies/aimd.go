@@ -45,8 +45,13 @@ func (c AIMDConfig) withDefaults() AIMDConfig {
 
 // AIMD limits the calls in flight to a window that it finds by additive
 // increase and multiplicative decrease, as TCP's congestion avoidance does.
-// Each success that ends while the window is full adds Increase/window to it,
-// about +Increase per round trip; a throttle (429) or an overload (529/503)
+// Each success of an attempt during which the window was full (the attempts
+// in flight reached it, so callers waited for it) adds Increase/window to it,
+// about +Increase per round trip. The test is whether the window bound while
+// the attempt was under way, not whether it is full when the attempt ends:
+// calls that end together in a wave all see a window just emptied by the
+// others, and would grow it once per wave instead of once per call, as TCP's
+// "cwnd-limited" test avoids. A throttle (429) or an overload (529/503)
 // multiplies it by Decrease, at most once per round trip: a throttle of an
 // attempt dispatched before the last decrease is the same congestion event
 // and changes nothing. The window stays within [Min, Max]; at most
@@ -61,7 +66,10 @@ func (c AIMDConfig) withDefaults() AIMDConfig {
 // is wanted.
 //
 // Stats reports Limit = floor(window), the calls it admits at once; events
-// are EventLimit when that changes. It is safe for concurrent use.
+// are EventLimit when that changes. Each permit is granted with the attempts
+// in flight, itself included, at most the limit at that moment; a permit
+// keeps its slot (and its retries inside it) if the window later shrinks
+// below the permits out. It is safe for concurrent use.
 type AIMD struct {
 	m    meter
 	mu   sync.Mutex
@@ -82,10 +90,12 @@ func NewAIMD(cfg AIMDConfig, opts ...Option) *AIMD {
 // Acquire waits, in arrival order, for room in the window, or until ctx ends.
 func (a *AIMD) Acquire(ctx context.Context, _ Cost) (Permit, error) {
 	var seq uint64
+	var limit int
 	w, err := a.line.wait(ctx, &a.m, &a.mu, func(time.Time) (bool, time.Duration, bool) {
-		if a.law.inFlight >= a.law.capacity() {
+		if !a.law.admit() {
 			return false, 0, false
 		}
+		limit = a.law.capacity()
 		seq = a.law.dispatch()
 		return true, 0, false
 	})
@@ -102,9 +112,9 @@ func (a *AIMD) Acquire(ctx context.Context, _ Cost) (Permit, error) {
 		}
 		a.line.notifyLocked()
 	}
-	return newPermit(&a.m, w,
+	return &windowPermit{newPermit(&a.m, w,
 		func(o Outcome) { finish(o, false) },
-		func(o Outcome) { finish(o, true) }), nil
+		func(o Outcome) { finish(o, true) }), limit}, nil
 }
 
 // Stats implements Strategy.
@@ -124,6 +134,10 @@ type aimdLaw struct {
 	inFlight int
 	seq      uint64 // dispatches so far; an attempt's number
 	cut      uint64 // the last attempt dispatched before the last decrease
+	// full is the number of the last attempt dispatched when the window was
+	// last seen full: the window bound during every attempt in flight then,
+	// those numbered up to full.
+	full uint64
 }
 
 func newAIMDLaw(cfg AIMDConfig) aimdLaw {
@@ -134,10 +148,23 @@ func newAIMDLaw(cfg AIMDConfig) aimdLaw {
 // capacity returns how many attempts may be in flight at once.
 func (l *aimdLaw) capacity() int { return int(l.window) }
 
+// admit reports whether an attempt may start now, and records a window
+// found full.
+func (l *aimdLaw) admit() bool {
+	if l.inFlight >= l.capacity() {
+		l.full = l.seq
+		return false
+	}
+	return true
+}
+
 // dispatch records an attempt starting and returns its number.
 func (l *aimdLaw) dispatch() uint64 {
 	l.seq++
 	l.inFlight++
+	if l.inFlight >= l.capacity() {
+		l.full = l.seq
+	}
 	return l.seq
 }
 
@@ -145,10 +172,12 @@ func (l *aimdLaw) dispatch() uint64 {
 // is kept for another attempt (a retry inside the slot), which observe
 // records as dispatched now and whose number it returns.
 func (l *aimdLaw) observe(seq uint64, o Outcome, done bool) uint64 {
-	full := l.inFlight >= l.capacity()
+	if l.inFlight >= l.capacity() {
+		l.full = l.seq
+	}
 	switch o.Kind {
 	case Success:
-		if full {
+		if seq <= l.full {
 			l.window = min(l.window+l.cfg.Increase/l.window, float64(l.cfg.Max))
 		}
 	case Throttled, Overloaded:

@@ -31,6 +31,37 @@ func TestAIMDLaw(t *testing.T) {
 			},
 		},
 		{
+			// Four calls sent together end together: each of the four
+			// grows the window, although after the first none ends with
+			// the window full; about +1 per round trip, not +1/4.
+			name: "a synchronized wave grows the window by about one",
+			steps: []aimdStep{
+				{dispatch: 4, wantWindow: 4},
+				{end: 1, kind: Success, wantWindow: 4.25},
+				{end: 2, kind: Success, wantWindow: 4.25 + 1/4.25},
+				{end: 3, kind: Success, wantWindow: 4.25 + 1/4.25 + 1/(4.25+1/4.25)},
+				{end: 4, kind: Success, wantWindow: 4.25 + 1/4.25 + 1/(4.25+1/4.25) + 1/(4.25+1/4.25+1/(4.25+1/4.25))},
+			},
+		},
+		{
+			name: "a window that fills while the call is under way binds it",
+			steps: []aimdStep{
+				{dispatch: 3, wantWindow: 4},
+				{dispatch: 1, wantWindow: 4},
+				{end: 1, kind: Success, wantWindow: 4.25},
+			},
+		},
+		{
+			name: "a call sent after the window was last full does not grow it",
+			steps: []aimdStep{
+				{dispatch: 4, wantWindow: 4},
+				{end: 1, kind: Success, wantWindow: 4.25},
+				{end: 2, kind: Success, wantWindow: 4.25 + 1/4.25},
+				{dispatch: 1, wantWindow: 4.25 + 1/4.25},
+				{end: 5, kind: Success, wantWindow: 4.25 + 1/4.25},
+			},
+		},
+		{
 			name: "no growth while the window is not full",
 			steps: []aimdStep{
 				{dispatch: 3, wantWindow: 4},

@@ -146,12 +146,13 @@ var conformanceScript = [][]Outcome{
 // testAccounting runs a workload of concurrent calls through Do and checks
 // that the strategy's counters agree with what the calls saw: one Done per
 // Acquire, every attempt counted once by kind, nothing left in flight or
-// queued, never more in flight than the limit it reports, and well-formed
-// events.
+// queued, never more in flight than the limit in force when the permits were
+// granted (see grantRecorder), and well-formed events.
 func testAccounting(t *testing.T, tc conformanceCase, requeue bool) {
 	synctest.Test(t, func(t *testing.T) {
 		var events []Event // the observer is called one event at a time
-		s := tc.new(WithObserver(func(e Event) { events = append(events, e) }))
+		inner := tc.new(WithObserver(func(e Event) { events = append(events, e) }))
+		s := &grantRecorder{Strategy: inner, out: make(map[*grantedPermit]struct{})}
 		defer func() { checkEvents(t, events) }()
 		policy := &RetryPolicy{MaxRetries: 2, Requeue: requeue, Seed: 1}
 		const calls = 120
@@ -171,7 +172,7 @@ func testAccounting(t *testing.T, tc conformanceCase, requeue bool) {
 					mu.Lock()
 					inFlight++
 					maxFlight = max(maxFlight, inFlight)
-					if lim := s.Stats().Limit; lim > 0 {
+					if lim := s.bound(); lim > 0 {
 						sawLimit++
 						if float64(inFlight) > lim {
 							overLimits++
@@ -231,9 +232,80 @@ func testAccounting(t *testing.T, tc conformanceCase, requeue bool) {
 			t.Errorf("after all calls: in flight %d, queued %d; want 0, 0", got.InFlight, got.Queued)
 		}
 		if overLimits > 0 {
-			t.Errorf("%d of %d attempts started with more in flight than Stats.Limit (max in flight %d)", overLimits, sawLimit, maxFlight)
+			t.Errorf("%d of %d attempts started with more in flight than the limit their permits were granted under (max in flight %d)", overLimits, sawLimit, maxFlight)
 		}
 	})
+}
+
+// A grantLimiter is a permit that knows the limit in force when it was
+// granted: a strategy whose limit can shrink below the permits already out
+// (a window cut by a throttle) returns one. A permit cannot be taken back, and
+// with retries inside the slot it goes on making attempts, so what such a
+// strategy promises is that each permit was granted with the permits out,
+// itself included, at most the limit at that moment.
+type grantLimiter interface {
+	grantLimit() int
+}
+
+// grantRecorder wraps a strategy to know, at any moment, the limit that the
+// attempts in flight are bound by. Every permit out was granted with at most
+// its grant limit out, and the permits out now are a subset of those out when
+// the latest of them was granted, so they number at most the largest grant
+// limit among them. For permits that know no grant limit (a strategy whose
+// limit is fixed), the bound is Stats.Limit.
+type grantRecorder struct {
+	Strategy
+	mu  sync.Mutex
+	out map[*grantedPermit]struct{}
+}
+
+type grantedPermit struct {
+	Permit
+	r     *grantRecorder
+	limit int // 0 if the permit knows none
+}
+
+func (r *grantRecorder) Acquire(ctx context.Context, c Cost) (Permit, error) {
+	p, err := r.Strategy.Acquire(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	gp := &grantedPermit{Permit: p, r: r}
+	if g, ok := p.(grantLimiter); ok {
+		gp.limit = g.grantLimit()
+	}
+	r.mu.Lock()
+	r.out[gp] = struct{}{}
+	r.mu.Unlock()
+	return gp, nil
+}
+
+// bound returns the most attempts that may be in flight now; 0 for no limit.
+func (r *grantRecorder) bound() float64 {
+	r.mu.Lock()
+	most := 0
+	for p := range r.out {
+		most = max(most, p.limit)
+	}
+	r.mu.Unlock()
+	if most > 0 {
+		return float64(most)
+	}
+	return r.Stats().Limit
+}
+
+func (p *grantedPermit) Done(o Outcome) {
+	p.r.mu.Lock()
+	delete(p.r.out, p)
+	p.r.mu.Unlock()
+	p.Permit.Done(o)
+}
+
+func (p *grantedPermit) Waited() Waits {
+	if w, ok := p.Permit.(WaitReporter); ok {
+		return w.Waited()
+	}
+	return Waits{}
 }
 
 // checkEvents checks that events are dated, in order, of a known type, with

@@ -80,7 +80,9 @@ func ExampleNewAdaptive() {
 		permits = append(permits, p)
 	}
 	// The fourth call is refused while the server holds the other three: the
-	// learned limit is 3, and the key's gate closes for the server's delay.
+	// learned limit is 3 and the window drops below it. The window answers
+	// such a refusal, so the key's gate stays open; the refused call waits
+	// out the server's delay itself before its retry (see Do).
 	permits[3].Done(strategies.Outcome{Kind: strategies.Throttled, Status: 429, RetryAfter: time.Second, HasRetryAfter: true})
 	for _, p := range permits[:3] {
 		p.Done(strategies.Outcome{Kind: strategies.Success, Status: 200, Latency: 800 * time.Millisecond})

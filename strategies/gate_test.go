@@ -61,7 +61,9 @@ func TestGate(t *testing.T) {
 // TestAdaptiveGate checks, in virtual time, that while a key's retry-after
 // gate is closed no attempt of that key is dispatched, however many callers
 // wait; that the waiting is reported as Waits.RetryAfter; and that another
-// key is not held up.
+// key is not held up. The throttle says a per-minute budget is spent (its
+// headers show no requests remaining until a reset 2 s away, later than its
+// retry-after of 1 s), which the window cannot answer.
 func TestAdaptiveGate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var events []Event
@@ -78,7 +80,8 @@ func TestAdaptiveGate(t *testing.T) {
 		p1, _ := a.Acquire(t.Context(), keyA)
 		p2, _ := a.Acquire(t.Context(), keyA)
 		start := time.Now()
-		p1.Done(Outcome{Kind: Throttled, Status: 429, RetryAfter: 2 * time.Second, HasRetryAfter: true})
+		p1.Done(Outcome{Kind: Throttled, Status: 429, RetryAfter: time.Second, HasRetryAfter: true,
+			Limits: Limits{Requests: Limit{Limit: 100, Remaining: 0, Reset: start.Add(2 * time.Second)}}})
 
 		var (
 			mu         sync.Mutex
@@ -145,6 +148,69 @@ func TestAdaptiveGate(t *testing.T) {
 		}
 		if closes != 1 || opens != 1 {
 			t.Errorf("%d gate_close and %d gate_open events, want 1 and 1", closes, opens)
+		}
+	})
+}
+
+// TestAdaptiveWindowAnswersConcurrencyThrottle checks, in virtual time, that
+// a 429 refusing a call while the server holds others of ours closes no gate:
+// the window shrinks to what the server held, so the callers waiting go one
+// at a time as slots free, not after the server's delay.
+func TestAdaptiveWindowAnswersConcurrencyThrottle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var events []Event
+		a := NewAdaptive(AdaptiveConfig{Initial: 3}, WithObserver(func(e Event) { events = append(events, e) }))
+		key := Cost{Provider: "anthropic", Key: Fingerprint("a")}
+		start := time.Now()
+		var held []Permit
+		for range 3 {
+			p, err := a.Acquire(t.Context(), key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held = append(held, p)
+		}
+		// The third is refused at once while the server holds the other two.
+		held[2].Done(Outcome{Kind: Throttled, Status: 429, RetryAfter: 2 * time.Second, HasRetryAfter: true})
+		if got, want := a.State(key.Provider, key.Key).Limit, 2; got != want {
+			t.Errorf("learned limit %d, want %d", got, want)
+		}
+		var (
+			mu         sync.Mutex
+			dispatched []time.Duration
+			wg         sync.WaitGroup
+		)
+		for range 2 {
+			wg.Go(func() {
+				p, err := a.Acquire(t.Context(), key)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				dispatched = append(dispatched, time.Since(start))
+				mu.Unlock()
+				p.Done(Outcome{Kind: Success, Status: 200, Latency: 500 * time.Millisecond})
+			})
+		}
+		// The window (0.9 × 2, so 1) is full until one of the two ends at
+		// 500 ms; then the waiting callers go, long before 2 s.
+		time.Sleep(500 * time.Millisecond)
+		held[0].Done(Outcome{Kind: Success, Status: 200, Latency: 500 * time.Millisecond})
+		held[1].Done(Outcome{Kind: Success, Status: 200, Latency: 500 * time.Millisecond})
+		wg.Wait()
+		for i, d := range dispatched {
+			if d != 500*time.Millisecond {
+				t.Errorf("waiting caller %d dispatched %v after the throttle, want 500ms (when a slot freed)", i, d)
+			}
+		}
+		for _, e := range events {
+			if e.Type == EventGateClose {
+				t.Errorf("event %+v: the gate closed for a throttle the window answers", e)
+			}
+		}
+		if st := a.Stats(); st.WaitRetryAfter != 0 {
+			t.Errorf("Stats.WaitRetryAfter = %v, want 0", st.WaitRetryAfter)
 		}
 	})
 }

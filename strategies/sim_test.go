@@ -16,13 +16,30 @@ import (
 // undocumented concurrency limit, driven through Do by one caller per item,
 // in virtual time.
 const (
-	simLimit      = 20                     // C, the limit the strategies must find
-	simRetryAfter = time.Second            // the server's delay on a 429
-	simMinLatency = 500 * time.Millisecond // calls take [simMinLatency, simMaxLatency)
-	simMaxLatency = time.Second
-	simRefusal    = 20 * time.Millisecond // how long a 429 takes to come back
-	// simRTT is the round trip the figures count in: the mean call latency.
-	simRTT = (simMinLatency + simMaxLatency) / 2
+	simLimit      = 20          // C, the limit the strategies must find
+	simRetryAfter = time.Second // the server's delay on a 429
+)
+
+// simModel is how the model server's calls take their time.
+type simModel struct {
+	name string
+	// Calls take [minLatency, maxLatency), drawn from the run's seeded
+	// source; exactly minLatency when the two are equal.
+	minLatency, maxLatency time.Duration
+	refusal                time.Duration // how long a 429 takes to come back
+}
+
+// rtt is the round trip the figures count in: the mean call latency.
+func (m simModel) rtt() time.Duration { return (m.minLatency + m.maxLatency) / 2 }
+
+var (
+	// simRandom is the model: calls of 0.5–1 s, and a 429 that takes
+	// 20 ms, so that no two events fall at the same instant.
+	simRandom = simModel{name: "calls 0.5–1 s", minLatency: 500 * time.Millisecond, maxLatency: time.Second, refusal: 20 * time.Millisecond}
+	// simFixed is the mock of scenarios/20-concurrent.yaml: every call takes
+	// exactly 0.5 s (100 tokens at 5 ms) and a 429 comes back at once. Calls
+	// sent together end together, so completions come in synchronized waves.
+	simFixed = simModel{name: "calls 0.5 s", minLatency: 500 * time.Millisecond, maxLatency: 500 * time.Millisecond}
 )
 
 // simStep sets the server's limit from a time after the start of a run.
@@ -35,16 +52,21 @@ type simStep struct {
 // refuses the others with a 429 and retry-after 1 s. Latencies are drawn
 // from a seeded source in the order the server admits calls, so that a run
 // depends only on its seed (and on admission order, which the strategies fix
-// up to calls admitted at the same instant, which are interchangeable).
+// up to calls admitted at the same instant, which are interchangeable). A
+// call's slot is free from the instant the call ends, before its caller
+// hears of it, as the mock frees it before writing the last byte: a call
+// arriving at the instant another ends is held, whichever goroutine runs
+// first.
 type simServer struct {
 	mu       sync.Mutex
+	model    simModel
 	start    time.Time
 	steps    []simStep
 	rng      *rand.Rand
-	held     int // calls being served
-	sent     int // attempts in flight, refused or not
+	ends     []time.Duration // when each held call ends
+	sent     int             // attempts in flight, refused or not
 	attempts int
-	heldLog  []simPoint // held after each change
+	heldLog  []simPoint // calls held after each change
 	sentLog  []simPoint // sent after each change
 	refusals []time.Duration
 	finished []time.Duration // successes, in order
@@ -55,8 +77,8 @@ type simPoint struct {
 	n int
 }
 
-func newSimServer(seed uint64, steps []simStep) *simServer {
-	return &simServer{start: time.Now(), steps: steps, rng: rand.New(rand.NewPCG(seed, 0x5eed))}
+func newSimServer(model simModel, seed uint64, steps []simStep) *simServer {
+	return &simServer{model: model, start: time.Now(), steps: steps, rng: rand.New(rand.NewPCG(seed, 0x5eed))}
 }
 
 func (s *simServer) limitAt(t time.Duration) int {
@@ -69,6 +91,17 @@ func (s *simServer) limitAt(t time.Duration) int {
 	return limit
 }
 
+// heldLocked returns the calls held at t: those ending after t.
+func (s *simServer) heldLocked(t time.Duration) int {
+	n := 0
+	for _, e := range s.ends {
+		if e > t {
+			n++
+		}
+	}
+	return n
+}
+
 // call is one attempt, the attempt function given to Do.
 func (s *simServer) call(ctx context.Context, _ int) Outcome {
 	s.mu.Lock()
@@ -76,19 +109,23 @@ func (s *simServer) call(ctx context.Context, _ int) Outcome {
 	s.attempts++
 	s.sent++
 	s.sentLog = append(s.sentLog, simPoint{t, s.sent})
-	if s.held >= s.limitAt(t) {
+	if s.heldLocked(t) >= s.limitAt(t) {
 		s.refusals = append(s.refusals, t)
 		s.mu.Unlock()
-		time.Sleep(simRefusal)
+		time.Sleep(s.model.refusal)
 		s.mu.Lock()
 		s.sent--
 		s.sentLog = append(s.sentLog, simPoint{time.Since(s.start), s.sent})
 		s.mu.Unlock()
-		return Outcome{Kind: Throttled, Status: 429, Latency: simRefusal, RetryAfter: simRetryAfter, HasRetryAfter: true}
+		return Outcome{Kind: Throttled, Status: 429, Latency: s.model.refusal, RetryAfter: simRetryAfter, HasRetryAfter: true}
 	}
-	s.held++
-	s.heldLog = append(s.heldLog, simPoint{t, s.held})
-	latency := simMinLatency + time.Duration(s.rng.Int64N(int64(simMaxLatency-simMinLatency)))
+	latency := s.model.minLatency
+	if d := s.model.maxLatency - s.model.minLatency; d > 0 {
+		latency += time.Duration(s.rng.Int64N(int64(d)))
+	}
+	end := t + latency
+	s.ends = append(s.ends, end)
+	s.heldLog = append(s.heldLog, simPoint{t, s.heldLocked(t)})
 	s.mu.Unlock()
 
 	time.Sleep(latency)
@@ -96,9 +133,9 @@ func (s *simServer) call(ctx context.Context, _ int) Outcome {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t = time.Since(s.start)
-	s.held--
+	s.ends = slices.Delete(s.ends, slices.Index(s.ends, end), slices.Index(s.ends, end)+1)
 	s.sent--
-	s.heldLog = append(s.heldLog, simPoint{t, s.held})
+	s.heldLog = append(s.heldLog, simPoint{t, s.heldLocked(t)})
 	s.sentLog = append(s.sentLog, simPoint{t, s.sent})
 	s.finished = append(s.finished, t)
 	return Outcome{Kind: Success, Status: 200, Latency: latency}
@@ -109,37 +146,72 @@ type simRun struct {
 	stats    Stats
 	calls    int
 	attempts int
+	failed   int           // calls that ended without success (retries ran out)
 	wall     time.Duration // virtual time until the last call finished
 	heldLog  []simPoint
 	sentLog  []simPoint
 	refusals []time.Duration
 	finished []time.Duration
+	limits   []simPoint // the strategy's EventLimit values, in order
 }
 
-// runSim runs calls items through Do under the strategy newStrategy returns,
-// each re-queued until it succeeds, against a simServer with the given seed
-// and limit steps, in virtual time.
-func runSim(t *testing.T, newStrategy func() Strategy, seed uint64, calls int, steps []simStep) simRun {
+// simConfig is one run: calls items through Do under the strategy new
+// returns, against a simServer with the given model, seed and limit steps.
+type simConfig struct {
+	model simModel
+	new   func(...Option) Strategy
+	seed  uint64
+	calls int
+	steps []simStep
+	// maxRetries is the retry policy's MaxRetries (re-queued); 0 means
+	// unlimited, each call retried until it succeeds.
+	maxRetries int
+}
+
+// runSim makes the run c describes, in virtual time.
+func runSim(t *testing.T, c simConfig) simRun {
 	t.Helper()
 	var run simRun
 	synctest.Test(t, func(t *testing.T) {
-		srv := newSimServer(seed, steps)
-		s := newStrategy()
-		policy := &RetryPolicy{MaxRetries: -1, Requeue: true, Seed: int64(seed)}
+		srv := newSimServer(c.model, c.seed, c.steps)
+		var limits []simPoint // the observer is called one event at a time
+		s := c.new(WithObserver(func(e Event) {
+			if e.Type == EventLimit {
+				limits = append(limits, simPoint{e.Time.Sub(srv.start), int(e.Value)})
+			}
+		}))
+		maxRetries := c.maxRetries
+		if maxRetries == 0 {
+			maxRetries = -1
+		}
+		policy := &RetryPolicy{MaxRetries: maxRetries, Requeue: true, Seed: int64(c.seed)}
 		cost := Cost{Provider: "sim", Key: Fingerprint("sim-key")}
-		var wg sync.WaitGroup
-		for i := range calls {
+		var (
+			wg     sync.WaitGroup
+			mu     sync.Mutex
+			failed int
+		)
+		for i := range c.calls {
 			wg.Go(func() {
-				call, err := Do(t.Context(), s, policy, cost, srv.call)
-				if err != nil || call.Outcome.Kind != Success {
-					t.Errorf("call %d: %v, %v", i, call.Outcome.Kind, err)
+				call, err := Do(t.Context(), s, policy.ForCall(int64(i)), cost, srv.call)
+				if err != nil {
+					t.Errorf("call %d: %v", i, err)
+				}
+				if call.Outcome.Kind != Success {
+					mu.Lock()
+					failed++
+					mu.Unlock()
+					if c.maxRetries == 0 {
+						t.Errorf("call %d: %v", i, call.Outcome.Kind)
+					}
 				}
 			})
 		}
 		wg.Wait()
 		run = simRun{
-			stats: s.Stats(), calls: calls, attempts: srv.attempts, wall: time.Since(srv.start),
+			stats: s.Stats(), calls: c.calls, attempts: srv.attempts, failed: failed, wall: time.Since(srv.start),
 			heldLog: srv.heldLog, sentLog: srv.sentLog, refusals: srv.refusals, finished: srv.finished,
+			limits: limits,
 		}
 	})
 	return run
@@ -196,8 +268,6 @@ func count(times []time.Duration, from, to time.Duration) int {
 	return n
 }
 
-func rtts(d time.Duration) float64 { return float64(d) / float64(simRTT) }
-
 // The limit's moves in the second run of each seed.
 const (
 	simDrop = 40 * time.Second // the limit drops from 20 to 10
@@ -223,10 +293,12 @@ type simFigures struct {
 	stats      Stats   // of the first run
 }
 
-func simMeasure(t *testing.T, newStrategy func() Strategy, seed uint64) simFigures {
+func simMeasure(t *testing.T, model simModel, newStrategy func(...Option) Strategy, seed uint64) simFigures {
 	t.Helper()
+	rtt := model.rtt()
+	rtts := func(d time.Duration) float64 { return float64(d) / float64(rtt) }
 	var f simFigures
-	a := runSim(t, newStrategy, seed, 2000, nil)
+	a := runSim(t, simConfig{model: model, new: newStrategy, seed: seed, calls: 2000})
 	f.stats = a.stats
 	f.perCall = float64(a.attempts) / float64(a.calls)
 	f.wall = a.wall
@@ -237,20 +309,20 @@ func simMeasure(t *testing.T, newStrategy func() Strategy, seed uint64) simFigur
 		f.meanHeld = meanOver(a.heldLog, at, a.steady())
 	}
 
-	b := runSim(t, newStrategy, seed, 2500, simSteps)
+	b := runSim(t, simConfig{model: model, new: newStrategy, seed: seed, calls: 2500, steps: simSteps})
 	// Attempts in flight after the drop, refused or not, averaged per round
 	// trip: the last round trip before the rise whose mean rounds above the
 	// new limit ends the settling. (Rounding forgives a probe: one attempt
 	// above the limit for the 20 ms of its refusal adds 0.03 to a round trip.)
-	f.dropAbove = meanOver(b.sentLog, simDrop-simRTT, simDrop) > simLimit/2
+	f.dropAbove = meanOver(b.sentLog, simDrop-rtt, simDrop) > simLimit/2
 	f.dropSettle = 0
-	for k := 0; simDrop+time.Duration(k+1)*simRTT <= simRise; k++ {
-		from := simDrop + time.Duration(k)*simRTT
-		if math.Round(meanOver(b.sentLog, from, from+simRTT)) > simLimit/2 {
+	for k := 0; simDrop+time.Duration(k+1)*rtt <= simRise; k++ {
+		from := simDrop + time.Duration(k)*rtt
+		if math.Round(meanOver(b.sentLog, from, from+rtt)) > simLimit/2 {
 			f.dropSettle = float64(k + 1)
 		}
 	}
-	window := 10 * simRTT
+	window := 10 * rtt
 	f.dropExtra = count(b.refusals, simDrop, simDrop+window) - count(b.refusals, simDrop-window, simDrop)
 	f.rise90 = math.Inf(1)
 	if at := reach(b.heldLog, simRise, int(math.Ceil(0.9*simLimit))); at >= 0 {
@@ -281,24 +353,34 @@ var simSeeds = []uint64{1, 2, 3, 4, 5}
 // simStrategies are the strategies the experiment compares, by name.
 var simStrategies = []struct {
 	name string
-	new  func() Strategy
+	new  func(...Option) Strategy
 }{
-	{"adaptive", func() Strategy { return NewAdaptive(AdaptiveConfig{}) }},
-	{"aimd", func() Strategy { return NewAIMD(AIMDConfig{}) }},
-	{"aimd-delay", func() Strategy { return NewAIMDDelay(AIMDDelayConfig{}) }},
+	{"adaptive", func(opts ...Option) Strategy { return NewAdaptive(AdaptiveConfig{}, opts...) }},
+	{"aimd", func(opts ...Option) Strategy { return NewAIMD(AIMDConfig{}, opts...) }},
+	{"aimd-delay", func(opts ...Option) Strategy { return NewAIMDDelay(AIMDDelayConfig{}, opts...) }},
 }
 
-// TestConvergence runs the experiment for every strategy over simSeeds and
-// logs the worst seed's figures as a table; it asserts adaptive's targets.
+// TestConvergence runs the experiment for every strategy over simSeeds, with
+// calls of random and of fixed length, and logs the worst seed's figures as
+// a table; it asserts adaptive's targets.
 func TestConvergence(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the convergence experiment takes seconds of real time")
 	}
+	for _, model := range []simModel{simRandom, simFixed} {
+		t.Run(model.name, func(t *testing.T) {
+			t.Parallel()
+			testConvergence(t, model)
+		})
+	}
+}
+
+func testConvergence(t *testing.T, model simModel) {
 	results := make(map[string]simFigures)
 	for _, st := range simStrategies {
 		var fs []simFigures
 		for _, seed := range simSeeds {
-			f := simMeasure(t, st.new, seed)
+			f := simMeasure(t, model, st.new, seed)
 			t.Logf("%s seed %d: reach90 %.1f RTT, %.3f attempts/call, mean in flight %.1f, wall %v; drop: settle %.0f RTT, +%d 429s; rise90 %.1f RTT",
 				st.name, seed, f.reach90, f.perCall, f.meanHeld, f.wall.Round(time.Second), f.dropSettle, f.dropExtra, f.rise90)
 			fs = append(fs, f)
@@ -306,7 +388,8 @@ func TestConvergence(t *testing.T) {
 		results[st.name] = worst(fs)
 	}
 
-	t.Logf("worst of %d seeds; C = %d, 429 retry-after %v, calls %v–%v, RTT = %v:", len(simSeeds), simLimit, simRetryAfter, simMinLatency, simMaxLatency, simRTT)
+	t.Logf("worst of %d seeds; C = %d, 429 retry-after %v, %s, 429 after %v, RTT = %v:",
+		len(simSeeds), simLimit, simRetryAfter, model.name, model.refusal, model.rtt())
 	t.Logf("| figure | target | adaptive | aimd | aimd-delay |")
 	t.Logf("|---|---|---|---|---|")
 	row := func(name, target string, f func(simFigures) string) {
@@ -342,22 +425,28 @@ func TestConvergence(t *testing.T) {
 	}
 	for _, c := range checks {
 		if !c.ok {
-			t.Errorf("adaptive, worst seed: %s = %s, want %s", c.name, c.got, c.want)
+			t.Errorf("adaptive, %s, worst seed: %s = %s, want %s", model.name, c.name, c.got, c.want)
 		}
 	}
 }
 
-// TestConvergenceDeterministic checks that a run depends only on its seed.
+// TestConvergenceDeterministic checks that a run depends only on its seed,
+// with calls of random length and with calls that end in synchronized waves.
 func TestConvergenceDeterministic(t *testing.T) {
-	for _, st := range simStrategies {
-		t.Run(st.name, func(t *testing.T) {
-			a := runSim(t, st.new, 7, 1000, simSteps)
-			b := runSim(t, st.new, 7, 1000, simSteps)
-			if a.stats != b.stats || a.wall != b.wall || !slices.Equal(a.refusals, b.refusals) || !slices.Equal(a.finished, b.finished) {
-				t.Errorf("two runs with seed 7 differ:\n%+v, wall %v, %d refusals\n%+v, wall %v, %d refusals",
-					a.stats, a.wall, len(a.refusals), b.stats, b.wall, len(b.refusals))
-			}
-		})
+	for _, model := range []simModel{simRandom, simFixed} {
+		for _, st := range simStrategies {
+			t.Run(model.name+"/"+st.name, func(t *testing.T) {
+				t.Parallel()
+				c := simConfig{model: model, new: st.new, seed: 7, calls: 1000, steps: simSteps}
+				a := runSim(t, c)
+				b := runSim(t, c)
+				if a.stats != b.stats || a.wall != b.wall || !slices.Equal(a.refusals, b.refusals) ||
+					!slices.Equal(a.finished, b.finished) || !slices.Equal(a.limits, b.limits) {
+					t.Errorf("two runs with seed 7 differ:\n%+v, wall %v, %d refusals, %d limit events\n%+v, wall %v, %d refusals, %d limit events",
+						a.stats, a.wall, len(a.refusals), len(a.limits), b.stats, b.wall, len(b.refusals), len(b.limits))
+				}
+			})
+		}
 	}
 }
 
@@ -374,26 +463,27 @@ func ftoa(x float64, prec int) string { return strconv.FormatFloat(x, 'f', prec,
 // previous run saved is at the limit from its first round trip.
 func TestConvergenceFromSavedState(t *testing.T) {
 	var a *Adaptive
-	first := runSim(t, func() Strategy {
-		a = NewAdaptive(AdaptiveConfig{})
+	first := runSim(t, simConfig{model: simRandom, seed: 1, calls: 500, new: func(opts ...Option) Strategy {
+		a = NewAdaptive(AdaptiveConfig{}, opts...)
 		return a
-	}, 1, 500, nil)
+	}})
 	saved := a.State("sim", Fingerprint("sim-key"))
 	if saved.Limit != simLimit {
 		t.Fatalf("learned limit %d after %d calls, want %d", saved.Limit, first.calls, simLimit)
 	}
 
-	second := runSim(t, func() Strategy {
-		a := NewAdaptive(AdaptiveConfig{})
+	second := runSim(t, simConfig{model: simRandom, seed: 2, calls: 2000, new: func(opts ...Option) Strategy {
+		a := NewAdaptive(AdaptiveConfig{}, opts...)
 		a.SetState("sim", Fingerprint("sim-key"), saved)
 		return a
-	}, 2, 2000, nil)
+	}})
 	at := reach(second.heldLog, 0, int(math.Ceil(0.9*simLimit)))
+	rtts := float64(at) / float64(simRandom.rtt())
 	perCall := float64(second.attempts) / float64(second.calls)
 	t.Logf("from saved state %+v: 90 %% of C after %.1f round trips, %.3f attempts per call, %d 429s, %v",
-		saved, rtts(at), perCall, len(second.refusals), second.wall.Round(100*time.Millisecond))
-	if at < 0 || rtts(at) > 1 {
-		t.Errorf("from saved state: 90 %% of C after %.1f round trips, want ≤ 1", rtts(at))
+		saved, rtts, perCall, len(second.refusals), second.wall.Round(100*time.Millisecond))
+	if at < 0 || rtts > 1 {
+		t.Errorf("from saved state: 90 %% of C after %.1f round trips, want ≤ 1", rtts)
 	}
 	if perCall > 1.05 {
 		t.Errorf("from saved state: %.3f attempts per call, want ≤ 1.05", perCall)
