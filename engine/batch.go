@@ -240,7 +240,7 @@ func (b *Batch) Run(ctx context.Context) (BatchSummary, error) {
 	if b.MaxTokens < 0 {
 		return sum, fmt.Errorf("engine: Batch.MaxTokens must not be negative, got %d", b.MaxTokens)
 	}
-	ids, err := b.validate(&sum)
+	ids, err := b.validate(ctx, &sum)
 	if err != nil {
 		return sum, err
 	}
@@ -266,7 +266,7 @@ func (b *Batch) Run(ctx context.Context) (BatchSummary, error) {
 	}
 
 	q := &requeue{signal: make(chan struct{}, 1), prior: make(map[int]int), inflight: make(map[int]Item)}
-	q.outstanding = todo
+	q.todo, q.outstanding = todo, todo
 	cfg := b.Config
 	cfg.Items = todo
 	userSinks, onResult := cfg.Sinks, cfg.OnResult
@@ -337,6 +337,7 @@ type requeue struct {
 	items       []Item
 	inflight    map[int]Item // item index → the item, until it is recorded
 	prior       map[int]int  // item index → attempts made in earlier rounds
+	todo        int          // items to make, as the first pass counted them
 	outstanding int          // items not yet recorded
 	signal      chan struct{}
 }
@@ -362,6 +363,17 @@ func (q *requeue) finish(index int) int {
 	q.mu.Unlock()
 	q.notify()
 	return n
+}
+
+// settle gives up on n items that will never be taken.
+func (q *requeue) settle(n int) {
+	if n <= 0 {
+		return
+	}
+	q.mu.Lock()
+	q.outstanding -= n
+	q.mu.Unlock()
+	q.notify()
 }
 
 // track remembers an item taken from the input, to re-queue it.
@@ -405,8 +417,10 @@ func (b *Batch) source(ids map[idKey]idState, q *requeue, stop <-chan struct{}) 
 				}
 			}
 		}
+		taken, stopped := 0, false
 		err := b.scan(func(line int, in *BatchInput, _ *InputError) bool {
 			if !drain() {
+				stopped = true
 				return false
 			}
 			if in == nil {
@@ -418,12 +432,23 @@ func (b *Batch) source(ids map[idKey]idState, q *requeue, stop <-chan struct{}) 
 			}
 			it := b.item(line, in)
 			q.track(it)
-			return yield(it, nil)
+			taken++
+			if !yield(it, nil) {
+				stopped = true
+				return false
+			}
+			return true
 		})
 		if err != nil {
 			yield(Item{}, err)
 			return
 		}
+		if stopped {
+			return
+		}
+		// An input edited since the first pass may have lost items; they
+		// will not come, so do not wait for them.
+		q.settle(q.todo - taken)
 		for {
 			if !drain() {
 				return
@@ -470,10 +495,13 @@ func (b *Batch) item(line int, in *BatchInput) Item {
 
 // validate is the first pass over the input: it checks every line and
 // returns the set of ids, each with the line of its first occurrence.
-func (b *Batch) validate(sum *BatchSummary) (map[idKey]idState, error) {
+func (b *Batch) validate(ctx context.Context, sum *BatchSummary) (map[idKey]idState, error) {
 	ids := make(map[idKey]idState)
 	var bad InputErrors
 	err := b.scan(func(line int, in *BatchInput, ie *InputError) bool {
+		if line%4096 == 0 && ctx.Err() != nil {
+			return false
+		}
 		sum.Lines++
 		if ie != nil {
 			bad.add(ie)
@@ -493,6 +521,9 @@ func (b *Batch) validate(sum *BatchSummary) (map[idKey]idState, error) {
 		sum.Items++
 		return true
 	})
+	if err == nil {
+		err = context.Cause(ctx)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -292,3 +292,30 @@ func TestBatchOutputNotResults(t *testing.T) {
 		t.Errorf("Run over a foreign output: %v, want an error naming line 2", err)
 	}
 }
+
+// TestBatchInputShrinks: an input cut short between the passes ends the
+// batch with the missing items remaining, instead of waiting for them.
+func TestBatchInputShrinks(t *testing.T) {
+	b := newTestBatch(t, &batchClient{}, 10)
+	b.OnStart = func(BatchSummary) { writeLines(t, b.Input, `{"id":"id-0","prompt":"p0"}`) }
+	sum, err := b.Run(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Completed != 1 || sum.Remaining != 9 || sum.AllOK() {
+		t.Errorf("completed %d, remaining %d; want 1, 9", sum.Completed, sum.Remaining)
+	}
+}
+
+// TestBatchLocked: a second batch on the same output refuses to start.
+func TestBatchLocked(t *testing.T) {
+	b := newTestBatch(t, &batchClient{}, 3)
+	f, err := openLocked(b.Output, os.O_RDWR|os.O_CREATE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := b.Run(t.Context()); err == nil || !strings.Contains(err.Error(), "another batch is writing to it") {
+		t.Errorf("Run on a locked output: %v, want another batch is writing to it", err)
+	}
+}
