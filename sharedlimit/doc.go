@@ -5,12 +5,43 @@
 // provider with one API key stays, together, within that key's limits.
 //
 // It is a package of its own so that the core strategies package imports no
-// Redis client. The state lives under keys named after Config.Key (see
-// keyspace in scripts.go); every decision is one Lua script, atomic and on
-// Redis's own clock (TIME), so the processes' clocks need not agree.
+// Redis client. The state lives under keys named after Config.Key, with the
+// key as a Redis Cluster hash tag (ratelab:{KEY}:leases, …; see keyspace in
+// scripts.go); every decision is one Lua script, atomic and on Redis's own
+// clock (TIME), so the processes' clocks need not agree.
 //
-// When Redis is lost mid-run, Shared warns (Config.Logger, and an
-// EventRedisLost through Config.Observer) and falls back to a local share of
-// each limit, never to an unbounded fan-out; when Redis answers again, it
-// registers the calls admitted meanwhile and goes back to the shared limits.
+// # Deploying
+//
+// Run one Redis that every worker reaches (persistence is not needed: the
+// state is minutes old at most), and give every worker sharing an API key
+// the same Config: URL, Key, limits, bursts and LeaseTTL. Set Peers to the
+// number of workers, so that a worker that loses Redis before it has seen
+// the others still takes only its share.
+//
+// # Sizing the TTLs
+//
+// A running call renews its lease every LeaseTTL/3, so a call may last any
+// time. LeaseTTL bounds two other things: how long the slots of a crashed
+// worker stay taken (they come back LeaseTTL after its last renewal), and
+// the longest stall (a GC pause, a frozen VM, Redis unreachable) a running
+// call's lease survives. Set it above a call's p99 latency, so that a call
+// keeps its slot even if every renewal fails, and well above the longest
+// stall you expect; the default, 60 s, suits calls of up to a minute.
+// Shorter TTLs return a crashed worker's slots sooner, at the risk of
+// EventLeaseLost (a stalled call's slot given to another, so the limit is
+// briefly exceeded by one).
+//
+// # When Redis fails
+//
+// At New, an unreachable Redis is an error. Mid-run, the first failed
+// operation (or one slower than OpTimeout) makes Shared log a warning and
+// report EventRedisLost, and admit calls through a local fallback sized to
+// this worker's share of each limit (MaxConcurrent/n at least 1, RPM/n,
+// TPM/n, with n from Config.Peers and the workers last seen): fewer calls
+// than the shared limit allows, never an unbounded fan-out. A heartbeat
+// probes Redis every min(LeaseTTL/3, 1s); when it answers, Shared registers
+// a lease for each call still running (including those the fallback let
+// in), releases those of calls that ended meanwhile, reports
+// EventRedisRecovered and applies the shared limits again. Token budgets
+// spent during the fallback are not carried over to the shared budget.
 package sharedlimit

@@ -544,3 +544,76 @@ func (s *Shared) peersSeen() int {
 	defer s.mu.Unlock()
 	return s.peers
 }
+
+// TestSlotLine replays the slot script at explicit instants: leases expire
+// after their TTL, processes are served in the order they started waiting,
+// and a waiting process that stops asking loses its place.
+func TestSlotLine(t *testing.T) {
+	m, c := miniClient(t)
+	ks := newKeyspace(testKey(t, c))
+	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	const wttl = 2 * time.Second
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	steps := []struct {
+		at     time.Duration
+		waiter string // the process asking
+		lease  string // the lease it would take
+		ttl    time.Duration
+		ok     bool
+	}{
+		{0, "p1", "l1", ms(2000), true},
+		{ms(1000), "p2", "l2", ms(2000), true},  // limit 2: both taken
+		{ms(1000), "p3", "l3", ms(2000), false}, // p3 in line first
+		{ms(1000), "p4", "l4", ms(2000), false}, // then p4
+		{ms(2500), "p4", "l4", ms(2000), false}, // l1 expired, but p3 is ahead
+		{ms(2500), "p3", "l3", ms(2000), true},
+		{ms(2500), "p4", "l4", ms(2000), false},  // full again
+		{ms(3500), "p4", "l4", ms(100000), true}, // l2 expired: p4's turn
+		{ms(3500), "p5", "l5", ms(2000), false},
+		{ms(3500), "p6", "l6", ms(2000), false},
+		{ms(5000), "p6", "l6", ms(2000), false}, // l3 expired, but p5 is ahead
+		// p5 stopped asking at 3.5 s: at 5.5 s its place expires.
+		{ms(6000), "p6", "l6", ms(2000), true},
+	}
+	ctx := context.Background()
+	for i, st := range steps {
+		m.SetTime(t0.Add(st.at))
+		r, err := slotScript.Run(ctx, c, []string{ks.leases, ks.waiters, ks.wexp, ks.gate},
+			2, st.lease, st.ttl.Microseconds(), st.waiter, wttl.Microseconds()).Int64Slice()
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		if got := r[0] == 1; got != st.ok {
+			t.Errorf("step %d: %s asks at t0+%v: granted %v, want %v (reply %v)", i, st.waiter, st.at, got, st.ok, r)
+		}
+	}
+}
+
+// TestObserveChargesUsage: an attempt reported inside the permit that used
+// tokens (a stream cut mid-way) is charged on top of the reservation.
+func TestObserveChargesUsage(t *testing.T) {
+	m, c := miniClient(t)
+	m.SetTime(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)) // no refill
+	s := newShared(t, c, Config{Key: testKey(t, c), TPM: 600})
+	p, err := s.Acquire(context.Background(), strategies.Cost{InputTokens: 100, MaxTokens: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Observe(strategies.Outcome{Kind: strategies.Failed, Usage: strategies.Usage{InputTokens: 100, OutputTokens: 50}})
+	p.Done(strategies.Outcome{Kind: strategies.Success, Usage: strategies.Usage{InputTokens: 100, OutputTokens: 100}})
+	// Spent: 150 + 200 of 600, so 250 are left and 251 must wait.
+	for _, tt := range []struct {
+		tokens int
+		ok     bool
+	}{{251, false}, {250, true}} {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		q, err := s.Acquire(ctx, strategies.Cost{InputTokens: tt.tokens})
+		cancel()
+		if (err == nil) != tt.ok {
+			t.Fatalf("Acquire(%d) = %v; want admitted %v", tt.tokens, err, tt.ok)
+		}
+		if err == nil {
+			q.Done(strategies.Outcome{Kind: strategies.Success, Usage: strategies.Usage{InputTokens: tt.tokens}})
+		}
+	}
+}
