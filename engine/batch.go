@@ -125,6 +125,9 @@ func (e *InputErrors) Unwrap() []error {
 //     not terminal: the item goes back in the queue, ahead of the items not
 //     yet started, and its next result counts every attempt.
 //
+// A result's Index is its input line number less one, whatever order the
+// items finish in.
+//
 // Ending ctx stops taking items, lets the calls in progress finish for up to
 // Config.Grace, and returns what finished with ctx's error: the items that
 // did not finish have no line, and the next run makes them.
@@ -202,8 +205,8 @@ func (s *BatchSummary) AllOK() bool {
 }
 
 // idKey identifies an id by two independent 64-bit hashes: a collision
-// between two of a million ids has a probability near 10⁻²⁷, and the set
-// costs about 40 bytes an id, whatever their length.
+// between two of a million ids has a probability near 10⁻²⁷, and an entry
+// of the set costs the same few tens of bytes whatever the id's length.
 type idKey [2]uint64
 
 var idSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}

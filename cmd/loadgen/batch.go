@@ -253,15 +253,23 @@ func printBatchSummary(w io.Writer, opt loadgen.BatchOptions, r loadgen.BatchRep
 	fmt.Fprintln(w, ")")
 	fmt.Fprintf(w, "  tokens       in %d, out %d\n", r.Run.InputTokens, r.Run.OutputTokens)
 	fmt.Fprintf(w, "  wall time    %.1f s\n", r.Run.WallSeconds)
-	if lim := r.Run.FinalLimit; lim > 0 {
-		fmt.Fprintf(w, "  final limit  %g", lim)
-		if r.StateFile != "" {
-			fmt.Fprintf(w, " (state %s", r.StateFile)
-			if r.StateLoaded {
-				fmt.Fprint(w, ", started from it")
-			}
-			fmt.Fprint(w, ")")
-		}
-		fmt.Fprintln(w)
+	st := r.Run.Stats
+	switch {
+	case r.Run.FinalLimit > 0:
+		fmt.Fprintf(w, "  final limit  %g concurrent", r.Run.FinalLimit)
+	case st.Rate > 0:
+		fmt.Fprintf(w, "  final rate   %.3g/s", st.Rate)
+	case st.Delay > 0:
+		fmt.Fprintf(w, "  final delay  %.3g s", st.Delay)
+	default:
+		return
 	}
+	if r.StateFile != "" {
+		fmt.Fprintf(w, " (state %s", r.StateFile)
+		if r.StateLoaded {
+			fmt.Fprint(w, ", started from it")
+		}
+		fmt.Fprint(w, ")")
+	}
+	fmt.Fprintln(w)
 }
