@@ -37,8 +37,8 @@ const (
 // Acquire works like strategies.TokenFirst, on shared state: it waits for the
 // retry-after gate, reserves one request and the call's Cost.Tokens() from
 // the shared budgets (a GCRA reservation on Redis's clock; waits count as
-// Waits.Tokens), then takes a shared slot (a lease; waits count as
-// Waits.Slot). Within a process, callers wait in arrival order and only the
+// Waits.Tokens, or as Waits.Slot when only requests are paced), then takes a
+// shared slot (a lease; waits count as Waits.Slot). Within a process, callers wait in arrival order and only the
 // first asks Redis; across processes, slots go to the processes in the order
 // they started waiting. Done settles the token reservation to the reported
 // usage (see strategies.TokenFirst for the rules) and releases the lease.
@@ -300,9 +300,12 @@ func (s *Shared) takeSlot(ctx context.Context, w *strategies.Waits) (string, err
 
 	lease := s.leaseID()
 	poll := pollMin
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	<-timer.C
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	for {
 		freed := s.freedChan()
 		t0 := time.Now()
@@ -328,13 +331,16 @@ func (s *Shared) takeSlot(ctx context.Context, w *strategies.Waits) (string, err
 			d = hint
 		}
 		poll = min(2*poll, pollMax)
-		timer.Reset(d)
+		// Since Go 1.23 a Reset timer delivers no stale tick, so one timer
+		// serves every round.
+		if timer == nil {
+			timer = time.NewTimer(d)
+		} else {
+			timer.Reset(d)
+		}
 		select {
 		case <-freed:
 			poll = pollMin
-			if !timer.Stop() {
-				<-timer.C
-			}
 		case <-timer.C:
 		case <-ctx.Done():
 			w.Slot += time.Since(t0)
