@@ -422,8 +422,9 @@ func countLines(path string) int {
 }
 
 // TestBatchKillResume starts loadgen batch as a process against the
-// embedded mock, interrupts it (SIGINT, then SIGKILL) part-way, and reruns
-// it until it completes: every id is in the output exactly once.
+// embedded mock, interrupts it part-way (SIGTERM, SIGINT, then SIGKILL), cuts
+// the output's last line in half as a kill mid-write would, and reruns it
+// to the end: every id is in the output exactly once, each a success.
 func TestBatchKillResume(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -465,17 +466,18 @@ strategies:
 		return cmd.ProcessState.ExitCode(), stderr.String()
 	}
 
-	code, stderr := interrupt(40, syscall.SIGINT)
-	after1 := countLines(out)
-	if code != exitInterrupted || !strings.Contains(stderr, "rerun the same command to resume") {
+	var counts []int
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		code, stderr := interrupt(countLines(out)+40, sig)
+		counts = append(counts, countLines(out))
 		// The batch may have finished before the signal landed on a fast machine.
-		if !(code == 0 && after1 == n) {
-			t.Errorf("SIGINT: exit %d, want 130; stderr:\n%s", code, stderr)
+		if done := code == 0 && countLines(out) == n; !done && (code != exitInterrupted || !strings.Contains(stderr, "rerun the same command to resume")) {
+			t.Errorf("%v: exit %d, want 130 asking for a rerun; stderr:\n%s", sig, code, stderr)
 		}
 	}
-	code, _ = interrupt(after1+60, syscall.SIGKILL)
-	after2 := countLines(out)
-	if code != -1 && after2 != n {
+	code, _ := interrupt(countLines(out)+60, syscall.SIGKILL)
+	counts = append(counts, countLines(out))
+	if code != -1 && countLines(out) != n {
 		t.Errorf("SIGKILL: exit %d, want killed", code)
 	}
 	// Simulate a kill in the middle of a write: half of one more line.
@@ -495,10 +497,81 @@ strategies:
 	if !strings.Contains(string(final), "was torn") {
 		t.Errorf("resumed batch did not report the torn line:\n%s", final)
 	}
-	t.Logf("lines after SIGINT %d, after SIGKILL %d; final run:\n%s", after1, after2, final)
+	t.Logf("lines after SIGTERM, SIGINT, SIGKILL: %v; final run:\n%s", counts, final)
 	for id, r := range exactlyOnce(t, out, n) {
 		if !r.OK() {
 			t.Errorf("%s: %v", id, r.Err)
+		}
+	}
+}
+
+// TestBatchPermanentFailures: 400, 401, 403 and 413 are recorded after one
+// attempt, never retried; --retry-failed then makes exactly those items
+// again, and the output still holds each id once.
+func TestBatchPermanentFailures(t *testing.T) {
+	var broken atomic.Bool
+	broken.Store(true)
+	fail := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			for _, status := range []int{400, 401, 403, 413} {
+				if broken.Load() && bytes.Contains(body, []byte(fmt.Sprintf("status %d", status))) {
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(status)
+					fmt.Fprintf(w, `{"type": "error", "error": {"type": "error_%d", "message": "refused"}}`, status)
+					return
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	url, requests := mockServer(t, fastMock(), fail)
+	t.Setenv("ANTHROPIC_API_KEY", "sk-test-permanent")
+	var lines []string
+	for i := range 8 {
+		prompt := "fine"
+		if i < 4 {
+			prompt = fmt.Sprintf("status %d", []int{400, 401, 403, 413}[i])
+		}
+		lines = append(lines, fmt.Sprintf(`{"id": "t-%d", "prompt": %q, "max_tokens": 3}`, i, prompt))
+	}
+	in := writeFile(t, "items.jsonl", strings.Join(lines, "\n")+"\n")
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	args := []string{"batch", "--input", in, "--output", out, "--base-url", url, "--state-file", "", "--strategy", "semaphore:n=4"}
+
+	stdout, stderr, code := runCLI(t, t.Context(), args...)
+	if code != exitFailed || !strings.Contains(stderr, "4 items failed") {
+		t.Errorf("exit %d, want 1 saying 4 items failed:\n%s%s", code, stdout, stderr)
+	}
+	if n := requests.Load(); n != 8 {
+		t.Errorf("server saw %d requests, want 8 (permanent failures are not retried)", n)
+	}
+	for id, r := range exactlyOnce(t, out, 8) {
+		i := int(id[2] - '0')
+		switch {
+		case i < 4 && (r.Err == nil || r.Err.Status != []int{400, 401, 403, 413}[i] || r.Attempts != 1):
+			t.Errorf("%s: %+v after %d attempts, want status %d after 1", id, r.Err, r.Attempts, []int{400, 401, 403, 413}[i])
+		case i >= 4 && !r.OK():
+			t.Errorf("%s: %v, want success", id, r.Err)
+		}
+	}
+
+	// Rerunning makes nothing; --retry-failed makes the four again.
+	if _, _, code := runCLI(t, t.Context(), args...); code != exitFailed || requests.Load() != 8 {
+		t.Errorf("rerun: exit %d, %d requests; want 1 and no new request", code, requests.Load())
+	}
+	broken.Store(false)
+	stdout, stderr, code = runCLI(t, t.Context(), append(args, "--retry-failed")...)
+	if code != 0 || !strings.Contains(stderr, "4 failed results removed") {
+		t.Errorf("--retry-failed: exit %d, want 0 reporting 4 removed:\n%s%s", code, stdout, stderr)
+	}
+	if n := requests.Load(); n != 12 {
+		t.Errorf("server saw %d requests in all, want 12", n)
+	}
+	for id, r := range exactlyOnce(t, out, 8) {
+		if !r.OK() {
+			t.Errorf("%s: %v after --retry-failed", id, r.Err)
 		}
 	}
 }
