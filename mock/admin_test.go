@@ -1,8 +1,10 @@
 package mock
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -235,4 +237,27 @@ func TestMetricsLabelEscaping(t *testing.T) {
 	if want := `{key="a\"b\\c\nd"}`; got != want {
 		t.Errorf("labelPairs = %s, want %s", got, want)
 	}
+}
+
+func TestSlowBody(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ts := startServer(t, DefaultConfig())
+		defer ts.stop()
+		conn, err := ts.ln.Dial(context.Background(), "", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		// Headers announce 100 bytes; the body never comes.
+		go conn.Write([]byte("POST /v1/messages HTTP/1.1\r\nHost: mock\r\nContent-Length: 100\r\n\r\n{"))
+		start := time.Now()
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if d := time.Since(start); d != BodyTimeout || resp.StatusCode != 400 || !strings.Contains(string(b), "not received within 30s") {
+			t.Errorf("slow body: %d %s after %v, want 400 naming the timeout after %v", resp.StatusCode, b, d, BodyTimeout)
+		}
+	})
 }

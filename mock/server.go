@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -329,14 +330,24 @@ func (s *Server) authenticate(req *http.Request, wr wire) (key string, ok bool, 
 	return "", false, "x-api-key header is required"
 }
 
-// readBody reads at most MaxBodyBytes.
+// BodyTimeout is how long a client has to send its request body once the
+// headers are read; a slower body gets 400. (ReadHeaderTimeout bounds the
+// headers; there is no timeout on the response, which may stream for
+// minutes.)
+const BodyTimeout = 30 * time.Second
+
+// readBody reads at most MaxBodyBytes within BodyTimeout. It trusts a
+// Content-Length only up to 1 MiB for its first allocation, so a client
+// announcing 32 MB and sending nothing costs nothing.
 func readBody(w http.ResponseWriter, req *http.Request) ([]byte, int, error) {
 	if req.ContentLength > MaxBodyBytes {
 		return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("request body of %d bytes is above the limit of %d bytes", req.ContentLength, MaxBodyBytes)
 	}
+	rc := http.NewResponseController(w)
+	deadline := rc.SetReadDeadline(time.Now().Add(BodyTimeout)) == nil
 	var body []byte
 	var err error
-	if n := req.ContentLength; n > 0 {
+	if n := req.ContentLength; n > 0 && n <= 1<<20 {
 		// The common case: read exactly the announced length.
 		body = make([]byte, n)
 		_, err = io.ReadFull(req.Body, body)
@@ -344,11 +355,20 @@ func readBody(w http.ResponseWriter, req *http.Request) ([]byte, int, error) {
 		body, err = io.ReadAll(http.MaxBytesReader(w, req.Body, MaxBodyBytes))
 	}
 	if err != nil {
+		// The deadline stays: net/http then gives up draining the rest of
+		// the body at once and closes the connection.
+		w.Header().Set("Connection", "close")
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("request body is above the limit of %d bytes", MaxBodyBytes)
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, http.StatusBadRequest, fmt.Errorf("request body not received within %v", BodyTimeout)
+		}
 		return nil, http.StatusBadRequest, fmt.Errorf("reading request body: %w", err)
+	}
+	if deadline {
+		rc.SetReadDeadline(time.Time{})
 	}
 	return body, 0, nil
 }
