@@ -98,9 +98,9 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 // Serve accepts connections on ln and serves them until Shutdown or Close,
 // like http.Server.Serve, whose error it returns (http.ErrServerClosed after
-// Shutdown or Close). The server sets ReadHeaderTimeout (10s) and
-// IdleTimeout (2m), so a client sending headers slowly cannot hold a
-// connection forever.
+// Shutdown or Close). The server sets ReadHeaderTimeout (10s), BodyTimeout
+// (30s) and IdleTimeout (2m), so a client sending headers or a body slowly
+// cannot hold a connection forever; responses have no timeout.
 func (s *Server) Serve(ln net.Listener) error {
 	return s.http.Serve(ln)
 }
