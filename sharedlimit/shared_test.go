@@ -617,3 +617,62 @@ func TestObserveChargesUsage(t *testing.T) {
 		}
 	}
 }
+
+func TestFallbackShare(t *testing.T) {
+	tests := []struct {
+		name       string
+		cfg        Config
+		peers      int
+		share      int
+		rate       float64 // requests per second
+		tokenLimit float64 // the fallback's concurrency limit as TokenFirst reports it
+	}{
+		{"alone", Config{MaxConcurrent: 4, RPM: 600}, 1, 4, 10, 4},
+		{"four peers", Config{MaxConcurrent: 20, RPM: 600}, 4, 5, 2.5, 5},
+		{"more peers than slots", Config{MaxConcurrent: 3}, 5, 1, 0, 1},
+		{"uneven", Config{MaxConcurrent: 10, TPM: 9000, TokenBurst: 9000}, 3, 3, 0, 3},
+		{"tokens only", Config{TPM: 9000, TokenBurst: 9000}, 3, 0, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFallback(tt.cfg, tt.peers)
+			if f.share != tt.share {
+				t.Errorf("share = %d, want %d", f.share, tt.share)
+			}
+			if (f.rpm != nil) != (tt.rate > 0) {
+				t.Fatalf("request pacing: %v, want %v", f.rpm != nil, tt.rate > 0)
+			}
+			if f.rpm != nil {
+				if got := f.rpm.Stats().Rate; got != tt.rate {
+					t.Errorf("rate = %v/s, want %v/s", got, tt.rate)
+				}
+			}
+			if got := f.tf.Stats().Limit; got != tt.tokenLimit {
+				t.Errorf("concurrency limit = %v, want %v", got, tt.tokenLimit)
+			}
+		})
+	}
+}
+
+// TestLeaseLost: a running call whose lease vanished (Redis lost its data)
+// takes it again at the next renewal, and says so.
+func TestLeaseLost(t *testing.T) {
+	_, c := miniClient(t)
+	key := testKey(t, c)
+	ev := newEvents()
+	s := newShared(t, c, Config{Key: key, MaxConcurrent: 1, LeaseTTL: 150 * time.Millisecond, Observer: ev.observe})
+	p, err := s.Acquire(context.Background(), strategies.Cost{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Done(strategies.Outcome{Kind: strategies.Success})
+	ks := newKeyspace(key)
+	c.Del(context.Background(), ks.leases)
+	lost := ev.waitFor(t, EventLeaseLost, 5*time.Second)
+	if lost.Reason != p.(*permit).lease {
+		t.Errorf("lease_lost names %q, want the lease %q", lost.Reason, p.(*permit).lease)
+	}
+	if n := c.ZCard(context.Background(), ks.leases).Val(); n != 1 {
+		t.Errorf("leases after renewal = %d, want 1: the running call counts again", n)
+	}
+}
