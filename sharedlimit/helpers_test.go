@@ -24,7 +24,7 @@ import (
 // redisURL returns the URL of the real Redis server the tests share
 // (RATELAB_REDIS_URL, as printed by .ci/start-redis.sh). Without it the test
 // fails on CI and is skipped elsewhere.
-func redisURL(t *testing.T) string {
+func redisURL(t testing.TB) string {
 	t.Helper()
 	url := os.Getenv("RATELAB_REDIS_URL")
 	if url == "" {
@@ -61,7 +61,7 @@ func clientOptions(opts *redis.Options) *redis.Options {
 }
 
 // realClient returns a client of the shared test server.
-func realClient(t *testing.T) *redis.Client {
+func realClient(t testing.TB) *redis.Client {
 	t.Helper()
 	opts, err := redis.ParseURL(redisURL(t))
 	if err != nil {
@@ -83,7 +83,7 @@ func miniClient(t *testing.T) (*miniredis.Miniredis, *redis.Client) {
 
 // testKey returns a limit name unique to this test run, and deletes its keys
 // when the test ends.
-func testKey(t *testing.T, c redis.UniversalClient) string {
+func testKey(t testing.TB, c redis.UniversalClient) string {
 	t.Helper()
 	var b [4]byte
 	rand.Read(b[:])
@@ -110,7 +110,7 @@ func (discardLogger) Printf(context.Context, string, ...any) {}
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // newShared returns a Shared on c for cfg, closed when the test ends.
-func newShared(t *testing.T, c redis.UniversalClient, cfg Config) *Shared {
+func newShared(t testing.TB, c redis.UniversalClient, cfg Config) *Shared {
 	t.Helper()
 	cfg.Client = c
 	if cfg.Logger == nil {
