@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -95,9 +96,13 @@ type Shared struct {
 
 var _ strategies.Strategy = (*Shared)(nil)
 
+// ErrUnreachable is wrapped by New's error when Redis does not answer.
+var ErrUnreachable = errors.New("sharedlimit: redis unreachable")
+
 // New connects to Redis and returns a Shared strategy configured by cfg. It
-// fails with a clear error when cfg is invalid or Redis does not answer
-// within ctx (and cfg.OpTimeout). Call Close when done.
+// fails when cfg is invalid, naming the field, or, with an error wrapping
+// ErrUnreachable and naming the address, when Redis does not answer within
+// ctx and cfg.OpTimeout. Call Close when done.
 func New(ctx context.Context, cfg Config) (*Shared, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -144,7 +149,7 @@ func New(ctx context.Context, cfg Config) (*Shared, error) {
 		if s.owned {
 			s.client.Close()
 		}
-		return nil, fmt.Errorf("sharedlimit: redis at %s unreachable: %w", addr, err)
+		return nil, fmt.Errorf("%w at %s: %w", ErrUnreachable, addr, err)
 	}
 
 	s.pubsub = s.client.Subscribe(context.Background(), s.keys.freed)

@@ -55,8 +55,8 @@ func TestNewUnreachable(t *testing.T) {
 		s.Close()
 		t.Fatal("New: no error for a Redis nobody serves")
 	}
-	if want := "sharedlimit: redis at 127.0.0.1:"; !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "unreachable") {
-		t.Errorf("New: %v, want %q… unreachable", err, want)
+	if want := "sharedlimit: redis unreachable at 127.0.0.1:"; !errors.Is(err, ErrUnreachable) || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("New: %v, want ErrUnreachable, %q…", err, want)
 	}
 }
 
