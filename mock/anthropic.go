@@ -16,13 +16,16 @@ func (anthropic) name() string            { return "anthropic" }
 func (anthropic) requestIDHeader() string { return "request-id" }
 func (anthropic) overloadStatus() int     { return 529 }
 
+// anthropicRequest holds the fields the mock reads. Absent fields keep the
+// absent sentinels decoding starts from (plain values, not pointers, spare
+// an allocation each).
 type anthropicRequest struct {
-	Model     *string         `json:"model"`
-	MaxTokens *int64          `json:"max_tokens"`
-	Messages  *[]message      `json:"messages"`
+	Model     string          `json:"model"`
+	MaxTokens int64           `json:"max_tokens"`
+	Messages  []message       `json:"messages"`
 	System    json.RawMessage `json:"system"`
 	Tools     json.RawMessage `json:"tools"`
-	Stream    *bool           `json:"stream"`
+	Stream    bool            `json:"stream"`
 }
 
 func (anthropic) decode(body []byte, _ int) (*call, error) {
@@ -32,41 +35,34 @@ func (anthropic) decode(body []byte, _ int) (*call, error) {
 // decodeAnthropic decodes a Messages request; count_tokens requests have no
 // max_tokens (needMax false).
 func decodeAnthropic(body []byte, needMax bool) (*call, error) {
-	var req anthropicRequest
+	req := anthropicRequest{Model: absentString, MaxTokens: absentInt}
 	if err := json.Unmarshal(body, &req); err != nil {
 		return nil, describeBodyError(body, err)
 	}
 	c := &call{}
-	switch {
-	case req.Model == nil:
-		return nil, invalid("model", "field required")
-	case *req.Model == "":
-		return nil, invalid("model", "must not be empty")
+	if err := checkModel(req.Model); err != nil {
+		return nil, err
 	}
-	c.model = *req.Model
+	c.model = req.Model
 	if needMax {
-		switch {
-		case req.MaxTokens == nil:
+		if req.MaxTokens == absentInt {
 			return nil, invalid("max_tokens", "field required")
-		case *req.MaxTokens < 1:
-			return nil, invalid("max_tokens", "must be at least 1, got %d", *req.MaxTokens)
-		case *req.MaxTokens > MaxOutputTokens:
-			return nil, invalid("max_tokens", "%d is above the maximum of %d", *req.MaxTokens, MaxOutputTokens)
 		}
-		c.maxTokens = int(*req.MaxTokens)
+		n, err := checkMaxTokens("max_tokens", req.MaxTokens)
+		if err != nil {
+			return nil, err
+		}
+		c.maxTokens = n
 	}
-	if req.Messages == nil {
-		return nil, invalid("messages", "field required")
+	if err := checkMessages(req.Messages); err != nil {
+		return nil, err
 	}
-	if len(*req.Messages) == 0 {
-		return nil, invalid("messages", "at least one message is required")
-	}
-	for i, m := range *req.Messages {
+	for i, m := range req.Messages {
 		switch {
-		case m.Role == nil:
+		case m.Role == "":
 			return nil, invalid(msgPath(i, "role"), "field required")
-		case *m.Role != "user" && *m.Role != "assistant":
-			return nil, invalid(msgPath(i, "role"), "want user or assistant, got %q", *m.Role)
+		case m.Role != "user" && m.Role != "assistant":
+			return nil, invalid(msgPath(i, "role"), "want user or assistant, got %q", m.Role)
 		}
 		n, err := contentLen(m.Content, i)
 		if err != nil {
@@ -84,7 +80,7 @@ func decodeAnthropic(body []byte, needMax bool) (*call, error) {
 	if len(req.Tools) > 0 && string(req.Tools) != "null" {
 		c.input += (utf8.RuneCount(req.Tools) + 3) / 4
 	}
-	c.stream = req.Stream != nil && *req.Stream
+	c.stream = req.Stream
 	return c, nil
 }
 

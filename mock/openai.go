@@ -18,14 +18,16 @@ func (openai) overloadStatus() int     { return http.StatusServiceUnavailable }
 // defaultMaxTokens applies when Output.DefaultMaxTokens is 0.
 const defaultMaxTokens = 256
 
+// openaiRequest holds the fields the mock reads, with absent sentinels like
+// anthropicRequest.
 type openaiRequest struct {
-	Model               *string    `json:"model"`
-	Messages            *[]message `json:"messages"`
-	MaxCompletionTokens *int64     `json:"max_completion_tokens"`
-	MaxTokens           *int64     `json:"max_tokens"`
-	Stream              *bool      `json:"stream"`
+	Model               string    `json:"model"`
+	Messages            []message `json:"messages"`
+	MaxCompletionTokens int64     `json:"max_completion_tokens"`
+	MaxTokens           int64     `json:"max_tokens"`
+	Stream              bool      `json:"stream"`
 	StreamOptions       *struct {
-		IncludeUsage *bool `json:"include_usage"`
+		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 	Tools json.RawMessage `json:"tools"`
 }
@@ -33,49 +35,41 @@ type openaiRequest struct {
 var openaiRoles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true, "function": true}
 
 func (openai) decode(body []byte, defaultMax int) (*call, error) {
-	var req openaiRequest
+	req := openaiRequest{Model: absentString, MaxTokens: absentInt, MaxCompletionTokens: absentInt}
 	if err := json.Unmarshal(body, &req); err != nil {
 		return nil, describeBodyError(body, err)
 	}
 	c := &call{}
-	switch {
-	case req.Model == nil:
-		return nil, invalid("model", "field required")
-	case *req.Model == "":
-		return nil, invalid("model", "must not be empty")
+	if err := checkModel(req.Model); err != nil {
+		return nil, err
 	}
-	c.model = *req.Model
+	c.model = req.Model
 	c.maxTokens = defaultMax
 	if c.maxTokens == 0 {
 		c.maxTokens = defaultMaxTokens
 	}
-	for _, m := range []struct {
+	for _, m := range [...]struct {
 		name string
-		v    *int64
+		v    int64
 	}{{"max_tokens", req.MaxTokens}, {"max_completion_tokens", req.MaxCompletionTokens}} {
-		if m.v == nil {
+		if m.v == absentInt {
 			continue
 		}
-		switch {
-		case *m.v < 1:
-			return nil, invalid(m.name, "must be at least 1, got %d", *m.v)
-		case *m.v > MaxOutputTokens:
-			return nil, invalid(m.name, "%d is above the maximum of %d", *m.v, MaxOutputTokens)
+		n, err := checkMaxTokens(m.name, m.v)
+		if err != nil {
+			return nil, err
 		}
-		c.maxTokens = int(*m.v)
+		c.maxTokens = n
 	}
-	if req.Messages == nil {
-		return nil, invalid("messages", "field required")
+	if err := checkMessages(req.Messages); err != nil {
+		return nil, err
 	}
-	if len(*req.Messages) == 0 {
-		return nil, invalid("messages", "at least one message is required")
-	}
-	for i, m := range *req.Messages {
+	for i, m := range req.Messages {
 		switch {
-		case m.Role == nil:
+		case m.Role == "":
 			return nil, invalid(msgPath(i, "role"), "field required")
-		case !openaiRoles[*m.Role]:
-			return nil, invalid(msgPath(i, "role"), "want system, developer, user, assistant or tool, got %q", *m.Role)
+		case !openaiRoles[m.Role]:
+			return nil, invalid(msgPath(i, "role"), "want system, developer, user, assistant or tool, got %q", m.Role)
 		}
 		n := 0
 		if len(m.Content) > 0 && string(m.Content) != "null" {
@@ -83,7 +77,7 @@ func (openai) decode(body []byte, defaultMax int) (*call, error) {
 			if n, err = contentLen(m.Content, i); err != nil {
 				return nil, err
 			}
-		} else if *m.Role != "assistant" {
+		} else if m.Role != "assistant" {
 			return nil, invalid(msgPath(i, "content"), "field required")
 		}
 		c.input += messageTokens(n)
@@ -91,12 +85,12 @@ func (openai) decode(body []byte, defaultMax int) (*call, error) {
 	if len(req.Tools) > 0 && string(req.Tools) != "null" {
 		c.input += (utf8.RuneCount(req.Tools) + 3) / 4
 	}
-	c.stream = req.Stream != nil && *req.Stream
+	c.stream = req.Stream
 	if req.StreamOptions != nil {
 		if !c.stream {
 			return nil, invalid("stream_options", "only allowed when stream is true")
 		}
-		c.includeUsage = req.StreamOptions.IncludeUsage != nil && *req.StreamOptions.IncludeUsage
+		c.includeUsage = req.StreamOptions.IncludeUsage
 	}
 	return c, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -113,10 +114,47 @@ func writeJSONBody(w http.ResponseWriter, status int, v any) {
 	w.Write(b)
 }
 
-// message is one message of either API.
+// message is one message of either API; an absent role decodes as "".
 type message struct {
-	Role    *string         `json:"role"`
+	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
+}
+
+// Sentinels that decoding starts from, to tell an absent (or null) field
+// from one set to its zero value.
+const (
+	absentString = "\x00absent"
+	absentInt    = math.MinInt64
+)
+
+func checkModel(model string) error {
+	switch model {
+	case absentString:
+		return invalid("model", "field required")
+	case "":
+		return invalid("model", "must not be empty")
+	}
+	return nil
+}
+
+func checkMaxTokens(name string, v int64) (int, error) {
+	switch {
+	case v < 1:
+		return 0, invalid(name, "must be at least 1, got %d", v)
+	case v > MaxOutputTokens:
+		return 0, invalid(name, "%d is above the maximum of %d", v, MaxOutputTokens)
+	}
+	return int(v), nil
+}
+
+func checkMessages(m []message) error {
+	switch {
+	case m == nil:
+		return invalid("messages", "field required")
+	case len(m) == 0:
+		return invalid("messages", "at least one message is required")
+	}
+	return nil
 }
 
 // msgPath names a field of message i, e.g. messages.0.role; i < 0 names the
