@@ -145,6 +145,17 @@ func (e *events) observe(ev strategies.Event) {
 	}
 }
 
+// drain forgets the events received so far.
+func (e *events) drain() {
+	for {
+		select {
+		case <-e.ch:
+		default:
+			return
+		}
+	}
+}
+
 // waitFor waits for an event of type typ, failing the test after d.
 func (e *events) waitFor(t *testing.T, typ strategies.EventType, d time.Duration) strategies.Event {
 	t.Helper()

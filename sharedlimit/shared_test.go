@@ -328,7 +328,9 @@ func TestNeverExceedsLimit(t *testing.T) {
 func TestLeaseExpiresAfterCrash(t *testing.T) {
 	c := realClient(t)
 	key := testKey(t, c)
-	const ttl = 600 * time.Millisecond
+	// Renewals come every ttl/3: a stall of up to 2/3 ttl on a loaded
+	// machine must not let a live lease lapse.
+	const ttl = time.Second
 	crashed := newShared(t, c, Config{Key: key, MaxConcurrent: 2, LeaseTTL: ttl})
 	other := newShared(t, c, Config{Key: key, MaxConcurrent: 2, LeaseTTL: ttl})
 	var held []*permit
@@ -466,7 +468,9 @@ func TestFallbackAndRecovery(t *testing.T) {
 	probe := newClient()
 	key := testKey(t, probe)
 	ks := newKeyspace(key)
-	cfg := Config{Key: key, MaxConcurrent: 4, LeaseTTL: 600 * time.Millisecond, OpTimeout: 300 * time.Millisecond}
+	// A killed server refuses connections at once; OpTimeout only guards
+	// against a loaded machine passing for a lost Redis.
+	cfg := Config{Key: key, MaxConcurrent: 4, LeaseTTL: 900 * time.Millisecond, OpTimeout: time.Second}
 	evA, evB := newEvents(), newEvents()
 	cfgA, cfgB := cfg, cfg
 	cfgA.Observer, cfgB.Observer = evA.observe, evB.observe
@@ -511,6 +515,8 @@ func TestFallbackAndRecovery(t *testing.T) {
 	}
 	cancelShort()
 
+	evA.drain()
+	evB.drain()
 	srv.start() // an empty Redis, as after a restart
 	evA.waitFor(t, EventRedisRecovered, 10*time.Second)
 	evB.waitFor(t, EventRedisRecovered, 10*time.Second)
