@@ -43,10 +43,10 @@ type BatchInput struct {
 //
 //	items.jsonl:12: max_tokens: must be positive, got -1
 type InputError struct {
-	File  string
-	Line  int    // 1-based
-	Field string // the key at fault; empty for the whole line
-	Msg   string
+	File  string `json:"file"`
+	Line  int    `json:"line"`            // 1-based
+	Field string `json:"field,omitempty"` // the key at fault; empty for the whole line
+	Msg   string `json:"message"`
 }
 
 // Error formats e as FILE:LINE: FIELD: MSG.
@@ -65,8 +65,8 @@ const MaxInputErrors = 100
 // validating pass before any call is made: the first MaxInputErrors, in
 // line order, and how many there were.
 type InputErrors struct {
-	Errs  []*InputError
-	Total int
+	Errs  []*InputError `json:"errors,omitempty"`
+	Total int           `json:"total"`
 }
 
 func (e *InputErrors) add(ie *InputError) {
@@ -173,30 +173,33 @@ const maxLineBytes = 64 << 20
 // Run is the engine's accounting of every attempt of this run.
 type BatchSummary struct {
 	// Lines is the input's non-blank lines; Items its distinct valid items.
-	Lines, Items int
+	Lines int `json:"lines"`
+	Items int `json:"items"`
 	// Invalid lists the lines skipped with SkipInvalid.
-	Invalid InputErrors
+	Invalid InputErrors `json:"invalid"`
 	// DoneOK and DoneFailed count the items already in the output, with a
 	// success or an error, when the run started (after RetryFailed).
-	DoneOK, DoneFailed int
+	DoneOK     int `json:"done_ok"`
+	DoneFailed int `json:"done_failed"`
 	// Retried counts the error lines RetryFailed removed from the output.
-	Retried int
+	Retried int `json:"retried"`
 	// Repaired is the line number of the torn last line cut from the
 	// output; 0 when there was none.
-	Repaired int
+	Repaired int `json:"repaired_line,omitempty"`
 	// Completed and Failed count the results this run appended.
-	Completed, Failed int
+	Completed int `json:"completed"`
+	Failed    int `json:"failed"`
 	// FailedByType counts this run's failures by error type
 	// (invalid_request_error, validation_error, connection_error, …).
-	FailedByType map[string]int
+	FailedByType map[string]int `json:"failed_by_type"`
 	// Requeued counts the times an item was throttled and re-queued.
-	Requeued int
+	Requeued int `json:"requeued"`
 	// Remaining counts the items with no result: the run was interrupted.
-	Remaining int
+	Remaining int `json:"remaining"`
 	// Run is the engine's summary of this run: attempts, 429s, tokens, wall
 	// time, the strategy's final limit. Its Completed and Failed count
 	// every round of a re-queued item; the fields above do not.
-	Run Summary
+	Run Summary `json:"run"`
 }
 
 // AllOK reports whether every item of the input has a successful result.
@@ -393,16 +396,25 @@ func (q *requeue) notify() {
 	}
 }
 
-// pop returns a re-queued item, if any, and whether items are outstanding.
-func (q *requeue) pop() (it Item, ok bool, outstanding int) {
+// pop returns the first re-queued item, if any.
+func (q *requeue) pop() (it Item, ok bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if len(q.items) > 0 {
-		it = q.items[0]
-		q.items = q.items[1:]
-		ok = true
+	if len(q.items) == 0 {
+		return Item{}, false
 	}
-	return it, ok, q.outstanding
+	it = q.items[0]
+	q.items[0] = Item{}
+	q.items = q.items[1:]
+	return it, true
+}
+
+// done reports whether every item is recorded (or will never come) and
+// none waits in the queue.
+func (q *requeue) done() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.outstanding <= 0 && len(q.items) == 0
 }
 
 // source streams the input's items still to do, re-queued items first, and
@@ -411,7 +423,7 @@ func (b *Batch) source(ids map[idKey]idState, q *requeue, stop <-chan struct{}) 
 	return func(yield func(Item, error) bool) {
 		drain := func() bool {
 			for {
-				it, ok, _ := q.pop()
+				it, ok := q.pop()
 				if !ok {
 					return true
 				}
@@ -456,7 +468,7 @@ func (b *Batch) source(ids map[idKey]idState, q *requeue, stop <-chan struct{}) 
 			if !drain() {
 				return
 			}
-			if _, _, outstanding := q.pop(); outstanding <= 0 {
+			if q.done() {
 				return
 			}
 			select {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ratelab/ratelab/provider"
 	"github.com/ratelab/ratelab/strategies"
@@ -318,4 +319,31 @@ func TestBatchLocked(t *testing.T) {
 	if _, err := b.Run(t.Context()); err == nil || !strings.Contains(err.Error(), "another batch is writing to it") {
 		t.Errorf("Run on a locked output: %v, want another batch is writing to it", err)
 	}
+}
+
+// TestBatchRequeueRace throttles many items from many workers at once, so
+// that items are often re-queued while the source is between emptying the
+// queue and waiting for more: none may be lost (the run would then wait for
+// it until the deadline) and none recorded twice.
+func TestBatchRequeueRace(t *testing.T) {
+	const n = 3000
+	c := &batchClient{fail: func(prompt string, k int) (int, string) {
+		if k < 1+len(prompt)%3 {
+			return 429, "rate_limit_error"
+		}
+		return 0, ""
+	}}
+	b := newTestBatch(t, c, n)
+	b.Config.Strategy = strategies.NewUnbounded()
+	b.Config.Workers = 64
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	sum, err := b.Run(ctx)
+	if err != nil {
+		t.Fatalf("Run: %v (completed %d, remaining %d)", err, sum.Completed, sum.Remaining)
+	}
+	if sum.Completed != n || !sum.AllOK() {
+		t.Errorf("completed %d of %d", sum.Completed, n)
+	}
+	checkExactlyOnce(t, b.Output, n)
 }

@@ -101,15 +101,15 @@ type BatchOptions struct {
 // BatchReport is how a batch went, with what it ran against.
 type BatchReport struct {
 	engine.BatchSummary
-	Strategy string // the strategy's name
-	Kind     string
-	Provider string
-	Model    string
-	Target   string // the base URL (user information hidden), or "embedded mock"
+	Strategy string `json:"strategy"` // the strategy's name
+	Kind     string `json:"kind"`
+	Provider string `json:"provider"`
+	Model    string `json:"model"`
+	Target   string `json:"target"` // the base URL (user information hidden), or "embedded mock"
 	// StateFile is the adaptive state file used, if any; StateLoaded says
 	// whether it had an entry for this provider, URL and key.
-	StateFile   string
-	StateLoaded bool
+	StateFile   string `json:"state_file,omitempty"`
+	StateLoaded bool   `json:"state_loaded,omitempty"`
 }
 
 // ErrBatchUsage is what RunBatch's configuration errors (flags, config,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -86,8 +87,13 @@ Checks and resuming:
   --grace DUR             on Ctrl-C or SIGTERM, stop taking items and let calls
                           in progress finish for up to DUR (default 30s)
 
-A summary is printed at the end; a progress line is drawn on stderr while
-it runs when stderr is a terminal.
+Reporting:
+  --format NAME           the summary printed at the end: text (default) or
+                          json (every count, the run's latency percentiles
+                          and the strategy's final state)
+  A progress line is drawn on stderr while it runs when stderr is a terminal.
+  The summary gives the items completed, failed by kind, attempts, 429s,
+  re-queues, tokens in and out, wall time and the strategy's final limit.
 
 Exit status: 0 every item has a successful result; 1 some items failed (or
 were skipped as invalid); 2 a usage or input error, nothing was run;
@@ -137,6 +143,7 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&opt.Grace, "grace", 30*time.Second, "drain deadline")
 	fs.BoolVar(&opt.RetryFailed, "retry-failed", false, "retry failed items")
 	fs.BoolVar(&opt.SkipInvalid, "skip-invalid", false, "skip invalid lines")
+	format := fs.String("format", "text", "summary format: text or json")
 	rest, ok, err := parseFlags(fs, args, stdout)
 	if !ok {
 		return err
@@ -147,6 +154,8 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case opt.Input == "" || opt.Output == "":
 		fmt.Fprint(stderr, batchUsage)
 		return usageError("batch: --input and --output are required")
+	case *format != "text" && *format != "json":
+		return usageError("batch: --format: want text or json, got %q", *format)
 	case *target != "" && *target != "mock":
 		return usageError("batch: --target: want mock (for a live server, use --base-url), got %q", *target)
 	case opt.MaxInvalid < 0:
@@ -203,7 +212,13 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case !started && err != nil:
 		return &exitError{code: exitUsage, err: err}
 	}
-	printBatchSummary(stdout, opt, rep)
+	if *format == "json" {
+		if jerr := printBatchJSON(stdout, opt, rep); jerr != nil && err == nil {
+			err = jerr
+		}
+	} else {
+		printBatchSummary(stdout, opt, rep)
+	}
 	switch {
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted: %d of %d items have no result yet; rerun the same command to resume", rep.Remaining, rep.Items)}
@@ -223,6 +238,18 @@ func abs(path string) string {
 		return path
 	}
 	return a
+}
+
+// printBatchJSON prints the summary as one JSON document.
+func printBatchJSON(w io.Writer, opt loadgen.BatchOptions, r loadgen.BatchReport) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(struct {
+		Input  string `json:"input"`
+		Output string `json:"output"`
+		loadgen.BatchReport
+		Incomplete bool `json:"incomplete,omitempty"`
+	}{opt.Input, opt.Output, r, r.Remaining > 0})
 }
 
 // printBatchSummary prints what the batch did.

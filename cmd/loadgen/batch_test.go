@@ -105,7 +105,7 @@ func TestBatchHelp(t *testing.T) {
 	}
 	for _, flag := range []string{"--input", "--output", "--provider", "--model", "--max-tokens", "--stream", "--base-url",
 		"--target mock", "--api-key-command", "--strategy", "--config", "--only", "--max-retries", "--workers",
-		"--state-file", "--schema", "--max-invalid", "--retry-failed", "--skip-invalid", "--grace",
+		"--state-file", "--schema", "--max-invalid", "--retry-failed", "--skip-invalid", "--grace", "--format",
 		"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "130 interrupted"} {
 		if !strings.Contains(out, flag) {
 			t.Errorf("help batch lacks %q", flag)
@@ -573,5 +573,27 @@ func TestBatchPermanentFailures(t *testing.T) {
 		if !r.OK() {
 			t.Errorf("%s: %v after --retry-failed", id, r.Err)
 		}
+	}
+}
+
+func TestBatchJSONSummary(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	config := writeFile(t, "batch.yaml", "server:\n  latency: {per_token: 1ms}\n")
+	stdout, stderr, code := runCLI(t, t.Context(), "batch", "--input", batchItems(t, 12, 4), "--output", out,
+		"--target", "mock", "--config", config, "--strategy", "semaphore:n=3", "--format", "json", "--state-file", "")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s%s", code, stdout, stderr)
+	}
+	var got struct {
+		Output, Strategy, Target string
+		Items, Completed, Failed int
+		Run                      engine.Summary
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("summary is not JSON: %v\n%s", err, stdout)
+	}
+	if got.Output != out || got.Strategy != "semaphore:n=3" || got.Target != "embedded mock" ||
+		got.Items != 12 || got.Completed != 12 || got.Failed != 0 || got.Run.Attempts != 12 || got.Run.OutputTokens != 48 {
+		t.Errorf("summary = %+v", got)
 	}
 }
