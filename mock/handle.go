@@ -172,7 +172,7 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire) *decisio
 	if ks.retries.arrived(now, idem, retryCount) {
 		s.stats.EarlyRetries++
 		ks.stats.EarlyRetries++
-		s.metrics.earlyRetries.with().add(1)
+		s.metrics.earlyRetries.Inc()
 	}
 	ks.lim.sync(now, s.limits)
 	d.snap = ks.lim.snapshot(now, "")
@@ -185,7 +185,7 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire) *decisio
 			ks.stats.Throttled++
 			inc(&s.stats.ThrottledBy, e.limit)
 			inc(&ks.stats.ThrottledBy, e.limit)
-			s.metrics.rejections.with(e.limit).add(1)
+			s.metrics.rejections.WithLabelValues(e.limit).Inc()
 		case status == 529 || status == http.StatusServiceUnavailable:
 			s.stats.Overloaded++
 			ks.stats.Overloaded++
@@ -237,7 +237,7 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire) *decisio
 		return reject(wr.overloadStatus(), apiError{msg: "Overloaded"}, 0)
 	}
 	if cap := s.cfg.Capacity.MaxConcurrent; cap > 0 && s.inFlight >= cap {
-		s.metrics.rejections.with("capacity").add(1)
+		s.metrics.rejections.WithLabelValues("capacity").Inc()
 		return reject(wr.overloadStatus(), apiError{msg: "Overloaded"}, 0)
 	}
 
@@ -264,8 +264,8 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire) *decisio
 	ks.stats.InFlight++
 	ks.stats.MaxInFlight = max(ks.stats.MaxInFlight, ks.stats.InFlight)
 	ks.stats.InputTokens += int64(c.input)
-	s.metrics.inFlight.with().add(1)
-	s.metrics.tokens.with("input").add(float64(c.input))
+	s.metrics.inFlight.Inc()
+	s.metrics.tokens.WithLabelValues("input").Add(float64(c.input))
 	d.ks, d.gen, d.plan, d.reserved = ks, s.gen, p, c.maxTokens
 	return d
 }
@@ -279,7 +279,7 @@ func inc(m *map[string]int64, k string) {
 
 func (s *Server) countFault(name string) {
 	inc(&s.stats.Faults, name)
-	s.metrics.faults.with(name).add(1)
+	s.metrics.faults.WithLabelValues(name).Inc()
 }
 
 // chance draws from the seeded source; a zero rate draws nothing, so adding
@@ -347,8 +347,8 @@ func (s *Server) release(d *decision, produced int) {
 	defer s.mu.Unlock()
 	now := time.Now()
 	d.ks.lim.release(now, d.id, d.reserved, produced)
-	s.metrics.inFlight.with().add(-1)
-	s.metrics.tokens.with("output").add(float64(produced))
+	s.metrics.inFlight.Dec()
+	s.metrics.tokens.WithLabelValues("output").Add(float64(produced))
 	if d.gen != s.gen {
 		return // a Reset happened since: the counters no longer include it
 	}

@@ -143,7 +143,7 @@ func TestRoutes(t *testing.T) {
 		{"POST", "/v1/chat/nope", 404, `"code":"unknown_url"`, ""},
 		{"GET", "/", 404, `"not_found_error"`, ""},
 		{"GET", "/v1/models", 200, `"id":"claude-sonnet-4-5"`, ""},
-		{"GET", "/metrics", 200, "# TYPE mockllm_requests_total counter", ""},
+		{"GET", "/metrics", 200, "# TYPE mockllm_in_flight_requests gauge", ""},
 	}
 	synctest.Test(t, func(t *testing.T) {
 		ts := startServer(t, DefaultConfig())

@@ -291,7 +291,7 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 				panic(v)
 			}
 			s.log.Error("mock: handler panic", "method", req.Method, "path", req.URL.Path, "panic", v, "stack", string(debug.Stack()))
-			s.metrics.panics.with().add(1)
+			s.metrics.panics.Inc()
 			if hw.wrote {
 				panic(http.ErrAbortHandler)
 			}
