@@ -118,8 +118,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		apiKeys         stringList
 	)
 	fs.Var(&apiKeys, "api-key", "accepted API `key` (repeatable; none = open)")
-	// A parse error prints a one-line hint; --help prints everything, to stdout.
-	fs.Usage = func() { fmt.Fprintln(fs.Output(), "usage: mockllm [flags]; see mockllm --help") }
+	// flag reports a parse error itself on stderr; the returned error adds
+	// the hint. --help prints everything, to stdout, and nothing to stderr.
+	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, usageHead)
@@ -128,7 +129,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			fmt.Fprint(stdout, usageTail)
 			return nil
 		}
-		return err
+		return fmt.Errorf("%w; see mockllm --help", err)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q; see mockllm --help", fs.Args())

@@ -115,9 +115,12 @@ func TestRunErrors(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
-	var out strings.Builder
-	if err := run(context.Background(), []string{"--help"}, &out, io.Discard); err != nil {
+	var out, errOut strings.Builder
+	if err := run(context.Background(), []string{"--help"}, &out, &errOut); err != nil {
 		t.Fatalf("run(--help) = %v, want nil", err)
+	}
+	if errOut.Len() > 0 {
+		t.Errorf("--help wrote to stderr: %q", errOut.String())
 	}
 	for _, w := range []string{"--config", "-max-concurrent", "-rpm", "-itpm", "-otpm", "-tpm", "-per-token-latency",
 		"-ttft", "-retry-after", "-api-key", "-admin-token", "-seed", "-addr", "count_rejected", "schedule:", "script:", "ceil(characters/4)"} {
