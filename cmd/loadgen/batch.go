@@ -62,8 +62,11 @@ How fast:
                           keys: adaptive (default), semaphore:n=20,
                           token-bucket:rpm=50,tpm=40000, aimd:max=64, …
                           (loadgen help scenario lists kinds and keys)
-  --config FILE           a scenario file: request, target, server, workers,
-                          seed and strategies (items and expect are ignored)
+  --config FILE           a scenario file: request (provider, model,
+                          max_tokens, stream), target (url, provider,
+                          api_key_env), server (for --target mock), workers,
+                          seed and strategies; items and expect are ignored,
+                          and flags override the file
   --only NAME             the config's strategy to use, when it has several
   --max-retries N         retries per call before an error is recorded
                           (default: the strategy's max_retries, 2); throttles
@@ -72,8 +75,9 @@ How fast:
   --state-file PATH       where adaptive saves its learned limit after a batch
                           and loads it before the next, keyed by provider,
                           base URL and a fingerprint of the key (never the
-                          key); default ` + "$XDG_CACHE_HOME/ratelab/adaptive.json" + `
-                          (~/.cache/ratelab/adaptive.json); empty: none
+                          key); default: ratelab/adaptive.json in the user
+                          cache directory (~/.cache on Linux, or
+                          $XDG_CACHE_HOME); --state-file= keeps none
 
 Checks and resuming:
   --schema FILE           JSON Schema the response text (parsed as JSON, a
