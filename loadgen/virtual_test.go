@@ -50,7 +50,9 @@ func TestScenariosVirtual(t *testing.T) {
 			for _, failure := range Failures(rep) {
 				t.Errorf("%s", failure)
 			}
-			if t.Failed() {
+			if t.Failed() || testing.Verbose() {
+				// go test -v -run TestScenariosVirtual prints every
+				// scenario's table, in virtual time.
 				var b strings.Builder
 				_ = reports.Table(&b, rep)
 				t.Logf("report:\n%s", b.String())
