@@ -347,3 +347,51 @@ func TestBatchRequeueRace(t *testing.T) {
 	}
 	checkExactlyOnce(t, b.Output, n)
 }
+
+// gateClient holds every call until release is closed (or its ctx ends).
+type gateClient struct {
+	inFlight atomic.Int64
+	release  chan struct{}
+}
+
+func (c *gateClient) Do(ctx context.Context, r provider.Request, _ int) (provider.Response, strategies.Outcome) {
+	c.inFlight.Add(1)
+	select {
+	case <-c.release:
+		return provider.Response{Text: "ok"}, strategies.Outcome{Kind: strategies.Success, Status: 200}
+	case <-ctx.Done():
+		return provider.Response{}, strategies.Outcome{Kind: strategies.Canceled, Err: ctx.Err()}
+	}
+}
+
+// TestBatchDrain: once ctx ends, no item is taken, the calls in progress
+// finish within the grace period and are recorded, and the rest remain.
+func TestBatchDrain(t *testing.T) {
+	const n = 20
+	c := &gateClient{release: make(chan struct{})}
+	b := newTestBatch(t, c, n)
+	b.Config.Grace = time.Minute
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		for c.inFlight.Load() < 4 {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+		// The drain has begun: the dispatcher takes no more items.
+		time.Sleep(10 * time.Millisecond)
+		close(c.release)
+	}()
+	sum, err := b.Run(ctx)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run: %v, want context.Canceled", err)
+	}
+	// Every call that started finished and was recorded; whether a waiting
+	// worker won a slot in the instant before it saw the stop is a race.
+	calls := int(c.inFlight.Load())
+	if calls < 4 || calls >= n || sum.Completed != calls || sum.Remaining != n-calls {
+		t.Errorf("calls %d, completed %d, remaining %d; want 4 or a few more calls, all completed, the rest remaining", calls, sum.Completed, sum.Remaining)
+	}
+	if got := readOutput(t, b.Output); len(got) != calls {
+		t.Errorf("output has %d results, want the %d drained", len(got), calls)
+	}
+}
