@@ -597,3 +597,39 @@ func TestBatchJSONSummary(t *testing.T) {
 		t.Errorf("summary = %+v", got)
 	}
 }
+
+// TestBatchConfigTarget: a config's target (URL, provider, key variable),
+// request and strategy drive the batch, here against OpenAI's wire format
+// with streaming.
+func TestBatchConfigTarget(t *testing.T) {
+	cfg := fastMock()
+	cfg.APIKeys = []string{"sk-config-target-key"}
+	url, requests := mockServer(t, cfg, nil)
+	t.Setenv("MY_GATEWAY_KEY", "sk-config-target-key")
+	config := writeFile(t, "batch.yaml", fmt.Sprintf(`target: {url: %s, provider: openai, api_key_env: MY_GATEWAY_KEY}
+request: {model: gpt-test, max_tokens: 3, stream: true}
+strategies:
+  - {name: fast, kind: semaphore, n: 8}
+  - {name: slow, kind: semaphore, n: 1}
+`, url))
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	args := []string{"batch", "--input", batchItems(t, 10, 0), "--output", out, "--config", config, "--state-file", ""}
+	if _, stderr, code := runCLI(t, t.Context(), args...); code != exitUsage || !strings.Contains(stderr, `has 2 strategies ("fast", "slow"): choose one with --only NAME`) {
+		t.Errorf("two strategies, none chosen: exit %d:\n%s", code, stderr)
+	}
+	stdout, stderr, code := runCLI(t, t.Context(), append(args, "--only", "slow")...)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "openai gpt-test at "+url+"/v1, strategy slow") {
+		t.Errorf("summary does not name the config's target, model and strategy:\n%s", stdout)
+	}
+	for id, r := range exactlyOnce(t, out, 10) {
+		if !r.OK() || r.StopReason != "length" || r.Usage.OutputTokens != 3 || r.Timings.TTFT <= 0 {
+			t.Errorf("%s: %+v, want a streamed success of 3 tokens", id, r)
+		}
+	}
+	if requests.Load() != 10 {
+		t.Errorf("server saw %d requests, want 10", requests.Load())
+	}
+}
