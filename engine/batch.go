@@ -600,7 +600,7 @@ func decodeInput(file string, line int, data []byte) (*BatchInput, *InputError) 
 		return &InputError{File: file, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)}
 	}
 	data = bytes.TrimSpace(data)
-	if data[0] != '{' {
+	if len(data) == 0 || data[0] != '{' {
 		return nil, bad("", "want a JSON object {\"id\": …, \"prompt\": …}, got %s", preview(data))
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
