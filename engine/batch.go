@@ -9,12 +9,16 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/ratelab/ratelab/provider"
+	"github.com/ratelab/ratelab/strategies"
 )
 
 // BatchInput is one line of a batch's input file (items.jsonl):
@@ -122,8 +126,10 @@ func (e *InputErrors) Unwrap() []error {
 //     failure (400, 401, 403, 413, a validation error, or any failure
 //     left once Config.Retry's retries are spent). A throttled result (429,
 //     529, 503, or a stream's rate_limit_error or overloaded_error event) is
-//     not terminal: the item goes back in the queue, ahead of the items not
-//     yet started, and its next result counts every attempt.
+//     not terminal: the item goes back in the queue, to be taken again,
+//     ahead of the items not yet started, once the server's retry-after has
+//     passed (or, without one, the SDKs' backoff for its round: 0.5 s
+//     doubling to 8 s); its next result counts every attempt.
 //
 // A result's Index is its input line number less one, whatever order the
 // items finish in.
@@ -271,17 +277,22 @@ func (b *Batch) Run(ctx context.Context) (BatchSummary, error) {
 		return sum, out.Close()
 	}
 
-	q := &requeue{signal: make(chan struct{}, 1), prior: make(map[int]int), inflight: make(map[int]Item)}
-	q.todo, q.outstanding = todo, todo
+	q := newRequeue(todo)
 	cfg := b.Config
 	cfg.Items = todo
-	userSinks, onResult := cfg.Sinks, cfg.OnResult
+	userSinks, onResult, onAttempt := cfg.Sinks, cfg.OnResult, cfg.OnAttempt
 	cfg.OnResult = nil
+	cfg.OnAttempt = func(a Attempt) {
+		q.attempt(a)
+		if onAttempt != nil {
+			onAttempt(a)
+		}
+	}
 	jsonl := NewJSONL(out)
 	cfg.Sinks = []Sink{sinkFunc(func(r Result) error {
 		if isThrottled(r) {
 			sum.Requeued++
-			q.push(r)
+			q.push(r, time.Now())
 			return nil
 		}
 		r.Attempts += q.finish(r.Index)
@@ -340,20 +351,55 @@ func isThrottled(r Result) bool {
 // the items that have no terminal result yet.
 type requeue struct {
 	mu          sync.Mutex
-	items       []Item
-	inflight    map[int]Item // item index → the item, until it is recorded
-	prior       map[int]int  // item index → attempts made in earlier rounds
-	todo        int          // items to make, as the first pass counted them
-	outstanding int          // items not yet recorded
+	items       []queued
+	inflight    map[int]Item          // item index → the item, until it is recorded
+	prior       map[int]int           // item index → attempts made in earlier rounds
+	rounds      map[int]int           // item index → times re-queued
+	delay       map[int]time.Duration // item index → the server's last retry-after
+	todo        int                   // items to make, as the first pass counted them
+	outstanding int                   // items not yet recorded
 	signal      chan struct{}
 }
 
-// push re-queues r's item. It is called from the run's delivery, never
-// blocks, and holds at most one item per worker.
-func (q *requeue) push(r Result) {
+// queued is a re-queued item and when it may be taken again.
+type queued struct {
+	it Item
+	at time.Time
+}
+
+func newRequeue(todo int) *requeue {
+	return &requeue{
+		inflight: make(map[int]Item), prior: make(map[int]int),
+		rounds: make(map[int]int), delay: make(map[int]time.Duration),
+		todo: todo, outstanding: todo, signal: make(chan struct{}, 1),
+	}
+}
+
+// attempt notes the retry-after of a throttled attempt, for the item's
+// next round.
+func (q *requeue) attempt(a Attempt) {
+	if o := a.Outcome; o.HasRetryAfter && (o.Kind == strategies.Throttled || o.Kind == strategies.Overloaded) {
+		q.mu.Lock()
+		q.delay[a.Index] = strategies.ServerDelay(o)
+		q.mu.Unlock()
+	}
+}
+
+// push re-queues r's item, to be taken again once the server's last
+// retry-after has passed, or else after the SDKs' backoff for its round
+// (0.5 s doubling to 8 s): taken at once, a throttled item would only be
+// throttled again. It is called from the run's delivery and never blocks;
+// the queue holds at most one item per worker.
+func (q *requeue) push(r Result, now time.Time) {
 	q.mu.Lock()
 	q.prior[r.Index] += r.Attempts
-	q.items = append(q.items, q.inflight[r.Index])
+	wait, ok := q.delay[r.Index]
+	if !ok {
+		wait = strategies.Backoff(q.rounds[r.Index], rand.Int64N)
+	}
+	q.rounds[r.Index]++
+	delete(q.delay, r.Index)
+	q.items = append(q.items, queued{q.inflight[r.Index], now.Add(wait)})
 	q.mu.Unlock()
 	q.notify()
 }
@@ -365,6 +411,8 @@ func (q *requeue) finish(index int) int {
 	n := q.prior[index]
 	delete(q.prior, index)
 	delete(q.inflight, index)
+	delete(q.rounds, index)
+	delete(q.delay, index)
 	q.outstanding--
 	q.mu.Unlock()
 	q.notify()
@@ -396,17 +444,21 @@ func (q *requeue) notify() {
 	}
 }
 
-// pop returns the first re-queued item, if any.
-func (q *requeue) pop() (it Item, ok bool) {
+// pop returns the first re-queued item due at now, if any, and otherwise
+// when the next one is due (zero when none waits).
+func (q *requeue) pop(now time.Time) (it Item, ok bool, next time.Time) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if len(q.items) == 0 {
-		return Item{}, false
+	for i, e := range q.items {
+		if !e.at.After(now) {
+			q.items = slices.Delete(q.items, i, i+1)
+			return e.it, true, time.Time{}
+		}
+		if next.IsZero() || e.at.Before(next) {
+			next = e.at
+		}
 	}
-	it = q.items[0]
-	q.items[0] = Item{}
-	q.items = q.items[1:]
-	return it, true
+	return Item{}, false, next
 }
 
 // done reports whether every item is recorded (or will never come) and
@@ -417,24 +469,27 @@ func (q *requeue) done() bool {
 	return q.outstanding <= 0 && len(q.items) == 0
 }
 
-// source streams the input's items still to do, re-queued items first, and
-// ends when every item has its terminal result or the run stops.
+// source streams the input's items still to do, re-queued items first once
+// they are due, and ends when every item has its terminal result or the run
+// stops.
 func (b *Batch) source(ids map[idKey]idState, q *requeue, stop <-chan struct{}) Source {
 	return func(yield func(Item, error) bool) {
-		drain := func() bool {
+		// drain yields the re-queued items that are due, and returns when
+		// the next one is due (zero when none waits).
+		drain := func() (next time.Time, ok bool) {
 			for {
-				it, ok := q.pop()
-				if !ok {
-					return true
+				it, due, next := q.pop(time.Now())
+				if !due {
+					return next, true
 				}
 				if !yield(it, nil) {
-					return false
+					return time.Time{}, false
 				}
 			}
 		}
 		taken, stopped := 0, false
 		err := b.scan(func(line int, in *BatchInput, _ *InputError) bool {
-			if !drain() {
+			if _, ok := drain(); !ok {
 				stopped = true
 				return false
 			}
@@ -464,15 +519,21 @@ func (b *Batch) source(ids map[idKey]idState, q *requeue, stop <-chan struct{}) 
 		// An input edited since the first pass may have lost items; they
 		// will not come, so do not wait for them.
 		q.settle(q.todo - taken)
+		timer := time.NewTimer(time.Hour)
+		defer timer.Stop()
 		for {
-			if !drain() {
+			next, ok := drain()
+			if !ok || q.done() {
 				return
 			}
-			if q.done() {
-				return
+			var due <-chan time.Time
+			if !next.IsZero() {
+				timer.Reset(time.Until(next))
+				due = timer.C
 			}
 			select {
 			case <-q.signal:
+			case <-due:
 			case <-stop:
 				return
 			}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ratelab/ratelab/provider"
@@ -23,6 +24,8 @@ type batchClient struct {
 	mu    sync.Mutex
 	seen  map[string]int
 	fail  func(prompt string, n int) (status int, typ string)
+	// retryAfter is sent with every 429 and 529.
+	retryAfter time.Duration
 }
 
 func (c *batchClient) Do(ctx context.Context, r provider.Request, attempt int) (provider.Response, strategies.Outcome) {
@@ -37,8 +40,12 @@ func (c *batchClient) Do(ctx context.Context, r provider.Request, attempt int) (
 	c.mu.Unlock()
 	if c.fail != nil {
 		if status, typ := c.fail(prompt, n); status != 0 {
-			return provider.Response{}, strategies.Outcome{Kind: provider.KindOf(status), Status: status,
+			o := strategies.Outcome{Kind: provider.KindOf(status), Status: status,
 				Err: &provider.APIError{Status: status, Type: typ, Message: "no"}}
+			if o.Kind == strategies.Throttled || o.Kind == strategies.Overloaded {
+				o.HasRetryAfter, o.RetryAfter = true, c.retryAfter
+			}
+			return provider.Response{}, o
 		}
 	}
 	return provider.Response{Text: "ok " + prompt, StopReason: "end_turn", Usage: strategies.Usage{InputTokens: 1, OutputTokens: 2}},
@@ -393,5 +400,64 @@ func TestBatchDrain(t *testing.T) {
 	}
 	if got := readOutput(t, b.Output); len(got) != calls {
 		t.Errorf("output has %d results, want the %d drained", len(got), calls)
+	}
+}
+
+// timedClient throttles each prompt's first call, with a retry-after when
+// retryAfter is positive, and records when each call was made.
+type timedClient struct {
+	retryAfter time.Duration
+	mu         sync.Mutex
+	calls      map[string][]time.Time
+}
+
+func (c *timedClient) Do(_ context.Context, r provider.Request, _ int) (provider.Response, strategies.Outcome) {
+	prompt := r.Messages[0].Content
+	c.mu.Lock()
+	c.calls[prompt] = append(c.calls[prompt], time.Now())
+	n := len(c.calls[prompt])
+	c.mu.Unlock()
+	if n == 1 {
+		return provider.Response{}, strategies.Outcome{Kind: strategies.Throttled, Status: 429,
+			HasRetryAfter: c.retryAfter > 0, RetryAfter: c.retryAfter,
+			Err: &provider.APIError{Status: 429, Type: "rate_limit_error"}}
+	}
+	return provider.Response{Text: "ok"}, strategies.Outcome{Kind: strategies.Success, Status: 200}
+}
+
+// TestBatchRequeueWaits checks, in virtual time, that a re-queued item is
+// taken again only once the server's retry-after has passed, or without
+// one after the SDKs' first backoff (0.375 s to 0.5 s with its jitter).
+func TestBatchRequeueWaits(t *testing.T) {
+	tests := []struct {
+		retryAfter time.Duration
+		min, max   time.Duration
+	}{
+		{7 * time.Second, 7 * time.Second, 7 * time.Second},
+		{0, 375 * time.Millisecond, 500 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.retryAfter), func(t *testing.T) {
+			dir := t.TempDir()
+			synctest.Test(t, func(t *testing.T) {
+				c := &timedClient{retryAfter: tt.retryAfter, calls: make(map[string][]time.Time)}
+				b := newTestBatch(t, c, 0)
+				b.Input, b.Output = filepath.Join(dir, "items.jsonl"), filepath.Join(dir, "out.jsonl")
+				writeLines(t, b.Input, `{"id":"a","prompt":"a"}`, `{"id":"b","prompt":"b"}`, `{"id":"c","prompt":"c"}`)
+				sum, err := b.Run(context.Background())
+				if err != nil || sum.Completed != 3 || sum.Requeued != 3 {
+					t.Fatalf("Run: %v; completed %d, requeued %d; want 3, 3", err, sum.Completed, sum.Requeued)
+				}
+				for p, at := range c.calls {
+					if len(at) != 2 {
+						t.Errorf("%s: %d calls, want 2", p, len(at))
+						continue
+					}
+					if gap := at[1].Sub(at[0]); gap < tt.min || gap > tt.max {
+						t.Errorf("%s: taken again after %v, want %v to %v", p, gap, tt.min, tt.max)
+					}
+				}
+			})
+		})
 	}
 }
