@@ -38,9 +38,11 @@ Output, one JSON object a line:
   {"index": LINE-1, "id", "text", "stop_reason", "usage": {"input_tokens",
    "output_tokens"}, "attempts", "error": {"status", "type", "message"},
    "timings": {…}, "metadata"}
-  error is absent on success. A throttled call (429, 529, 503) is re-queued,
-  never recorded; a permanent failure (400, 401, 403, 413, a schema
-  validation error, or a server error once retries are spent) is recorded.
+  error is absent on success. A call still throttled (429, 529, 503) once
+  its retries are spent is re-queued, never recorded, and taken again after
+  the server's retry-after; a permanent failure (400, 401, 403, 413, a
+  schema validation error, or a server error once retries are spent) is
+  recorded and not retried.
 
 Where the calls go:
   --provider NAME         anthropic (default) or openai
