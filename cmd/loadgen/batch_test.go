@@ -392,19 +392,15 @@ func TestBatchSecretRedaction(t *testing.T) {
 	}
 }
 
-// buildLoadgen builds the loadgen binary once per test run.
-var buildLoadgen = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "loadgen-bin")
-	if err != nil {
-		return "", err
-	}
+// buildLoadgen builds the loadgen binary into dir.
+func buildLoadgen(t *testing.T, dir string) string {
+	t.Helper()
 	bin := filepath.Join(dir, "loadgen")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	return bin, nil
-})
+	return bin
+}
 
 // countLines counts the complete lines of path.
 func countLines(path string) int {
@@ -429,12 +425,9 @@ func TestBatchKillResume(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	bin, err := buildLoadgen()
-	if err != nil {
-		t.Fatal(err)
-	}
 	const n = 300
 	dir := t.TempDir()
+	bin := buildLoadgen(t, dir)
 	in := batchItems(t, n, 10)
 	out := filepath.Join(dir, "results.jsonl")
 	config := writeFile(t, "batch.yaml", `# 10 ms a call, 4 at once: about 0.75 s for the whole batch
