@@ -18,7 +18,8 @@ import (
 // as a report row.
 func runStrategy(ctx context.Context, s *Scenario, st *Strategy, opt Options, key string) (reports.Result, error) {
 	res := reports.Result{Name: st.Name, Kind: st.Kind, Params: st.Params(), Items: s.Items.Count()}
-	strategy, err := newStrategy(st, nil)
+	events := &eventLog{start: time.Now()}
+	strategy, err := newStrategy(st, events.observe)
 	if err != nil {
 		return res, err
 	}
@@ -62,6 +63,9 @@ func runStrategy(ctx context.Context, s *Scenario, st *Strategy, opt Options, ke
 		prog.stop()
 	}
 	fillResult(&res, sum, s.OracleSeconds())
+	if res.Timeline != nil {
+		res.Timeline.Events, res.Timeline.EventsDropped = events.list()
+	}
 	if err == nil {
 		err = saveState(strategy, st, keys)
 	}
@@ -105,6 +109,37 @@ func fillResult(r *reports.Result, sum engine.Summary, oracle float64) {
 }
 
 func percentiles(p engine.Percentiles) reports.Percentiles { return reports.Percentiles(p) }
+
+// eventLog keeps a strategy's state changes for the report's timeline, at
+// most reports.MaxEvents of them.
+type eventLog struct {
+	start   time.Time
+	mu      sync.Mutex
+	events  []reports.Event
+	dropped int
+}
+
+// observe is the strategy's Observer.
+func (l *eventLog) observe(e strategies.Event) {
+	since := func(t time.Time) float64 { return max(0, t.Sub(l.start).Seconds()) }
+	ev := reports.Event{T: since(e.Time), Type: string(e.Type), Value: e.Value, Reason: e.Reason}
+	if !e.Until.IsZero() {
+		ev.Until = since(e.Until)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.events) >= reports.MaxEvents {
+		l.dropped++
+		return
+	}
+	l.events = append(l.events, ev)
+}
+
+func (l *eventLog) list() ([]reports.Event, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.events, l.dropped
+}
 
 // progress draws a live progress line: strategy, done/total, in flight and
 // 429s so far. It redraws in real time, so it is only for terminals.

@@ -29,6 +29,7 @@ const (
 	seriesCompletions = "completions"
 	seriesThrottles   = "throttles"
 	seriesDelay       = "delay"
+	seriesGate        = "gate" // retry-after gate closed: a shaded band, not a colour of its own
 )
 
 // seriesColors are the series' colours; the page's CSS and the legend
@@ -194,9 +195,19 @@ func buildChart(tl *Timeline) *svgChart {
 	} else {
 		legend = append(legend, svgLegend{Key: seriesLimit, Label: "no limit", Shape: "dash", Empty: true})
 	}
+	gates := gateBands(tl.Events, x)
+	if gates != "" {
+		legend = append(legend, svgLegend{Key: seriesGate, Label: "retry-after gate closed", Shape: "band"})
+	}
 	addPanel("Concurrency", "calls", 190, math.Max(maxOf(inFlight), maxOf(limit)), func(yOf func(float64) float64, base float64) []svgSeries {
 		line, area := linePath(ts, inFlight, res, x, yOf, base)
-		s := []svgSeries{{Key: seriesInFlight, Name: "in flight", Shape: "line", D: line, Area: area}}
+		var s []svgSeries
+		if gates != "" {
+			// Bands first, so the series draw over them.
+			s = append(s, svgSeries{Key: seriesGate, Name: "retry-after gate closed", Shape: "band",
+				D: strings.ReplaceAll(strings.ReplaceAll(gates, "TOP", num(yOf(math.Inf(1)))), "BOTTOM", num(base))})
+		}
+		s = append(s, svgSeries{Key: seriesInFlight, Name: "in flight", Shape: "line", D: line, Area: area})
 		if hasLimit {
 			s = append(s, svgSeries{Key: seriesLimit, Name: "strategy's limit", Shape: "step", D: stepPath(ts, limit, res, x, yOf)})
 		}
@@ -245,6 +256,24 @@ func buildChart(tl *Timeline) *svgChart {
 	c.XTitleY = last.Bottom + 38
 	c.Height = int(math.Ceil(last.Bottom + axisFooter))
 	return c
+}
+
+// gateBands draws each retry-after gate closure in events as a rectangle
+// spanning the plot's height, with TOP and BOTTOM left for the panel to fill
+// in; it returns "" when no gate closed.
+func gateBands(events []Event, x func(float64) float64) string {
+	var b strings.Builder
+	for _, e := range events {
+		if e.Type != "gate_close" || !(e.Until > e.T) {
+			continue
+		}
+		x1, x2 := x(e.T), x(e.Until)
+		if x2-x1 < 1 {
+			x2 = x1 + 1 // a short gate is still visible
+		}
+		b.WriteString("M" + num(x1) + ",TOP H" + num(x2) + " V BOTTOM H" + num(x1) + " Z ")
+	}
+	return strings.TrimSpace(b.String())
 }
 
 // linePath draws ys against ts as a polyline, and the area under it down to

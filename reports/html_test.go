@@ -29,6 +29,12 @@ func wantSeries(tl *Timeline) []string {
 	if delay {
 		want = append(want, seriesDelay)
 	}
+	for _, e := range tl.Events {
+		if e.Type == "gate_close" && e.Until > e.T {
+			want = append(want, seriesGate)
+			break
+		}
+	}
 	slices.Sort(want)
 	return want
 }
@@ -252,5 +258,45 @@ func TestHTMLLongTimelineIsDecimated(t *testing.T) {
 	y, _ := strconv.ParseFloat(y1000, 64)
 	if want := "," + strconv.FormatFloat(y-4, 'f', -1, 64); !strings.Contains(series[seriesInFlight], want) {
 		t.Errorf("in-flight path never reaches y %s: decimation lost the spike", want[1:])
+	}
+}
+
+// TestHTMLGateBands checks that retry-after gate closures are drawn as bands
+// over the concurrency panel at their times, and only when a gate closed.
+func TestHTMLGateBands(t *testing.T) {
+	tl := &Timeline{ResolutionSeconds: 1}
+	for i := 1; i <= 4; i++ {
+		tl.Points = append(tl.Points, Point{T: float64(i), InFlight: 5, Limit: 10, CompletionsRate: 2})
+	}
+	tl.Events = []Event{
+		{T: 1, Type: "limit", Value: 10},
+		{T: 1, Type: "gate_close", Until: 2, Reason: "throttle"},
+		{T: 2, Type: "gate_open"},
+	}
+	r := Report{Scenario: "gates", Results: []Result{{Name: "adaptive", Kind: "adaptive", Items: 8, Completed: 8, Timeline: tl}}}
+	var b bytes.Buffer
+	if err := HTML(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	doc := parseDOM(t, b.Bytes(), true)
+	checkCharts(t, doc, r)
+	d := chartSeries(doc.find(byClass("svg", "chart"))[0])[seriesGate]
+	// The axis spans 0–4 s over the plot's width: the band covers 1–2 s.
+	w := float64(plotRight - plotLeft)
+	x1, x2 := plotLeft+w/4, plotLeft+w/2
+	if !strings.HasPrefix(d, "M"+num(x1)+",") || !strings.Contains(d, "H"+num(x2)+" ") {
+		t.Errorf("gate band path = %q, want a band from x=%s to x=%s", d, num(x1), num(x2))
+	}
+	if !strings.Contains(b.String(), "retry-after gate closed") {
+		t.Error("no legend entry for the gate band")
+	}
+
+	tl.Events = tl.Events[:1] // a limit change, no gate
+	b.Reset()
+	if err := HTML(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), `data-series="gate"`) {
+		t.Error("a gate band drawn for a run whose gate never closed")
 	}
 }

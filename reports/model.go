@@ -65,10 +65,29 @@ type Percentiles struct {
 	Mean  float64 `json:"mean"`
 }
 
-// Timeline samples a run at a fixed resolution.
+// Timeline samples a run at a fixed resolution, and lists the strategy's
+// state changes as they happened.
 type Timeline struct {
 	ResolutionSeconds float64 `json:"resolution_seconds"`
 	Points            []Point `json:"points"`
+	// Events are the strategy's state changes (a new limit, a new delay, a
+	// retry-after gate closing or opening), in order. A run keeps at most
+	// MaxEvents; EventsDropped counts the rest.
+	Events        []Event `json:"events,omitempty"`
+	EventsDropped int     `json:"events_dropped,omitempty"`
+}
+
+// MaxEvents caps the events one timeline keeps, so a long run's report
+// stays small.
+const MaxEvents = 10000
+
+// Event is one state change of a strategy (see strategies.Event).
+type Event struct {
+	T      float64 `json:"t"`               // seconds since the strategy's start
+	Type   string  `json:"type"`            // limit, delay, rate, gate_close, gate_open
+	Value  float64 `json:"value,omitempty"` // the new limit, delay in seconds, or rate
+	Until  float64 `json:"until,omitempty"` // gate_close: when the gate opens, seconds since the start
+	Reason string  `json:"reason,omitempty"`
 }
 
 // Point is one timeline sample; rates are per second over the sample's interval.
