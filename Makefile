@@ -1,7 +1,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test unit lint vet bench run fmt clean
+.PHONY: all build test unit lint vet bench bench-large run fmt clean
 
 all: build test
 
@@ -29,9 +29,22 @@ lint:
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
-## bench: the performance benchmarks whose figures README records.
+## bench: the performance benchmarks whose figures README records. Each
+## reports a ratio against a baseline measured in the same run (this kind of
+## machine is noisy: compare only same-sitting ratios).
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./mock/ ./engine/ ./strategies/
+	$(GO) test -run '^$$' -bench 'JSONThroughput' -benchtime 10x ./mock/
+	$(GO) test -run '^$$' -bench 'StreamPacing' -benchtime 3x ./mock/
+	$(GO) test -run '^$$' -bench 'ParkedStreamMemory' -benchtime 1x ./mock/
+	$(GO) test -run '^$$' -bench 'Overhead' -benchtime 60x ./engine/
+	$(GO) test -run '^$$' -bench 'Run100k' -benchtime 3x ./engine/
+	$(GO) test -run '^$$' -bench . -benchmem ./strategies/ ./provider/
+
+## bench-large: peak RSS of scenarios/large.yaml (100,000 calls) and of a
+## 1,000,000-line batch's validating and resume passes.
+bench-large: build
+	/usr/bin/time -f 'large.yaml: peak RSS %M KiB, %e s' ./bin/loadgen run scenarios/large.yaml >/dev/null
+	RATELAB_BATCH_RSS_LINES=1000000 $(GO) test -count=1 -run 'BatchPeakRSS' -v ./engine/ | grep -i rss
 
 ## run: the main job against the embedded mock.
 run:
