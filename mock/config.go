@@ -52,6 +52,12 @@ type Config struct {
 	// Logger receives recovered panics and net/http's connection errors.
 	// Nil discards them. It is not part of the YAML schema.
 	Logger *slog.Logger `yaml:"-"`
+
+	// Store, when set, holds the concurrency slots that replicas of the mock
+	// share, so that together they enforce limits.max_concurrent per key
+	// (see RedisStore). Nil keeps every limit in this server. It is not part
+	// of the YAML schema.
+	Store Store `yaml:"-"`
 }
 
 // Latency is the server's latency model. The first output token is due at

@@ -57,7 +57,9 @@ type decision struct {
 	gen      uint64 // the Server's generation at admission
 	id       uint64
 	plan     plan
-	reserved int // output tokens reserved at admission: max_tokens
+	reserved int    // output tokens reserved at admission: max_tokens
+	lease    string // the slot taken in Config.Store; "" when none
+	key      string // the API key the lease belongs to
 }
 
 func (s *Server) model(wr wire) http.HandlerFunc {
@@ -244,8 +246,15 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire) *decisio
 	p := s.plan(now, c)
 	p.capped = p.n == c.maxTokens
 	d.id = s.seq.Add(1)
+	if st := s.cfg.Store; st != nil && s.limits.MaxConcurrent > 0 {
+		if r := s.admitShared(st, now, key, d, p, wr); r != nil {
+			d.snap = ks.lim.snapshot(now, r.limit)
+			return reject(r.status, r.err, r.retryAfter)
+		}
+	}
 	v := ks.lim.admit(now, s.limits, d.id, demand{input: c.input, maxTokens: c.maxTokens, end: p.due(p.n)})
 	if !v.ok {
+		s.releaseShared(d)
 		d.snap = ks.lim.snapshot(now, v.limit)
 		e := apiError{msg: limitMessage(v, c), limit: v.limit}
 		if v.tooLarge {
@@ -347,6 +356,7 @@ func (s *Server) release(d *decision, produced int) {
 	defer s.mu.Unlock()
 	now := time.Now()
 	d.ks.lim.release(now, d.id, d.reserved, produced)
+	s.releaseShared(d)
 	s.metrics.inFlight.Dec()
 	s.metrics.tokens.WithLabelValues("output").Add(float64(produced))
 	if d.gen != s.gen {

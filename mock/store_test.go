@@ -1,0 +1,119 @@
+package mock
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+)
+
+// TestRedisStore replays leases at explicit instants on miniredis's clock.
+func TestRedisStore(t *testing.T) {
+	m := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	defer c.Close()
+	st := NewRedisStore(c, "test")
+	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	leases := map[string]string{}
+	steps := []struct {
+		at   time.Duration
+		op   string // "acquire NAME" or "release NAME"
+		key  string
+		name string
+		ok   bool
+	}{
+		{0, "acquire", "k", "a", true},
+		{0, "acquire", "k", "b", true},
+		{0, "acquire", "k", "c", false},    // limit 2
+		{0, "acquire", "other", "d", true}, // keys are independent
+		{time.Second, "release", "k", "a", true},
+		{time.Second, "acquire", "k", "c", true},
+		{time.Second, "acquire", "k", "e", false},
+		{11 * time.Second, "acquire", "k", "e", true}, // b expired after its 10 s TTL
+	}
+	for i, s := range steps {
+		m.SetTime(t0.Add(s.at))
+		switch s.op {
+		case "acquire":
+			lease, ok, err := st.Acquire(s.key, 2, 10*time.Second)
+			if err != nil {
+				t.Fatalf("step %d: %v", i, err)
+			}
+			if ok != s.ok {
+				t.Errorf("step %d: acquire %s at t0+%v = %v, want %v", i, s.name, s.at, ok, s.ok)
+			}
+			leases[s.name] = lease
+		case "release":
+			st.Release(s.key, leases[s.name])
+		}
+	}
+	for _, k := range m.Keys() {
+		if want := "test:{"; len(k) < len(want) || k[:len(want)] != want {
+			t.Errorf("key %q, want it under the prefix with a hash tag", k)
+		}
+	}
+}
+
+// TestReplicasShareLimit is issue 6's server-side acceptance test: two
+// replicas sharing Redis with a limit of 20, and 40 calls sent at once
+// across both: exactly 20 get through.
+func TestReplicasShareLimit(t *testing.T) {
+	url := os.Getenv("RATELAB_REDIS_URL")
+	if url == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("RATELAB_REDIS_URL is not set on CI; run: export RATELAB_REDIS_URL=$(.ci/start-redis.sh)")
+		}
+		t.Skip("no Redis: run export RATELAB_REDIS_URL=$(.ci/start-redis.sh) to run this test")
+	}
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(opts)
+	defer c.Close()
+	var b [4]byte
+	rand.Read(b[:])
+	prefix := "test-mock-" + hex.EncodeToString(b[:])
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		keys, _ := c.Keys(ctx, prefix+":*").Result()
+		if len(keys) > 0 {
+			c.Del(ctx, keys...)
+		}
+	})
+
+	var replicas []*testServer
+	for range 2 {
+		cfg := DefaultConfig()
+		cfg.Limits = Limits{MaxConcurrent: 20}
+		cfg.Store = NewRedisStore(c, prefix)
+		ts := startServer(t, cfg)
+		t.Cleanup(func() {
+			ts.tr.CloseIdleConnections()
+			ts.Server.Close()
+			ts.ln.Close()
+			<-ts.done
+		})
+		replicas = append(replicas, ts)
+	}
+	// 200 tokens at 5 ms: each call holds its slot for a second, longer
+	// than sending all 40 takes.
+	rs := fanOut(t, 40, 0, func(i int) (reply, error) {
+		return replicas[i%2].send("POST", "/v1/messages", anthropicBody(200, false, "hi"))
+	})
+	if got, want := countStatus(rs), (map[int]int{200: 20, 429: 20}); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("statuses = %v, want %v", got, want)
+	}
+	for i, ts := range replicas {
+		if st := ts.Stats(); st.ThrottledBy[LimitConcurrency] != st.Throttled || st.Admitted+st.Throttled != 20 {
+			t.Errorf("replica %d: stats %+v, want 20 attempts, every 429 by max_concurrent", i, st)
+		}
+	}
+}
