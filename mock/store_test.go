@@ -4,9 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
+	"strconv"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -115,5 +119,78 @@ func TestReplicasShareLimit(t *testing.T) {
 		if st := ts.Stats(); st.ThrottledBy[LimitConcurrency] != st.Throttled || st.Admitted+st.Throttled != 20 {
 			t.Errorf("replica %d: stats %+v, want 20 attempts, every 429 by max_concurrent", i, st)
 		}
+	}
+}
+
+// memStore is a Store in memory that counts what it holds, or fails.
+type memStore struct {
+	mu       sync.Mutex
+	held     map[string]bool
+	acquired int
+	err      error
+}
+
+func (m *memStore) Acquire(key string, limit int, ttl time.Duration) (string, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.err != nil {
+		return "", false, m.err
+	}
+	if len(m.held) >= limit {
+		return "", false, nil
+	}
+	m.acquired++
+	lease := key + "#" + strconv.Itoa(m.acquired)
+	if m.held == nil {
+		m.held = make(map[string]bool)
+	}
+	m.held[lease] = true
+	return lease, true, nil
+}
+
+func (m *memStore) Release(key, lease string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.held[lease] {
+		panic("release of a lease not held: " + lease)
+	}
+	delete(m.held, lease)
+}
+
+// TestStoreLeases: every shared slot taken is given back, whether the
+// request was answered or then refused by a local limit, and a store that
+// cannot be reached makes the replica answer overloaded.
+func TestStoreLeases(t *testing.T) {
+	tests := []struct {
+		name     string
+		err      error
+		statuses map[int]int
+	}{
+		{"local rpm refuses after the shared slot", nil, map[int]int{200: 2, 429: 1}},
+		{"store unreachable", errors.New("connection refused"), map[int]int{529: 3}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				st := &memStore{err: tt.err}
+				cfg := DefaultConfig()
+				cfg.Limits = Limits{MaxConcurrent: 5, RPM: 2}
+				cfg.Store = st
+				ts := startServer(t, cfg)
+				defer ts.stop()
+				var rs []reply
+				for range 3 {
+					rs = append(rs, ts.do(t, "POST", "/v1/messages", anthropicBody(10, false, "hi")))
+				}
+				if got := countStatus(rs); fmt.Sprint(got) != fmt.Sprint(tt.statuses) {
+					t.Errorf("statuses = %v, want %v", got, tt.statuses)
+				}
+				st.mu.Lock()
+				defer st.mu.Unlock()
+				if len(st.held) != 0 {
+					t.Errorf("leases still held after every response: %v", st.held)
+				}
+			})
+		})
 	}
 }
