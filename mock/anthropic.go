@@ -36,8 +36,11 @@ func (anthropic) decode(body []byte, _ int) (*call, error) {
 // max_tokens (needMax false).
 func decodeAnthropic(body []byte, needMax bool) (*call, error) {
 	req := anthropicRequest{Model: absentString, MaxTokens: absentInt}
-	if err := json.Unmarshal(body, &req); err != nil {
-		return nil, describeBodyError(body, err)
+	if !req.fastDecode(body) {
+		req = anthropicRequest{Model: absentString, MaxTokens: absentInt}
+		if err := json.Unmarshal(body, &req); err != nil {
+			return nil, describeBodyError(body, err)
+		}
 	}
 	c := &call{}
 	if err := checkModel(req.Model); err != nil {

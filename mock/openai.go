@@ -36,8 +36,11 @@ var openaiRoles = map[string]bool{"system": true, "developer": true, "user": tru
 
 func (openai) decode(body []byte, defaultMax int) (*call, error) {
 	req := openaiRequest{Model: absentString, MaxTokens: absentInt, MaxCompletionTokens: absentInt}
-	if err := json.Unmarshal(body, &req); err != nil {
-		return nil, describeBodyError(body, err)
+	if !req.fastDecode(body) {
+		req = openaiRequest{Model: absentString, MaxTokens: absentInt, MaxCompletionTokens: absentInt}
+		if err := json.Unmarshal(body, &req); err != nil {
+			return nil, describeBodyError(body, err)
+		}
 	}
 	c := &call{}
 	if err := checkModel(req.Model); err != nil {
