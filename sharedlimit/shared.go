@@ -226,8 +226,9 @@ func (s *Shared) Acquire(ctx context.Context, c strategies.Cost) (strategies.Per
 			p, err := s.acquireLocal(ctx, fb, c, &w)
 			if err != nil {
 				s.gaveUp(w)
+				return nil, err // not a nil *permit in a non-nil Permit
 			}
-			return p, err
+			return p, nil
 		}
 		p, err := s.acquireShared(ctx, tokens, &w)
 		switch {

@@ -512,6 +512,8 @@ func TestFallbackAndRecovery(t *testing.T) {
 	if p, err := a.Acquire(short, strategies.Cost{}); err == nil {
 		p.Done(strategies.Outcome{})
 		t.Error("Acquire during the fallback admitted a third call; want at most the share of 2")
+	} else if p != nil {
+		t.Errorf("Acquire failed (%v) with a non-nil Permit %#v", err, p)
 	}
 	cancelShort()
 
