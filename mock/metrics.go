@@ -3,6 +3,7 @@ package mock
 import (
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,6 +23,9 @@ type metrics struct {
 	duration     *prometheus.HistogramVec
 	earlyRetries prometheus.Counter
 	panics       prometheus.Counter
+
+	mu    sync.RWMutex
+	cache map[seriesKey]series
 }
 
 func newMetrics() *metrics {
@@ -70,11 +74,44 @@ func (m *metrics) handler() http.Handler {
 }
 
 func (m *metrics) request(api string, status int, key string) {
-	m.requests.WithLabelValues(api, strconv.Itoa(status), key).Inc()
+	m.series(api, status, key).requests.Inc()
 }
 
 func (m *metrics) observe(api string, status int, key string, d time.Duration) {
+	c := m.series(api, status, key)
+	c.requests.Inc()
+	c.duration.Observe(d.Seconds())
+}
+
+// seriesKey and series name the request counter and duration histogram of
+// one (api, status, key). The few there are are cached: looking them up in
+// the vecs hashes the label values and formats the status on every request.
+type seriesKey struct {
+	api    string
+	status int
+	key    string
+}
+
+type series struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
+}
+
+func (m *metrics) series(api string, status int, key string) series {
+	k := seriesKey{api, status, key}
+	m.mu.RLock()
+	c, ok := m.cache[k]
+	m.mu.RUnlock()
+	if ok {
+		return c
+	}
 	code := strconv.Itoa(status)
-	m.requests.WithLabelValues(api, code, key).Inc()
-	m.duration.WithLabelValues(api, code).Observe(d.Seconds())
+	c = series{m.requests.WithLabelValues(api, code, key), m.duration.WithLabelValues(api, code)}
+	m.mu.Lock()
+	if m.cache == nil {
+		m.cache = make(map[seriesKey]series)
+	}
+	m.cache[k] = c
+	m.mu.Unlock()
+	return c
 }

@@ -236,7 +236,27 @@ func (s *Server) routes() http.Handler {
 		w.Header().Set("Allow", allow)
 		s.routeError(w, req, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed for %s; use %s", req.Method, req.URL.Path, allow))
 	})
-	return s.recoverPanics(r)
+	return s.recoverPanics(s.fastRoutes(r))
+}
+
+// fastRoutes dispatches the two model endpoints before the router: they
+// are the hot path, and gorilla/mux's matching (regexps, and route and vars
+// added to the request's context) costs several allocations a request.
+// Only exact paths and methods take it; everything else goes to next.
+func (s *Server) fastRoutes(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Method == http.MethodPost {
+			switch req.URL.Path {
+			case "/v1/messages":
+				s.serveModel(w, req, anthropic{})
+				return
+			case "/v1/chat/completions":
+				s.serveModel(w, req, openai{})
+				return
+			}
+		}
+		next.ServeHTTP(w, req)
+	})
 }
 
 // wireFor picks the error envelope of a path: OpenAI under /v1/chat/,
@@ -343,8 +363,8 @@ func readBody(w http.ResponseWriter, req *http.Request) ([]byte, int, error) {
 	if req.ContentLength > MaxBodyBytes {
 		return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("request body of %d bytes is above the limit of %d bytes", req.ContentLength, MaxBodyBytes)
 	}
-	rc := http.NewResponseController(w)
-	deadline := rc.SetReadDeadline(time.Now().Add(BodyTimeout)) == nil
+	rc := readDeadliner(w)
+	deadline := rc != nil && rc.SetReadDeadline(time.Now().Add(BodyTimeout)) == nil
 	var body []byte
 	var err error
 	if n := req.ContentLength; n > 0 && n <= 1<<20 {
@@ -371,6 +391,21 @@ func readBody(w http.ResponseWriter, req *http.Request) ([]byte, int, error) {
 		rc.SetReadDeadline(time.Time{})
 	}
 	return body, 0, nil
+}
+
+// readDeadliner finds the SetReadDeadline of w or of the writers it wraps,
+// as http.ResponseController does, without allocating a controller.
+func readDeadliner(w http.ResponseWriter) interface{ SetReadDeadline(time.Time) error } {
+	for {
+		switch t := w.(type) {
+		case interface{ SetReadDeadline(time.Time) error }:
+			return t
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = t.Unwrap()
+		default:
+			return nil
+		}
+	}
 }
 
 // countTokens answers POST /v1/messages/count_tokens with the estimate
