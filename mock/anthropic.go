@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 )
@@ -13,7 +14,7 @@ import (
 type anthropic struct{}
 
 func (anthropic) name() string            { return "anthropic" }
-func (anthropic) requestIDHeader() string { return "request-id" }
+func (anthropic) requestIDHeader() string { return "Request-Id" }
 func (anthropic) overloadStatus() int     { return 529 }
 
 // anthropicRequest holds the fields the mock reads. Absent fields keep the
@@ -119,8 +120,24 @@ func appendResetTime(b []byte, now time.Time, d time.Duration) []byte {
 	if r := t.Truncate(time.Second); r.Before(t) {
 		t = r.Add(time.Second)
 	}
-	return t.UTC().AppendFormat(b, time.RFC3339)
+	sec := t.Unix()
+	if c := lastReset.Load(); c != nil && c.sec == sec {
+		return append(b, c.text...)
+	}
+	c := &resetText{sec: sec}
+	c.text = t.UTC().AppendFormat(c.text[:0:0], time.RFC3339)
+	lastReset.Store(c)
+	return append(b, c.text...)
 }
+
+// resetText is a reset instant formatted, cached for the second it names:
+// most responses in a second carry the same few instants.
+type resetText struct {
+	sec  int64
+	text []byte
+}
+
+var lastReset atomic.Pointer[resetText]
 
 // anthropicHeaderNames are the limit, remaining and reset headers of the
 // requests, input-tokens, output-tokens and tokens dimensions, canonical.

@@ -82,7 +82,7 @@ func (s *Server) serveModel(w http.ResponseWriter, req *http.Request, wr wire) {
 func (s *Server) prepare(w http.ResponseWriter, req *http.Request, wr wire) *exchange {
 	reqID := s.newID("req_")
 	h := w.Header()
-	h[http.CanonicalHeaderKey(wr.requestIDHeader())] = []string{reqID}
+	h[wr.requestIDHeader()] = []string{reqID}
 	api := wr.name()
 
 	key, ok, why := s.authenticate(req, wr)

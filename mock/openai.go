@@ -12,7 +12,7 @@ import (
 type openai struct{}
 
 func (openai) name() string            { return "openai" }
-func (openai) requestIDHeader() string { return "x-request-id" }
+func (openai) requestIDHeader() string { return "X-Request-Id" }
 func (openai) overloadStatus() int     { return http.StatusServiceUnavailable }
 
 // defaultMaxTokens applies when Output.DefaultMaxTokens is 0.
@@ -163,11 +163,24 @@ func (openai) setLimitHeaders(h http.Header, s snapshot, _ time.Time) {
 		names[n], ends[n] = openaiHeaderNames[i][0], len(buf)
 		buf = strconv.AppendInt(buf, d.remaining, 10)
 		names[n+1], ends[n+1] = openaiHeaderNames[i][1], len(buf)
-		buf = append(buf, d.reset.Round(time.Millisecond).String()...)
+		buf = appendDuration(buf, d.reset.Round(time.Millisecond))
 		names[n+2], ends[n+2] = openaiHeaderNames[i][2], len(buf)
 		n += 3
 	}
 	setHeaderValues(h, buf, names[:n], ends[:n])
+}
+
+// appendDuration appends d.String() for d rounded to the millisecond,
+// formatting the common values below a second without allocating.
+func appendDuration(b []byte, d time.Duration) []byte {
+	switch {
+	case d == 0:
+		return append(b, "0s"...)
+	case d > 0 && d < time.Second && d%time.Millisecond == 0:
+		b = strconv.AppendInt(b, int64(d/time.Millisecond), 10)
+		return append(b, "ms"...)
+	}
+	return append(b, d.String()...)
 }
 
 const systemFingerprint = "fp_mockllm"

@@ -37,7 +37,7 @@ func invalid(param, format string, args ...any) error {
 // wire is one provider's wire format.
 type wire interface {
 	name() string
-	// requestIDHeader is request-id or x-request-id.
+	// requestIDHeader is request-id or x-request-id, canonical.
 	requestIDHeader() string
 	// decode parses a request body; errors are *badRequest.
 	decode(body []byte, defaultMax int) (*call, error)
