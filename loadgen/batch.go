@@ -56,6 +56,11 @@ type BatchOptions struct {
 	Strategy string
 	// Only names the config's strategy when it has several.
 	Only string
+	// Shared, when its Redis or Key is set, shares the strategy's limits
+	// through Redis (--shared-redis, --shared-key, --shared-lease-ttl,
+	// --shared-peers): its non-zero fields override the config strategy's
+	// shared: block, or make one.
+	Shared Shared
 	// Provider, Model and MaxTokens override the config's request.
 	Provider, Model string
 	MaxTokens       int
@@ -153,6 +158,9 @@ func RunBatch(ctx context.Context, opt BatchOptions) (rep BatchReport, err error
 		return rep, err
 	}
 	rep.Strategy, rep.Kind = st.Name, st.Kind
+	if st, err = withSharedFlags(st, opt.Shared); err != nil {
+		return rep, err
+	}
 	if opt.MaxRetries != nil {
 		st.MaxRetries = opt.MaxRetries
 	}
@@ -237,10 +245,11 @@ func RunBatch(ctx context.Context, opt BatchOptions) (rep BatchReport, err error
 	}
 	client.APIKey = key
 
-	strategy, err := newStrategy(st, nil)
+	strategy, closeStrategy, err := openStrategy(ctx, st, nil)
 	if err != nil {
-		return rep, err
+		return rep, usagef("%v", err)
 	}
+	defer closeStrategy()
 	stateKey := strategies.StateKey{Provider: p.Name(), BaseURL: stateBase, KeyFingerprint: client.Cost(emptyRequest).Key}
 	adaptive, _ := strategy.(*strategies.Adaptive)
 	if adaptive != nil {
@@ -335,6 +344,47 @@ func batchStrategy(s *Scenario, opt BatchOptions) (*Strategy, error) {
 		return nil, usagef("%s has %d strategies (%s): choose one with --only NAME", s.File, len(names), strings.Join(names, ", "))
 	}
 	return ParseStrategySpec(DefaultBatchStrategy)
+}
+
+// withSharedFlags returns st with the --shared-* flags applied over its
+// shared: block (a copy when they change it), checked.
+func withSharedFlags(st *Strategy, f Shared) (*Strategy, error) {
+	if f == (Shared{}) {
+		return st, nil
+	}
+	c := *st
+	sh := Shared{}
+	if st.Shared != nil {
+		sh = *st.Shared
+	}
+	if f.Redis != "" {
+		sh.Redis = f.Redis
+	}
+	if f.Key != "" {
+		sh.Key = f.Key
+	}
+	if f.LeaseTTL != 0 {
+		sh.LeaseTTL = f.LeaseTTL
+	}
+	if f.Peers != 0 {
+		sh.Peers = f.Peers
+	}
+	if f.OpTimeout != 0 {
+		sh.OpTimeout = f.OpTimeout
+	}
+	c.Shared = &sh
+	if probs := sh.check(c.Kind); len(probs) > 0 {
+		msgs := make([]string, len(probs))
+		for i, p := range probs {
+			flag := "--strategy"
+			if p.key != "" {
+				flag = "--shared-" + strings.ReplaceAll(p.key, "_", "-")
+			}
+			msgs[i] = flag + ": " + p.msg
+		}
+		return nil, usagef("%s", strings.Join(msgs, "; "))
+	}
+	return &c, nil
 }
 
 // ParseStrategySpec parses a strategy given on the command line, "KIND" or

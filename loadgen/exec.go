@@ -19,10 +19,11 @@ import (
 func runStrategy(ctx context.Context, s *Scenario, st *Strategy, opt Options, key string) (reports.Result, error) {
 	res := reports.Result{Name: st.Name, Kind: st.Kind, Params: st.Params(), Items: s.Items.Count()}
 	events := &eventLog{start: time.Now()}
-	strategy, err := newStrategy(st, events.observe)
+	strategy, closeStrategy, err := openStrategy(ctx, st, events.observe)
 	if err != nil {
 		return res, err
 	}
+	defer closeStrategy()
 	tg, err := startTarget(s, opt, s.Workers)
 	if err != nil {
 		return res, err

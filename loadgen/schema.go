@@ -67,6 +67,21 @@ Top level
     requeue       bool     release the slot between attempts and re-queue the
                            item (default false: retry inside the held slot)
     seed          int      retry jitter seed (default: the scenario's seed)
+    shared        mapping  hold the limits in Redis, shared by every process that
+                           names the same key (kinds semaphore: n; token-first:
+                           n, tpm, token_burst; token-bucket: rpm, tpm, bursts):
+                           {redis: "redis://127.0.0.1:6379/0", key: team-a,
+                           lease_ttl: 60s, peers: 4, op_timeout: 2s}
+      redis         string   the server's URL (required)
+      key           string   the shared limit's name (required; never the API key)
+      lease_ttl     duration how long a crashed process's slots stay taken (60s;
+                             set it above a call's p99 latency)
+      peers         int      processes sharing the limit: each admits 1/peers of
+                             it while Redis is lost (default: those last seen)
+      op_timeout    duration bound on each Redis round trip (2s)
+                           Redis unreachable at the start is an error; lost
+                           mid-run, a warning and a local share until it is back
+                           (events redis_lost, redis_recovered on the timeline)
     expect        mapping  METRIC: VALUE, where VALUE is a number (exactly), a
                            range "LO..HI" (inclusive) or a comparison such as
                            "<= 1.05"; max_METRIC: N and min_METRIC: N are bounds

@@ -72,6 +72,10 @@ type Strategy struct {
 	// fingerprint, never the key).
 	StateFile string `yaml:"state_file"`
 
+	// Shared, when set, holds the strategy's limits in Redis, shared with
+	// every process that names the same key (kinds in SharedKinds only).
+	Shared *Shared `yaml:"shared"`
+
 	// Expect lists what the run must show; loadgen run fails when any is not met.
 	Expect Expect `yaml:"expect"`
 
@@ -151,6 +155,9 @@ func (s *Strategy) Params() map[string]any {
 	p := map[string]any{"max_retries": s.Retries()}
 	if s.Requeue {
 		p["requeue"] = true
+	}
+	if s.Shared != nil {
+		p["shared"] = s.Shared.Key
 	}
 	for _, k := range Kinds[s.Kind] {
 		if !s.Set(k) {
@@ -299,6 +306,9 @@ func (s *Scenario) validate() Errors {
 			continue
 		}
 		for k := range st.keys {
+			if k == "shared" {
+				continue // checked below, with the kinds that take it
+			}
 			if !slices.Contains(commonKeys, k) && !slices.Contains(allowed, k) {
 				valid := "none"
 				if len(allowed) > 0 {
@@ -306,6 +316,13 @@ func (s *Scenario) validate() Errors {
 				}
 				bad(key(k), "not a parameter of kind %s (its parameters: %s)", st.Kind, valid)
 			}
+		}
+		if st.Shared != nil {
+			for _, pr := range st.Shared.check(st.Kind) {
+				bad(joinPath(key("shared"), pr.key), "%s", pr.msg)
+			}
+		} else if st.Set("shared") {
+			bad(key("shared"), "want a mapping {redis: URL, key: NAME, ...}, got null")
 		}
 		if st.MaxRetries != nil && *st.MaxRetries < -1 {
 			bad(key("max_retries"), "must be -1 (retry until success) or more, got %d", *st.MaxRetries)

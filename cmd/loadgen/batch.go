@@ -70,6 +70,20 @@ How fast:
                           seed and strategies; items and expect are ignored,
                           and flags override the file
   --only NAME             the config's strategy to use, when it has several
+  --shared-redis URL      share the strategy's limits with every process
+  --shared-key NAME       using the same NAME through the Redis at URL
+                          (redis://HOST:PORT/DB): together they stay within
+                          the limits (semaphore, token-first and token-bucket
+                          only; the same as a strategy's shared: block in
+                          --config, whose keys these flags override). Redis
+                          unreachable at the start: exit 2; lost mid-run: a
+                          warning, and this process's share of the limit
+                          until it is back
+  --shared-lease-ttl DUR  how long a killed process's slots stay taken
+                          (default 60s; above a call's p99 latency)
+  --shared-peers N        the processes sharing the limit: each takes 1/N of
+                          it while Redis is lost
+  --shared-op-timeout DUR bound on each Redis round trip (default 2s)
   --max-retries N         retries per call before an error is recorded
                           (default: the strategy's max_retries, 2); throttles
                           are re-queued whatever this says
@@ -134,6 +148,11 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	config := fs.String("config", "", "scenario-vocabulary config file")
 	fs.StringVar(&opt.Strategy, "strategy", "", "strategy: KIND or KIND:KEY=VALUE,…")
 	fs.StringVar(&opt.Only, "only", "", "the config's strategy to use")
+	fs.StringVar(&opt.Shared.Redis, "shared-redis", "", "Redis URL holding the shared limits")
+	fs.StringVar(&opt.Shared.Key, "shared-key", "", "the shared limit's name")
+	fs.DurationVar(&opt.Shared.LeaseTTL, "shared-lease-ttl", 0, "how long a crashed process's slots stay taken")
+	fs.IntVar(&opt.Shared.Peers, "shared-peers", 0, "processes sharing the limit")
+	fs.DurationVar(&opt.Shared.OpTimeout, "shared-op-timeout", 0, "bound on each Redis round trip")
 	fs.StringVar(&opt.Provider, "provider", "", "anthropic or openai")
 	fs.StringVar(&opt.Model, "model", "", "model")
 	fs.IntVar(&opt.MaxTokens, "max-tokens", 0, "default max_tokens")

@@ -106,6 +106,7 @@ func TestBatchHelp(t *testing.T) {
 	for _, flag := range []string{"--input", "--output", "--provider", "--model", "--max-tokens", "--stream", "--base-url",
 		"--target mock", "--api-key-command", "--strategy", "--config", "--only", "--max-retries", "--workers",
 		"--state-file", "--schema", "--max-invalid", "--retry-failed", "--skip-invalid", "--grace", "--format",
+		"--shared-redis", "--shared-key", "--shared-lease-ttl", "--shared-peers", "--shared-op-timeout",
 		"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "130 interrupted"} {
 		if !strings.Contains(out, flag) {
 			t.Errorf("help batch lacks %q", flag)
@@ -135,6 +136,11 @@ func TestBatchUsageErrors(t *testing.T) {
 		{"missing input", []string{"batch", "--input", "/nonexistent/items.jsonl", "--output", out, "--target", "mock"}, "", "no such file"},
 		{"missing schema", []string{"batch", "--input", items, "--output", out, "--target", "mock", "--schema", "/nonexistent/s.json"}, "", "--schema"},
 		{"key command fails", []string{"batch", "--input", items, "--output", out, "--api-key-command", "echo denied >&2; exit 3"}, "", "--api-key-command: exit status 3: denied"},
+		{"shared without key", []string{"batch", "--input", items, "--output", out, "--target", "mock", "--strategy", "semaphore:n=5", "--shared-redis", "redis://127.0.0.1:1/0"}, "", "--shared-key: required"},
+		{"shared without redis", []string{"batch", "--input", items, "--output", out, "--target", "mock", "--strategy", "semaphore:n=5", "--shared-key", "k"}, "", "--shared-redis: required"},
+		{"shared bad redis", []string{"batch", "--input", items, "--output", out, "--target", "mock", "--strategy", "semaphore:n=5", "--shared-redis", "127.0.0.1:6379", "--shared-key", "k"}, "", "--shared-redis: want redis://"},
+		{"shared kind", []string{"batch", "--input", items, "--output", out, "--target", "mock", "--strategy", "aimd", "--shared-redis", "redis://127.0.0.1:1/0", "--shared-key", "k"}, "", "--strategy: kind aimd cannot share its limits through Redis"},
+		{"shared unreachable", []string{"batch", "--input", items, "--output", out, "--target", "mock", "--strategy", "semaphore:n=5", "--shared-redis", "redis://127.0.0.1:1/0", "--shared-key", "k", "--shared-op-timeout", "300ms"}, "", "redis unreachable"},
 		{"key command silent", []string{"batch", "--input", items, "--output", out, "--api-key-command", "true"}, "", "printed nothing"},
 	}
 	for _, tt := range tests {

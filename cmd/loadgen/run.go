@@ -12,6 +12,7 @@ import (
 
 	"github.com/ratelab/ratelab/loadgen"
 	"github.com/ratelab/ratelab/reports"
+	"github.com/ratelab/ratelab/sharedlimit"
 )
 
 const runUsage = `Usage: loadgen run FILE [flags]
@@ -92,6 +93,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if runErr != nil && len(rep.Results) == 0 {
 		if errors.Is(runErr, context.Canceled) {
 			return &exitError{code: exitInterrupted, err: errors.New("interrupted before any strategy finished")}
+		}
+		if errors.Is(runErr, sharedlimit.ErrUnreachable) {
+			return &exitError{code: exitUsage, err: runErr}
 		}
 		return runErr
 	}

@@ -1,0 +1,122 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelab/ratelab/sharedlimit"
+	"github.com/ratelab/ratelab/strategies"
+)
+
+// Shared is a strategy's shared: block: the strategy's limits are held in
+// one Redis server and shared by every process that names the same Key (see
+// package sharedlimit), instead of being this process's alone.
+//
+//	shared: {redis: "redis://127.0.0.1:6379/0", key: team-a, lease_ttl: 60s, peers: 4, op_timeout: 2s}
+type Shared struct {
+	// Redis is the server, redis://[user:password@]host:port/db or
+	// rediss://… (TLS). Required.
+	Redis string `yaml:"redis"`
+	// Key names the shared limit: every process calling the provider with
+	// one API key uses the same Key (a team name; never the API key).
+	// Required; no '{' or '}'.
+	Key string `yaml:"key"`
+	// LeaseTTL is how long a concurrency slot of a crashed process stays
+	// taken (sharedlimit.Config.LeaseTTL; default 60s).
+	LeaseTTL time.Duration `yaml:"lease_ttl"`
+	// Peers is the number of processes sharing the limit: while Redis is
+	// lost, each admits 1/Peers of it (sharedlimit.Config.Peers).
+	Peers int `yaml:"peers"`
+	// OpTimeout bounds each Redis round trip (default 2s).
+	OpTimeout time.Duration `yaml:"op_timeout"`
+}
+
+// SharedKinds are the strategy kinds whose limits a shared: block can hold
+// in Redis: the fixed limits. semaphore shares n as the concurrency limit;
+// token-first shares n, tpm and token_burst; token-bucket shares rpm, tpm,
+// request_burst and token_burst. The others have no fixed limit to share
+// (unbounded, the AIMD family, adaptive) or one per provider (per-provider).
+var SharedKinds = []string{KindSemaphore, KindTokenBucket, KindTokenFirst}
+
+// sharedProblem is one problem with a shared: block: the key under shared
+// and the message.
+type sharedProblem struct{ key, msg string }
+
+// check validates sh for a strategy of kind, returning its problems.
+func (sh *Shared) check(kind string) []sharedProblem {
+	var out []sharedProblem
+	bad := func(key, format string, args ...any) {
+		out = append(out, sharedProblem{key, fmt.Sprintf(format, args...)})
+	}
+	if !slices.Contains(SharedKinds, kind) {
+		bad("", "kind %s cannot share its limits through Redis (kinds that can: %s)", kind, strings.Join(SharedKinds, ", "))
+		return out
+	}
+	switch {
+	case sh.Redis == "":
+		bad("redis", `required: the Redis server's URL (e.g. "redis://127.0.0.1:6379/0")`)
+	default:
+		if _, err := redis.ParseURL(sh.Redis); err != nil {
+			bad("redis", "want redis://[user:password@]host:port/db or rediss://…, got %q: %v", redactURL(sh.Redis), strings.TrimPrefix(err.Error(), "redis: "))
+		}
+	}
+	switch {
+	case sh.Key == "":
+		bad("key", "required: the shared limit's name, the same in every process (e.g. team-a)")
+	case strings.ContainsAny(sh.Key, "{}"):
+		bad("key", "must not contain '{' or '}', got %q", sh.Key)
+	}
+	if sh.LeaseTTL != 0 && sh.LeaseTTL < 10*time.Millisecond {
+		bad("lease_ttl", "must be at least 10ms (or 0 for 60s), got %s", sh.LeaseTTL)
+	}
+	if sh.Peers < 0 {
+		bad("peers", "must not be negative, got %d", sh.Peers)
+	}
+	if sh.OpTimeout < 0 {
+		bad("op_timeout", "must not be negative, got %s", sh.OpTimeout)
+	}
+	return out
+}
+
+// sharedConfig turns st's limits and its shared: block into a
+// sharedlimit.Config.
+func sharedConfig(st *Strategy) sharedlimit.Config {
+	sh := st.Shared
+	cfg := sharedlimit.Config{
+		URL: sh.Redis, Key: sh.Key, LeaseTTL: sh.LeaseTTL, Peers: sh.Peers, OpTimeout: sh.OpTimeout,
+	}
+	switch st.Kind {
+	case KindSemaphore:
+		cfg.MaxConcurrent = st.N
+	case KindTokenFirst:
+		cfg.MaxConcurrent, cfg.TPM, cfg.TokenBurst = st.N, float64(st.TPM), st.TokenBurst
+	case KindTokenBucket:
+		cfg.RPM, cfg.TPM = float64(st.RPM), float64(st.TPM)
+		cfg.RequestBurst, cfg.TokenBurst = st.RequestBurst, st.TokenBurst
+	}
+	return cfg
+}
+
+// openStrategy builds the strategy a scenario row describes, as newStrategy
+// does, or, when the row has a shared: block, connects to its Redis and
+// returns a sharedlimit strategy. close releases what the strategy holds
+// (the Redis connection); call it once the run is over. An unreachable
+// Redis is an error wrapping sharedlimit.ErrUnreachable.
+func openStrategy(ctx context.Context, st *Strategy, obs strategies.Observer) (s strategies.Strategy, close func(), err error) {
+	if st.Shared == nil {
+		s, err = newStrategy(st, obs)
+		return s, func() {}, err
+	}
+	cfg := sharedConfig(st)
+	cfg.Observer = obs
+	sh, err := sharedlimit.New(ctx, cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("strategy %q: shared limit %q at %s: %w", st.Name, cfg.Key, redactURL(cfg.URL), err)
+	}
+	return sh, func() { sh.Close() }, nil
+}
