@@ -12,11 +12,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/mock"
 )
@@ -44,6 +47,13 @@ OPENAI_BASE_URL=http://HOST:PORT/v1. The first line on stdout is
 in-flight responses finish (up to --shutdown-timeout), then it exits 0.
 
 Flags override the config file.
+
+Replicas: N mockllm processes behind a load balancer enforce one
+limits.max_concurrent per API key between them when each is started with the
+same --redis URL and --redis-prefix (the per-minute limits stay per
+replica). A crashed replica's slots come back a minute after its calls'
+planned end; while Redis is unreachable, calls are answered overloaded
+(529, or 503 for OpenAI).
 
 Flags:
 `
@@ -90,6 +100,35 @@ its line). Every key is optional; these are the defaults, except where noted:
 Token estimate: ceil(characters/4) per text, at least 1 per message.
 `
 
+// redisDialTimeout bounds the first contact with --redis.
+const redisDialTimeout = 5 * time.Second
+
+// dialRedis connects to the Redis at url and checks that it answers.
+func dialRedis(ctx context.Context, url string) (*redis.Client, error) {
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("--redis: want redis://HOST:PORT/DB, got %q: %v", redactURL(url), strings.TrimPrefix(err.Error(), "redis: "))
+	}
+	client := redis.NewClient(opts)
+	pctx, cancel := context.WithTimeout(ctx, redisDialTimeout)
+	defer cancel()
+	if err := client.Ping(pctx).Err(); err != nil {
+		client.Close()
+		return nil, fmt.Errorf("--redis: %s does not answer: %v", opts.Addr, err)
+	}
+	return client, nil
+}
+
+// redactURL hides the user information (a password) of a URL.
+func redactURL(raw string) string {
+	u, err := neturl.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	u.User = neturl.User("REDACTED")
+	return u.String()
+}
+
 // stringList is a repeatable string flag.
 type stringList []string
 
@@ -114,6 +153,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		retryAfter      = fs.Duration("retry-after", 0, "retry-after sent with 429s (limits.retry_after; 0 = computed from the limit)")
 		adminToken      = fs.String("admin-token", "", "token required by /_admin/ (admin_token)")
 		seed            = fs.Int64("seed", 0, "seed of jitter, output lengths and faults (seed)")
+		redisURL        = fs.String("redis", "", "share limits.max_concurrent with the replicas using this Redis `URL` (redis://HOST:PORT/DB)")
+		redisPrefix     = fs.String("redis-prefix", "mockllm", "prefix of the Redis keys: replicas with the same prefix share their limits")
 		shutdownTimeout = fs.Duration("shutdown-timeout", 30*time.Second, "how long in-flight responses may take to finish on shutdown")
 		apiKeys         stringList
 	)
@@ -170,6 +211,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	})
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	cfg.Logger = logger
+	if *redisURL != "" {
+		client, err := dialRedis(ctx, *redisURL)
+		if err != nil {
+			return err
+		}
+		defer client.Close()
+		cfg.Store = mock.NewRedisStore(client, *redisPrefix)
+	}
 	srv, err := mock.New(cfg)
 	if err != nil {
 		return err
