@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -202,8 +203,8 @@ func anthropicStopReason(r *result) string {
 
 // body builds the Message by hand: it is the hot path of JSON throughput,
 // and every field but the model is known not to need escaping.
-func (anthropic) body(c *call, r *result) ([]byte, error) {
-	b := make([]byte, 0, 320+4*r.n+len(c.model))
+func (anthropic) body(b []byte, c *call, r *result) ([]byte, error) {
+	b = slices.Grow(b, 320+4*r.n+len(c.model))
 	b = append(b, `{"id":"`...)
 	b = append(b, r.id...)
 	b = append(b, `","type":"message","role":"assistant","model":`...)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -80,9 +81,13 @@ func (s *Server) serveModel(w http.ResponseWriter, req *http.Request, wr wire) {
 // prepare runs everything before the response: it answers errors and
 // rejections itself and returns nil, or returns the admitted exchange.
 func (s *Server) prepare(w http.ResponseWriter, req *http.Request, wr wire) *exchange {
+	// The exchange is allocated first: the decision and the header values
+	// live in it rather than in allocations of their own.
+	x := &exchange{s: s, w: w, ctx: req.Context(), wr: wr}
 	reqID := s.newID("req_")
+	x.hv[0] = reqID
 	h := w.Header()
-	h[wr.requestIDHeader()] = []string{reqID}
+	h[wr.requestIDHeader()] = x.hv[0:1:1]
 	api := wr.name()
 
 	key, ok, why := s.authenticate(req, wr)
@@ -109,7 +114,7 @@ func (s *Server) prepare(w http.ResponseWriter, req *http.Request, wr wire) *exc
 		return nil
 	}
 
-	d := s.admit(req, c, key, wr)
+	d := s.admit(req, c, key, wr, &x.dec)
 	wr.setLimitHeaders(h, d.snap, d.now)
 	if d.abort {
 		s.metrics.request(api, 0, keyLabel(key))
@@ -130,10 +135,9 @@ func (s *Server) prepare(w http.ResponseWriter, req *http.Request, wr wire) *exc
 	if api == "openai" {
 		prefix = "chatcmpl-"
 	}
-	return &exchange{
-		s: s, w: w, ctx: req.Context(), wr: wr, c: c, d: d, key: key, reqID: reqID,
-		res: result{id: s.newID(prefix), created: d.plan.start, n: d.plan.n, capped: d.plan.capped},
-	}
+	x.c, x.d, x.key, x.reqID = c, d, key, reqID
+	x.res = result{id: s.newID(prefix), created: d.plan.start, n: d.plan.n, capped: d.plan.capped}
+	return x
 }
 
 func keyLabel(key string) string {
@@ -155,8 +159,8 @@ func (s *Server) countError(key string) {
 }
 
 // admit runs the admission steps that need the server's state, under its
-// lock, and returns the decision.
-func (s *Server) admit(req *http.Request, c *call, key string, wr wire) *decision {
+// lock, into d, and returns d.
+func (s *Server) admit(req *http.Request, c *call, key string, wr wire, d *decision) *decision {
 	idem := req.Header.Get("Idempotency-Key")
 	retryCount := attemptIndex(req)
 
@@ -168,7 +172,7 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire) *decisio
 	}
 	s.applySchedule(now)
 	ks := s.key(key)
-	d := &decision{now: now}
+	*d = decision{now: now}
 	s.stats.Attempts++
 	ks.stats.Attempts++
 	if ks.retries.arrived(now, idem, retryCount) {
@@ -274,7 +278,7 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire) *decisio
 	ks.stats.MaxInFlight = max(ks.stats.MaxInFlight, ks.stats.InFlight)
 	ks.stats.InputTokens += int64(c.input)
 	s.metrics.inFlight.Inc()
-	s.metrics.tokens.WithLabelValues("input").Add(float64(c.input))
+	s.metrics.inputTokens.Add(float64(c.input))
 	d.ks, d.gen, d.plan, d.reserved = ks, s.gen, p, c.maxTokens
 	return d
 }
@@ -358,7 +362,7 @@ func (s *Server) release(d *decision, produced int) {
 	d.ks.lim.release(now, d.id, d.reserved, produced)
 	s.releaseShared(d)
 	s.metrics.inFlight.Dec()
-	s.metrics.tokens.WithLabelValues("output").Add(float64(produced))
+	s.metrics.outputTokens.Add(float64(produced))
 	if d.gen != s.gen {
 		return // a Reset happened since: the counters no longer include it
 	}
@@ -379,6 +383,8 @@ type exchange struct {
 	wr      wire
 	c       *call
 	d       *decision
+	dec     decision  // what d points to for admitted requests
+	hv      [2]string // header values: request id, content length
 	key     string
 	reqID   string
 	res     result
@@ -445,13 +451,15 @@ func (x *exchange) json() {
 		x.wr.writeError(x.w, x.status, apiError{msg: "Overloaded"}, x.reqID)
 		return
 	}
-	body, err := x.wr.body(x.c, &x.res)
+	bp := bodyPool.Get().(*[]byte)
+	body, err := x.wr.body((*bp)[:0], x.c, &x.res)
 	if err != nil {
 		panic(fmt.Errorf("mock: encoding response: %w", err))
 	}
 	h := x.w.Header()
 	h["Content-Type"] = valueJSON
-	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	x.hv[1] = strconv.Itoa(len(body))
+	h["Content-Length"] = x.hv[1:2:2]
 	x.release()
 	x.w.WriteHeader(http.StatusOK)
 	if p.cutAt > 0 {
@@ -460,7 +468,15 @@ func (x *exchange) json() {
 		panic(http.ErrAbortHandler)
 	}
 	x.w.Write(body)
+	// Write has copied body (into the connection's buffer or the socket).
+	if cap(body) <= 64<<10 {
+		*bp = body
+		bodyPool.Put(bp)
+	}
 }
+
+// bodyPool holds the buffers of non-streaming responses.
+var bodyPool = sync.Pool{New: func() any { return new([]byte) }}
 
 func (x *exchange) stream() {
 	p := &x.d.plan

@@ -20,6 +20,8 @@ type metrics struct {
 	rejections   *prometheus.CounterVec
 	faults       *prometheus.CounterVec
 	tokens       *prometheus.CounterVec
+	inputTokens  prometheus.Counter // tokens{direction="input"}
+	outputTokens prometheus.Counter // tokens{direction="output"}
 	duration     *prometheus.HistogramVec
 	earlyRetries prometheus.Counter
 	panics       prometheus.Counter
@@ -65,6 +67,8 @@ func newMetrics() *metrics {
 			Help: "Panics recovered in handlers.",
 		}),
 	}
+	m.inputTokens = m.tokens.WithLabelValues("input")
+	m.outputTokens = m.tokens.WithLabelValues("output")
 	m.reg.MustRegister(m.requests, m.inFlight, m.rejections, m.faults, m.tokens, m.duration, m.earlyRetries, m.panics)
 	return m
 }

@@ -3,6 +3,7 @@ package mock
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -193,8 +194,8 @@ func finishReason(r *result) string {
 }
 
 // body builds the completion by hand, like anthropic.body.
-func (openai) body(c *call, r *result) ([]byte, error) {
-	b := make([]byte, 0, 400+4*r.n+len(c.model))
+func (openai) body(b []byte, c *call, r *result) ([]byte, error) {
+	b = slices.Grow(b, 400+4*r.n+len(c.model))
 	b = append(b, `{"id":"`...)
 	b = append(b, r.id...)
 	b = append(b, `","object":"chat.completion","created":`...)

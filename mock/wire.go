@@ -47,8 +47,8 @@ type wire interface {
 	setLimitHeaders(h http.Header, s snapshot, now time.Time)
 	// overloadStatus is 529 (Anthropic) or 503 (OpenAI).
 	overloadStatus() int
-	// body renders a complete non-streaming response.
-	body(c *call, r *result) ([]byte, error)
+	// body appends a complete non-streaming response to b.
+	body(b []byte, c *call, r *result) ([]byte, error)
 	// streamStart, streamDelta, streamEnd and streamError append SSE frames.
 	streamStart(b []byte, c *call, r *result) []byte
 	streamDelta(b []byte, c *call, r *result, from, to int) []byte
