@@ -115,6 +115,10 @@ type BatchReport struct {
 	// whether it had an entry for this provider, URL and key.
 	StateFile   string `json:"state_file,omitempty"`
 	StateLoaded bool   `json:"state_loaded,omitempty"`
+	// Shared is the key of the limit shared through Redis, if any, and
+	// SharedRedis that Redis (user information hidden).
+	Shared      string `json:"shared,omitempty"`
+	SharedRedis string `json:"shared_redis,omitempty"`
 }
 
 // ErrBatchUsage is what RunBatch's configuration errors (flags, config,
@@ -160,6 +164,9 @@ func RunBatch(ctx context.Context, opt BatchOptions) (rep BatchReport, err error
 	rep.Strategy, rep.Kind = st.Name, st.Kind
 	if st, err = withSharedFlags(st, opt.Shared); err != nil {
 		return rep, err
+	}
+	if st.Shared != nil {
+		rep.Shared, rep.SharedRedis = st.Shared.Key, redactURL(st.Shared.Redis)
 	}
 	if opt.MaxRetries != nil {
 		st.MaxRetries = opt.MaxRetries

@@ -104,7 +104,8 @@ func sharedConfig(st *Strategy) sharedlimit.Config {
 
 // openStrategy builds the strategy a scenario row describes, as newStrategy
 // does, or, when the row has a shared: block, connects to its Redis and
-// returns a sharedlimit strategy. close releases what the strategy holds
+// returns a sharedlimit strategy; its errors name the shared key and the
+// Redis address (the caller names the strategy). close releases what the strategy holds
 // (the Redis connection); call it once the run is over. An unreachable
 // Redis is an error wrapping sharedlimit.ErrUnreachable.
 func openStrategy(ctx context.Context, st *Strategy, obs strategies.Observer) (s strategies.Strategy, close func(), err error) {
@@ -116,7 +117,7 @@ func openStrategy(ctx context.Context, st *Strategy, obs strategies.Observer) (s
 	cfg.Observer = obs
 	sh, err := sharedlimit.New(ctx, cfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("strategy %q: shared limit %q at %s: %w", st.Name, cfg.Key, redactURL(cfg.URL), err)
+		return nil, nil, fmt.Errorf("shared limit %q at %s: %w", cfg.Key, redactURL(cfg.URL), err)
 	}
 	return sh, func() { sh.Close() }, nil
 }

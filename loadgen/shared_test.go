@@ -158,7 +158,7 @@ func TestSharedUnreachable(t *testing.T) {
 	if !errors.Is(err, sharedlimit.ErrUnreachable) {
 		t.Fatalf("Run error = %v, want one wrapping sharedlimit.ErrUnreachable", err)
 	}
-	for _, want := range []string{`strategy "shared-5"`, addr} {
+	for _, want := range []string{`strategy "shared-5"`, `shared limit "k"`, addr} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Run error = %v, want it to name %s", err, want)
 		}

@@ -279,7 +279,11 @@ func printBatchJSON(w io.Writer, opt loadgen.BatchOptions, r loadgen.BatchReport
 
 // printBatchSummary prints what the batch did.
 func printBatchSummary(w io.Writer, opt loadgen.BatchOptions, r loadgen.BatchReport) {
-	fmt.Fprintf(w, "batch %s → %s: %s %s at %s, strategy %s\n", opt.Input, opt.Output, r.Provider, r.Model, r.Target, r.Strategy)
+	fmt.Fprintf(w, "batch %s → %s: %s %s at %s, strategy %s", opt.Input, opt.Output, r.Provider, r.Model, r.Target, r.Strategy)
+	if r.Shared != "" {
+		fmt.Fprintf(w, " sharing limit %q through %s", r.Shared, r.SharedRedis)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "  items        %d", r.Items)
 	if r.Invalid.Total > 0 {
 		fmt.Fprintf(w, " (%d invalid lines skipped)", r.Invalid.Total)

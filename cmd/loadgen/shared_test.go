@@ -171,7 +171,8 @@ func (w *sharedWorkers) command(ctx context.Context, i int) *exec.Cmd {
 
 // batchJSON is the part of `loadgen batch --format json` these tests read.
 type batchJSON struct {
-	Completed int `json:"completed"`
+	Shared    string `json:"shared"`
+	Completed int    `json:"completed"`
 	Run       struct {
 		Attempts    int     `json:"attempts"`
 		Throttled   int     `json:"throttled"`
@@ -230,14 +231,17 @@ func TestSharedBatchFleet(t *testing.T) {
 		workers, items, limit = 4, 250, 20
 		callTime              = 200 * time.Millisecond
 	)
-	w, tally, _, _ := newSharedWorkers(t, workers, items, limit, callTime, 10*time.Second)
+	w, tally, _, key := newSharedWorkers(t, workers, items, limit, callTime, 10*time.Second)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	sums := w.runAll(ctx, 0, 1, 2, 3)
 	w.checkOutputs(items)
 
 	attempts, throttled := 0, 0
-	for _, s := range sums {
+	for i, s := range sums {
+		if s.Shared != key {
+			t.Errorf("worker %d: summary's shared = %q, want %q", i, s.Shared, key)
+		}
 		attempts += s.Run.Attempts
 		throttled += s.Run.Throttled
 	}
