@@ -12,4 +12,12 @@
 // mock serves on a loopback port (ListenTCP) or on an in-memory listener
 // (ListenMemory); inside a testing/synctest bubble the latter runs a scenario
 // in virtual time, which is how the shipped scenarios are regression-tested.
+//
+// A strategy with a shared: block (semaphore, token-first and token-bucket;
+// see SharedKinds) holds its limits in Redis through package sharedlimit, so
+// that every process naming the same key stays within them together; RunBatch
+// takes the same block from its config or its --shared-* flags
+// (BatchOptions.Shared). An unreachable Redis at the start is an error
+// wrapping sharedlimit.ErrUnreachable; the strategy's events (redis_lost,
+// redis_recovered, lease_lost, gate_close) reach a run's timeline.
 package loadgen
