@@ -227,3 +227,49 @@ strategies:
 		})
 	}
 }
+
+// TestWithSharedFlags: batch's --shared-* flags override a config
+// strategy's shared: block field by field, or make one, and their problems
+// name the flags.
+func TestWithSharedFlags(t *testing.T) {
+	fromConfig := &Shared{Redis: "redis://config:6379/0", Key: "team-a", LeaseTTL: time.Minute, Peers: 2}
+	tests := []struct {
+		name    string
+		kind    string
+		config  *Shared
+		flags   Shared
+		want    *Shared
+		wantErr string
+	}{
+		{"no flags keep the config", KindSemaphore, fromConfig, Shared{}, fromConfig, ""},
+		{"no flags, no block", KindAdaptive, nil, Shared{}, nil, ""},
+		{"flags make a block", KindSemaphore, nil, Shared{Redis: "redis://flag:6379/1", Key: "k"},
+			&Shared{Redis: "redis://flag:6379/1", Key: "k"}, ""},
+		{"flags override fields", KindTokenFirst, fromConfig, Shared{Key: "team-b", Peers: 4, OpTimeout: time.Second},
+			&Shared{Redis: "redis://config:6379/0", Key: "team-b", LeaseTTL: time.Minute, Peers: 4, OpTimeout: time.Second}, ""},
+		{"key without redis", KindSemaphore, nil, Shared{Key: "k"}, nil, "--shared-redis: required"},
+		{"short lease", KindSemaphore, nil, Shared{Redis: "redis://h:1/0", Key: "k", LeaseTTL: time.Millisecond}, nil, "--shared-lease-ttl: must be at least 10ms"},
+		{"kind", KindAdaptive, nil, Shared{Redis: "redis://h:1/0", Key: "k"}, nil, "--strategy: kind adaptive cannot share its limits"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := &Strategy{Name: "s", Kind: tt.kind, N: 5, TPM: 1000, Shared: tt.config}
+			got, err := withSharedFlags(st, tt.flags)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, ErrBatchUsage) {
+					t.Fatalf("error = %v, want a usage error containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("withSharedFlags: %v", err)
+			}
+			if !reflect.DeepEqual(got.Shared, tt.want) {
+				t.Errorf("shared = %+v, want %+v", got.Shared, tt.want)
+			}
+			if tt.config != nil && *tt.config != *fromConfig {
+				t.Errorf("the config's block was changed: %+v", *tt.config)
+			}
+		})
+	}
+}
