@@ -210,7 +210,7 @@ func (anthropic) body(b []byte, c *call, r *result) ([]byte, error) {
 	b = append(b, `","type":"message","role":"assistant","model":`...)
 	b = appendJSONString(b, c.model)
 	b = append(b, `,"content":[{"type":"text","text":"`...)
-	b = appendFillerJSON(b, 0, r.n)
+	b = appendText(b, r, 0, r.n)
 	b = append(b, `"}],"stop_reason":"`...)
 	b = append(b, anthropicStopReason(r)...)
 	b = append(b, `","stop_sequence":null,"usage":{"input_tokens":`...)
@@ -233,9 +233,9 @@ func (anthropic) streamStart(b []byte, c *call, r *result) []byte {
 	return appendSSE(b, "ping", []byte(`{"type": "ping"}`))
 }
 
-func (anthropic) streamDelta(b []byte, _ *call, _ *result, from, to int) []byte {
+func (anthropic) streamDelta(b []byte, _ *call, r *result, from, to int) []byte {
 	b = append(b, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\""...)
-	b = appendFillerJSON(b, from, to)
+	b = appendText(b, r, from, to)
 	return append(b, "\"}}\n\n"...)
 }
 

@@ -85,6 +85,13 @@ type Output struct {
 	// DefaultMaxTokens is the max_tokens of an OpenAI request that sets
 	// neither max_completion_tokens nor max_tokens; 0 means 256.
 	DefaultMaxTokens int `yaml:"default_max_tokens,omitempty"`
+	// Text, when set, is every response's text instead of the filler, for
+	// clients that parse what the model says (e.g. JSON they validate). Its
+	// tokens are its characters taken four at a time, so it has
+	// EstimateTokens(Text) of them; a response ends after the whole text
+	// (stop reason end_turn / stop), or after max_tokens of it (max_tokens /
+	// length). Tokens is not used.
+	Text string `yaml:"text,omitempty"`
 }
 
 // Distribution is a distribution of output token counts. Its YAML forms are
@@ -153,6 +160,10 @@ type Faults struct {
 	// StreamError ends a stream half-way with an error event
 	// (overloaded_error); a non-streaming response gets a 529/503 instead.
 	StreamError float64 `yaml:"stream_error"`
+	// Malformed cuts a response's text to half its tokens, ending it
+	// normally (end_turn / stop): with a JSON Output.Text, a model that
+	// returned invalid JSON.
+	Malformed float64 `yaml:"malformed"`
 	// Script fails the first attempts of every request, in order: with
 	// [{attempts: 2, status: 529}, {attempts: 1, status: 429}] attempts 0
 	// and 1 get 529, attempt 2 gets 429 and attempt 3 goes through. The
@@ -342,6 +353,7 @@ func (c Config) Validate() error {
 	rate("faults.reset", f.Reset)
 	rate("faults.cut_stream", f.CutStream)
 	rate("faults.stream_error", f.StreamError)
+	rate("faults.malformed", f.Malformed)
 	for i, s := range f.Script {
 		p := fmt.Sprintf("faults.script[%d]", i)
 		check(s.Attempts >= 1, p+".attempts", "must be at least 1, got %d", s.Attempts)

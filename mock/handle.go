@@ -136,7 +136,7 @@ func (s *Server) prepare(w http.ResponseWriter, req *http.Request, wr wire) *exc
 		prefix = "chatcmpl-"
 	}
 	x.c, x.d, x.key, x.reqID = c, d, key, reqID
-	x.res = result{id: s.newID(prefix), created: d.plan.start, n: d.plan.n, capped: d.plan.capped}
+	x.res = result{id: s.newID(prefix), created: d.plan.start, n: d.plan.n, capped: d.plan.capped, text: s.text}
 	return x
 }
 
@@ -248,7 +248,6 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire, d *decis
 	}
 
 	p := s.plan(now, c)
-	p.capped = p.n == c.maxTokens
 	d.id = s.seq.Add(1)
 	if st := s.cfg.Store; st != nil && s.limits.MaxConcurrent > 0 {
 		if r := s.admitShared(st, now, key, d, p, wr); r != nil {
@@ -305,11 +304,20 @@ func (s *Server) chance(rate float64) bool {
 func (s *Server) plan(now time.Time, c *call) plan {
 	l, f := s.latency, s.faults
 	n := c.maxTokens
-	switch t := s.cfg.Output.Tokens; t.Kind {
-	case Fixed:
+	switch t := s.cfg.Output.Tokens; {
+	case s.text != nil:
+		n = min(n, len(s.text))
+	case t.Kind == Fixed:
 		n = min(n, t.Min)
-	case Uniform:
+	case t.Kind == Uniform:
 		n = min(n, t.Min+s.rng.IntN(t.Max-t.Min+1))
+	}
+	// The response stopped at max_tokens, not at the end of what it had
+	// to say.
+	capped := n == c.maxTokens && (s.text == nil || n < len(s.text))
+	if s.chance(f.Malformed) {
+		s.countFault("malformed")
+		n, capped = max(1, n/2), false
 	}
 	first := l.TTFT + time.Duration(c.input)*l.TTFTPerInputToken
 	if s.chance(f.Slow.Rate) {
@@ -322,7 +330,7 @@ func (s *Server) plan(now time.Time, c *call) plan {
 		first = time.Duration(float64(first) * k)
 		perToken = time.Duration(float64(perToken) * k)
 	}
-	p := plan{start: now, first: first, perToken: perToken, n: n}
+	p := plan{start: now, first: first, perToken: perToken, n: n, capped: capped}
 	half := max(1, n/2)
 	if s.chance(f.CutStream) {
 		s.countFault("cut_stream")

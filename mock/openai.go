@@ -203,7 +203,7 @@ func (openai) body(b []byte, c *call, r *result) ([]byte, error) {
 	b = append(b, `,"model":`...)
 	b = appendJSONString(b, c.model)
 	b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":"`...)
-	b = appendFillerJSON(b, 0, r.n)
+	b = appendText(b, r, 0, r.n)
 	b = append(b, `","refusal":null},"logprobs":null,"finish_reason":"`...)
 	b = append(b, finishReason(r)...)
 	b = append(b, `"}],"usage":{"prompt_tokens":`...)
@@ -244,7 +244,7 @@ func (openai) streamStart(b []byte, c *call, r *result) []byte {
 func (openai) streamDelta(b []byte, c *call, r *result, from, to int) []byte {
 	b = chunkHead(b, c, r)
 	b = append(b, `[{"index":0,"delta":{"content":"`...)
-	b = appendFillerJSON(b, from, to)
+	b = appendText(b, r, from, to)
 	b = append(b, `"},"logprobs":null,"finish_reason":null}]`...)
 	return chunkTail(b, c)
 }

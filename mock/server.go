@@ -31,6 +31,7 @@ type Server struct {
 	http    *http.Server
 	metrics *metrics
 	seq     atomic.Uint64 // request counter, for ids
+	text    []string      // Output.Text's tokens, JSON-escaped; nil for the filler
 
 	mu       sync.Mutex
 	rng      *rand.Rand
@@ -76,6 +77,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Output.Text != "" {
+		s.text = textTokens(cfg.Output.Text)
 	}
 	for _, k := range cfg.APIKeys {
 		s.keys[k] = true

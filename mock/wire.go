@@ -62,6 +62,8 @@ type result struct {
 	created time.Time
 	n       int  // output tokens
 	capped  bool // n == max_tokens: stop_reason max_tokens / finish_reason length
+	// text holds Output.Text's tokens, JSON-escaped; nil for the filler.
+	text []string
 }
 
 // apiError is an error answer: kind is the error type (rate_limit_error,
@@ -305,6 +307,30 @@ func appendSSE(b []byte, event string, data []byte) []byte {
 	b = append(b, "data: "...)
 	b = append(b, data...)
 	return append(b, "\n\n"...)
+}
+
+// appendText appends tokens [from, to) of r's text, JSON-escaped: the
+// configured Output.Text, or the filler.
+func appendText(b []byte, r *result, from, to int) []byte {
+	if r.text == nil {
+		return appendFillerJSON(b, from, to)
+	}
+	for _, t := range r.text[from:to] {
+		b = append(b, t...)
+	}
+	return b
+}
+
+// textTokens splits text into its tokens, four characters each (the last
+// may be shorter), each JSON-escaped for a string literal.
+func textTokens(text string) []string {
+	runes := []rune(text)
+	var out []string
+	for i := 0; i < len(runes); i += 4 {
+		q := appendJSONString(nil, string(runes[i:min(i+4, len(runes))]))
+		out = append(out, string(q[1:len(q)-1]))
+	}
+	return out
 }
 
 // appendFillerJSON appends tokens [from, to) of the filler text; it needs no

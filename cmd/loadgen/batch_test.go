@@ -632,3 +632,76 @@ strategies:
 		t.Errorf("server saw %d requests, want 10", requests.Load())
 	}
 }
+
+// TestBatchSchemaMalformedMock runs --schema against a mock configured to
+// return JSON, invalid some of the time (output.text with faults.malformed):
+// each invalid answer is asked again, so every item ends valid, and the
+// re-asks are exactly the malformed answers the mock served. With every
+// answer malformed, each item is recorded as a validation error after
+// 1 + --max-invalid attempts.
+func TestBatchSchemaMalformedMock(t *testing.T) {
+	schema := writeFile(t, "label.schema.json", `{"type": "object", "required": ["label"],
+  "properties": {"label": {"enum": ["billing", "bug", "other"]}}}`)
+	var lines []string
+	for i := range 30 {
+		lines = append(lines, fmt.Sprintf(`{"id": "t%d", "prompt": "ticket %d", "max_tokens": 50}`, i, i))
+	}
+	in := writeFile(t, "items.jsonl", strings.Join(lines, "\n")+"\n")
+	t.Setenv("ANTHROPIC_API_KEY", "sk-test-malformed")
+
+	for _, tc := range []struct {
+		name      string
+		malformed float64
+		wantCode  int
+	}{{"sometimes", 0.3, 0}, {"always", 1, exitFailed}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := fastMock()
+			cfg.Seed = 7
+			cfg.Output.Text = `{"label": "billing", "confidence": 0.92}`
+			cfg.Faults.Malformed = tc.malformed
+			srv, err := mock.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ts := httptest.NewServer(srv.Handler())
+			defer ts.Close()
+			out := filepath.Join(t.TempDir(), "out.jsonl")
+			// One call at a time: the mock's seeded draws then fall on the
+			// same items on every run.
+			stdout, stderr, code := runCLI(t, t.Context(), "batch", "--input", in, "--output", out, "--base-url", ts.URL,
+				"--schema", schema, "--max-invalid", "5", "--strategy", "semaphore:n=1", "--state-file", "")
+			if code != tc.wantCode {
+				t.Fatalf("exit %d, want %d:\n%s%s", code, tc.wantCode, stdout, stderr)
+			}
+			got := results(t, out)
+			st := srv.Stats()
+			malformed := int(st.Faults["malformed"])
+			attempts, reasked := 0, 0
+			for id, rs := range got {
+				if len(rs) != 1 {
+					t.Fatalf("%s: %d results, want 1", id, len(rs))
+				}
+				r := rs[0]
+				attempts += r.Attempts
+				reasked += r.Attempts - 1
+				switch {
+				case tc.malformed < 1 && (!r.OK() || r.Text != cfg.Output.Text):
+					t.Errorf("%s: %+v, want the configured JSON", id, r)
+				case tc.malformed == 1 && (r.Err == nil || r.Err.Type != "validation_error" || r.Attempts != 6):
+					t.Errorf("%s: %+v, want a validation_error after 6 attempts", id, r)
+				}
+			}
+			if len(got) != 30 || int(st.Attempts) != attempts {
+				t.Errorf("%d results, %d attempts recorded; mock saw %d attempts; want 30 results and equal attempts", len(got), attempts, st.Attempts)
+			}
+			// Every malformed answer, and only those, was asked again (or,
+			// on the last try, recorded as the item's validation error).
+			if tc.malformed < 1 && (malformed != reasked || malformed == 0) {
+				t.Errorf("mock served %d malformed answers, items were asked again %d times; want equal and > 0", malformed, reasked)
+			}
+			if tc.malformed == 1 && malformed != attempts {
+				t.Errorf("mock served %d malformed answers of %d attempts, want all", malformed, attempts)
+			}
+		})
+	}
+}

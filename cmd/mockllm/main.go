@@ -73,6 +73,7 @@ its line). Every key is optional; these are the defaults, except where noted:
   output:
     tokens: max_tokens         # or {fixed: 50} or {uniform: [20, 80]}; capped by max_tokens
     default_max_tokens: 0      # OpenAI requests without a max (0 = 256)
+    text: ""                   # every response's text instead of the filler (e.g. JSON to validate)
   limits:                      # per API key; 0 = unlimited
     max_concurrent: 0
     rpm: 0
@@ -90,6 +91,7 @@ its line). Every key is optional; these are the defaults, except where noted:
     reset: 0                   # connection closed before a response
     cut_stream: 0              # connection closed half-way through a response
     stream_error: 0            # event: error (overloaded) half-way through a stream
+    malformed: 0               # the text cut to half its tokens (invalid JSON for a JSON text)
     script: []                 # e.g. [{attempts: 2, status: 529, retry_after: 1s}]: the first
                                # attempts of each request fail (X-Stainless-Retry-Count or
                                # per Idempotency-Key)
