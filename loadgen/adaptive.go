@@ -8,9 +8,19 @@ import (
 
 // newAdaptive builds the adaptive strategy from a row.
 func newAdaptive(st *Strategy, opts []strategies.Option) (strategies.Strategy, error) {
-	return strategies.NewAdaptive(strategies.AdaptiveConfig{
+	return strategies.NewAdaptive(adaptiveConfig(st, nil), opts...), nil
+}
+
+// adaptiveConfig returns the adaptive strategy's configuration from a row,
+// sharing its learned limit through fleet if that is not nil.
+func adaptiveConfig(st *Strategy, fleet strategies.Fleet) strategies.AdaptiveConfig {
+	cfg := strategies.AdaptiveConfig{
 		Initial: st.Initial, Min: st.Min, Max: st.Max, Decrease: st.Decrease, ProbeAfter: st.ProbeAfter,
-	}, opts...), nil
+	}
+	if fleet != nil {
+		cfg.Fleet = fleet
+	}
+	return cfg
 }
 
 // stateKeys are the state-file keys of a run's clients: one per provider and

@@ -13,8 +13,8 @@
 // (ListenMemory); inside a testing/synctest bubble the latter runs a scenario
 // in virtual time, which is how the shipped scenarios are regression-tested.
 //
-// A strategy with a shared: block (semaphore, token-first and token-bucket;
-// see SharedKinds) holds its limits in Redis through package sharedlimit, so
+// A strategy with a shared: block (semaphore, token-first, token-bucket and
+// adaptive; see SharedKinds) holds its limits in Redis through package sharedlimit, so
 // that every process naming the same key stays within them together; RunBatch
 // takes the same block from its config or its --shared-* flags
 // (BatchOptions.Shared). An unreachable Redis at the start is an error

@@ -37,11 +37,13 @@ type Shared struct {
 }
 
 // SharedKinds are the strategy kinds whose limits a shared: block can hold
-// in Redis: the fixed limits. semaphore shares n as the concurrency limit;
-// token-first shares n, tpm and token_burst; token-bucket shares rpm, tpm,
-// request_burst and token_burst. The others have no fixed limit to share
-// (unbounded, the AIMD family, adaptive) or one per provider (per-provider).
-var SharedKinds = []string{KindSemaphore, KindTokenBucket, KindTokenFirst}
+// in Redis. semaphore shares n as the concurrency limit; token-first shares
+// n, tpm and token_burst; token-bucket shares rpm, tpm, request_burst and
+// token_burst; adaptive shares the limit it learns (sharedlimit.Fleet: each
+// process holds its share of one fleet limit, and one at a time probes above
+// it; lease_ttl does not apply). The others have no limit to share
+// (unbounded, the AIMD family) or one per provider (per-provider).
+var SharedKinds = []string{KindSemaphore, KindTokenBucket, KindTokenFirst, KindAdaptive}
 
 // sharedProblem is one problem with a shared: block: the key under shared
 // and the message.
@@ -113,6 +115,9 @@ func openStrategy(ctx context.Context, st *Strategy, obs strategies.Observer) (s
 		s, err = newStrategy(st, obs)
 		return s, func() {}, err
 	}
+	if st.Kind == KindAdaptive {
+		return openFleet(ctx, st, obs)
+	}
 	cfg := sharedConfig(st)
 	cfg.Observer = obs
 	sh, err := sharedlimit.New(ctx, cfg)
@@ -120,4 +125,19 @@ func openStrategy(ctx context.Context, st *Strategy, obs strategies.Observer) (s
 		return nil, nil, fmt.Errorf("shared limit %q at %s: %w", cfg.Key, redactURL(cfg.URL), err)
 	}
 	return sh, func() { sh.Close() }, nil
+}
+
+// openFleet builds an adaptive strategy whose learned limit is shared, through
+// the Redis of st's shared: block, with every process naming the same key.
+func openFleet(ctx context.Context, st *Strategy, obs strategies.Observer) (strategies.Strategy, func(), error) {
+	sh := st.Shared
+	f, err := sharedlimit.NewFleet(ctx, sharedlimit.FleetConfig{URL: sh.Redis, Key: sh.Key, OpTimeout: sh.OpTimeout})
+	if err != nil {
+		return nil, nil, fmt.Errorf("shared limit %q at %s: %w", sh.Key, redactURL(sh.Redis), err)
+	}
+	var opts []strategies.Option
+	if obs != nil {
+		opts = append(opts, strategies.WithObserver(obs))
+	}
+	return strategies.NewAdaptive(adaptiveConfig(st, f), opts...), func() { f.Close() }, nil
 }

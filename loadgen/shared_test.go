@@ -71,7 +71,7 @@ func TestSharedParseErrors(t *testing.T) {
 		name, strategy, want string
 	}{
 		{"kind that cannot share", "    kind: aimd\n    shared: {redis: \"redis://127.0.0.1:6379/0\", key: k}\n",
-			`x.yaml:5: strategies[0].shared: kind aimd cannot share its limits through Redis (kinds that can: semaphore, token-bucket, token-first)`},
+			`x.yaml:5: strategies[0].shared: kind aimd cannot share its limits through Redis (kinds that can: semaphore, token-bucket, token-first, adaptive)`},
 		{"no redis", "    kind: semaphore\n    n: 5\n    shared:\n      key: k\n",
 			`x.yaml:7: strategies[0].shared.redis: required`},
 		{"no key", "    kind: semaphore\n    n: 5\n    shared:\n      redis: \"redis://127.0.0.1:6379/0\"\n",
@@ -249,7 +249,8 @@ func TestWithSharedFlags(t *testing.T) {
 			&Shared{Redis: "redis://config:6379/0", Key: "team-b", LeaseTTL: time.Minute, Peers: 4, OpTimeout: time.Second}, ""},
 		{"key without redis", KindSemaphore, nil, Shared{Key: "k"}, nil, "--shared-redis: required"},
 		{"short lease", KindSemaphore, nil, Shared{Redis: "redis://h:1/0", Key: "k", LeaseTTL: time.Millisecond}, nil, "--shared-lease-ttl: must be at least 10ms"},
-		{"kind", KindAdaptive, nil, Shared{Redis: "redis://h:1/0", Key: "k"}, nil, "--strategy: kind adaptive cannot share its limits"},
+		{"kind", KindAIMD, nil, Shared{Redis: "redis://h:1/0", Key: "k"}, nil, "--strategy: kind aimd cannot share its limits"},
+		{"adaptive shares", KindAdaptive, nil, Shared{Redis: "redis://h:1/0", Key: "k"}, &Shared{Redis: "redis://h:1/0", Key: "k"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

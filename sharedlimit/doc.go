@@ -10,6 +10,13 @@
 // scripts.go); every decision is one Lua script, atomic and on Redis's own
 // clock (TIME), so the processes' clocks need not agree.
 //
+// Fleet shares what strategies.Adaptive learns instead of a fixed limit (see
+// strategies.AdaptiveConfig.Fleet): the processes publish the limit they
+// learn under ratelab:{KEY}:fleet, each holds its share of it (the fleet's
+// limit over the live peers of ratelab:{KEY}:peers), and a probe token
+// (ratelab:{KEY}:probe:…, SET NX with the probe's hold as its expiry) lets
+// one process at a time probe above its share.
+//
 // # Deploying
 //
 // Run one Redis that every worker reaches (persistence is not needed: the

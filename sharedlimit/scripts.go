@@ -14,11 +14,18 @@ import "github.com/redis/go-redis/v9"
 //	ratelab:{K}:tpm      string: GCRA theoretical arrival time of tokens (µs)
 //	ratelab:{K}:gate     string: when the retry-after gate opens (µs), PX expiry
 //	ratelab:{K}:freed    Pub/Sub channel: a lease was released
+//	ratelab:{K}:fleet    hash: provider/key → the fleet's learned limit (Fleet)
+//	ratelab:{K}:probe:P  string: the holder of provider/key P's probe token, PX expiry (Fleet)
 //
 // Every key expires by itself when nobody uses the limit any more.
 type keyspace struct {
 	leases, waiters, wexp, peers, rpm, tpm, gate, freed string
+	fleet                                               string
+	prefix                                              string
 }
+
+// probe returns the key of the probe token of the field provider/key.
+func (k keyspace) probe(field string) string { return k.prefix + "probe:" + field }
 
 func newKeyspace(name string) keyspace {
 	p := "ratelab:{" + name + "}:"
@@ -31,12 +38,14 @@ func newKeyspace(name string) keyspace {
 		tpm:     p + "tpm",
 		gate:    p + "gate",
 		freed:   p + "freed",
+		fleet:   p + "fleet",
+		prefix:  p,
 	}
 }
 
 // all returns every key (not the channel), for cleaning up.
 func (k keyspace) all() []string {
-	return []string{k.leases, k.waiters, k.wexp, k.peers, k.rpm, k.tpm, k.gate}
+	return []string{k.leases, k.waiters, k.wexp, k.peers, k.rpm, k.tpm, k.gate, k.fleet}
 }
 
 // luaPrelude is shared by every script: now is Redis's own clock in

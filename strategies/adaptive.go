@@ -22,6 +22,14 @@ type AdaptiveConfig struct {
 	// ProbeAfter is how many round trips the window holds at the learned
 	// limit, after a throttle, before it tries one call above it. Default 3.
 	ProbeAfter float64 `json:"probe_after" yaml:"probe_after"`
+	// Fleet, if set, shares each key's learned limit with the other
+	// processes calling the provider with the same key (see Fleet): each
+	// key's window is capped at this process's share of the fleet's limit
+	// (the fleet's limit over the processes sharing it, at least 1), what
+	// this process learns of the limit is published to the fleet, and only
+	// the holder of the fleet's probe token probes above its share. nil:
+	// each process learns its own limit.
+	Fleet Fleet `json:"-" yaml:"-"`
 }
 
 // withDefaults returns c with its zero fields set to the defaults and Initial
@@ -174,6 +182,7 @@ func (a *Adaptive) Acquire(ctx context.Context, c Cost) (Permit, error) {
 		limit int
 	)
 	w, err := ak.line.wait(ctx, &a.m, &a.mu, func(now time.Time) (bool, time.Duration, bool) {
+		a.syncFleetLocked(now, k, ak)
 		ok, d, gated := ak.law.admit(now)
 		if ok {
 			limit = ak.law.capacity(now)
@@ -190,6 +199,7 @@ func (a *Adaptive) Acquire(ctx context.Context, c Cost) (Permit, error) {
 		defer a.mu.Unlock()
 		now := time.Now()
 		at = ak.law.finish(now, at, o, done)
+		a.syncFleetLocked(now, k, ak)
 		a.publishLocked(now)
 		ak.line.notifyLocked()
 	}
@@ -253,6 +263,7 @@ type adaptiveAttempt struct {
 // function of the times, dispatches and outcomes it is given.
 type adaptiveLaw struct {
 	cfg       AdaptiveConfig
+	fleet     fleetState // what the law knows of its Fleet, if any
 	window    float64
 	limit     int // learned limit; 0 while unknown
 	slowStart bool
@@ -310,7 +321,7 @@ func (l *adaptiveLaw) capacity(now time.Time) int {
 	}
 	if l.limit > 0 && c >= l.limit {
 		c = l.limit
-		if !now.Before(l.probeAt) {
+		if !now.Before(l.probeAt) && l.probeAllowed() {
 			c++
 		}
 	}
@@ -410,7 +421,7 @@ func (l *adaptiveLaw) admit(now time.Time) (ok bool, wait time.Duration, gated b
 		return true, 0, false
 	}
 	wait = l.untilGrowth()
-	if l.limit > 0 && now.Before(l.probeAt) && l.inFlight < l.capacity(l.probeAt) {
+	if l.limit > 0 && now.Before(l.probeAt) && l.inFlight < l.capacity(l.probeAt) && !l.fleet.on {
 		if d := l.probeAt.Sub(now); wait == 0 || d < wait {
 			wait = d
 		}
@@ -506,6 +517,9 @@ func (l *adaptiveLaw) success(now time.Time, a adaptiveAttempt, o Outcome) {
 		l.limit = 0
 		l.slowStart = true
 		l.window = min(max(l.window, float64(held)), float64(l.cfg.Max))
+		if l.fleet.on {
+			l.fleet.publish = l.fleetEstimate(held)
+		}
 		l.note(now, "probe held")
 	}
 }
@@ -554,6 +568,9 @@ func (l *adaptiveLaw) throttled(now time.Time, a adaptiveAttempt, o Outcome, oth
 		l.limit = held
 		l.slowStart = false
 		l.probeAt = now.Add(l.hold())
+		if l.fleet.on {
+			l.fleet.publish = l.fleetEstimate(held)
+		}
 	} else if l.limit == 0 || held < l.limit {
 		l.limit = held
 	}

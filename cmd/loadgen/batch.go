@@ -73,8 +73,9 @@ How fast:
   --shared-redis URL      share the strategy's limits with every process
   --shared-key NAME       using the same NAME through the Redis at URL
                           (redis://HOST:PORT/DB): together they stay within
-                          the limits (semaphore, token-first and token-bucket
-                          only; the same as a strategy's shared: block in
+                          the limits (semaphore, token-first, token-bucket;
+                          adaptive shares the limit it learns, one probe at
+                          a time; the same as a strategy's shared: block in
                           --config, whose keys these flags override). Redis
                           unreachable at the start: exit 2; lost mid-run: a
                           warning, and this process's share of the limit
