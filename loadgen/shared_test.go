@@ -2,64 +2,23 @@ package loadgen
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/ratelab/ratelab/internal/redistest"
 	"github.com/ratelab/ratelab/sharedlimit"
 )
 
-// redisURL returns the URL of the real Redis server the tests share
-// (RATELAB_REDIS_URL, as printed by .ci/start-redis.sh). Without it the test
-// fails on CI and is skipped elsewhere.
-func redisURL(t testing.TB) string {
-	t.Helper()
-	url := os.Getenv("RATELAB_REDIS_URL")
-	if url == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("RATELAB_REDIS_URL is not set on CI; run: export RATELAB_REDIS_URL=$(.ci/start-redis.sh)")
-		}
-		t.Skip("no Redis: run export RATELAB_REDIS_URL=$(.ci/start-redis.sh) to run this test")
-	}
-	return url
-}
-
-func init() { redis.SetLogger(discardLogger{}) } // no dial errors on the test output
-
-type discardLogger struct{}
-
-func (discardLogger) Printf(context.Context, string, ...any) {}
-
 // sharedKey returns a shared-limit name unique to this test, and deletes
 // its Redis keys when the test ends.
-func sharedKey(t *testing.T, url string) string {
-	t.Helper()
-	var b [4]byte
-	rand.Read(b[:])
-	key := "loadgen-test-" + strings.NewReplacer("/", "-", " ", "_").Replace(t.Name()) + "-" + hex.EncodeToString(b[:])
-	t.Cleanup(func() {
-		opts, err := redis.ParseURL(url)
-		if err != nil {
-			return
-		}
-		c := redis.NewClient(opts)
-		defer c.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		keys, _ := c.Keys(ctx, "ratelab:{"+key+"}:*").Result()
-		if len(keys) > 0 {
-			c.Del(ctx, keys...)
-		}
-	})
+func sharedKey(t *testing.T) string {
+	key := redistest.Name(t, "loadgen-test")
+	redistest.DeleteAtEnd(t, redistest.Client(t), "ratelab:{"+key+"}:*")
 	return key
 }
 
@@ -173,7 +132,7 @@ func TestSharedUnreachable(t *testing.T) {
 // closes the shared retry-after gate, and that event is on the report's
 // timeline.
 func TestSharedRun(t *testing.T) {
-	url := redisURL(t)
+	url := redistest.URL(t)
 	tests := []struct {
 		name      string
 		items, n  int
@@ -184,7 +143,7 @@ func TestSharedRun(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			key := sharedKey(t, url)
+			key := sharedKey(t)
 			src := fmt.Sprintf(`items: %d
 request: {max_tokens: 5}
 server:

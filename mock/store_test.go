@@ -1,12 +1,8 @@
 package mock
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"sync"
 	"testing"
@@ -15,6 +11,8 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelab/ratelab/internal/redistest"
 )
 
 // TestRedisStore replays leases at explicit instants on miniredis's clock.
@@ -68,30 +66,9 @@ func TestRedisStore(t *testing.T) {
 // replicas sharing Redis with a limit of 20, and 40 calls sent at once
 // across both: exactly 20 get through.
 func TestReplicasShareLimit(t *testing.T) {
-	url := os.Getenv("RATELAB_REDIS_URL")
-	if url == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("RATELAB_REDIS_URL is not set on CI; run: export RATELAB_REDIS_URL=$(.ci/start-redis.sh)")
-		}
-		t.Skip("no Redis: run export RATELAB_REDIS_URL=$(.ci/start-redis.sh) to run this test")
-	}
-	opts, err := redis.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := redis.NewClient(opts)
-	defer c.Close()
-	var b [4]byte
-	rand.Read(b[:])
-	prefix := "test-mock-" + hex.EncodeToString(b[:])
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		keys, _ := c.Keys(ctx, prefix+":*").Result()
-		if len(keys) > 0 {
-			c.Del(ctx, keys...)
-		}
-	})
+	c := redistest.Client(t)
+	prefix := redistest.Name(t, "test-mock")
+	redistest.DeleteAtEnd(t, c, prefix+":*")
 
 	var replicas []*testServer
 	for range 2 {

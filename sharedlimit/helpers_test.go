@@ -2,15 +2,12 @@ package sharedlimit
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"io"
 	"log/slog"
 	"net"
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,25 +15,11 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratelab/ratelab/internal/redistest"
 	"github.com/ratelab/ratelab/strategies"
 )
 
-// redisURL returns the URL of the real Redis server the tests share
-// (RATELAB_REDIS_URL, as printed by .ci/start-redis.sh). Without it the test
-// fails on CI and is skipped elsewhere.
-func redisURL(t testing.TB) string {
-	t.Helper()
-	url := os.Getenv("RATELAB_REDIS_URL")
-	if url == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("RATELAB_REDIS_URL is not set on CI; run: export RATELAB_REDIS_URL=$(.ci/start-redis.sh)")
-		}
-		t.Skip("no Redis: run export RATELAB_REDIS_URL=$(.ci/start-redis.sh) to run this test")
-	}
-	return url
-}
-
-// redisServerBinary returns the path of redis-server, with redisURL's rule
+// redisServerBinary returns the path of redis-server, with redistest.URL's rule
 // when it is missing.
 func redisServerBinary(t *testing.T) string {
 	t.Helper()
@@ -63,7 +46,7 @@ func clientOptions(opts *redis.Options) *redis.Options {
 // realClient returns a client of the shared test server.
 func realClient(t testing.TB) *redis.Client {
 	t.Helper()
-	opts, err := redis.ParseURL(redisURL(t))
+	opts, err := redis.ParseURL(redistest.URL(t))
 	if err != nil {
 		t.Fatalf("RATELAB_REDIS_URL: %v", err)
 	}
@@ -85,10 +68,7 @@ func miniClient(t *testing.T) (*miniredis.Miniredis, *redis.Client) {
 // when the test ends.
 func testKey(t testing.TB, c redis.UniversalClient) string {
 	t.Helper()
-	var b [4]byte
-	rand.Read(b[:])
-	name := strings.NewReplacer("/", "-", " ", "_", "{", "(", "}", ")").Replace(t.Name())
-	key := "test-" + name + "-" + hex.EncodeToString(b[:])
+	key := redistest.Name(t, "test")
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -96,15 +76,6 @@ func testKey(t testing.TB, c redis.UniversalClient) string {
 	})
 	return key
 }
-
-func init() {
-	// Killing a private server makes go-redis log every failed dial.
-	redis.SetLogger(discardLogger{})
-}
-
-type discardLogger struct{}
-
-func (discardLogger) Printf(context.Context, string, ...any) {}
 
 // quiet is a logger that discards.
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/ratelab/ratelab/internal/redistest"
 )
 
 // TestSharedAdaptiveFleet: 4 loadgen batch processes × 250 items with
@@ -28,7 +30,7 @@ func TestSharedAdaptiveFleet(t *testing.T) {
 		w, tally, _, key := newSharedWorkers(t, workers, items, limit, callTime, 10*time.Second)
 		w.args = []string{"--strategy", "adaptive"}
 		if shared {
-			w.args = append(w.args, "--shared-redis", redisURL(t), "--shared-key", key,
+			w.args = append(w.args, "--shared-redis", redistest.URL(t), "--shared-key", key,
 				"--shared-peers", strconv.Itoa(workers))
 		}
 		sums := w.runAll(ctx, 0, 1, 2, 3)

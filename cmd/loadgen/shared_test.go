@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -21,51 +19,15 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratelab/ratelab/internal/redistest"
 	"github.com/ratelab/ratelab/mock"
 )
-
-// redisURL returns the URL of the real Redis server the tests share
-// (RATELAB_REDIS_URL, as printed by .ci/start-redis.sh). Without it the test
-// fails on CI and is skipped elsewhere.
-func redisURL(t *testing.T) string {
-	t.Helper()
-	url := os.Getenv("RATELAB_REDIS_URL")
-	if url == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("RATELAB_REDIS_URL is not set on CI; run: export RATELAB_REDIS_URL=$(.ci/start-redis.sh)")
-		}
-		t.Skip("no Redis: run export RATELAB_REDIS_URL=$(.ci/start-redis.sh) to run this test")
-	}
-	return url
-}
-
-// redisClient returns a client of the Redis at url, closed when the test
-// ends.
-func redisClient(t *testing.T, url string) *redis.Client {
-	t.Helper()
-	opts, err := redis.ParseURL(url)
-	if err != nil {
-		t.Fatalf("RATELAB_REDIS_URL: %v", err)
-	}
-	c := redis.NewClient(opts)
-	t.Cleanup(func() { c.Close() })
-	return c
-}
 
 // sharedKey returns a shared-limit name unique to this test, and deletes
 // its Redis keys when the test ends.
 func sharedKey(t *testing.T, c *redis.Client) string {
-	t.Helper()
-	var b [4]byte
-	rand.Read(b[:])
-	key := "loadgen-cmd-test-" + hex.EncodeToString(b[:])
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		if keys, _ := c.Keys(ctx, "ratelab:{"+key+"}:*").Result(); len(keys) > 0 {
-			c.Del(ctx, keys...)
-		}
-	})
+	key := redistest.Name(t, "loadgen-cmd-test")
+	redistest.DeleteAtEnd(t, c, "ratelab:{"+key+"}:*")
 	return key
 }
 
@@ -134,8 +96,8 @@ type sharedWorkers struct {
 
 func newSharedWorkers(t *testing.T, workers, items, limit int, callTime time.Duration, leaseTTL time.Duration) (*sharedWorkers, *serverTally, *redis.Client, string) {
 	t.Helper()
-	url := redisURL(t)
-	rc := redisClient(t, url)
+	url := redistest.URL(t)
+	rc := redistest.Client(t)
 	key := sharedKey(t, rc)
 	dir := t.TempDir()
 	w := &sharedWorkers{t: t, bin: buildLoadgen(t, dir)}

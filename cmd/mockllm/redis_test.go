@@ -2,61 +2,22 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/ratelab/ratelab/internal/redistest"
 )
-
-// redisURL returns the URL of the real Redis server the tests share
-// (RATELAB_REDIS_URL, as printed by .ci/start-redis.sh). Without it the test
-// fails on CI and is skipped elsewhere.
-func redisURL(t *testing.T) string {
-	t.Helper()
-	url := os.Getenv("RATELAB_REDIS_URL")
-	if url == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("RATELAB_REDIS_URL is not set on CI; run: export RATELAB_REDIS_URL=$(.ci/start-redis.sh)")
-		}
-		t.Skip("no Redis: run export RATELAB_REDIS_URL=$(.ci/start-redis.sh) to run this test")
-	}
-	return url
-}
-
-func init() { redis.SetLogger(discardLogger{}) } // no dial errors on the test output
-
-type discardLogger struct{}
-
-func (discardLogger) Printf(context.Context, string, ...any) {}
 
 // redisPrefix returns a key prefix unique to this test, and deletes its
 // keys when the test ends.
-func redisPrefix(t *testing.T, url string) string {
-	t.Helper()
-	var b [4]byte
-	rand.Read(b[:])
-	prefix := "mockllm-test-" + hex.EncodeToString(b[:])
-	t.Cleanup(func() {
-		opts, err := redis.ParseURL(url)
-		if err != nil {
-			return
-		}
-		c := redis.NewClient(opts)
-		defer c.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		if keys, _ := c.Keys(ctx, prefix+":*").Result(); len(keys) > 0 {
-			c.Del(ctx, keys...)
-		}
-	})
+func redisPrefix(t *testing.T) string {
+	prefix := redistest.Name(t, "mockllm-test")
+	redistest.DeleteAtEnd(t, redistest.Client(t), prefix+":*")
 	return prefix
 }
 
@@ -64,8 +25,8 @@ func redisPrefix(t *testing.T, url string) string {
 // with a limit of 20 concurrent calls per key, and sends 40 calls at once,
 // 20 to each: exactly 20 get through, the other 20 are throttled.
 func TestRunReplicasShareRedis(t *testing.T) {
-	url := redisURL(t)
-	prefix := redisPrefix(t, url)
+	url := redistest.URL(t)
+	prefix := redisPrefix(t)
 	args := []string{"--redis", url, "--redis-prefix", prefix, "--max-concurrent", "20", "--per-token-latency", "20ms", "--api-key", "k1"}
 	replicas := []string{start(t, args...), start(t, args...)}
 
