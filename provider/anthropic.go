@@ -67,26 +67,23 @@ func (a Anthropic) NewRequest(ctx context.Context, baseURL, apiKey string, r Req
 
 // Decode reads a Messages response: JSON, or the event stream when the
 // response is text/event-stream.
-func (a Anthropic) Decode(resp *http.Response, sent time.Time) (Response, strategies.Outcome) {
-	o := headerOutcome(resp, time.Now(), AnthropicLimits)
-	out := Response{RequestID: resp.Header.Get("Request-Id")}
-	if o.Kind != strategies.Success {
-		o.Err = readAPIError(resp, out.RequestID, parseAnthropicError)
-		return finish(resp, sent, out, o)
-	}
-	if isEventStream(resp) {
-		out, o = a.decodeStream(resp, sent, out, o)
-		return finish(resp, sent, out, o)
-	}
-	body, err := readBody(resp)
-	if err != nil {
-		return finish(resp, sent, out, invalid(o, err))
-	}
-	if !gjson.ValidBytes(body) {
-		return finish(resp, sent, out, invalid(o, errNotJSON))
-	}
-	// One pass over the top-level keys: this is every call's hot path.
-	gjson.ParseBytes(body).ForEach(func(k, v gjson.Result) bool {
+func (Anthropic) Decode(resp *http.Response, sent time.Time) (Response, strategies.Outcome) {
+	return decode(resp, sent, &anthropicWire)
+}
+
+// anthropicWire is the Messages API's part of decode.
+var anthropicWire = wireFormat{
+	requestID:  "Request-Id",
+	limits:     AnthropicLimits,
+	parseError: parseAnthropicError,
+	stream:     decodeAnthropicStream,
+	body:       decodeAnthropicBody,
+}
+
+// decodeAnthropicBody reads a Message in one pass over its top-level keys:
+// this is every call's hot path.
+func decodeAnthropicBody(msg gjson.Result, out Response) Response {
+	msg.ForEach(func(k, v gjson.Result) bool {
 		switch k.Str {
 		case "id":
 			out.ID = v.String()
@@ -107,8 +104,7 @@ func (a Anthropic) Decode(resp *http.Response, sent time.Time) (Response, strate
 		}
 		return true
 	})
-	o.Usage = out.Usage
-	return finish(resp, sent, out, o)
+	return out
 }
 
 // anthropicText concatenates the text blocks of a content array.
@@ -123,11 +119,11 @@ func anthropicText(content gjson.Result) string {
 	return b.String()
 }
 
-// decodeStream reads the Messages event stream to message_stop. Usage in
+// decodeAnthropicStream reads the Messages event stream to message_stop. Usage in
 // message_delta is cumulative, so it replaces rather than adds. An error
 // event ends the attempt as Failed with the 200 it started with: no SDK
 // retries once a stream has begun.
-func (Anthropic) decodeStream(resp *http.Response, sent time.Time, out Response, o strategies.Outcome) (Response, strategies.Outcome) {
+func decodeAnthropicStream(resp *http.Response, sent time.Time, out Response, o strategies.Outcome) (Response, strategies.Outcome) {
 	sr := NewSSEReader(resp.Body)
 	var text strings.Builder
 	end := func(o strategies.Outcome) (Response, strategies.Outcome) {

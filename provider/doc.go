@@ -22,10 +22,10 @@
 // # Adding a provider
 //
 // Write one file with a type implementing Provider (Name, DefaultBaseURL,
-// KeyEnv, NewRequest, Decode) and add it to ByName. Decode should start from
-// the shared helpers — KindOf, ParseRetryAfter, ParseShouldRetry, the
-// provider's own rate-limit header parser, NewSSEReader for streams, APIError
-// for error bodies — and finish like the existing two, so that every provider
-// classifies the same way. Test it with recorded fixtures under testdata/ and
+// KeyEnv, NewRequest, Decode) and add it to ByName. Decode is one line,
+// decode(resp, sent, &yourWire): the file supplies a wireFormat (its
+// request-id header, rate-limit header parser, error-body parser, stream
+// reader built on NewSSEReader, and JSON body reader), and decode runs the
+// classification every provider shares, so all of them classify alike. Test it with recorded fixtures under testdata/ and
 // an httptest server per status class, as anthropic.go and openai.go are.
 package provider

@@ -99,25 +99,22 @@ func (e *openAIErrorBody) typ() string {
 
 // Decode reads a chat completion: JSON, or the data-only event stream when
 // the response is text/event-stream.
-func (p OpenAI) Decode(resp *http.Response, sent time.Time) (Response, strategies.Outcome) {
-	o := headerOutcome(resp, time.Now(), OpenAILimits)
-	out := Response{RequestID: resp.Header.Get("X-Request-Id")}
-	if o.Kind != strategies.Success {
-		o.Err = readAPIError(resp, out.RequestID, parseOpenAIError)
-		return finish(resp, sent, out, o)
-	}
-	if isEventStream(resp) {
-		out, o = p.decodeStream(resp, sent, out, o)
-		return finish(resp, sent, out, o)
-	}
-	body, err := readBody(resp)
-	if err != nil {
-		return finish(resp, sent, out, invalid(o, err))
-	}
-	if !gjson.ValidBytes(body) {
-		return finish(resp, sent, out, invalid(o, errNotJSON))
-	}
-	gjson.ParseBytes(body).ForEach(func(k, v gjson.Result) bool {
+func (OpenAI) Decode(resp *http.Response, sent time.Time) (Response, strategies.Outcome) {
+	return decode(resp, sent, &openAIWire)
+}
+
+// openAIWire is the Chat Completions API's part of decode.
+var openAIWire = wireFormat{
+	requestID:  "X-Request-Id",
+	limits:     OpenAILimits,
+	parseError: parseOpenAIError,
+	stream:     decodeOpenAIStream,
+	body:       decodeOpenAIBody,
+}
+
+// decodeOpenAIBody reads a chat completion's first choice and usage.
+func decodeOpenAIBody(completion gjson.Result, out Response) Response {
+	completion.ForEach(func(k, v gjson.Result) bool {
 		switch k.Str {
 		case "id":
 			out.ID = v.String()
@@ -135,8 +132,7 @@ func (p OpenAI) Decode(resp *http.Response, sent time.Time) (Response, strategie
 		}
 		return true
 	})
-	o.Usage = out.Usage
-	return finish(resp, sent, out, o)
+	return out
 }
 
 // openAIUsage reads a usage object; zero for null or absent.
@@ -148,11 +144,11 @@ func openAIUsage(u gjson.Result) strategies.Usage {
 	return strategies.Usage{InputTokens: int(f[0].Int()), OutputTokens: int(f[1].Int())}
 }
 
-// decodeStream reads data-only chunks to data: [DONE]. The usage chunk
+// decodeOpenAIStream reads data-only chunks to data: [DONE]. The usage chunk
 // (choices: []) comes just before [DONE] when the request asked for it; a
 // frame with a top-level "error" ends the attempt as Failed with the 200 the
 // stream started with.
-func (OpenAI) decodeStream(resp *http.Response, sent time.Time, out Response, o strategies.Outcome) (Response, strategies.Outcome) {
+func decodeOpenAIStream(resp *http.Response, sent time.Time, out Response, o strategies.Outcome) (Response, strategies.Outcome) {
 	sr := NewSSEReader(resp.Body)
 	var text strings.Builder
 	end := func(o strategies.Outcome) (Response, strategies.Outcome) {

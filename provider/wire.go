@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/ratelab/ratelab/strategies"
 )
 
@@ -65,6 +67,45 @@ func joinURL(base, def, path string) string {
 		base = def
 	}
 	return strings.TrimRight(base, "/") + path
+}
+
+// wireFormat is what decode needs of one provider's wire format.
+type wireFormat struct {
+	requestID  string // the header carrying the request id
+	limits     func(http.Header, time.Time) strategies.Limits
+	parseError func(body []byte) (typ, msg string, ok bool)
+	// stream reads an event stream to its end.
+	stream func(resp *http.Response, sent time.Time, out Response, o strategies.Outcome) (Response, strategies.Outcome)
+	// body reads a successful JSON response, already checked to be valid,
+	// into out. (By value: a pointer passed to a func value escapes.)
+	body func(v gjson.Result, out Response) Response
+}
+
+// decode is every provider's Decode: the headers classify the attempt
+// (status, retry-after, x-should-retry, rate limits), an error body is read
+// into the Outcome's error, and a success is read as an event stream or as
+// JSON. Keeping it one function keeps every provider classifying alike.
+func decode(resp *http.Response, sent time.Time, f *wireFormat) (Response, strategies.Outcome) {
+	o := headerOutcome(resp, time.Now(), f.limits)
+	out := Response{RequestID: resp.Header.Get(f.requestID)}
+	if o.Kind != strategies.Success {
+		o.Err = readAPIError(resp, out.RequestID, f.parseError)
+		return finish(resp, sent, out, o)
+	}
+	if isEventStream(resp) {
+		out, o = f.stream(resp, sent, out, o)
+		return finish(resp, sent, out, o)
+	}
+	body, err := readBody(resp)
+	if err != nil {
+		return finish(resp, sent, out, invalid(o, err))
+	}
+	if !gjson.ValidBytes(body) {
+		return finish(resp, sent, out, invalid(o, errNotJSON))
+	}
+	out = f.body(gjson.ParseBytes(body), out)
+	o.Usage = out.Usage
+	return finish(resp, sent, out, o)
 }
 
 func isEventStream(resp *http.Response) bool {
