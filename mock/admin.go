@@ -27,30 +27,9 @@ import (
 // Config has an AdminToken, every admin request must carry it.
 func (s *Server) adminRoutes(r *mux.Router) {
 	r.Use(s.adminAuth)
-	r.HandleFunc("/limits", func(w http.ResponseWriter, _ *http.Request) { writeAdmin(w, s.Limits()) }).Methods(http.MethodGet)
-	r.HandleFunc("/limits", func(w http.ResponseWriter, req *http.Request) {
-		l := s.Limits()
-		if s.adminDecode(w, req, "limits", &l, func(c *Config) { c.Limits = l }) {
-			s.SetLimits(l)
-			writeAdmin(w, l)
-		}
-	}).Methods(http.MethodPut)
-	r.HandleFunc("/latency", func(w http.ResponseWriter, _ *http.Request) { writeAdmin(w, s.Latency()) }).Methods(http.MethodGet)
-	r.HandleFunc("/latency", func(w http.ResponseWriter, req *http.Request) {
-		l := s.Latency()
-		if s.adminDecode(w, req, "latency", &l, func(c *Config) { c.Latency = l }) {
-			s.SetLatency(l)
-			writeAdmin(w, l)
-		}
-	}).Methods(http.MethodPut)
-	r.HandleFunc("/faults", func(w http.ResponseWriter, _ *http.Request) { writeAdmin(w, s.Faults()) }).Methods(http.MethodGet)
-	r.HandleFunc("/faults", func(w http.ResponseWriter, req *http.Request) {
-		f := s.Faults()
-		if s.adminDecode(w, req, "faults", &f, func(c *Config) { c.Faults = f }) {
-			s.SetFaults(f)
-			writeAdmin(w, f)
-		}
-	}).Methods(http.MethodPut)
+	adminSetting(s, r, "limits", s.Limits, s.SetLimits, func(c *Config, v Limits) { c.Limits = v })
+	adminSetting(s, r, "latency", s.Latency, s.SetLatency, func(c *Config, v Latency) { c.Latency = v })
+	adminSetting(s, r, "faults", s.Faults, s.SetFaults, func(c *Config, v Faults) { c.Faults = v })
 	r.HandleFunc("/stats", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSONBody(w, http.StatusOK, s.Stats())
 	}).Methods(http.MethodGet)
@@ -58,6 +37,20 @@ func (s *Server) adminRoutes(r *mux.Router) {
 		s.Reset()
 		writeJSONBody(w, http.StatusOK, map[string]bool{"reset": true})
 	}).Methods(http.MethodPost)
+}
+
+// adminSetting serves GET and PUT /NAME for one runtime setting: GET answers
+// get(); PUT decodes the body over get() (into places it in a Config, so it
+// is validated as the file would be), then applies it with set.
+func adminSetting[T any](s *Server, r *mux.Router, name string, get func() T, set func(T), into func(*Config, T)) {
+	r.HandleFunc("/"+name, func(w http.ResponseWriter, _ *http.Request) { writeAdmin(w, get()) }).Methods(http.MethodGet)
+	r.HandleFunc("/"+name, func(w http.ResponseWriter, req *http.Request) {
+		v := get()
+		if s.adminDecode(w, req, name, &v, func(c *Config) { into(c, v) }) {
+			set(v)
+			writeAdmin(w, v)
+		}
+	}).Methods(http.MethodPut)
 }
 
 func (s *Server) adminAuth(next http.Handler) http.Handler {
