@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -159,50 +160,19 @@ func (s *Strategy) Params() map[string]any {
 	if s.Shared != nil {
 		p["shared"] = s.Shared.Key
 	}
-	for _, k := range Kinds[s.Kind] {
-		if !s.Set(k) {
+	// The kind's parameters the file set, found by their yaml tags, so a
+	// new parameter needs no second list here.
+	v := reflect.ValueOf(s).Elem()
+	for i := range v.NumField() {
+		k, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
+		if !slices.Contains(Kinds[s.Kind], k) || !s.Set(k) {
 			continue
 		}
-		switch k {
-		case "n":
-			p[k] = s.N
-		case "limits":
-			p[k] = s.Limits
-		case "rpm":
-			p[k] = s.RPM
-		case "tpm":
-			p[k] = s.TPM
-		case "default":
-			p[k] = s.Default
-		case "request_burst":
-			p[k] = s.RequestBurst
-		case "token_burst":
-			p[k] = s.TokenBurst
-		case "initial_delay":
-			p[k] = s.InitialDelay.String()
-		case "min_delay":
-			p[k] = s.MinDelay.String()
-		case "max_delay":
-			p[k] = s.MaxDelay.String()
-		case "successes":
-			p[k] = s.Successes
-		case "increase":
-			p[k] = s.Increase
-		case "cooldown":
-			p[k] = s.Cooldown.String()
-		case "initial":
-			p[k] = s.Initial
-		case "min":
-			p[k] = s.Min
-		case "max":
-			p[k] = s.Max
-		case "decrease":
-			p[k] = s.Decrease
-		case "probe_after":
-			p[k] = s.ProbeAfter
-		case "state_file":
-			p[k] = s.StateFile
+		val := v.Field(i).Interface()
+		if d, ok := val.(time.Duration); ok {
+			val = d.String()
 		}
+		p[k] = val
 	}
 	return p
 }
