@@ -304,6 +304,63 @@ func fastMessages(v []byte) ([]message, bool) {
 	}
 }
 
+// fields records which fields a body has set: a repeated field goes to
+// encoding/json, whose rule for duplicates the fast path does not copy.
+type fields uint8
+
+// first marks bit, and reports whether it was not marked yet.
+func (f *fields) first(bit fields) bool {
+	if *f&bit != 0 {
+		return false
+	}
+	*f |= bit
+	return true
+}
+
+// setString, setInt and setBool store a plain JSON value in *p as
+// encoding/json would (null leaves *p alone), and report false for a value
+// only encoding/json can decode.
+func setString(p *string, v []byte) bool {
+	if isNull(v) {
+		return true
+	}
+	s, ok := plainString(v)
+	if ok {
+		*p = string(s)
+	}
+	return ok
+}
+
+func setInt(p *int64, v []byte) bool {
+	if isNull(v) {
+		return true
+	}
+	n, ok := fastInt(v)
+	if ok {
+		*p = n
+	}
+	return ok
+}
+
+func setBool(p *bool, v []byte) bool {
+	if isNull(v) {
+		return true
+	}
+	b, ok := fastBool(v)
+	if ok {
+		*p = b
+	}
+	return ok
+}
+
+func setMessages(p *[]message, v []byte) bool {
+	m, ok := fastMessages(v)
+	if ok {
+		*p = m
+	}
+	return ok
+}
+
 // fastDecode fills req from body like json.Unmarshal, or returns false when
 // encoding/json must do it.
 func (req *anthropicRequest) fastDecode(body []byte) bool {
@@ -311,14 +368,7 @@ func (req *anthropicRequest) fastDecode(body []byte) bool {
 	if !ok {
 		return false
 	}
-	var seen uint8
-	once := func(bit uint8) bool {
-		if seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		return true
-	}
+	var seen fields
 	for {
 		k, v, ok := it.member()
 		if !ok {
@@ -329,84 +379,37 @@ func (req *anthropicRequest) fastDecode(body []byte) bool {
 		}
 		switch string(k) {
 		case "model":
-			if !once(1) {
-				return false
-			}
-			if isNull(v) {
-				continue
-			}
-			s, ok := plainString(v)
-			if !ok {
-				return false
-			}
-			req.Model = string(s)
+			ok = seen.first(1) && setString(&req.Model, v)
 		case "max_tokens":
-			if !once(2) {
-				return false
-			}
-			if isNull(v) {
-				continue
-			}
-			n, ok := fastInt(v)
-			if !ok {
-				return false
-			}
-			req.MaxTokens = n
+			ok = seen.first(2) && setInt(&req.MaxTokens, v)
 		case "messages":
-			if !once(4) {
-				return false
-			}
-			m, ok := fastMessages(v)
-			if !ok {
-				return false
-			}
-			req.Messages = m
+			ok = seen.first(4) && setMessages(&req.Messages, v)
 		case "system":
-			if !once(8) {
-				return false
-			}
+			ok = seen.first(8)
 			req.System = v
 		case "tools":
-			if !once(16) {
-				return false
-			}
+			ok = seen.first(16)
 			req.Tools = v
 		case "stream":
-			if !once(32) {
-				return false
-			}
-			if isNull(v) {
-				continue
-			}
-			b, ok := fastBool(v)
-			if !ok {
-				return false
-			}
-			req.Stream = b
+			ok = seen.first(32) && setBool(&req.Stream, v)
 		default:
-			if foldsTo(k, "model", "max_tokens", "messages", "system", "tools", "stream") {
-				return false
-			}
+			ok = !foldsTo(k, "model", "max_tokens", "messages", "system", "tools", "stream")
+		}
+		if !ok {
+			return false
 		}
 	}
 }
 
 // fastDecode fills req from body like json.Unmarshal, or returns false when
-// encoding/json must do it. A body with stream_options goes to
-// encoding/json.
+// encoding/json must do it. A body with stream_options other than null goes
+// to encoding/json.
 func (req *openaiRequest) fastDecode(body []byte) bool {
 	it, ok := fastObject(body)
 	if !ok {
 		return false
 	}
-	var seen uint8
-	once := func(bit uint8) bool {
-		if seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		return true
-	}
+	var seen fields
 	for {
 		k, v, ok := it.member()
 		if !ok {
@@ -417,67 +420,25 @@ func (req *openaiRequest) fastDecode(body []byte) bool {
 		}
 		switch string(k) {
 		case "model":
-			if !once(1) {
-				return false
-			}
-			if isNull(v) {
-				continue
-			}
-			s, ok := plainString(v)
-			if !ok {
-				return false
-			}
-			req.Model = string(s)
-		case "max_tokens", "max_completion_tokens":
-			p, bit := &req.MaxTokens, uint8(2)
-			if string(k) == "max_completion_tokens" {
-				p, bit = &req.MaxCompletionTokens, 4
-			}
-			if !once(bit) {
-				return false
-			}
-			if isNull(v) {
-				continue
-			}
-			n, ok := fastInt(v)
-			if !ok {
-				return false
-			}
-			*p = n
+			ok = seen.first(1) && setString(&req.Model, v)
+		case "max_tokens":
+			ok = seen.first(2) && setInt(&req.MaxTokens, v)
+		case "max_completion_tokens":
+			ok = seen.first(4) && setInt(&req.MaxCompletionTokens, v)
 		case "messages":
-			if !once(8) {
-				return false
-			}
-			m, ok := fastMessages(v)
-			if !ok {
-				return false
-			}
-			req.Messages = m
+			ok = seen.first(8) && setMessages(&req.Messages, v)
 		case "tools":
-			if !once(16) {
-				return false
-			}
+			ok = seen.first(16)
 			req.Tools = v
 		case "stream":
-			if !once(32) {
-				return false
-			}
-			if isNull(v) {
-				continue
-			}
-			b, ok := fastBool(v)
-			if !ok {
-				return false
-			}
-			req.Stream = b
+			ok = seen.first(32) && setBool(&req.Stream, v)
 		case "stream_options":
-			if !isNull(v) || !once(64) {
-				return false
-			}
+			ok = isNull(v) && seen.first(64)
 		default:
-			if foldsTo(k, "model", "messages", "max_completion_tokens", "max_tokens", "stream", "stream_options", "tools") {
-				return false
-			}
+			ok = !foldsTo(k, "model", "messages", "max_completion_tokens", "max_tokens", "stream", "stream_options", "tools")
+		}
+		if !ok {
+			return false
 		}
 	}
 }
