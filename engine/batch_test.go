@@ -372,35 +372,34 @@ func (c *gateClient) Do(ctx context.Context, r provider.Request, _ int) (provide
 }
 
 // TestBatchDrain: once ctx ends, no item is taken, the calls in progress
-// finish within the grace period and are recorded, and the rest remain.
+// finish within the grace period and are recorded, and the rest remain. In
+// virtual time the drain is exact: the 4 calls holding the semaphore's
+// slots when ctx ends are the only ones made.
 func TestBatchDrain(t *testing.T) {
-	const n = 20
-	c := &gateClient{release: make(chan struct{})}
-	b := newTestBatch(t, c, n)
-	b.Config.Grace = time.Minute
-	ctx, cancel := context.WithCancel(t.Context())
-	go func() {
-		for c.inFlight.Load() < 4 {
-			time.Sleep(time.Millisecond)
+	synctest.Test(t, func(t *testing.T) {
+		const n = 20
+		c := &gateClient{release: make(chan struct{})}
+		b := newTestBatch(t, c, n)
+		b.Config.Grace = time.Minute
+		ctx, cancel := context.WithCancel(t.Context())
+		go func() {
+			synctest.Wait() // every worker is blocked: 4 in calls, the rest on a slot
+			cancel()
+			synctest.Wait() // the stop has been seen everywhere
+			close(c.release)
+		}()
+		sum, err := b.Run(ctx)
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run: %v, want context.Canceled", err)
 		}
-		cancel()
-		// The drain has begun: the dispatcher takes no more items.
-		time.Sleep(10 * time.Millisecond)
-		close(c.release)
-	}()
-	sum, err := b.Run(ctx)
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("Run: %v, want context.Canceled", err)
-	}
-	// Every call that started finished and was recorded; whether a waiting
-	// worker won a slot in the instant before it saw the stop is a race.
-	calls := int(c.inFlight.Load())
-	if calls < 4 || calls >= n || sum.Completed != calls || sum.Remaining != n-calls {
-		t.Errorf("calls %d, completed %d, remaining %d; want 4 or a few more calls, all completed, the rest remaining", calls, sum.Completed, sum.Remaining)
-	}
-	if got := readOutput(t, b.Output); len(got) != calls {
-		t.Errorf("output has %d results, want the %d drained", len(got), calls)
-	}
+		calls := int(c.inFlight.Load())
+		if calls != 4 || sum.Completed != 4 || sum.Remaining != n-4 {
+			t.Errorf("calls %d, completed %d, remaining %d; want 4, 4, %d", calls, sum.Completed, sum.Remaining, n-4)
+		}
+		if got := readOutput(t, b.Output); len(got) != 4 {
+			t.Errorf("output has %d results, want the 4 drained", len(got))
+		}
+	})
 }
 
 // timedClient throttles each prompt's first call, with a retry-after when
