@@ -35,17 +35,7 @@ type AdaptiveConfig struct {
 // withDefaults returns c with its zero fields set to the defaults and Initial
 // clamped to [Min, Max].
 func (c AdaptiveConfig) withDefaults() AdaptiveConfig {
-	if c.Initial <= 0 {
-		c.Initial = 4
-	}
-	if c.Min <= 0 {
-		c.Min = 1
-	}
-	if c.Max <= 0 {
-		c.Max = 1000
-	}
-	c.Max = max(c.Max, c.Min)
-	c.Initial = min(max(c.Initial, c.Min), c.Max)
+	c.Initial, c.Min, c.Max = windowDefaults(c.Initial, c.Min, c.Max)
 	if c.Decrease <= 0 || c.Decrease > 1 {
 		c.Decrease = 0.9
 	}

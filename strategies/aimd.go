@@ -20,20 +20,27 @@ type AIMDConfig struct {
 	Decrease float64 `json:"decrease" yaml:"decrease"`
 }
 
+// windowDefaults gives a window's zero bounds their defaults (initial 4,
+// min 1, max 1000), raises max to at least min, and clamps initial to
+// [min, max]; aimd and adaptive share it.
+func windowDefaults(initial, lo, hi int) (int, int, int) {
+	if initial <= 0 {
+		initial = 4
+	}
+	if lo <= 0 {
+		lo = 1
+	}
+	if hi <= 0 {
+		hi = 1000
+	}
+	hi = max(hi, lo)
+	return min(max(initial, lo), hi), lo, hi
+}
+
 // withDefaults returns c with its zero fields set to the defaults and Initial
 // clamped to [Min, Max].
 func (c AIMDConfig) withDefaults() AIMDConfig {
-	if c.Initial <= 0 {
-		c.Initial = 4
-	}
-	if c.Min <= 0 {
-		c.Min = 1
-	}
-	if c.Max <= 0 {
-		c.Max = 1000
-	}
-	c.Max = max(c.Max, c.Min)
-	c.Initial = min(max(c.Initial, c.Min), c.Max)
+	c.Initial, c.Min, c.Max = windowDefaults(c.Initial, c.Min, c.Max)
 	if c.Increase <= 0 {
 		c.Increase = 1
 	}
