@@ -131,6 +131,8 @@ func TestParseErrors(t *testing.T) {
 			`x.yaml:5: strategies[0].limits.anthropic: must be positive, got 0`},
 		{"target url", "items: 3\ntarget: {url: localhost:8080}\nstrategies: [{name: a, kind: unbounded}]\n",
 			`x.yaml:2: target.url: must start with http:// or https://`},
+		{"server with target", "items: 3\ntarget: {url: \"http://localhost:8080\", api_key_env: K}\nserver: {limits: {max_concurrent: 5}}\nstrategies: [{name: a, kind: unbounded}]\n",
+			`x.yaml:3: server: has no effect with target: (the run goes to target.url, not the embedded mock); remove one of them`},
 		{"key the mock refuses", "items: 3\nrequest: {api_key: k2}\nserver: {api_keys: [k1]}\nstrategies: [{name: a, kind: unbounded}]\n",
 			`x.yaml:2: request.api_key: "k2" is not one of server.api_keys`},
 		{"groups sharing a model", "items:\n  - {count: 1, provider: openai, model: m}\n  - {count: 1, provider: anthropic, model: m}\nstrategies: [{name: a, kind: unbounded}]\n",

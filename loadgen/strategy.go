@@ -209,6 +209,9 @@ func (s *Scenario) validate() Errors {
 			bad(joinPath(p, "prompt_tokens"), "set prompt or prompt_tokens, not both")
 		}
 	}
+	if _, ok := s.lines["server"]; ok && s.Target != nil && !s.batch {
+		bad("server", "has no effect with target: (the run goes to target.url, not the embedded mock); remove one of them")
+	}
 	r := s.Request
 	if !validProvider(r.Provider) {
 		bad("request.provider", "unknown provider %q (want anthropic or openai)", r.Provider)
