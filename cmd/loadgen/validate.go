@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/ratelab/ratelab/loadgen"
 )
@@ -47,7 +48,7 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 			}
 			continue
 		}
-		fmt.Fprintf(stdout, "%s: ok (%d items, %d strategies)\n", file, s.Items.Count(), len(s.Strategies))
+		fmt.Fprintf(stdout, "%s: ok (%s, %s)\n", file, plural(s.Items.Count(), "item"), plural(len(s.Strategies), "strategy"))
 	}
 	if bad > 0 {
 		return &exitError{code: exitFailed, err: fmt.Errorf("validate: %d of %d files invalid", bad, len(files))}
@@ -86,4 +87,17 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) (positional [
 		positional = append(positional, args[0])
 		args = args[1:]
 	}
+}
+
+// plural formats n with noun, in the plural unless n is 1 (strategy →
+// strategies).
+func plural(n int, noun string) string {
+	switch {
+	case n == 1:
+	case strings.HasSuffix(noun, "y"):
+		noun = strings.TrimSuffix(noun, "y") + "ies"
+	default:
+		noun += "s"
+	}
+	return fmt.Sprintf("%d %s", n, noun)
 }
