@@ -10,9 +10,11 @@ build:
 	$(GO) build -o bin/mockllm ./cmd/mockllm
 	$(GO) build -o bin/loadgen ./cmd/loadgen
 
-## test: every test, with the race detector (what CI runs).
-test: lint vet
-	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+## test: every test, with the race detector (what CI runs). gotestsum prints
+## go test's usual lines, then a summary that lists every skipped test with
+## its reason.
+test: lint
+	$(GO) tool gotestsum --format standard-quiet -- -race -count=1 -timeout 20m $(PKGS)
 
 ## unit: the tests without the race detector (faster while editing).
 unit:
@@ -21,10 +23,14 @@ unit:
 vet:
 	$(GO) vet $(PKGS)
 
-## lint: fail when any file is not gofmt-formatted.
+## lint: gofmt, go.mod tidy, go vet and staticcheck (a tool dependency in
+## go.mod, so nothing to install).
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) mod tidy -diff
+	$(GO) vet $(PKGS)
+	$(GO) tool staticcheck $(PKGS)
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

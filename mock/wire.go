@@ -66,10 +66,9 @@ type result struct {
 	text []string
 }
 
-// apiError is an error answer: kind is the error type (rate_limit_error,
-// …), which OpenAI's envelope maps to its own type and code.
+// apiError is an error answer; its type (rate_limit_error, …) follows
+// from the status, and OpenAI's envelope maps it to its own type and code.
 type apiError struct {
-	kind  string
 	msg   string
 	param string
 	limit string // the limit of a 429

@@ -193,7 +193,7 @@ func TestEstimateTokens(t *testing.T) {
 			t.Errorf("EstimateTokens(Filler(%d)) = %d, want %d", n, got, n)
 		}
 	}
-	if Filler(10) != Filler(10) || !strings.HasPrefix(Filler(10), Filler(3)) {
+	if a, b := Filler(10), Filler(10); a != b || !strings.HasPrefix(Filler(10), Filler(3)) {
 		t.Error("Filler is not deterministic and prefix-stable")
 	}
 }

@@ -299,11 +299,11 @@ func linePath(ts, ys []float64, res float64, x, y func(float64) float64, base fl
 		}
 	}
 	line = b.String()
-	first, last := x(ts[0]), x(ts[len(ts)-1])
+	first := x(ts[0])
 	if len(ts) == 1 {
-		first, last = x(ts[0]-res), x(ts[0])
-		if last-first < 1 {
-			first, last = plotLeft, plotRight
+		first = x(ts[0] - res)
+		if x(ts[0])-first < 1 {
+			first = plotLeft
 		}
 	}
 	area = line + "V" + num(base) + "H" + num(first) + "Z"
