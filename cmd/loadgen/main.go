@@ -17,6 +17,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/ratelab/ratelab/loadgen"
@@ -73,7 +74,8 @@ func report(err error, stderr io.Writer) int {
 	if errors.Is(err, context.Canceled) {
 		code = exitInterrupted
 	}
-	fmt.Fprintln(stderr, "loadgen:", err)
+	// The loadgen package's errors carry its name already; say it once.
+	fmt.Fprintln(stderr, "loadgen:", strings.TrimPrefix(err.Error(), "loadgen: "))
 	return code
 }
 

@@ -373,6 +373,9 @@ func TestMissingKeyVariable(t *testing.T) {
 	file := writeFile(t, "target.yaml", "items: 1\ntarget: {url: \"http://127.0.0.1:1\", api_key_env: RATELAB_UNSET_VARIABLE}\n"+
 		"strategies: [{name: s, kind: unbounded, expect: {completed: 1}}]\n")
 	_, stderr, code := runCLI(t, t.Context(), "run", file)
+	if strings.Contains(stderr, "loadgen: loadgen:") {
+		t.Errorf("stderr repeats the program's name: %q", stderr)
+	}
 	if code != exitUsage || !strings.Contains(stderr, "RATELAB_UNSET_VARIABLE") || !strings.Contains(stderr, "target.api_key_env") {
 		t.Errorf("exit %d, stderr %q; want 2 naming the variable", code, stderr)
 	}
