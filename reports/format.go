@@ -129,11 +129,16 @@ func formatPercentile(p Percentiles, v float64) string {
 	return formatLatency(v)
 }
 
-// number formats f for machine-readable output: the shortest decimal that
-// round-trips, never in exponent form, no separators.
+// number formats f for CSV: rounded to six decimals (a microsecond, for
+// times), then the shortest decimal, never in exponent form, no
+// separators, so 0.9104028877999999 is 0.910403. JSON keeps full precision.
 func number(f float64) string {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return ""
 	}
-	return strconv.FormatFloat(f, 'f', -1, 64)
+	s := strconv.FormatFloat(math.Round(f*1e6)/1e6, 'f', -1, 64)
+	if s == "-0" {
+		s = "0"
+	}
+	return s
 }
