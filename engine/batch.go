@@ -689,6 +689,8 @@ func decodeInput(file string, line int, data []byte) (*BatchInput, *InputError) 
 	switch {
 	case in.ID == "":
 		return nil, bad("id", "required: a non-empty string unique in the file")
+	case checkID(in.ID) != "":
+		return nil, bad("id", "%s", checkID(in.ID))
 	case in.Prompt == "" && len(in.Messages) == 0:
 		return nil, bad("prompt", "required: a prompt, or messages")
 	case in.Prompt != "" && len(in.Messages) > 0:

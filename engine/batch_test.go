@@ -120,6 +120,8 @@ func TestBatchInputErrors(t *testing.T) {
 		{"wrong type", []string{`{"id":7,"prompt":"x"}`}, "items.jsonl:1: id: want a string, got number"},
 		{"negative max_tokens", []string{`{"id":"a","prompt":"x","max_tokens":-1}`}, "items.jsonl:1: max_tokens: must be positive, got -1"},
 		{"bad role", []string{`{"id":"a","messages":[{"role":"system","content":"y"}]}`}, "items.jsonl:1: messages[0].role: want user or assistant"},
+		{"control character in id", []string{`{"id":"a","prompt":"x"}`, `{"id":"a\nb","prompt":"x"}`}, `items.jsonl:2: id: "a\nb" holds the control character U+000A at byte 1`},
+		{"NUL in id", []string{`{"id":"\u0000","prompt":"x"}`}, `items.jsonl:1: id: "\x00" holds the control character U+0000 at byte 0`},
 		{"two values", []string{`{"id":"a","prompt":"x"} {}`}, "items.jsonl:1: more than one JSON value"},
 	}
 	for _, tt := range tests {
