@@ -131,6 +131,18 @@ func (e *InputErrors) Unwrap() []error {
 //     passed (or, without one, the SDKs' backoff for its round: 0.5 s
 //     doubling to 8 s); its next result counts every attempt.
 //
+// A connection that failed before any response byte (refused, reset,
+// closed, unreachable: provider.Transient) is a transient fault too: the
+// item is re-queued the same way, with the SDKs' jittered backoff, however
+// many retries Config.Retry allows. After CircuitThreshold such failures in
+// a row the batch's circuit opens: it pauses every item (no slot taken, no
+// attempt made) but one probe per backoff period (0.5 s doubling to 8 s,
+// jittered), and closes at the first response, resuming the batch.
+// OnOutage hears of both. An endpoint still down after MaxOutage stops the
+// batch with ErrOutage, recording nothing for the items not made. Only what
+// repeating cannot fix (a 4xx, a TLS failure, a reply that is not HTTP) is
+// recorded as an error.
+//
 // A result's Index is its input line number less one, whatever order the
 // items finish in.
 //
@@ -157,6 +169,14 @@ type Batch struct {
 	// SkipInvalid skips invalid and duplicate lines (reported in
 	// BatchSummary.Invalid) instead of refusing to start.
 	SkipInvalid bool
+	// MaxOutage is how long the batch waits for an endpoint that stopped
+	// answering (its circuit open) before it stops with ErrOutage, the items
+	// still to make left for the next run. Zero means DefaultMaxOutage; a
+	// negative value waits as long as it takes.
+	MaxOutage time.Duration
+	// OnOutage, when set, is called when the circuit opens (the endpoint
+	// stopped answering: the batch pauses) and when it closes (it resumes).
+	OnOutage func(Outage)
 	// OnStart, when set, is called once the input is validated and the
 	// output read, before the first call, with the counts known then
 	// (Items, Invalid, DoneOK, DoneFailed, Retried, Repaired, and Remaining:
@@ -198,8 +218,13 @@ type BatchSummary struct {
 	// FailedByType counts this run's failures by error type
 	// (invalid_request_error, validation_error, connection_error, …).
 	FailedByType map[string]int `json:"failed_by_type"`
-	// Requeued counts the times an item was throttled and re-queued.
+	// Requeued counts the times an item was throttled, or its connection
+	// failed, and it was re-queued.
 	Requeued int `json:"requeued"`
+	// Outages counts the times the endpoint stopped answering and the batch
+	// paused; OutageSeconds is how long it was paused in all.
+	Outages       int     `json:"outages"`
+	OutageSeconds float64 `json:"outage_seconds"`
 	// Remaining counts the items with no result: the run was interrupted.
 	Remaining int `json:"remaining"`
 	// Run is the engine's summary of this run: attempts, 429s, tokens, wall
@@ -280,17 +305,29 @@ func (b *Batch) Run(ctx context.Context) (BatchSummary, error) {
 	q := newRequeue(todo)
 	cfg := b.Config
 	cfg.Items = todo
+	var r *run
+	maxOutage := b.MaxOutage
+	if maxOutage == 0 {
+		maxOutage = DefaultMaxOutage
+	}
+	var seed int64
+	if cfg.Retry != nil {
+		seed = cfg.Retry.Seed
+	}
+	circ := newCircuit(seed, maxOutage, b.OnOutage, func(err error) { r.abort(err, nil) })
+	cfg.Strategy = gated{Strategy: cfg.Strategy, c: circ}
 	userSinks, onResult, onAttempt := cfg.Sinks, cfg.OnResult, cfg.OnAttempt
 	cfg.OnResult = nil
 	cfg.OnAttempt = func(a Attempt) {
 		q.attempt(a)
+		circ.observe(a)
 		if onAttempt != nil {
 			onAttempt(a)
 		}
 	}
 	jsonl := NewJSONL(out)
 	cfg.Sinks = []Sink{sinkFunc(func(r Result) error {
-		if isThrottled(r) {
+		if isThrottled(r) || r.transient {
 			sum.Requeued++
 			q.push(r, time.Now())
 			return nil
@@ -317,8 +354,10 @@ func (b *Batch) Run(ctx context.Context) (BatchSummary, error) {
 		return nil
 	})}
 
-	r := newRun(ctx, cfg)
+	r = newRun(ctx, cfg)
 	sum.Run, err = r.run(b.source(ids, q, r.stopCtx.Done()))
+	outages, down := circ.stats()
+	sum.Outages, sum.OutageSeconds = outages, down.Seconds()
 	if cerr := out.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("%s: %w", b.Output, cerr)
 	}

@@ -84,6 +84,11 @@ type Result struct {
 	Attempts int             `json:"attempts"`
 	Timings  Timings         `json:"timings"`
 	Metadata json.RawMessage `json:"metadata,omitempty"`
+
+	// transient is set when the last attempt failed with a connection error
+	// a later attempt may get past (provider.Transient): a batch re-queues
+	// such an item instead of recording it.
+	transient bool
 }
 
 // OK reports whether the item succeeded.
@@ -500,6 +505,7 @@ func (r *run) process(it Item) {
 		res.Usage = o.Usage
 		status, typ, msg := provider.Describe(o)
 		res.Err = &ResultError{Status: status, Type: typ, Message: msg}
+		res.transient = provider.Transient(o)
 	}
 	r.deliver(res)
 }

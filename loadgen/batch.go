@@ -99,6 +99,12 @@ type BatchOptions struct {
 	Progress io.Writer
 	// OnStart is called once the input is checked and the output read.
 	OnStart func(engine.BatchSummary)
+	// OnOutage is called when the endpoint stops answering (the batch
+	// pauses) and when it answers again (engine.Batch.OnOutage).
+	OnOutage func(engine.Outage)
+	// MaxOutage is engine.Batch.MaxOutage: how long to wait for an endpoint
+	// that stopped answering before stopping.
+	MaxOutage time.Duration
 	// Listen starts the embedded mock's listener; nil is ListenTCP.
 	Listen ListenFunc
 }
@@ -293,6 +299,8 @@ func RunBatch(ctx context.Context, opt BatchOptions) (rep BatchReport, err error
 		Stream:      opt.Stream || s.Request.Stream,
 		RetryFailed: opt.RetryFailed,
 		SkipInvalid: opt.SkipInvalid,
+		MaxOutage:   opt.MaxOutage,
+		OnOutage:    opt.OnOutage,
 		Config:      cfg,
 	}
 	var prog *progress

@@ -29,7 +29,8 @@ the output exactly once, with a success or a terminal error.
 Input, one JSON object a line (blank lines are ignored):
   {"id": "t-1", "prompt": "…", "system": "…", "max_tokens": 50, "metadata": {…}}
   {"id": "t-2", "messages": [{"role": "user", "content": "…"}, …]}
-  id is required and unique; exactly one of prompt and messages; other keys
+  id is required and unique, and holds no control character (it is sent as
+  the Idempotency-Key header); exactly one of prompt and messages; other keys
   are errors. Every line is checked before any call is made: a malformed
   line, a missing or wrong field or a duplicate id is reported with its line
   number and nothing runs (exit 2), unless --skip-invalid.
@@ -40,9 +41,19 @@ Output, one JSON object a line:
    "timings": {…}, "metadata"}
   error is absent on success. A call still throttled (429, 529, 503) once
   its retries are spent is re-queued, never recorded, and taken again after
-  the server's retry-after; a permanent failure (400, 401, 403, 413, a
-  schema validation error, or a server error once retries are spent) is
+  the server's retry-after; so is a call whose connection failed before any
+  response (refused, reset, unreachable), after a backoff of 0.5 s doubling
+  to 8 s. A permanent failure (400, 401, 403, 413, a schema validation
+  error, a TLS failure, or a server error once retries are spent) is
   recorded and not retried.
+
+  When the endpoint stops answering (3 connection failures in a row) the
+  batch pauses: a line on stderr says so, one probe call goes per backoff
+  period (0.5 s doubling to 8 s), and another line says when it answers
+  again and the batch resumes.
+  --max-outage DUR        stop the batch (exit 1, rerun to resume) when the
+                          endpoint has not answered for DUR (default 15m;
+                          0 waits as long as it takes)
 
 Where the calls go:
   --provider NAME         anthropic (default) or openai
@@ -170,6 +181,7 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&opt.RetryFailed, "retry-failed", false, "retry failed items")
 	fs.BoolVar(&opt.SkipInvalid, "skip-invalid", false, "skip invalid lines")
 	format := fs.String("format", "text", "summary format: text or json")
+	fs.DurationVar(&opt.MaxOutage, "max-outage", engine.DefaultMaxOutage, "how long to wait for an endpoint that stopped answering")
 	rest, ok, err := parseFlags(fs, args, stdout)
 	if !ok {
 		return err
@@ -192,6 +204,8 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageError("batch: --grace must not be negative, got %s", opt.Grace)
 	case opt.MaxTokens < 0:
 		return usageError("batch: --max-tokens must not be negative, got %d", opt.MaxTokens)
+	case opt.MaxOutage < 0:
+		return usageError("batch: --max-outage must not be negative, got %s", opt.MaxOutage)
 	case *maxRetries < -2:
 		return usageError("batch: --max-retries must be -1 (no limit) or more, got %d", *maxRetries)
 	}
@@ -213,8 +227,14 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return &exitError{code: exitUsage, err: err}
 		}
 	}
+	if opt.MaxOutage == 0 {
+		opt.MaxOutage = -1 // wait as long as it takes
+	}
 	if isTerminal(stderr) {
 		opt.Progress = stderr
+	}
+	opt.OnOutage = func(o engine.Outage) {
+		fmt.Fprintf(stderr, "%s %s\n", o.At.Format(time.TimeOnly), o)
 	}
 	started := false
 	opt.OnStart = func(s engine.BatchSummary) {
@@ -308,6 +328,9 @@ func printBatchSummary(w io.Writer, opt loadgen.BatchOptions, r loadgen.BatchRep
 		fmt.Fprintf(w, ", rejected by the schema %d", r.Run.Invalid)
 	}
 	fmt.Fprintln(w, ")")
+	if r.Outages > 0 {
+		fmt.Fprintf(w, "  outages      %d, paused %.1f s in all\n", r.Outages, r.OutageSeconds)
+	}
 	fmt.Fprintf(w, "  tokens       in %d, out %d\n", r.Run.InputTokens, r.Run.OutputTokens)
 	fmt.Fprintf(w, "  wall time    %.1f s\n", r.Run.WallSeconds)
 	st := r.Run.Stats
