@@ -188,8 +188,9 @@ type Config struct {
 	// sink, so a resumed batch retries them.
 	Sinks []Sink
 	// Resolution is the timeline's sampling interval; zero means
-	// DefaultResolution and a negative value records no timeline. Every
-	// point is kept (about 60 bytes each): 100 ms is 2 MB a day.
+	// DefaultResolution and a negative value records no timeline. It is at
+	// least MinResolution, and a run long enough to need more than
+	// MaxTimelinePoints samples gets a coarser one (Timeline says which).
 	Resolution time.Duration
 	// Grace lets attempts in progress when ctx ends go on for up to this
 	// long (a batch's drain deadline). Zero cancels them at once.

@@ -79,8 +79,23 @@ type Percentiles struct {
 // Timeline samples a run at a fixed resolution.
 type Timeline struct {
 	ResolutionSeconds float64 `json:"resolution_seconds"`
-	Points            []Point `json:"points"`
+	// RequestedResolutionSeconds is the resolution asked for, when it was
+	// too fine to keep (see MaxTimelinePoints and MinResolution) and
+	// ResolutionSeconds is the one used instead; 0 otherwise.
+	RequestedResolutionSeconds float64 `json:"requested_resolution_seconds,omitempty"`
+	Points                     []Point `json:"points"`
 }
+
+// MaxTimelinePoints bounds a timeline, whatever the run's length and the
+// resolution asked for: when a run reaches it, neighbouring points are
+// merged in pairs and the resolution doubles, so a timeline holds between
+// half of it and all of it, at the finest resolution (a power-of-two
+// multiple of the one asked for) that the run's length allows.
+const MaxTimelinePoints = 2000
+
+// MinResolution is the finest timeline resolution sampled: a ticker finer
+// than this would spend the run's CPU taking samples.
+const MinResolution = time.Millisecond
 
 // Point is one timeline sample; rates are per second over the interval that
 // ends at T, and the strategy's state is as Stats reported it at T.
@@ -98,8 +113,10 @@ type Point struct {
 // and the timeline. Run makes one per run; it is exported so that its
 // methods document what is counted. It is safe for concurrent use.
 type Recorder struct {
-	strategy   strategies.Strategy
-	resolution time.Duration
+	strategy  strategies.Strategy
+	requested time.Duration // the resolution asked for
+
+	resolution time.Duration // the resolution in use; under mu
 
 	inFlight atomic.Int64 // attempts under way
 
@@ -115,9 +132,14 @@ type Recorder struct {
 }
 
 // NewRecorder returns a Recorder sampling s's Stats on a timeline at
-// resolution (none when resolution <= 0).
+// resolution (none when resolution <= 0), at least MinResolution, and
+// coarser as the run grows long, to keep at most MaxTimelinePoints.
 func NewRecorder(s strategies.Strategy, resolution time.Duration) *Recorder {
-	return &Recorder{strategy: s, resolution: resolution}
+	r := &Recorder{strategy: s, requested: resolution, resolution: resolution}
+	if resolution > 0 {
+		r.resolution = max(resolution, MinResolution)
+	}
+	return r
 }
 
 func (r *Recorder) start(t time.Time) {
@@ -218,6 +240,36 @@ func (r *Recorder) point(now time.Time) {
 	}
 	r.tickDone, r.tickThrottl, r.lastSample = 0, 0, now
 	r.points = append(r.points, p)
+	if len(r.points) >= MaxTimelinePoints {
+		r.coarsen()
+	}
+}
+
+// coarsen halves the timeline: the first point (the run's start) stays, the
+// others are merged in pairs into the later one, with rates averaged over
+// the two intervals, so that every completion and 429 is still counted; and
+// the resolution doubles. Called with mu held.
+func (r *Recorder) coarsen() {
+	pts := r.points
+	out := pts[:1]
+	prev := pts[0].T
+	for i := 1; i < len(pts); i += 2 {
+		if i+1 == len(pts) {
+			out = append(out, pts[i])
+			break
+		}
+		a, b := pts[i], pts[i+1]
+		da, db := a.T-prev, b.T-a.T
+		if dt := da + db; dt > 0 {
+			b.CompletionsRate = (a.CompletionsRate*da + b.CompletionsRate*db) / dt
+			b.ThrottlesRate = (a.ThrottlesRate*da + b.ThrottlesRate*db) / dt
+		}
+		out = append(out, b)
+		prev = b.T
+	}
+	clear(pts[len(out):])
+	r.points = out
+	r.resolution *= 2
 }
 
 // sampler takes the timeline's points on a ticker until stopped.
@@ -237,12 +289,20 @@ func (r *Recorder) sample(start time.Time) *sampler {
 	s.quit, s.done = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(s.done)
-		t := time.NewTicker(r.resolution)
+		res := r.resolution
+		t := time.NewTicker(res)
 		defer t.Stop()
 		for {
 			select {
 			case now := <-t.C:
 				r.point(now)
+				r.mu.Lock()
+				coarser := r.resolution
+				r.mu.Unlock()
+				if coarser != res {
+					res = coarser
+					t.Reset(res)
+				}
 			case <-s.quit:
 				return
 			}
@@ -308,6 +368,9 @@ func (r *Recorder) summary(end time.Time) Summary {
 	s.FinalLimit = st.Limit
 	if r.resolution > 0 {
 		s.Timeline = &Timeline{ResolutionSeconds: r.resolution.Seconds(), Points: append([]Point(nil), r.points...)}
+		if r.resolution != r.requested {
+			s.Timeline.RequestedResolutionSeconds = r.requested.Seconds()
+		}
 	}
 	return s
 }

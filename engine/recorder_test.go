@@ -3,7 +3,11 @@ package engine
 import (
 	"math"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"github.com/ratelab/ratelab/provider"
+	"github.com/ratelab/ratelab/strategies"
 )
 
 func TestHistogramPercentiles(t *testing.T) {
@@ -37,6 +41,65 @@ func TestHistogramPercentiles(t *testing.T) {
 				!near(got.P99, tt.want.P99) || got.Max != tt.want.Max || !near(got.Mean, tt.want.Mean) {
 				t.Errorf("percentiles = %+v, want %+v (within 0.1%%)", got, tt.want)
 			}
+		})
+	}
+}
+
+// TestTimelineBounded: a resolution far too fine for the run (1 µs for a
+// 2 s run, which would be two million points) is clamped to MinResolution
+// and coarsened as the run grows, so the timeline keeps at most
+// MaxTimelinePoints, says which resolution it used and which was asked,
+// and still accounts for every completion and 429. A resolution the run
+// can keep is kept as asked.
+func TestTimelineBounded(t *testing.T) {
+	for _, tt := range []struct {
+		resolution time.Duration
+		coarsened  bool
+	}{
+		{time.Microsecond, true},
+		{time.Nanosecond, true},
+		{10 * time.Millisecond, false},
+	} {
+		t.Run(tt.resolution.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const n = 400
+				c := &fakeClient{latency: 100 * time.Millisecond, f: func(r provider.Request, k int) strategies.Outcome {
+					if k == 0 && r.Messages[0].Content[0] == '7' {
+						return strategies.Outcome{Kind: strategies.Throttled, Status: 429}
+					}
+					return strategies.Outcome{Kind: strategies.Success, Status: 200}
+				}}
+				sum, err := Run(t.Context(), Config{Client: c, Strategy: strategies.NewSemaphore(strategies.SemaphoreConfig{Max: 20}),
+					Retry: &strategies.RetryPolicy{MaxRetries: 1}, Resolution: tt.resolution}, items(n))
+				if err != nil {
+					t.Fatal(err)
+				}
+				tl := sum.Timeline
+				if len(tl.Points) > MaxTimelinePoints {
+					t.Fatalf("%d points, want at most %d", len(tl.Points), MaxTimelinePoints)
+				}
+				res := time.Duration(tl.ResolutionSeconds * 1e9)
+				if tt.coarsened {
+					if tl.RequestedResolutionSeconds != tt.resolution.Seconds() || res < MinResolution ||
+						res < time.Duration(sum.WallSeconds*1e9)/MaxTimelinePoints {
+						t.Errorf("resolution %v (requested %gs) for a %.1f s run, want the requested %v replaced by one of at least %v",
+							res, tl.RequestedResolutionSeconds, sum.WallSeconds, tt.resolution, time.Duration(sum.WallSeconds*1e9)/MaxTimelinePoints)
+					}
+				} else if res != tt.resolution || tl.RequestedResolutionSeconds != 0 {
+					t.Errorf("resolution %v (requested %gs), want %v as asked", res, tl.RequestedResolutionSeconds, tt.resolution)
+				}
+				// Rates integrate back to the counts.
+				var done, throttled float64
+				for i := 1; i < len(tl.Points); i++ {
+					dt := tl.Points[i].T - tl.Points[i-1].T
+					done += tl.Points[i].CompletionsRate * dt
+					throttled += tl.Points[i].ThrottlesRate * dt
+				}
+				if math.Abs(done-n) > 1e-6 || math.Abs(throttled-float64(sum.Throttled)) > 1e-6 || sum.Throttled == 0 {
+					t.Errorf("timeline integrates to %g completions and %g 429s, want %d and %d", done, throttled, n, sum.Throttled)
+				}
+				t.Logf("%.1f s run: %d points at %v", sum.WallSeconds, len(tl.Points), res)
+			})
 		})
 	}
 }

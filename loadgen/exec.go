@@ -100,7 +100,8 @@ func fillResult(r *reports.Result, sum engine.Summary, oracle float64) {
 	}
 	r.FinalLimit = sum.FinalLimit
 	if tl := sum.Timeline; tl != nil {
-		out := &reports.Timeline{ResolutionSeconds: tl.ResolutionSeconds, Points: make([]reports.Point, len(tl.Points))}
+		out := &reports.Timeline{ResolutionSeconds: tl.ResolutionSeconds, RequestedResolutionSeconds: tl.RequestedResolutionSeconds,
+			Points: make([]reports.Point, len(tl.Points))}
 		for i, p := range tl.Points {
 			out.Points[i] = reports.Point(p)
 		}

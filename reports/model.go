@@ -69,7 +69,11 @@ type Percentiles struct {
 // state changes as they happened.
 type Timeline struct {
 	ResolutionSeconds float64 `json:"resolution_seconds"`
-	Points            []Point `json:"points"`
+	// RequestedResolutionSeconds is the resolution asked for when it was too
+	// fine for the run and ResolutionSeconds was used instead (at most
+	// engine.MaxTimelinePoints points are kept); 0 otherwise.
+	RequestedResolutionSeconds float64 `json:"requested_resolution_seconds,omitempty"`
+	Points                     []Point `json:"points"`
 	// Events are the strategy's state changes (a new limit, a new delay, a
 	// retry-after gate closing or opening), in order. A run keeps at most
 	// MaxEvents; EventsDropped counts the rest.

@@ -6,10 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
+	"github.com/ratelab/ratelab/engine"
 	"github.com/ratelab/ratelab/loadgen"
 	"github.com/ratelab/ratelab/reports"
 	"github.com/ratelab/ratelab/sharedlimit"
@@ -30,7 +33,9 @@ Flags (they may come before or after FILE):
                     finish), DIR/report.md and DIR/report.html
   --only NAMES      run only these strategies: comma-separated names, or one
                     name that itself contains commas; repeatable
-  --timeline DUR    timeline resolution (default: the file's timeline, else 100ms)
+  --timeline DUR    timeline resolution (default: the file's timeline, else
+                    100ms); at least 1ms, and coarser for a run that would
+                    need more than 2000 points (a note on stderr says so)
 
 While running, a progress line is drawn on stderr when it is a terminal.
 Ctrl-C stops the run; what finished is printed, marked incomplete.
@@ -102,6 +107,12 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := render(stdout, tableReport(rep)); err != nil {
 		return err
 	}
+	for _, res := range rep.Results {
+		if tl := res.Timeline; tl != nil && tl.RequestedResolutionSeconds > 0 {
+			fmt.Fprintf(stderr, "note: %s: timeline resolution %s asked, %s used (the finest is %s and a timeline keeps at most %d points; this run took %.3g s)\n",
+				res.Name, seconds(tl.RequestedResolutionSeconds), seconds(tl.ResolutionSeconds), engine.MinResolution, engine.MaxTimelinePoints, res.WallSeconds)
+		}
+	}
 	if *out != "" {
 		if err := results.Close(); err != nil {
 			return fmt.Errorf("run: %w", err)
@@ -128,6 +139,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	return nil
 }
+
+// seconds formats a number of seconds as a duration (1ns, 12.8ms, 3s).
+func seconds(s float64) string { return time.Duration(math.Round(s * 1e9)).String() }
 
 // tableReport drops what is only worth writing to files (timelines) from the
 // printed report; report.json in --out keeps them.
