@@ -222,7 +222,7 @@ func parse(s *Scenario, data []byte) (*Scenario, error) {
 		return nil, d.errs
 	}
 	s.applyDefaults()
-	if errs := s.validate(); len(errs) > 0 {
+	if errs := append(s.validate(), s.validateLimits()...); len(errs) > 0 {
 		return nil, errs
 	}
 	return s, nil

@@ -71,7 +71,10 @@ func outputTokens(c *ServerConfig, maxTokens int) int {
 
 // estimatePromptTokens is the mock's count of a group's input tokens.
 func estimatePromptTokens(g ItemGroup) int {
-	n := max(1, mock.EstimateTokens(g.promptText(0)))
+	n := g.PromptTokens // a filler of exactly that many tokens, not built here
+	if n == 0 {
+		n = max(1, mock.EstimateTokens(g.promptText(0)))
+	}
 	if g.System != "" {
 		n += max(1, mock.EstimateTokens(g.System))
 	}
