@@ -16,8 +16,13 @@ import (
 // runStrategy runs one row: a fresh server (or the target), the strategy and
 // its retry policy, every item through the engine, and the engine's summary
 // as a report row.
-func runStrategy(ctx context.Context, s *Scenario, st *Strategy, opt Options, key string) (reports.Result, error) {
-	res := reports.Result{Name: st.Name, Kind: st.Kind, Params: st.Params(), Items: s.Items.Count()}
+//
+// The row's expectations are checked, and so is that not every call was
+// refused (Expect.allRefusedCheck).
+func runStrategy(ctx context.Context, s *Scenario, st *Strategy, opt Options, key string) (res reports.Result, err error) {
+	tally := new(errorTally)
+	defer func() { res.Expectations = append(st.Expect.Check(&res), st.Expect.allRefusedCheck(&res, tally)...) }()
+	res = reports.Result{Name: st.Name, Kind: st.Kind, Params: st.Params(), Items: s.Items.Count()}
 	events := &eventLog{start: time.Now()}
 	strategy, closeStrategy, err := openStrategy(ctx, st, events.observe)
 	if err != nil {
@@ -49,6 +54,7 @@ func runStrategy(ctx context.Context, s *Scenario, st *Strategy, opt Options, ke
 	if opt.Results != nil {
 		cfg.Sinks = append(cfg.Sinks, engine.NewJSONL(opt.Results))
 	}
+	cfg.Sinks = append(cfg.Sinks, tally)
 	var prog *progress
 	if opt.Progress != nil {
 		prog = startProgress(opt.Progress, st.Name, res.Items, strategy)

@@ -6,9 +6,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/ratelab/ratelab/engine"
 	"github.com/ratelab/ratelab/reports"
 )
 
@@ -238,4 +240,92 @@ func metricNames() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// errorTally is a sink counting a row's failed items by status and error
+// type, to name what made a row fail.
+type errorTally struct {
+	mu     sync.Mutex
+	counts map[errorKind]int
+	failed int // failed items
+	client int // of which with a client error no retry can fix
+}
+
+// errorKind is a failure's status and provider error type.
+type errorKind struct {
+	status int
+	typ    string
+}
+
+// Put implements engine.Sink.
+func (t *errorTally) Put(r engine.Result) error {
+	if r.Err == nil {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.counts == nil {
+		t.counts = make(map[errorKind]int)
+	}
+	t.counts[errorKind{r.Err.Status, r.Err.Type}]++
+	t.failed++
+	if clientError(r.Err.Status) {
+		t.client++
+	}
+	return nil
+}
+
+// clientError reports whether status is a 4xx that no retry fixes: the
+// request itself is refused (400, 401, 403, 404, 413, 422, …); 408, 409 and
+// 429 are retried.
+func clientError(status int) bool {
+	return status >= 400 && status < 500 && status != 408 && status != 409 && status != 429
+}
+
+// dominant describes the most frequent failure: "400 invalid_request_error ×10".
+func (t *errorTally) dominant() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var best errorKind
+	n := 0
+	for k, c := range t.counts {
+		if c > n || c == n && (k.status < best.status || k.status == best.status && k.typ < best.typ) {
+			best, n = k, c
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d %s ×%d", best.status, best.typ, n)
+}
+
+// intendsFailures reports whether the expectations say how many items
+// complete or fail, so that a row of failures may be what was meant.
+func (x Expect) intendsFailures() bool {
+	for _, e := range x {
+		if e.Metric == "failed" || e.Metric == "completed" {
+			return true
+		}
+	}
+	return false
+}
+
+// allRefusedCheck returns a failed check when every item of r failed with a
+// client error no retry fixes (a request the target refuses: a max_tokens
+// it does not accept, a wrong key, a wrong model) and x does not say that
+// failures are intended: such a row measured nothing, and the run must not
+// pass. The check names the dominant error.
+func (x Expect) allRefusedCheck(r *reports.Result, t *errorTally) []reports.Check {
+	t.mu.Lock()
+	all := r.Items > 0 && r.Completed == 0 && t.failed == r.Items && t.client == t.failed
+	t.mu.Unlock()
+	if !all || x.intendsFailures() {
+		return nil
+	}
+	return []reports.Check{{
+		Metric:   "failed",
+		Expected: fmt.Sprintf("< %d (every call was refused; set failed: %d under expect: if that is intended)", r.Items, r.Items),
+		Actual:   fmt.Sprintf("%d: %s", t.failed, t.dominant()),
+		OK:       false,
+	}}
 }

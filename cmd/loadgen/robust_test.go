@@ -41,3 +41,35 @@ func TestRunTimelineTooFine(t *testing.T) {
 	}
 	t.Logf("report.json %d bytes; stderr:\n%s", len(data), stderr)
 }
+
+// TestRunAllRefused: a row whose every call the server refuses with a
+// client error (here a scripted 400 on every attempt) fails the run, and
+// the output names the error, unless its expect: says the failures are
+// intended.
+func TestRunAllRefused(t *testing.T) {
+	const scenario = `name: refused
+items: 10
+server:
+  faults: {script: [{attempts: 100, status: 400}]}
+strategies:
+  - {name: plain, kind: semaphore, n: 5}
+  - name: intended
+    kind: semaphore
+    n: 5
+    expect: {failed: 10}
+`
+	stdout, stderr, code := runCLI(t, t.Context(), "run", writeFile(t, "refused.yaml", scenario))
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	out := stdout + stderr
+	if !strings.Contains(out, "plain: failed: expected < 10") || !strings.Contains(out, "got 10: 400 invalid_request_error ×10") {
+		t.Errorf("output does not name the row and its dominant error:\n%s", out)
+	}
+	if strings.Contains(out, "intended: failed: expected <") {
+		t.Errorf("the row whose expect: intends the failures failed too:\n%s", out)
+	}
+	if !strings.Contains(stderr, "1 expectation(s) failed") {
+		t.Errorf("stderr:\n%s\nwant 1 expectation(s) failed", stderr)
+	}
+}
