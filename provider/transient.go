@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"syscall"
 
 	"github.com/ratelab/ratelab/strategies"
@@ -39,6 +40,11 @@ func Transient(o strategies.Outcome) bool {
 		if errors.Is(err, target) {
 			return true
 		}
+	}
+	// net/http's errServerClosedIdle is unexported: the server closed the
+	// connection before answering, as one being killed does.
+	if strings.HasSuffix(err.Error(), "http: server closed idle connection") {
+		return true
 	}
 	var dns *net.DNSError
 	if errors.As(err, &dns) {
