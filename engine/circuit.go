@@ -46,8 +46,16 @@ func (o Outage) String() string {
 		return fmt.Sprintf("endpoint unreachable: %d connection failures in a row (last: %s); batch paused, probing with backoff (%s doubling to %s)",
 			o.Failures, o.Err, strategies.InitialBackoff, strategies.MaxBackoff)
 	}
-	return fmt.Sprintf("endpoint answering again after %s (%d probes, %d failed attempts); batch resumed",
-		o.Down.Round(time.Millisecond), o.Probes, o.Failures)
+	return fmt.Sprintf("endpoint answering again after %s (%s, %s); batch resumed",
+		o.Down.Round(time.Millisecond), plural(o.Probes, "probe"), plural(o.Failures, "failed attempt"))
+}
+
+// plural writes n and noun, with an s unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // circuit pauses a whole batch while its endpoint does not answer: after

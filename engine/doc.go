@@ -14,6 +14,10 @@
 // sampled at Config.Resolution) and Run returns it as a Summary whose fields
 // mirror reports.Result.
 //
+// Batch runs a JSONL input through Run, resumable: throttled items and items
+// whose connection failed go back in its queue, and a circuit pauses the
+// whole batch while the endpoint does not answer (circuit.go).
+//
 // A failed item is a Result carrying a ResultError; the run completes. Ending
 // ctx stops it early (what finished is kept, the Summary says Incomplete), a
 // failing sink or source stops it with that error, and a panic anywhere in a
