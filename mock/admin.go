@@ -1,9 +1,7 @@
 package mock
 
 import (
-	"bytes"
 	"crypto/subtle"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +9,8 @@ import (
 
 	"github.com/gorilla/mux"
 	"gopkg.in/yaml.v3"
+
+	"github.com/ratelab/ratelab/internal/strict"
 )
 
 // adminRoutes mounts the admin API on r (the /_admin/ prefix):
@@ -70,38 +70,31 @@ func (s *Server) adminAuth(next http.Handler) http.Handler {
 }
 
 // adminDecode decodes the body strictly into v (already holding the current
-// value), then validates it by placing it in a copy of the Config with put.
+// value), with the decoder of the config file, then validates it by placing
+// it in a copy of the Config with put.
 func (s *Server) adminDecode(w http.ResponseWriter, req *http.Request, section string, v any, put func(*Config)) bool {
+	const file = "request body"
 	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, 1<<20))
 	if err == nil {
-		dec := yaml.NewDecoder(bytes.NewReader(body))
-		dec.KnownFields(true)
-		if err = dec.Decode(v); errors.Is(err, io.EOF) {
-			err = nil
+		var root *yaml.Node
+		if root, err = strict.Parse(file, body); err == nil {
+			d := strict.NewDecoder(file)
+			if root != nil {
+				d.Decode(root, v, section)
+			}
+			if err = d.Err(); err == nil {
+				cfg := s.cfg
+				put(&cfg)
+				d.Place("", cfg.Validate())
+				err = d.Err()
+			}
 		}
-		if err != nil {
-			err = describeYAMLError(err, "request body", keyLinesOf(body, section))
-		}
-	}
-	if err == nil {
-		cfg := s.cfg
-		put(&cfg)
-		err = cfg.Validate()
 	}
 	if err != nil {
 		s.routeError(w, req, http.StatusBadRequest, err.Error())
 		return false
 	}
 	return true
-}
-
-// keyLinesOf maps the keys of a YAML document under section (e.g. limits).
-func keyLinesOf(data []byte, section string) yamlPaths {
-	var root yaml.Node
-	if yaml.Unmarshal(data, &root) != nil {
-		return yamlPaths{}
-	}
-	return keyLines(&root, section)
 }
 
 // writeAdmin writes v as JSON in its YAML form (duration strings, schema

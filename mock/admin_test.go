@@ -65,7 +65,7 @@ func TestAdminLimitsLatencyFaults(t *testing.T) {
 
 		bad := []struct{ path, body, want string }{
 			{"/_admin/limits", `{"rpm": -1}`, "limits.rpm: must not be negative"},
-			{"/_admin/limits", `{"rmp": 1}`, `unknown key \"rmp\" (at limits.rmp)`},
+			{"/_admin/limits", `{"rmp": 1}`, `limits.rmp: unknown key \"rmp\" (did you mean rpm?)`},
 			{"/_admin/latency", `{"per_token": 5}`, "per_token"},
 			{"/_admin/faults", `{"error_500": 3}`, "faults.error_500"},
 			{"/_admin/faults", `[`, "request body"},

@@ -1,18 +1,13 @@
 package mock
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
-	"regexp"
-	"strconv"
-	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/ratelab/ratelab/internal/strict"
 )
 
 // MaxBodyBytes is the largest request body the server reads; larger bodies
@@ -233,56 +228,67 @@ func DefaultConfig() Config {
 	return Config{Latency: Latency{PerToken: 5 * time.Millisecond}}
 }
 
-// UnmarshalYAML decodes a Config over DefaultConfig, so that keys a file
-// leaves out keep their defaults. It uses the decoder's own unmarshal
-// function, so a strict decoder (KnownFields) stays strict.
-func (c *Config) UnmarshalYAML(unmarshal func(any) error) error {
-	type plain Config
+// UnmarshalStrict decodes a Config over DefaultConfig, so that keys a file
+// leaves out keep their defaults (see package internal/strict, the one
+// decoder of every ratelab configuration).
+func (c *Config) UnmarshalStrict(d *strict.Decoder, n *yaml.Node, path string) {
+	type plain Config // without this method
 	p := plain(DefaultConfig())
-	if err := unmarshal(&p); err != nil {
-		return err
-	}
+	d.Decode(n, &p, path)
 	*c = Config(p)
-	return nil
 }
 
-// UnmarshalYAML decodes `max_tokens`, `{fixed: N}` or `{uniform: [MIN, MAX]}`.
-func (d *Distribution) UnmarshalYAML(n *yaml.Node) error {
-	bad := func(format string, args ...any) error {
-		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: ", n.Line) + fmt.Sprintf(format, args...)}}
-	}
+// UnmarshalYAML decodes a Config embedded in a document decoded by yaml.v3,
+// strictly and over DefaultConfig, with the messages of ParseConfig (less
+// the file name, which yaml.v3 does not know).
+func (c *Config) UnmarshalYAML(n *yaml.Node) error {
+	d := strict.NewDecoder("")
+	d.Decode(n, c, "")
+	return d.Err()
+}
+
+// UnmarshalStrict decodes `max_tokens`, `{fixed: N}` or `{uniform: [MIN, MAX]}`.
+func (dist *Distribution) UnmarshalStrict(d *strict.Decoder, n *yaml.Node, path string) {
 	const want = "want max_tokens, {fixed: N} or {uniform: [MIN, MAX]}"
-	switch n.Kind {
-	case yaml.ScalarNode:
+	switch {
+	case strict.IsNull(n):
+		return
+	case n.Kind == yaml.ScalarNode:
 		if n.Value != "max_tokens" {
-			return bad("invalid output distribution %q: %s", n.Value, want)
+			d.Errorf(n, path, "invalid output distribution %q: %s", n.Value, want)
+			return
 		}
-		*d = Distribution{}
-		return nil
-	case yaml.MappingNode:
-		if len(n.Content) != 2 {
-			return bad("invalid output distribution: %s", want)
-		}
+		*dist = Distribution{}
+		return
+	case n.Kind == yaml.MappingNode && len(n.Content) == 2:
 		key, val := n.Content[0].Value, n.Content[1]
 		switch key {
 		case "fixed":
 			var v int
-			if err := val.Decode(&v); err != nil {
-				return bad("fixed: want an integer")
-			}
-			*d = Distribution{Kind: Fixed, Min: v}
-			return nil
+			d.Decode(val, &v, strict.Join(path, key))
+			*dist = Distribution{Kind: Fixed, Min: v}
+			return
 		case "uniform":
 			var v []int
-			if err := val.Decode(&v); err != nil || len(v) != 2 {
-				return bad("uniform: want [MIN, MAX]")
+			d.Decode(val, &v, strict.Join(path, key))
+			if len(v) != 2 {
+				d.Errorf(val, strict.Join(path, key), "want [MIN, MAX], got %s", strict.DescribeNode(val))
+				return
 			}
-			*d = Distribution{Kind: Uniform, Min: v[0], Max: v[1]}
-			return nil
+			*dist = Distribution{Kind: Uniform, Min: v[0], Max: v[1]}
+			return
 		}
-		return bad("unknown output distribution %q: %s", key, want)
+		d.Errorf(n.Content[0], path, "unknown output distribution %q: %s", key, want)
+		return
 	}
-	return bad("invalid output distribution: %s", want)
+	d.Errorf(n, path, "invalid output distribution: %s, got %s", want, strict.DescribeNode(n))
+}
+
+// UnmarshalYAML decodes a Distribution as UnmarshalStrict does, for yaml.v3.
+func (dist *Distribution) UnmarshalYAML(n *yaml.Node) error {
+	d := strict.NewDecoder("")
+	d.Decode(n, dist, "")
+	return d.Err()
 }
 
 // MarshalYAML encodes d in the form UnmarshalYAML reads.
@@ -307,21 +313,14 @@ func (d Distribution) String() string {
 	return "max_tokens"
 }
 
-// fieldError is a validation error about one key of the schema.
-type fieldError struct {
-	path string // dotted YAML path, e.g. limits.rpm
-	msg  string
-}
-
-func (e *fieldError) Error() string { return e.path + ": " + e.msg }
-
-// Validate reports every invalid value of c, each naming its key (e.g.
-// limits.rpm), joined with errors.Join.
+// Validate reports every invalid value of c, each naming its key's path
+// (e.g. limits.rpm: must not be negative, got -1), one a line. ParseConfig
+// and a scenario's server: block add the file and the line.
 func (c Config) Validate() error {
-	var errs []error
+	var errs strict.Errors
 	check := func(ok bool, path, format string, args ...any) {
 		if !ok {
-			errs = append(errs, &fieldError{path, fmt.Sprintf(format, args...)})
+			errs = append(errs, &strict.Error{Path: path, Message: fmt.Sprintf(format, args...)})
 		}
 	}
 	nonNeg := func(path string, v int) { check(v >= 0, path, "must not be negative, got %d", v) }
@@ -368,7 +367,7 @@ func (c Config) Validate() error {
 		}
 		validateLimits(e.Limits.Apply(Limits{}), p+".limits", check)
 	}
-	return errors.Join(errs...)
+	return errs.Err()
 }
 
 func validateLimits(l Limits, path string, check func(bool, string, string, ...any)) {
@@ -381,167 +380,33 @@ func validateLimits(l Limits, path string, check func(bool, string, string, ...a
 	check(l.RetryAfter >= 0, path+".retry_after", "must not be negative, got %v", l.RetryAfter)
 }
 
-// LoadConfig reads and parses the YAML file at path.
+// LoadConfig reads and parses the YAML file at path; a file larger than
+// 4 MiB is refused before it is parsed.
 func LoadConfig(path string) (Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := strict.ReadFile(path)
 	if err != nil {
-		return Config{}, fmt.Errorf("mock: %w", err)
+		return Config{}, err
 	}
 	return ParseConfig(data, path)
 }
 
 // ParseConfig parses a YAML configuration strictly and validates it. Keys
-// left out keep their DefaultConfig values. An unknown key, a value of the
-// wrong type or an invalid value is an error of the form
+// left out keep their DefaultConfig values. Every unknown key, value of the
+// wrong type and invalid value is reported at once, one a line, as
 // "FILE:LINE: KEY: what is wrong"; filename is used only in messages.
 func ParseConfig(data []byte, filename string) (Config, error) {
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return Config{}, fmt.Errorf("%s: %w", filename, err)
+	root, err := strict.Parse(filename, data)
+	if err != nil {
+		return Config{}, err
 	}
-	lines := keyLines(&root, "")
 	cfg := DefaultConfig()
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
-		return Config{}, describeYAMLError(err, filename, lines)
+	d := strict.NewDecoder(filename)
+	if root != nil {
+		d.Decode(root, &cfg, "")
 	}
-	if err := cfg.Validate(); err != nil {
-		var errs []error
-		for _, e := range unjoin(err) {
-			var fe *fieldError
-			if errors.As(e, &fe) {
-				errs = append(errs, fmt.Errorf("%s:%d: %w", filename, lines.lineOf(fe.path), e))
-			} else {
-				errs = append(errs, fmt.Errorf("%s: %w", filename, e))
-			}
-		}
-		return Config{}, errors.Join(errs...)
+	d.Place("", cfg.Validate())
+	if err := d.Err(); err != nil {
+		return Config{}, err
 	}
 	return cfg, nil
-}
-
-func unjoin(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	return []error{err}
-}
-
-// yamlPaths maps the dotted paths of a YAML document's keys to their lines
-// and back, so that errors can name both.
-type yamlPaths struct {
-	byLine map[int]string
-	byPath map[string]int
-}
-
-func (p yamlPaths) lineOf(path string) int {
-	for {
-		if l, ok := p.byPath[path]; ok {
-			return l
-		}
-		i := strings.LastIndexAny(path, ".[")
-		if i < 0 {
-			return 1
-		}
-		path = path[:i]
-	}
-}
-
-// keyLines maps the keys of a YAML document, under the dotted prefix.
-func keyLines(root *yaml.Node, prefix string) yamlPaths {
-	p := yamlPaths{byLine: map[int]string{}, byPath: map[string]int{}}
-	var walk func(n *yaml.Node, path string)
-	walk = func(n *yaml.Node, path string) {
-		switch n.Kind {
-		case yaml.DocumentNode:
-			for _, c := range n.Content {
-				walk(c, path)
-			}
-		case yaml.MappingNode:
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				k, v := n.Content[i], n.Content[i+1]
-				kp := k.Value
-				if path != "" {
-					kp = path + "." + k.Value
-				}
-				if _, ok := p.byLine[k.Line]; !ok {
-					p.byLine[k.Line] = kp
-				}
-				if v.Line != k.Line {
-					if _, ok := p.byLine[v.Line]; !ok && v.Kind == yaml.ScalarNode {
-						p.byLine[v.Line] = kp
-					}
-				}
-				p.byPath[kp] = k.Line
-				walk(v, kp)
-			}
-		case yaml.SequenceNode:
-			for i, c := range n.Content {
-				ip := fmt.Sprintf("%s[%d]", path, i)
-				p.byPath[ip] = c.Line
-				if _, ok := p.byLine[c.Line]; !ok {
-					p.byLine[c.Line] = ip
-				}
-				walk(c, ip)
-			}
-		}
-	}
-	walk(root, prefix)
-	return p
-}
-
-var (
-	yamlLineRe    = regexp.MustCompile(`^line (\d+): (.*)$`)
-	yamlUnknownRe = regexp.MustCompile(`^field (\S+) not found in type \S+$`)
-	yamlTypeRe    = regexp.MustCompile("^cannot unmarshal !!(\\w+) `(.*)` into (\\S+)$")
-)
-
-// describeYAMLError rewrites yaml.v3's messages as "FILE:LINE: KEY: problem".
-func describeYAMLError(err error, filename string, paths yamlPaths) error {
-	var te *yaml.TypeError
-	if !errors.As(err, &te) {
-		return fmt.Errorf("%s: %w", filename, err)
-	}
-	errs := make([]error, 0, len(te.Errors))
-	for _, msg := range te.Errors {
-		m := yamlLineRe.FindStringSubmatch(msg)
-		if m == nil {
-			errs = append(errs, fmt.Errorf("%s: %s", filename, msg))
-			continue
-		}
-		line, _ := strconv.Atoi(m[1])
-		what := m[2]
-		key := paths.byLine[line]
-		if u := yamlUnknownRe.FindStringSubmatch(what); u != nil {
-			errs = append(errs, fmt.Errorf("%s:%d: unknown key %q (at %s)", filename, line, u[1], key))
-			continue
-		}
-		if t := yamlTypeRe.FindStringSubmatch(what); t != nil {
-			what = fmt.Sprintf("invalid value %q: want %s", t[2], describeGoType(t[3]))
-		}
-		if key != "" {
-			what = key + ": " + what
-		}
-		errs = append(errs, fmt.Errorf("%s:%d: %s", filename, line, what))
-	}
-	return errors.Join(errs...)
-}
-
-func describeGoType(t string) string {
-	switch {
-	case t == "time.Duration":
-		return "a duration with a unit, e.g. 500ms or 1s"
-	case strings.HasPrefix(t, "int"), strings.HasPrefix(t, "uint"):
-		return "an integer"
-	case strings.HasPrefix(t, "float"):
-		return "a number"
-	case t == "bool":
-		return "true or false"
-	case t == "string":
-		return "a string"
-	case strings.HasPrefix(t, "[]"):
-		return "a list"
-	}
-	return "a mapping"
 }

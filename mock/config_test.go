@@ -1,6 +1,8 @@
 package mock
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -112,6 +114,45 @@ func TestParseConfigErrors(t *testing.T) {
 				t.Errorf("ParseConfig(%q) = %q, want it to mention %q", tt.src, err, w)
 			}
 		}
+	}
+}
+
+// TestParseConfigMessages pins the whole message of common mistakes: the
+// same words a scenario's server: block gives (internal/strict), and every
+// problem of the file at once.
+func TestParseConfigMessages(t *testing.T) {
+	tests := []struct{ src, want string }{
+		{"limits:\n  rpm: abc\n", `f.yaml:2: limits.rpm: want an integer, got "abc"`},
+		{"limits:\n  rpm: 1.5\n", `f.yaml:2: limits.rpm: want an integer, got 1.5`},
+		{"latency:\n  per_token: 5\n", `f.yaml:2: latency.per_token: want a duration like 500ms or 1s, got 5`},
+		{"limits:\n  rmp: 5\n", `f.yaml:2: limits.rmp: unknown key "rmp" (did you mean rpm?)`},
+		{"output:\n  tokens: {fixed: x}\n", `f.yaml:2: output.tokens.fixed: want an integer, got "x"`},
+		{"output:\n  tokens: {uniform: [1]}\n", `f.yaml:2: output.tokens.uniform: want [MIN, MAX], got a list`},
+		{"seed: 1\nlimits:\n  rpm: abc\n  itpm: -1\nfaults: {error_500: 2}\nbogus: 1\n",
+			"f.yaml:3: limits.rpm: want an integer, got \"abc\"\n" +
+				"f.yaml:4: limits.itpm: must not be negative, got -1\n" +
+				"f.yaml:5: faults.error_500: must be a rate in [0, 1], got 2\n" +
+				"f.yaml:6: bogus: unknown key \"bogus\" (want one of admin_token, api_keys, capacity, faults, latency, limits, output, schedule, seed)"},
+		{"limits:\n  rpm: -1\n", `f.yaml:2: limits.rpm: must not be negative, got -1`},
+	}
+	for _, tt := range tests {
+		_, err := ParseConfig([]byte(tt.src), "f.yaml")
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("ParseConfig(%q) =\n%v\nwant\n%s", tt.src, err, tt.want)
+		}
+	}
+}
+
+// TestLoadConfigTooLarge: a file above 4 MiB is refused before it is
+// parsed, with a message naming it and the limit.
+func TestLoadConfigTooLarge(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "big.yaml")
+	if err := os.WriteFile(path, []byte(strings.Repeat("# a comment line\n", 300_000)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadConfig(path)
+	if err == nil || !strings.HasPrefix(err.Error(), path+": file larger than 4 MiB") {
+		t.Errorf("LoadConfig(5 MB) = %v, want the file and the 4 MiB limit", err)
 	}
 }
 

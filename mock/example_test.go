@@ -67,5 +67,5 @@ output:
 	fmt.Println(err)
 	// Output:
 	// 20 1s 5ms {uniform: [20, 80]} <nil>
-	// mock.yaml:2: unknown key "max_concurent" (at limits.max_concurent)
+	// mock.yaml:2: limits.max_concurent: unknown key "max_concurent" (did you mean max_concurrent?)
 }

@@ -100,7 +100,7 @@ func TestRunErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"--bogus"}, "bogus"},
-		{[]string{"--config", bad}, `bad.yaml:2: unknown key "rpmm"`},
+		{[]string{"--config", bad}, `bad.yaml:2: limits.rpmm: unknown key "rpmm" (did you mean rpm?)`},
 		{[]string{"--config", "/nonexistent.yaml"}, "nonexistent"},
 		{[]string{"--rpm", "-1"}, "limits.rpm"},
 		{[]string{"extra"}, "unexpected arguments"},
