@@ -6,17 +6,10 @@ import (
 	"github.com/ratelab/ratelab/strategies"
 )
 
-// newAdaptive builds the adaptive strategy from a row.
-func newAdaptive(st *Strategy, opts []strategies.Option) (strategies.Strategy, error) {
-	return strategies.NewAdaptive(adaptiveConfig(st, nil), opts...), nil
-}
-
-// adaptiveConfig returns the adaptive strategy's configuration from a row,
-// sharing its learned limit through fleet if that is not nil.
-func adaptiveConfig(st *Strategy, fleet strategies.Fleet) strategies.AdaptiveConfig {
-	cfg := strategies.AdaptiveConfig{
-		Initial: st.Initial, Min: st.Min, Max: st.Max, Decrease: st.Decrease, ProbeAfter: st.ProbeAfter,
-	}
+// adaptiveConfig returns an adaptive row's strategy configuration, sharing
+// its learned limit through fleet if that is not nil.
+func adaptiveConfig(st *Row, fleet strategies.Fleet) strategies.AdaptiveConfig {
+	cfg := st.Config.(*adaptiveSettings).AdaptiveConfig
 	if fleet != nil {
 		cfg.Fleet = fleet
 	}
@@ -44,13 +37,13 @@ func (r *router) stateKeys(embedded bool) []strategies.StateKey {
 }
 
 // loadState starts an adaptive strategy from its state file, if it has one.
-func loadState(s strategies.Strategy, st *Strategy, keys []strategies.StateKey) error {
+func loadState(s strategies.Strategy, st *Row, keys []strategies.StateKey) error {
 	a, ok := s.(*strategies.Adaptive)
-	if !ok || st.StateFile == "" {
+	if !ok || st.stateFile() == "" {
 		return nil
 	}
 	for _, k := range keys {
-		if _, err := a.LoadState(st.StateFile, k); err != nil {
+		if _, err := a.LoadState(st.stateFile(), k); err != nil {
 			return fmt.Errorf("state_file: %w", err)
 		}
 	}
@@ -58,13 +51,13 @@ func loadState(s strategies.Strategy, st *Strategy, keys []strategies.StateKey) 
 }
 
 // saveState saves what an adaptive strategy learned to its state file.
-func saveState(s strategies.Strategy, st *Strategy, keys []strategies.StateKey) error {
+func saveState(s strategies.Strategy, st *Row, keys []strategies.StateKey) error {
 	a, ok := s.(*strategies.Adaptive)
-	if !ok || st.StateFile == "" {
+	if !ok || st.stateFile() == "" {
 		return nil
 	}
 	for _, k := range keys {
-		if err := a.SaveState(st.StateFile, k); err != nil {
+		if err := a.SaveState(st.stateFile(), k); err != nil {
 			return fmt.Errorf("state_file: %w", err)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/ratelab/ratelab/engine"
+	"github.com/ratelab/ratelab/internal/strict"
 	"github.com/ratelab/ratelab/provider"
 	"github.com/ratelab/ratelab/strategies"
 )
@@ -27,9 +28,9 @@ import (
 // strictly, in which items and strategies are optional. Items, when present,
 // are not used (the batch's items are its input file), nor is expect.
 func LoadBatchConfig(path string) (*Scenario, error) {
-	data, err := os.ReadFile(path)
+	data, err := strict.ReadFile(path)
 	if err != nil {
-		return nil, Errors{{File: path, Msg: strings.TrimPrefix(err.Error(), "open "+path+": ")}}
+		return nil, Errors{err.(*Error)}
 	}
 	return parse(&Scenario{File: path, batch: true}, data)
 }
@@ -266,7 +267,7 @@ func RunBatch(ctx context.Context, opt BatchOptions) (rep BatchReport, err error
 	stateKey := strategies.StateKey{Provider: p.Name(), BaseURL: stateBase, KeyFingerprint: client.Cost(emptyRequest).Key}
 	adaptive, _ := strategy.(*strategies.Adaptive)
 	if adaptive != nil {
-		rep.StateFile = st.StateFile
+		rep.StateFile = st.stateFile()
 		if rep.StateFile == "" {
 			rep.StateFile = opt.StateFile
 		}
@@ -336,7 +337,7 @@ func RunBatch(ctx context.Context, opt BatchOptions) (rep BatchReport, err error
 
 // batchStrategy chooses the batch's strategy: --strategy, else the
 // config's only one (or the one --only names), else DefaultBatchStrategy.
-func batchStrategy(s *Scenario, opt BatchOptions) (*Strategy, error) {
+func batchStrategy(s *Scenario, opt BatchOptions) (*Row, error) {
 	switch {
 	case opt.Strategy != "":
 		if opt.Only != "" {
@@ -344,7 +345,7 @@ func batchStrategy(s *Scenario, opt BatchOptions) (*Strategy, error) {
 		}
 		return ParseStrategySpec(opt.Strategy)
 	case opt.Only != "":
-		i := slices.IndexFunc(s.Strategies, func(st Strategy) bool { return st.Name == opt.Only })
+		i := slices.IndexFunc(s.Strategies, func(st Row) bool { return st.Name == opt.Only })
 		if i < 0 {
 			return nil, usagef("--only: %v", s.CheckOnly([]string{opt.Only}))
 		}
@@ -363,7 +364,7 @@ func batchStrategy(s *Scenario, opt BatchOptions) (*Strategy, error) {
 
 // withSharedFlags returns st with the --shared-* flags applied over its
 // shared: block (a copy when they change it), checked.
-func withSharedFlags(st *Strategy, f Shared) (*Strategy, error) {
+func withSharedFlags(st *Row, f Shared) (*Row, error) {
 	if f == (Shared{}) {
 		return st, nil
 	}
@@ -403,10 +404,10 @@ func withSharedFlags(st *Strategy, f Shared) (*Strategy, error) {
 }
 
 // ParseStrategySpec parses a strategy given on the command line, "KIND" or
-// "KIND:KEY=VALUE,…", into a scenario Strategy named after it, checked as a
+// "KIND:KEY=VALUE,…", into a scenario Row named after it, checked as a
 // scenario's strategy is. Re-queueing (requeue: true) is the default, as a
 // batch wants: a slot is not held while an item waits out a retry-after.
-func ParseStrategySpec(spec string) (*Strategy, error) {
+func ParseStrategySpec(spec string) (*Row, error) {
 	kind, params, _ := strings.Cut(spec, ":")
 	var doc strings.Builder
 	fmt.Fprintf(&doc, "strategies:\n  - name: %s\n    kind: %s\n", strconv.Quote(spec), strconv.Quote(strings.TrimSpace(kind)))
@@ -431,11 +432,11 @@ func ParseStrategySpec(spec string) (*Strategy, error) {
 		if errors.As(err, &errs) {
 			msgs := make([]string, len(errs))
 			for i, e := range errs {
-				key := strings.TrimPrefix(strings.TrimPrefix(e.Key, "strategies[0]"), ".")
+				key := strings.TrimPrefix(strings.TrimPrefix(e.Path, "strategies[0]"), ".")
 				if key == "" || key == "name" {
 					key = "kind"
 				}
-				msgs[i] = key + ": " + e.Msg
+				msgs[i] = key + ": " + e.Message
 			}
 			return nil, usagef("--strategy %q: %s", spec, strings.Join(msgs, "; "))
 		}

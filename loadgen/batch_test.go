@@ -20,17 +20,25 @@ func TestParseStrategySpec(t *testing.T) {
 		spec    string
 		kind    string
 		requeue bool
-		check   func(*Strategy) bool
+		check   func(*Row) bool
 		err     string
 	}{
 		{spec: "adaptive", kind: KindAdaptive, requeue: true},
-		{spec: "semaphore:n=20", kind: KindSemaphore, requeue: true, check: func(s *Strategy) bool { return s.N == 20 }},
-		{spec: "token-bucket:rpm=50, tpm=40000", kind: KindTokenBucket, requeue: true, check: func(s *Strategy) bool { return s.RPM == 50 && s.TPM == 40000 }},
-		{spec: "aimd:max=64,requeue=false,max_retries=5", kind: KindAIMD, check: func(s *Strategy) bool { return s.Max == 64 && s.Retries() == 5 }},
-		{spec: "adaptive:state_file=/tmp/a.json", kind: KindAdaptive, requeue: true, check: func(s *Strategy) bool { return s.StateFile == "/tmp/a.json" }},
+		{spec: "semaphore:n=20", kind: KindSemaphore, requeue: true, check: func(s *Row) bool {
+			return *s.Config.(*strategies.SemaphoreConfig) == strategies.SemaphoreConfig{Max: 20}
+		}},
+		{spec: "token-bucket:rpm=50, tpm=40000", kind: KindTokenBucket, requeue: true, check: func(s *Row) bool {
+			return *s.Config.(*strategies.TokenBucketConfig) == strategies.TokenBucketConfig{RPM: 50, TPM: 40000}
+		}},
+		{spec: "aimd:max=64,requeue=false,max_retries=5", kind: KindAIMD, check: func(s *Row) bool {
+			return *s.Config.(*strategies.AIMDConfig) == strategies.AIMDConfig{Max: 64} && s.Retries() == 5
+		}},
+		{spec: "adaptive:state_file=/tmp/a.json", kind: KindAdaptive, requeue: true, check: func(s *Row) bool { return s.stateFile() == "/tmp/a.json" }},
 		{spec: "semaphore", err: "n: required"},
 		{spec: "semaphore:n", err: "want KIND or KIND:KEY=VALUE"},
-		{spec: "semaphore:n=ten", err: `n: cannot unmarshal "ten" into int`},
+		{spec: "semaphore:n=ten", err: `n: want an integer, got "ten"`},
+		{spec: "semaphore:n=-3", err: `"semaphore:n=-3": n: must not be negative, got -3`},
+		{spec: "semaphore:nn=3", err: `nn: unknown key "nn" (did you mean n?)`},
 		{spec: "fastest", err: `unknown kind "fastest"`},
 		{spec: "semaphore:n=2,rpm=5", err: "rpm: not a parameter of kind semaphore"},
 		{spec: "semaphore:n={x: 1}", err: "want KIND or KIND:KEY=VALUE"},

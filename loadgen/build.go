@@ -2,53 +2,126 @@ package loadgen
 
 import (
 	"fmt"
+	"reflect"
+	"sort"
 
+	"github.com/ratelab/ratelab/internal/strict"
 	"github.com/ratelab/ratelab/strategies"
 )
 
+// Strategy kinds.
+const (
+	KindUnbounded   = "unbounded"
+	KindSemaphore   = "semaphore"
+	KindPerProvider = "per-provider"
+	KindTokenBucket = "token-bucket"
+	KindTokenFirst  = "token-first"
+	KindAIMDDelay   = "aimd-delay"
+	KindAIMD        = "aimd"
+	KindAdaptive    = "adaptive"
+)
+
+// kinds is the table of strategy kinds: a row's kind: picks one, and the
+// row's other keys decode into its configuration struct (by its yaml tags,
+// which are the kind's parameters). Adding a kind is adding its
+// configuration struct and constructor here.
+var kinds = map[string]kind{
+	KindUnbounded: kindOf(func(*unboundedConfig, *problems) {}, func(_ unboundedConfig, opts ...strategies.Option) strategies.Strategy {
+		return strategies.NewUnbounded(opts...)
+	}),
+	KindSemaphore:   kindOf(checkSemaphore, wrap(strategies.NewSemaphore)),
+	KindPerProvider: kindOf(checkPerProvider, wrap(strategies.NewPerProvider)),
+	KindTokenBucket: kindOf(checkTokenBucket, wrap(strategies.NewTokenBucket)),
+	KindTokenFirst:  kindOf(checkTokenFirst, wrap(strategies.NewTokenFirst)),
+	KindAIMDDelay:   kindOf(checkAIMDDelay, wrap(strategies.NewAIMDDelay)),
+	KindAIMD:        kindOf(checkAIMD, wrap(strategies.NewAIMD)),
+	KindAdaptive: kindOf(checkAdaptive, func(c adaptiveSettings, opts ...strategies.Option) strategies.Strategy {
+		return strategies.NewAdaptive(c.AdaptiveConfig, opts...)
+	}),
+}
+
+// unboundedConfig is the configuration of kind unbounded: nothing.
+type unboundedConfig struct{}
+
+// adaptiveSettings is the configuration of kind adaptive: the library's,
+// and where the learned limit is kept between runs.
+type adaptiveSettings struct {
+	strategies.AdaptiveConfig `yaml:",inline"`
+	// StateFile is where the learned limit is saved after a run and loaded
+	// from before the next (keyed by provider, URL and a key fingerprint,
+	// never the key).
+	StateFile string `yaml:"state_file"`
+}
+
+// kind is one entry of kinds.
+type kind struct {
+	// params are the kind's parameters, in the configuration's field order.
+	params []string
+	// config returns a new zero configuration, a pointer to the struct.
+	config func() any
+	// check validates a decoded configuration, reporting through p.
+	check func(cfg any, p *problems)
+	// build makes the strategy.
+	build func(cfg any, opts []strategies.Option) strategies.Strategy
+}
+
+// kindOf makes a kind from its configuration type C (whose yaml tags are
+// the parameters), its checks and its constructor.
+func kindOf[C any](check func(*C, *problems), build func(C, ...strategies.Option) strategies.Strategy) kind {
+	return kind{
+		params: strict.Keys(strict.Fields(reflect.TypeFor[C]())),
+		config: func() any { return new(C) },
+		check:  func(cfg any, p *problems) { check(cfg.(*C), p) },
+		build:  func(cfg any, opts []strategies.Option) strategies.Strategy { return build(*cfg.(*C), opts...) },
+	}
+}
+
+// wrap turns a constructor returning a concrete strategy into one returning
+// the interface.
+func wrap[C any, S strategies.Strategy](f func(C, ...strategies.Option) S) func(C, ...strategies.Option) strategies.Strategy {
+	return func(c C, opts ...strategies.Option) strategies.Strategy { return f(c, opts...) }
+}
+
+// Kinds maps each strategy kind to the parameters it accepts, beyond the
+// keys every row has (name, kind, max_retries, requeue, seed, shared,
+// expect). It is derived from the kinds' configuration structs.
+var Kinds = func() map[string][]string {
+	out := make(map[string][]string, len(kinds))
+	for name, k := range kinds {
+		out[name] = k.params
+	}
+	return out
+}()
+
+// kindNames returns the kinds, sorted, for messages.
+func kindNames() []string {
+	names := make([]string, 0, len(kinds))
+	for k := range kinds {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
 // newStrategy builds the strategy a scenario row describes, reporting its
 // state changes to obs (which may be nil).
-func newStrategy(st *Strategy, obs strategies.Observer) (strategies.Strategy, error) {
+func newStrategy(r *Row, obs strategies.Observer) (strategies.Strategy, error) {
+	k, ok := kinds[r.Kind]
+	if !ok || r.Config == nil {
+		return nil, fmt.Errorf("loadgen: unknown strategy kind %q", r.Kind)
+	}
 	var opts []strategies.Option
 	if obs != nil {
 		opts = append(opts, strategies.WithObserver(obs))
 	}
-	switch st.Kind {
-	case KindUnbounded:
-		return strategies.NewUnbounded(opts...), nil
-	case KindSemaphore:
-		return strategies.NewSemaphore(strategies.SemaphoreConfig{Max: st.N}, opts...), nil
-	case KindPerProvider:
-		return strategies.NewPerProvider(strategies.PerProviderConfig{Limits: st.Limits, Default: st.Default}, opts...), nil
-	case KindTokenBucket:
-		return strategies.NewTokenBucket(strategies.TokenBucketConfig{
-			RPM: float64(st.RPM), TPM: float64(st.TPM),
-			RequestBurst: st.RequestBurst, TokenBurst: st.TokenBurst,
-		}, opts...), nil
-	case KindTokenFirst:
-		return strategies.NewTokenFirst(strategies.TokenFirstConfig{
-			TPM: float64(st.TPM), TokenBurst: st.TokenBurst, MaxConcurrent: st.N,
-		}, opts...), nil
-	case KindAIMDDelay:
-		return strategies.NewAIMDDelay(strategies.AIMDDelayConfig{
-			Initial: st.InitialDelay, Min: st.MinDelay, Max: st.MaxDelay,
-			Successes: st.Successes, Decrease: st.Decrease, Increase: st.Increase, Cooldown: st.Cooldown,
-		}, opts...), nil
-	case KindAIMD:
-		return strategies.NewAIMD(strategies.AIMDConfig{
-			Initial: st.Initial, Min: st.Min, Max: st.Max, Increase: st.Increase, Decrease: st.Decrease,
-		}, opts...), nil
-	case KindAdaptive:
-		return newAdaptive(st, opts)
-	}
-	return nil, fmt.Errorf("loadgen: unknown strategy kind %q", st.Kind)
+	return k.build(r.Config, opts), nil
 }
 
 // newPolicy returns the row's retry policy.
-func newPolicy(st *Strategy, scenarioSeed int64) *strategies.RetryPolicy {
-	seed := st.Seed
+func newPolicy(r *Row, scenarioSeed int64) *strategies.RetryPolicy {
+	seed := r.Seed
 	if seed == 0 {
 		seed = scenarioSeed
 	}
-	return &strategies.RetryPolicy{MaxRetries: st.Retries(), Requeue: st.Requeue, Seed: seed}
+	return &strategies.RetryPolicy{MaxRetries: r.Retries(), Requeue: r.Requeue, Seed: seed}
 }

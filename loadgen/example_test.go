@@ -20,8 +20,8 @@ strategies:
 `))
 	fmt.Println(err)
 	// Output:
-	// scenarios/x.yaml:4: server.limits.max_concurent: unknown key (want one of count_rejected, itpm, max_concurrent, otpm, retry_after, rpm, tpm)
-	// scenarios/x.yaml:9: strategies[0].max_retries: cannot unmarshal "ten" into int
+	// scenarios/x.yaml:4: server.limits.max_concurent: unknown key "max_concurent" (did you mean max_concurrent?)
+	// scenarios/x.yaml:9: strategies[0].max_retries: want an integer, got "ten"
 }
 
 // A parsed scenario has its defaults filled in, and its oracle derived from

@@ -19,7 +19,7 @@ import (
 //
 // The row's expectations are checked, and so is that not every call was
 // refused (Expect.allRefusedCheck).
-func runStrategy(ctx context.Context, s *Scenario, st *Strategy, opt Options, key string) (res reports.Result, err error) {
+func runStrategy(ctx context.Context, s *Scenario, st *Row, opt Options, key string) (res reports.Result, err error) {
 	tally := new(errorTally)
 	defer func() { res.Expectations = append(st.Expect.Check(&res), st.Expect.allRefusedCheck(&res, tally)...) }()
 	res = reports.Result{Name: st.Name, Kind: st.Kind, Params: st.Params(), Items: s.Items.Count()}

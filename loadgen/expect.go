@@ -11,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/ratelab/ratelab/engine"
+	"github.com/ratelab/ratelab/internal/strict"
 	"github.com/ratelab/ratelab/reports"
 )
 
@@ -93,28 +94,32 @@ func (x Expect) Check(r *reports.Result) []reports.Check {
 	return out
 }
 
-func (x *Expect) unmarshalNode(d *decoder, n *yaml.Node, path string) {
-	if isNull(n) {
+// UnmarshalStrict decodes a mapping of METRIC: VALUE.
+func (x *Expect) UnmarshalStrict(d *strict.Decoder, n *yaml.Node, path string) {
+	if strict.IsNull(n) {
 		return
 	}
 	if n.Kind != yaml.MappingNode {
-		d.errorf(n, path, "want a mapping of metric: value, got %s", describeNode(n))
+		d.Errorf(n, path, "want a mapping of metric: value, got %s", strict.DescribeNode(n))
 		return
 	}
 	seen := make(map[string]bool)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		kn, vn := n.Content[i], n.Content[i+1]
+		if vn.Kind == yaml.AliasNode && vn.Alias != nil {
+			vn = vn.Alias
+		}
 		key := kn.Value
-		kpath := joinPath(path, key)
-		d.lines[kpath] = vn.Line
+		kpath := strict.Join(path, key)
+		d.Mark(vn, kpath)
 		if seen[key] {
-			d.errorf(kn, kpath, "duplicate key")
+			d.Errorf(kn, kpath, "duplicate key")
 			continue
 		}
 		seen[key] = true
 		e, err := parseExpectation(key, vn)
 		if err != nil {
-			d.errorf(vn, kpath, "%v", err)
+			d.Errorf(vn, kpath, "%v", err)
 			continue
 		}
 		*x = append(*x, e)
@@ -135,8 +140,8 @@ func parseExpectation(key string, n *yaml.Node) (Expectation, error) {
 			return e, fmt.Errorf("unknown metric (want one of %s, or max_/min_ before one)", strings.Join(metricNames(), ", "))
 		}
 	}
-	if n.Kind != yaml.ScalarNode || isNull(n) {
-		return e, fmt.Errorf("want a number, a range like \"160..180\" or a comparison like \"<= 1.05\", got %s", describeNode(n))
+	if n.Kind != yaml.ScalarNode || strict.IsNull(n) {
+		return e, fmt.Errorf("want a number, a range like \"160..180\" or a comparison like \"<= 1.05\", got %s", strict.DescribeNode(n))
 	}
 	s := strings.TrimSpace(n.Value)
 	if v, err := parseNumber(s); err == nil {
@@ -144,16 +149,16 @@ func parseExpectation(key string, n *yaml.Node) (Expectation, error) {
 		return e, nil
 	}
 	if bound != OpEq {
-		return e, fmt.Errorf("%s is a bound: want a number, got %s", key, quoteScalar(n))
+		return e, fmt.Errorf("%s is a bound: want a number, got %s", key, strict.DescribeNode(n))
 	}
 	if lo, hi, ok := strings.Cut(s, ".."); ok {
 		a, err1 := parseNumber(strings.TrimSpace(lo))
 		b, err2 := parseNumber(strings.TrimSpace(hi))
 		if err1 != nil || err2 != nil {
-			return e, fmt.Errorf("invalid range %s (want LO..HI, e.g. \"160..180\")", quoteScalar(n))
+			return e, fmt.Errorf("invalid range %s (want LO..HI, e.g. \"160..180\")", strict.DescribeNode(n))
 		}
 		if a > b {
-			return e, fmt.Errorf("invalid range %s: %s is above %s", quoteScalar(n), formatNumber(a), formatNumber(b))
+			return e, fmt.Errorf("invalid range %s: %s is above %s", strict.DescribeNode(n), formatNumber(a), formatNumber(b))
 		}
 		e.Op, e.V, e.Hi = OpRange, a, b
 		return e, nil
@@ -165,13 +170,13 @@ func parseExpectation(key string, n *yaml.Node) (Expectation, error) {
 		if rest, ok := strings.CutPrefix(s, op.text); ok {
 			v, err := parseNumber(strings.TrimSpace(rest))
 			if err != nil {
-				return e, fmt.Errorf("invalid comparison %s (want e.g. \"<= 1.05\")", quoteScalar(n))
+				return e, fmt.Errorf("invalid comparison %s (want e.g. \"<= 1.05\")", strict.DescribeNode(n))
 			}
 			e.Op, e.V = op.op, v
 			return e, nil
 		}
 	}
-	return e, fmt.Errorf("cannot parse %s (want a number, a range like \"160..180\" or a comparison like \"<= 1.05\")", quoteScalar(n))
+	return e, fmt.Errorf("cannot parse %s (want a number, a range like \"160..180\" or a comparison like \"<= 1.05\")", strict.DescribeNode(n))
 }
 
 // parseNumber accepts integers (with optional _ or , separators) and decimals.

@@ -143,14 +143,14 @@ func checkGroups(s *Scenario) Errors {
 			if _, set := s.lines[fmt.Sprintf("items[%d].api_key", i)]; set {
 				p = fmt.Sprintf("items[%d].api_key", i)
 			}
-			errs = append(errs, &Error{File: s.File, Line: s.line(p), Key: p,
-				Msg: fmt.Sprintf("%q is not one of server.api_keys, so the embedded mock would refuse every call", g.APIKey)})
+			errs = append(errs, &Error{File: s.File, Line: s.line(p), Path: p,
+				Message: fmt.Sprintf("%q is not one of server.api_keys, so the embedded mock would refuse every call", g.APIKey)})
 		}
 		id := g.Provider + "/" + g.APIKey
 		if prev, ok := owner[g.Model]; ok && prev != id {
 			p := fmt.Sprintf("items[%d].model", i)
-			errs = append(errs, &Error{File: s.File, Line: s.line(p), Key: p,
-				Msg: fmt.Sprintf("model %q is used by another group with a different provider or api_key; the model routes each call, so give each its own", g.Model)})
+			errs = append(errs, &Error{File: s.File, Line: s.line(p), Path: p,
+				Message: fmt.Sprintf("model %q is used by another group with a different provider or api_key; the model routes each call, so give each its own", g.Model)})
 		}
 		owner[g.Model] = id
 	}

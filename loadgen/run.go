@@ -63,7 +63,7 @@ type Options struct {
 // the scenario's strategies.
 func (s *Scenario) CheckOnly(names []string) error {
 	for _, n := range names {
-		if !slices.ContainsFunc(s.Strategies, func(st Strategy) bool { return st.Name == n }) {
+		if !slices.ContainsFunc(s.Strategies, func(st Row) bool { return st.Name == n }) {
 			have := make([]string, len(s.Strategies))
 			for i, st := range s.Strategies {
 				have[i] = fmt.Sprintf("%q", st.Name)

@@ -1,17 +1,13 @@
 package loadgen
 
 import (
-	"bytes"
-	"errors"
-	"fmt"
-	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/ratelab/ratelab/internal/strict"
 )
 
 // Scenario is one experiment: a batch of items, the server it runs against
@@ -48,7 +44,7 @@ type Scenario struct {
 	// Timeline is the resolution of each strategy's timeline. Default 100ms.
 	Timeline time.Duration `yaml:"timeline"`
 	// Strategies are run in turn, each against a fresh server, in file order.
-	Strategies []Strategy `yaml:"strategies"`
+	Strategies []Row `yaml:"strategies"`
 
 	lines map[string]int // key path → line, for semantic errors
 	batch bool           // parsed by ParseBatch: items and strategies optional
@@ -123,23 +119,25 @@ func (it Items) Count() int {
 	return n
 }
 
-func (it *Items) unmarshalNode(d *decoder, n *yaml.Node, path string) {
-	switch n.Kind {
-	case yaml.ScalarNode:
+// UnmarshalStrict decodes a count, one group or a list of groups.
+func (it *Items) UnmarshalStrict(d *strict.Decoder, n *yaml.Node, path string) {
+	switch {
+	case strict.IsNull(n):
+	case n.Kind == yaml.ScalarNode:
 		var g ItemGroup
-		d.decode(n, reflectValue(&g.Count), path)
+		d.Decode(n, &g.Count, path)
 		it.Groups = []ItemGroup{g}
-	case yaml.MappingNode:
+	case n.Kind == yaml.MappingNode:
 		var g ItemGroup
-		d.decode(n, reflectValue(&g), path)
+		d.Decode(n, &g, path)
 		it.Groups = []ItemGroup{g}
-	case yaml.SequenceNode:
+	case n.Kind == yaml.SequenceNode:
 		it.Groups = make([]ItemGroup, len(n.Content))
 		for i, gn := range n.Content {
-			d.decode(gn, reflectValue(&it.Groups[i]), fmt.Sprintf("%s[%d]", path, i))
+			d.Decode(gn, &it.Groups[i], strict.Index(path, i))
 		}
 	default:
-		d.errorf(n, path, "want a count, a mapping or a list of mappings, got %s", describeNode(n))
+		d.Errorf(n, path, "want a count, a mapping or a list of mappings, got %s", strict.DescribeNode(n))
 	}
 }
 
@@ -167,15 +165,12 @@ type Oracle struct {
 	Limit int `yaml:"limit"`
 }
 
-// Load reads and parses the scenario file at path.
+// Load reads and parses the scenario file at path. A file larger than
+// 4 MiB is refused before it is parsed.
 func Load(path string) (*Scenario, error) {
-	data, err := os.ReadFile(path)
+	data, err := strict.ReadFile(path)
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err // the path is already in the message
-		}
-		return nil, Errors{{File: path, Msg: err.Error()}}
+		return nil, Errors{err.(*Error)}
 	}
 	return Parse(path, data)
 }
@@ -189,54 +184,29 @@ func Parse(file string, data []byte) (*Scenario, error) {
 
 func parse(s *Scenario, data []byte) (*Scenario, error) {
 	file := s.File
-	d := newDecoder(file)
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, Errors{{File: file, Msg: "empty scenario"}}
-		}
-		return nil, Errors{syntaxError(file, err)}
+	root, err := strict.Parse(file, data)
+	if err != nil {
+		return nil, Errors{err.(*Error)}
 	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); err == nil {
-		line := extra.Line
-		if len(extra.Content) > 0 {
-			line = extra.Content[0].Line
-		}
-		return nil, Errors{{File: file, Line: line, Msg: "more than one YAML document"}}
-	} else if !errors.Is(err, io.EOF) {
-		return nil, Errors{syntaxError(file, err)}
-	}
-	root := &doc
-	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
-		root = root.Content[0]
+	if root == nil {
+		return nil, Errors{{File: file, Message: "empty scenario"}}
 	}
 	if root.Kind != yaml.MappingNode {
-		return nil, Errors{{File: file, Line: root.Line, Msg: "a scenario must be a mapping of keys (name, items, request, server, strategies, …)"}}
+		return nil, Errors{{File: file, Line: root.Line, Message: "a scenario must be a mapping of keys (name, items, request, server, strategies, …)"}}
 	}
+	d := strict.NewDecoder(file)
 	s.Server = defaultServerConfig()
-	d.decode(root, reflectValue(s), "")
-	s.lines = d.lines
-	if len(d.errs) > 0 {
-		return nil, d.errs
-	}
+	d.Decode(root, s, "")
+	s.lines = d.Lines()
 	s.applyDefaults()
-	if errs := append(s.validate(), s.validateLimits()...); len(errs) > 0 {
-		return nil, errs
+	s.validate(d)
+	for _, e := range s.validateLimits() {
+		d.Invalidf(e.Path, "%s", e.Message)
+	}
+	if err := d.Err(); err != nil {
+		return nil, err
 	}
 	return s, nil
-}
-
-// syntaxError turns a yaml.v3 parse error ("yaml: line 3: …") into an Error.
-func syntaxError(file string, err error) *Error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	var line int
-	if _, e := fmt.Sscanf(msg, "line %d:", &line); e == nil {
-		_, rest, _ := strings.Cut(msg, ":")
-		return &Error{File: file, Line: line, Msg: "invalid YAML:" + rest}
-	}
-	return &Error{File: file, Msg: "invalid YAML: " + msg}
 }
 
 // line returns the line of the value at path, or the nearest enclosing key's.
@@ -245,17 +215,9 @@ func (s *Scenario) line(path string) int {
 		if l, ok := s.lines[path]; ok {
 			return l
 		}
-		path = parentPath(path)
+		path = strict.Parent(path)
 	}
 	return 0
-}
-
-// parentPath strips the last key or index: a.b[2].c → a.b[2] → a.b → a.
-func parentPath(p string) string {
-	if i := strings.LastIndexAny(p, ".["); i >= 0 {
-		return p[:i]
-	}
-	return ""
 }
 
 // applyDefaults fills in what the file left out.

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ratelab/ratelab/mock"
 )
 
 const minimal = `name: t
@@ -88,13 +90,19 @@ func TestParseErrors(t *testing.T) {
 		want string
 	}{
 		{"wrong type", "items: 10\nstrategies:\n  - name: a\n    kind: unbounded\n  - name: b\n    kind: unbounded\n  - name: c\n    kind: unbounded\n    max_retries: ten\n",
-			`x.yaml:9: strategies[2].max_retries: cannot unmarshal "ten" into int`},
+			`x.yaml:9: strategies[2].max_retries: want an integer, got "ten"`},
 		{"unknown top-level key", "items: 10\nitmes: 3\nstrategies: [{name: a, kind: unbounded}]\n",
-			`x.yaml:2: itmes: unknown key (want one of `},
+			`x.yaml:2: itmes: unknown key "itmes" (did you mean items?)`},
+		{"unknown key far from any", "items: 10\nbogus: 3\nstrategies: [{name: a, kind: unbounded}]\n",
+			`x.yaml:2: bogus: unknown key "bogus" (want one of description, items, name, oracle, request, seed, server, strategies, target, timeline, workers)`},
+		{"unknown row key", "items: 10\nstrategies:\n  - name: a\n    kind: semaphore\n    nn: 5\n",
+			`x.yaml:5: strategies[0].nn: unknown key "nn" (did you mean n?)`},
 		{"unknown server key", "items: 10\nserver:\n  limits:\n    max_concurent: 20\nstrategies: [{name: a, kind: unbounded}]\n",
-			`x.yaml:4: server.limits.max_concurent: unknown key (want one of `},
+			`x.yaml:4: server.limits.max_concurent: unknown key "max_concurent" (did you mean max_concurrent?)`},
 		{"server wrong type", "items: 10\nserver:\n  latency: {per_token: fast}\nstrategies: [{name: a, kind: unbounded}]\n",
-			`x.yaml:3: server.latency.per_token: cannot unmarshal "fast" into a duration`},
+			`x.yaml:3: server.latency.per_token: want a duration like 500ms or 1s, got "fast"`},
+		{"server integer", "items: 10\nserver:\n  limits:\n    rpm: abc\nstrategies: [{name: a, kind: unbounded}]\n",
+			`x.yaml:4: server.limits.rpm: want an integer, got "abc"`},
 		{"server semantic", "items: 10\nserver:\n  limits: {rpm: -1}\nstrategies: [{name: a, kind: unbounded}]\n",
 			`x.yaml:3: server.limits.rpm: must not be negative, got -1`},
 		{"server distribution", "items: 10\nserver:\n  output: {tokens: lots}\nstrategies: [{name: a, kind: unbounded}]\n",
@@ -140,7 +148,15 @@ func TestParseErrors(t *testing.T) {
 		{"list for mapping", "items: 3\nrequest: [1, 2]\nstrategies: [{name: a, kind: unbounded}]\n",
 			`x.yaml:2: request: want a mapping, got a list`},
 		{"mapping for scalar", "items: 3\nseed: {a: 1}\nstrategies: [{name: a, kind: unbounded}]\n",
-			`x.yaml:2: seed: want int64, got a mapping`},
+			`x.yaml:2: seed: want an integer, got a mapping`},
+		{"fraction for an integer", "items: 10\nstrategies:\n  - {name: a, kind: semaphore, n: 2.5}\n",
+			`x.yaml:3: strategies[0].n: want an integer, got 2.5`},
+		{"kind's duration", "items: 10\nstrategies:\n  - {name: a, kind: aimd-delay, cooldown: 5}\n",
+			`x.yaml:3: strategies[0].cooldown: want a duration like 500ms or 1s, got 5`},
+		{"token-first without tpm", "items: 10\nstrategies:\n  - {name: a, kind: token-first, n: 5}\n",
+			`x.yaml:3: strategies[0].tpm: required`},
+		{"bad decrease", "items: 10\nstrategies:\n  - {name: a, kind: aimd, decrease: -1}\n",
+			`x.yaml:3: strategies[0].decrease: must be between 0 and 1 exclusive, got -1`},
 		{"syntax", "items: 3\n  bad: [\n",
 			`x.yaml:2: invalid YAML:`},
 		{"not a mapping", "- 1\n- 2\n",
@@ -176,6 +192,82 @@ func TestParseReportsEveryProblem(t *testing.T) {
 	}
 	if len(errs) != 3 {
 		t.Errorf("got %d problems, want 3:\n%v", len(errs), err)
+	}
+}
+
+// TestValidateEveryProblem: a wrong type does not hide the problems of the
+// rest of the file (an unknown kind, a duplicate name, a negative n, a bad
+// server value), and each key gets exactly one message.
+func TestValidateEveryProblem(t *testing.T) {
+	src := `items: 3
+server:
+  limits: {rpm: abc, itpm: -1}
+strategies:
+  - {name: a, kind: unbounded, max_retries: x}
+  - {name: b, kind: magic}
+  - {name: a, kind: semaphore, n: -3}
+  - {name: c, kind: token-bucket, rpm: lots}
+  - {name: d, kind: semaphore, n: y}
+`
+	_, err := Parse("x.yaml", []byte(src))
+	want := []string{
+		`x.yaml:3: server.limits.rpm: want an integer, got "abc"`,
+		`x.yaml:3: server.limits.itpm: must not be negative, got -1`,
+		`x.yaml:5: strategies[0].max_retries: want an integer, got "x"`,
+		`x.yaml:6: strategies[1].kind: unknown kind "magic" (want one of adaptive, aimd, aimd-delay, per-provider, semaphore, token-bucket, token-first, unbounded)`,
+		`x.yaml:7: strategies[2].name: duplicate strategy name "a" (also strategies[0])`,
+		`x.yaml:7: strategies[2].n: must not be negative, got -3`,
+		`x.yaml:8: strategies[3].rpm: want a number, got "lots"`,
+		`x.yaml:9: strategies[4].n: want an integer, got "y"`,
+	}
+	if err == nil || err.Error() != strings.Join(want, "\n") {
+		t.Errorf("Parse error:\n%v\nwant:\n%s", err, strings.Join(want, "\n"))
+	}
+}
+
+// TestServerMessagesMatchMock: a mistake in a scenario's server: block gets
+// the message mockllm --config gives for the same mistake, only placed
+// under server.
+func TestServerMessagesMatchMock(t *testing.T) {
+	for _, block := range []string{
+		"limits:\n  rpm: abc\n",
+		"limits:\n  rmp: 5\n",
+		"latency:\n  per_token: 5\n",
+		"limits:\n  rpm: -1\n",
+		"faults:\n  error_500: 2\n",
+		"output:\n  tokens: lots\n",
+		"schedule:\n  - at: 10s\n    limits: {rpm: -3}\n",
+	} {
+		_, merr := mock.ParseConfig([]byte(block), "m.yaml")
+		indented := "  " + strings.ReplaceAll(strings.TrimSuffix(block, "\n"), "\n", "\n  ") + "\n"
+		_, serr := Parse("s.yaml", []byte("items: 1\nstrategies: [{name: a, kind: unbounded}]\nserver:\n"+indented))
+		if merr == nil || serr == nil {
+			t.Fatalf("%q: mock %v, scenario %v: want both to fail", block, merr, serr)
+		}
+		var me, se *Error
+		if !errors.As(merr, &me) || !errors.As(serr, &se) {
+			t.Fatalf("%q: %v / %v are not typed errors", block, merr, serr)
+		}
+		if se.Path != "server."+me.Path || se.Message != me.Message || se.Line != me.Line+3 {
+			t.Errorf("%q:\nmockllm --config: %v\nscenario:         %v\nwant the same message at server.%s", block, merr, serr, me.Path)
+		}
+	}
+}
+
+// TestLoadTooLarge: a scenario file over 4 MiB is refused before parsing,
+// with a message naming the file and the limit.
+func TestLoadTooLarge(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "big.yaml")
+	data := []byte(minimal + strings.Repeat("# padding to make the file large\n", 150_000))
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path)
+	if err == nil || err.Error() != path+": file larger than 4 MiB, the limit for a configuration file; is it the right file?" {
+		t.Errorf("Load(%d bytes) = %v", len(data), err)
+	}
+	if _, err := LoadBatchConfig(path); err == nil || !strings.Contains(err.Error(), "larger than 4 MiB") {
+		t.Errorf("LoadBatchConfig(%d bytes) = %v", len(data), err)
 	}
 }
 

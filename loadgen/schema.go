@@ -11,7 +11,8 @@ import (
 // kinds and metrics lists are appended from Kinds and Metrics, so they cannot
 // drift from what Parse accepts.
 const schemaText = `Scenario files (YAML, decoded strictly: an unknown key, a duplicate key or a
-value of the wrong type is an error naming FILE:LINE: KEY).
+value of the wrong type is an error naming FILE:LINE: KEY; every problem of a
+file is reported at once, one message per key; at most 4 MiB).
 
 Top level
   name          string    the scenario's name in reports (default: the file name)
@@ -85,11 +86,11 @@ Top level
     expect        mapping  METRIC: VALUE, where VALUE is a number (exactly), a
                            range "LO..HI" (inclusive) or a comparison such as
                            "<= 1.05"; max_METRIC: N and min_METRIC: N are bounds
-    ...           the kind's parameters:
+    ...           the kind's parameters (the yaml keys of its strategies.*Config):
       n             int       semaphore's size; token-first's concurrency
       limits        {provider: int}  per-provider limits; default: the limit of
                               providers not listed (0 unlimited)
-      rpm, tpm      int       published requests / tokens per minute
+      rpm, tpm      number    published requests / tokens per minute
       request_burst, token_burst  int  what may start at once after idling
       initial_delay, min_delay, max_delay, cooldown  duration  (aimd-delay:
                               6s, 10ms, 60s, 10s)

@@ -14,34 +14,6 @@ type ServerConfig = mock.Config
 
 func defaultServerConfig() ServerConfig { return mock.DefaultConfig() }
 
-// serverProblem is one invalid value of the server configuration, by its key
-// relative to server.
-type serverProblem struct{ key, msg string }
-
-// validateServer runs the mock's own validation and splits its joined error
-// ("limits.rpm: must not be negative, got -1") into keyed problems.
-func validateServer(c *ServerConfig) []serverProblem {
-	err := c.Validate()
-	if err == nil {
-		return nil
-	}
-	var errs []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	} else {
-		errs = []error{err}
-	}
-	out := make([]serverProblem, 0, len(errs))
-	for _, e := range errs {
-		key, msg, ok := strings.Cut(e.Error(), ": ")
-		if !ok || strings.ContainsAny(key, " ") {
-			key, msg = "", e.Error()
-		}
-		out = append(out, serverProblem{key, msg})
-	}
-	return out
-}
-
 // firstAPIKey returns the first key the mock accepts, or "".
 func firstAPIKey(c *ServerConfig) string {
 	if len(c.APIKeys) == 0 {

@@ -87,19 +87,19 @@ func (sh *Shared) check(kind string) []sharedProblem {
 
 // sharedConfig turns st's limits and its shared: block into a
 // sharedlimit.Config.
-func sharedConfig(st *Strategy) sharedlimit.Config {
+func sharedConfig(st *Row) sharedlimit.Config {
 	sh := st.Shared
 	cfg := sharedlimit.Config{
 		URL: sh.Redis, Key: sh.Key, LeaseTTL: sh.LeaseTTL, Peers: sh.Peers, OpTimeout: sh.OpTimeout,
 	}
-	switch st.Kind {
-	case KindSemaphore:
-		cfg.MaxConcurrent = st.N
-	case KindTokenFirst:
-		cfg.MaxConcurrent, cfg.TPM, cfg.TokenBurst = st.N, float64(st.TPM), st.TokenBurst
-	case KindTokenBucket:
-		cfg.RPM, cfg.TPM = float64(st.RPM), float64(st.TPM)
-		cfg.RequestBurst, cfg.TokenBurst = st.RequestBurst, st.TokenBurst
+	switch c := st.Config.(type) {
+	case *strategies.SemaphoreConfig:
+		cfg.MaxConcurrent = c.Max
+	case *strategies.TokenFirstConfig:
+		cfg.MaxConcurrent, cfg.TPM, cfg.TokenBurst = c.MaxConcurrent, c.TPM, c.TokenBurst
+	case *strategies.TokenBucketConfig:
+		cfg.RPM, cfg.TPM = c.RPM, c.TPM
+		cfg.RequestBurst, cfg.TokenBurst = c.RequestBurst, c.TokenBurst
 	}
 	return cfg
 }
@@ -110,7 +110,7 @@ func sharedConfig(st *Strategy) sharedlimit.Config {
 // Redis address (the caller names the strategy). close releases what the strategy holds
 // (the Redis connection); call it once the run is over. An unreachable
 // Redis is an error wrapping sharedlimit.ErrUnreachable.
-func openStrategy(ctx context.Context, st *Strategy, obs strategies.Observer) (s strategies.Strategy, close func(), err error) {
+func openStrategy(ctx context.Context, st *Row, obs strategies.Observer) (s strategies.Strategy, close func(), err error) {
 	if st.Shared == nil {
 		s, err = newStrategy(st, obs)
 		return s, func() {}, err
@@ -129,7 +129,7 @@ func openStrategy(ctx context.Context, st *Strategy, obs strategies.Observer) (s
 
 // openFleet builds an adaptive strategy whose learned limit is shared, through
 // the Redis of st's shared: block, with every process naming the same key.
-func openFleet(ctx context.Context, st *Strategy, obs strategies.Observer) (strategies.Strategy, func(), error) {
+func openFleet(ctx context.Context, st *Row, obs strategies.Observer) (strategies.Strategy, func(), error) {
 	sh := st.Shared
 	f, err := sharedlimit.NewFleet(ctx, sharedlimit.FleetConfig{URL: sh.Redis, Key: sh.Key, OpTimeout: sh.OpTimeout})
 	if err != nil {

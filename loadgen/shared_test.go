@@ -40,13 +40,13 @@ func TestSharedParseErrors(t *testing.T) {
 		{"braces in key", "    kind: semaphore\n    n: 5\n    shared:\n      redis: \"redis://h:1/0\"\n      key: \"a{b}\"\n",
 			`x.yaml:8: strategies[0].shared.key: must not contain '{' or '}'`},
 		{"unknown key", "    kind: semaphore\n    n: 5\n    shared:\n      redis: \"redis://h:1/0\"\n      key: k\n      ttl: 5s\n",
-			`x.yaml:9: strategies[0].shared.ttl: unknown key (want one of `},
+			`x.yaml:9: strategies[0].shared.ttl: unknown key "ttl" (want one of key, lease_ttl, op_timeout, peers, redis)`},
 		{"short lease", "    kind: token-first\n    tpm: 1000\n    shared:\n      redis: \"redis://h:1/0\"\n      key: k\n      lease_ttl: 1ms\n",
 			`x.yaml:9: strategies[0].shared.lease_ttl: must be at least 10ms`},
 		{"negative peers", "    kind: token-bucket\n    rpm: 60\n    shared: {redis: \"redis://h:1/0\", key: k, peers: -1}\n",
 			`x.yaml:6: strategies[0].shared.peers: must not be negative, got -1`},
 		{"wrong type", "    kind: semaphore\n    n: 5\n    shared:\n      redis: \"redis://h:1/0\"\n      key: k\n      op_timeout: soon\n",
-			`x.yaml:9: strategies[0].shared.op_timeout: cannot unmarshal "soon" into a duration`},
+			`x.yaml:9: strategies[0].shared.op_timeout: want a duration like 500ms or 1s, got "soon"`},
 		{"not a mapping", "    kind: semaphore\n    n: 5\n    shared: redis://h:1/0\n",
 			`x.yaml:6: strategies[0].shared: want a mapping`},
 	}
@@ -213,7 +213,7 @@ func TestWithSharedFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			st := &Strategy{Name: "s", Kind: tt.kind, N: 5, TPM: 1000, Shared: tt.config}
+			st := &Row{Name: "s", Kind: tt.kind, Shared: tt.config}
 			got, err := withSharedFlags(st, tt.flags)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, ErrBatchUsage) {

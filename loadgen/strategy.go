@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"sort"
@@ -9,12 +10,17 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/ratelab/ratelab/internal/strict"
+	"github.com/ratelab/ratelab/strategies"
 )
 
-// Strategy is one row of a scenario: a client strategy with its parameters,
-// its retry policy and what its run is expected to show. Only the parameters
-// of its Kind may be set (see Kinds).
-type Strategy struct {
+// Row is one row of a scenario's strategies: a client strategy with its
+// parameters, its retry policy and what its run is expected to show. The
+// keys below are common to every kind; kind: picks the strategy, and the
+// row's other keys decode straight into that kind's configuration (see
+// Kinds).
+type Row struct {
 	// Name labels the row; unique within the scenario. Required.
 	Name string `yaml:"name"`
 	// Kind selects the strategy: one of Kinds. Required.
@@ -30,49 +36,6 @@ type Strategy struct {
 	// Seed seeds this strategy's retry jitter. Default: the scenario's seed.
 	Seed int64 `yaml:"seed"`
 
-	// N is the concurrency limit (semaphore; token-first's max_concurrent).
-	N int `yaml:"n"`
-	// Limits is the concurrency limit per provider (per-provider), e.g.
-	// {anthropic: 10, openai: 30}; Default is the limit of a provider not
-	// listed (0: unlimited).
-	Limits  map[string]int `yaml:"limits"`
-	Default int            `yaml:"default"`
-	// RPM and TPM are published per-minute budgets (token-bucket; token-first
-	// uses TPM). RequestBurst and TokenBurst are how much may start at once
-	// after an idle spell (defaults 1 request and a minute's tokens).
-	RPM          int `yaml:"rpm"`
-	TPM          int `yaml:"tpm"`
-	RequestBurst int `yaml:"request_burst"`
-	TokenBurst   int `yaml:"token_burst"`
-
-	// InitialDelay, MinDelay and MaxDelay bound aimd-delay's delay between
-	// dispatches (defaults 6s, 10ms, 60s); Successes consecutive successes
-	// multiply it by Decrease (defaults 3 and 0.9); a throttle multiplies it
-	// by Increase (default 1.8) and pauses dispatch for Cooldown (10s).
-	InitialDelay time.Duration `yaml:"initial_delay"`
-	MinDelay     time.Duration `yaml:"min_delay"`
-	MaxDelay     time.Duration `yaml:"max_delay"`
-	Successes    int           `yaml:"successes"`
-	Cooldown     time.Duration `yaml:"cooldown"`
-
-	// Initial, Min and Max bound the concurrency window of aimd and adaptive
-	// (aimd defaults 4, 1, 1000). Increase is aimd's growth per round trip
-	// while the window is full (default 1), or aimd-delay's factor on a
-	// throttle; Decrease is the factor on a throttle (aimd, adaptive) or
-	// after a run of successes (aimd-delay), default 0.9.
-	Initial  int     `yaml:"initial"`
-	Min      int     `yaml:"min"`
-	Max      int     `yaml:"max"`
-	Increase float64 `yaml:"increase"`
-	Decrease float64 `yaml:"decrease"`
-	// ProbeAfter is how many round trips adaptive holds at its learned
-	// limit before trying one call above it (default 3).
-	ProbeAfter float64 `yaml:"probe_after"`
-	// StateFile is where adaptive saves its learned limit after a run and
-	// loads it from before the next (keyed by provider, URL and a key
-	// fingerprint, never the key).
-	StateFile string `yaml:"state_file"`
-
 	// Shared, when set, holds the strategy's limits in Redis, shared with
 	// every process that names the same key (kinds in SharedKinds only).
 	Shared *Shared `yaml:"shared"`
@@ -80,109 +43,227 @@ type Strategy struct {
 	// Expect lists what the run must show; loadgen run fails when any is not met.
 	Expect Expect `yaml:"expect"`
 
+	// Config is the kind's configuration, decoded from the row's other
+	// keys by its yaml tags: a *strategies.SemaphoreConfig for semaphore, a
+	// *strategies.AIMDConfig for aimd, and so on (nil when the kind is
+	// unknown).
+	Config any `yaml:"-"`
+
 	keys map[string]int // keys the file set → their lines
 }
 
-// Strategy kinds.
-const (
-	KindUnbounded   = "unbounded"
-	KindSemaphore   = "semaphore"
-	KindPerProvider = "per-provider"
-	KindTokenBucket = "token-bucket"
-	KindTokenFirst  = "token-first"
-	KindAIMDDelay   = "aimd-delay"
-	KindAIMD        = "aimd"
-	KindAdaptive    = "adaptive"
-)
+// rowKeys are the keys every row has, whatever its kind.
+var rowKeys = strict.Keys(strict.Fields(reflect.TypeFor[Row]()))
 
-// commonKeys may be set on a strategy of any kind.
-var commonKeys = []string{"name", "kind", "max_retries", "requeue", "seed", "expect"}
-
-// Kinds maps each strategy kind to the parameters it accepts, beyond the
-// common name, kind, max_retries, requeue, seed and expect.
-var Kinds = map[string][]string{
-	KindUnbounded:   {},
-	KindSemaphore:   {"n"},
-	KindPerProvider: {"limits", "default"},
-	KindTokenBucket: {"rpm", "tpm", "request_burst", "token_burst"},
-	KindTokenFirst:  {"n", "tpm", "token_burst"},
-	KindAIMDDelay:   {"initial_delay", "min_delay", "max_delay", "successes", "decrease", "increase", "cooldown"},
-	KindAIMD:        {"initial", "min", "max", "increase", "decrease"},
-	KindAdaptive:    {"initial", "min", "max", "decrease", "probe_after", "state_file"},
-}
-
-// kindNames returns the kinds, sorted, for messages.
-func kindNames() []string {
-	names := make([]string, 0, len(Kinds))
-	for k := range Kinds {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	return names
-}
-
-func (s *Strategy) unmarshalNode(d *decoder, n *yaml.Node, path string) {
+// UnmarshalStrict decodes a row: its common keys into r, the others into a
+// new configuration of its kind.
+func (r *Row) UnmarshalStrict(d *strict.Decoder, n *yaml.Node, path string) {
 	if n.Kind != yaml.MappingNode {
-		d.errorf(n, path, "want a mapping with name, kind and parameters, got %s", describeNode(n))
+		d.Errorf(n, path, "want a mapping with name, kind and parameters, got %s", strict.DescribeNode(n))
 		return
 	}
-	// Decode a copy through the plain struct path (Strategy's own
-	// unmarshalNode would recurse), then keep which keys were set.
-	type plain Strategy
-	p := (*plain)(s)
-	d.decodeStruct(n, reflectValue(p), path)
-	s.keys = make(map[string]int)
+	r.keys = make(map[string]int)
+	kindName := ""
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		s.keys[n.Content[i].Value] = n.Content[i].Line
+		kn, vn := n.Content[i], n.Content[i+1]
+		r.keys[kn.Value] = kn.Line
+		if vn.Kind == yaml.AliasNode && vn.Alias != nil {
+			vn = vn.Alias
+		}
+		if kn.Value == "kind" && vn.Kind == yaml.ScalarNode {
+			kindName = vn.Value
+		}
 	}
+	type plain Row // without this method
+	targets := []any{(*plain)(r)}
+	k, known := kinds[kindName]
+	if known {
+		r.Config = k.config()
+		targets = append(targets, r.Config)
+	}
+	d.DecodeMapping(n, path, func(key string) string {
+		if !known {
+			return "-" // the kind is reported; its parameters cannot be judged
+		}
+		for _, other := range kinds {
+			if slices.Contains(other.params, key) {
+				valid := "none"
+				if len(k.params) > 0 {
+					valid = strings.Join(k.params, ", ")
+				}
+				return fmt.Sprintf("not a parameter of kind %s (its parameters: %s)", kindName, valid)
+			}
+		}
+		return strict.UnknownKey(key, append(slices.Clone(rowKeys), k.params...))
+	}, targets...)
 }
 
-// Set reports whether the scenario file set key on s.
-func (s *Strategy) Set(key string) bool {
-	_, ok := s.keys[key]
+// Set reports whether the scenario file set key on r.
+func (r *Row) Set(key string) bool {
+	_, ok := r.keys[key]
 	return ok
 }
 
-// Retries returns the strategy's max_retries after defaults.
-func (s *Strategy) Retries() int {
-	if s.MaxRetries == nil {
+// Retries returns the row's max_retries after defaults.
+func (r *Row) Retries() int {
+	if r.MaxRetries == nil {
 		return DefaultRetries
 	}
-	return *s.MaxRetries
+	return *r.MaxRetries
 }
 
-// Params returns the parameters the file set, for reports.
-func (s *Strategy) Params() map[string]any {
-	p := map[string]any{"max_retries": s.Retries()}
-	if s.Requeue {
+// Params returns the parameters the file set, for reports: max_retries,
+// requeue and shared, then the kind's, durations as strings and whole
+// numbers as integers.
+func (r *Row) Params() map[string]any {
+	p := map[string]any{"max_retries": r.Retries()}
+	if r.Requeue {
 		p["requeue"] = true
 	}
-	if s.Shared != nil {
-		p["shared"] = s.Shared.Key
+	if r.Shared != nil {
+		p["shared"] = r.Shared.Key
 	}
-	// The kind's parameters the file set, found by their yaml tags, so a
-	// new parameter needs no second list here.
-	v := reflect.ValueOf(s).Elem()
-	for i := range v.NumField() {
-		k, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
-		if !slices.Contains(Kinds[s.Kind], k) || !s.Set(k) {
+	if r.Config == nil {
+		return p
+	}
+	v := reflect.ValueOf(r.Config).Elem()
+	for key, idx := range strict.Fields(v.Type()) {
+		if !r.Set(key) {
 			continue
 		}
-		val := v.Field(i).Interface()
-		if d, ok := val.(time.Duration); ok {
-			val = d.String()
+		val := v.FieldByIndex(idx).Interface()
+		switch x := val.(type) {
+		case time.Duration:
+			val = x.String()
+		case float64:
+			if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
+				val = int(x)
+			}
 		}
-		p[k] = val
+		p[key] = val
 	}
 	return p
 }
 
-// validate checks the scenario's meaning once its syntax is known good.
-func (s *Scenario) validate() Errors {
-	var errs Errors
-	bad := func(path, format string, args ...any) {
-		errs = append(errs, &Error{File: s.File, Line: s.line(path), Key: path, Msg: fmt.Sprintf(format, args...)})
+// stateFile is an adaptive row's state_file, or "".
+func (r *Row) stateFile() string {
+	if c, ok := r.Config.(*adaptiveSettings); ok {
+		return c.StateFile
 	}
+	return ""
+}
+
+// problems reports the validation problems of one row, under its path.
+type problems struct {
+	d    *strict.Decoder
+	path string // strategies[i]
+	row  *Row
+}
+
+func (p *problems) bad(key, format string, args ...any) {
+	p.d.Invalidf(strict.Join(p.path, key), format, args...)
+}
+
+// failed reports whether the row's key failed to decode.
+func (p *problems) failed(key string) bool { return p.d.Failed(strict.Join(p.path, key)) }
+
+// nonNegative reports every negative number of a kind's configuration: no
+// parameter of any kind may be negative. It runs after the kind's own
+// checks, which word a negative value their way where it matters.
+func (p *problems) nonNegative(cfg any) {
+	v := reflect.ValueOf(cfg).Elem()
+	fields := strict.Fields(v.Type())
+	for _, key := range strict.Keys(fields) {
+		f := v.FieldByIndex(fields[key])
+		switch {
+		case f.Type() == reflect.TypeFor[time.Duration]() && f.Int() < 0:
+			p.bad(key, "must not be negative, got %s", time.Duration(f.Int()))
+		case f.CanInt() && f.Int() < 0:
+			p.bad(key, "must not be negative, got %d", f.Int())
+		case f.CanFloat() && f.Float() < 0:
+			p.bad(key, "must not be negative, got %g", f.Float())
+		}
+	}
+}
+
+// decrease checks the factor of aimd, aimd-delay and adaptive.
+func (p *problems) decrease(v float64) {
+	if p.row.Set("decrease") && (v <= 0 || v >= 1) {
+		p.bad("decrease", "must be between 0 and 1 exclusive, got %g", v)
+	}
+}
+
+func checkSemaphore(c *strategies.SemaphoreConfig, p *problems) {
+	switch {
+	case c.Max < 0:
+		p.bad("n", "must not be negative, got %d", c.Max)
+	case c.Max == 0:
+		p.bad("n", "required: the semaphore's size, a positive number")
+	}
+}
+
+func checkPerProvider(c *strategies.PerProviderConfig, p *problems) {
+	if len(c.Limits) == 0 {
+		p.bad("limits", "required: a limit per provider, e.g. {anthropic: 10, openai: 30}")
+	}
+	provs := make([]string, 0, len(c.Limits))
+	for prov := range c.Limits {
+		provs = append(provs, prov)
+	}
+	sort.Strings(provs)
+	for _, prov := range provs {
+		if !validProvider(prov) {
+			p.bad("limits."+prov, "unknown provider %q (want anthropic or openai)", prov)
+		} else if n := c.Limits[prov]; n <= 0 {
+			p.bad("limits."+prov, "must be positive, got %d", n)
+		}
+	}
+}
+
+func checkTokenBucket(c *strategies.TokenBucketConfig, p *problems) {
+	if c.RPM == 0 && c.TPM == 0 && !p.failed("rpm") && !p.failed("tpm") {
+		p.bad("kind", "token-bucket needs rpm or tpm")
+	}
+}
+
+func checkTokenFirst(c *strategies.TokenFirstConfig, p *problems) {
+	if c.TPM == 0 {
+		p.bad("tpm", "required: the tokens-per-minute budget token-first reserves from")
+	}
+}
+
+func checkAIMDDelay(c *strategies.AIMDDelayConfig, p *problems) {
+	p.decrease(c.Decrease)
+	if p.row.Set("increase") && c.Increase <= 1 {
+		p.bad("increase", "must be greater than 1 (the delay's factor on a throttle), got %g", c.Increase)
+	}
+	if c.Min > 0 && c.Max > 0 && c.Min > c.Max {
+		p.bad("min_delay", "min_delay %s is above max_delay %s", c.Min, c.Max)
+	}
+}
+
+func checkAIMD(c *strategies.AIMDConfig, p *problems) {
+	p.decrease(c.Decrease)
+	if p.row.Set("increase") && c.Increase <= 0 {
+		p.bad("increase", "must be positive, got %g", c.Increase)
+	}
+	if c.Min > 0 && c.Max > 0 && c.Min > c.Max {
+		p.bad("min", "min %d is above max %d", c.Min, c.Max)
+	}
+}
+
+func checkAdaptive(c *adaptiveSettings, p *problems) {
+	p.decrease(c.Decrease)
+	if c.Min > 0 && c.Max > 0 && c.Min > c.Max {
+		p.bad("min", "min %d is above max %d", c.Min, c.Max)
+	}
+}
+
+// validate checks the scenario's meaning, reporting through d, the
+// decoder that read it: a value that failed to decode is not judged again,
+// and a key gets one message.
+func (s *Scenario) validate(d *strict.Decoder) {
+	bad := d.Invalidf
 
 	// Items and requests.
 	if len(s.Items.Groups) == 0 && !s.batch {
@@ -194,22 +275,22 @@ func (s *Scenario) validate() Errors {
 			p = fmt.Sprintf("items[%d]", i)
 		}
 		if g.Count <= 0 {
-			bad(joinPath(p, "count"), "must be positive, got %d", g.Count)
+			bad(strict.Join(p, "count"), "must be positive, got %d", g.Count)
 		}
 		if g.Provider != "" && !validProvider(g.Provider) {
-			bad(joinPath(p, "provider"), "unknown provider %q (want anthropic or openai)", g.Provider)
+			bad(strict.Join(p, "provider"), "unknown provider %q (want anthropic or openai)", g.Provider)
 		}
 		if g.MaxTokens < 0 {
-			bad(joinPath(p, "max_tokens"), "must not be negative, got %d", g.MaxTokens)
+			bad(strict.Join(p, "max_tokens"), "must not be negative, got %d", g.MaxTokens)
 		}
 		if g.PromptTokens < 0 {
-			bad(joinPath(p, "prompt_tokens"), "must not be negative, got %d", g.PromptTokens)
+			bad(strict.Join(p, "prompt_tokens"), "must not be negative, got %d", g.PromptTokens)
 		}
 		if g.Prompt != "" && g.PromptTokens != 0 {
-			bad(joinPath(p, "prompt_tokens"), "set prompt or prompt_tokens, not both")
+			bad(strict.Join(p, "prompt_tokens"), "set prompt or prompt_tokens, not both")
 		}
 	}
-	if _, ok := s.lines["server"]; ok && s.Target != nil && !s.batch {
+	if d.Set("server") && s.Target != nil && !s.batch {
 		bad("server", "has no effect with target: (the run goes to target.url, not the embedded mock); remove one of them")
 	}
 	r := s.Request
@@ -222,7 +303,7 @@ func (s *Scenario) validate() Errors {
 	if r.PromptTokens < 0 {
 		bad("request.prompt_tokens", "must not be negative, got %d", r.PromptTokens)
 	}
-	if _, set := s.lines["request.prompt"]; set && r.PromptTokens != 0 {
+	if d.Set("request.prompt") && r.PromptTokens != 0 {
 		bad("request.prompt_tokens", "set prompt or prompt_tokens, not both")
 	}
 	if s.Workers < 0 {
@@ -249,9 +330,7 @@ func (s *Scenario) validate() Errors {
 			bad("oracle.call_time", "must not be negative, got %s", o.CallTime)
 		}
 	}
-	for _, e := range validateServer(&s.Server) {
-		bad(joinPath("server", e.key), "%s", e.msg)
-	}
+	d.Place("server", s.Server.Validate())
 
 	// Strategies.
 	if len(s.Strategies) == 0 && !s.batch {
@@ -260,7 +339,7 @@ func (s *Scenario) validate() Errors {
 	names := make(map[string]int)
 	for i := range s.Strategies {
 		st := &s.Strategies[i]
-		p := fmt.Sprintf("strategies[%d]", i)
+		p := strict.Index("strategies", i)
 		key := func(k string) string { return p + "." + k }
 		if st.Name == "" {
 			bad(key("name"), "required")
@@ -269,7 +348,10 @@ func (s *Scenario) validate() Errors {
 		} else {
 			names[st.Name] = i
 		}
-		allowed, ok := Kinds[st.Kind]
+		if st.MaxRetries != nil && *st.MaxRetries < -1 {
+			bad(key("max_retries"), "must be -1 (retry until success) or more, got %d", *st.MaxRetries)
+		}
+		k, ok := kinds[st.Kind]
 		switch {
 		case st.Kind == "":
 			bad(key("kind"), "required: one of %s", strings.Join(kindNames(), ", "))
@@ -278,94 +360,24 @@ func (s *Scenario) validate() Errors {
 			bad(key("kind"), "unknown kind %q (want one of %s)", st.Kind, strings.Join(kindNames(), ", "))
 			continue
 		}
-		for k := range st.keys {
-			if k == "shared" {
-				continue // checked below, with the kinds that take it
-			}
-			if !slices.Contains(commonKeys, k) && !slices.Contains(allowed, k) {
-				valid := "none"
-				if len(allowed) > 0 {
-					valid = strings.Join(allowed, ", ")
-				}
-				bad(key(k), "not a parameter of kind %s (its parameters: %s)", st.Kind, valid)
-			}
-		}
 		if st.Shared != nil {
 			for _, pr := range st.Shared.check(st.Kind) {
-				bad(joinPath(key("shared"), pr.key), "%s", pr.msg)
+				bad(strict.Join(key("shared"), pr.key), "%s", pr.msg)
 			}
 		} else if st.Set("shared") {
 			bad(key("shared"), "want a mapping {redis: URL, key: NAME, ...}, got null")
 		}
-		if st.MaxRetries != nil && *st.MaxRetries < -1 {
-			bad(key("max_retries"), "must be -1 (retry until success) or more, got %d", *st.MaxRetries)
-		}
-		for _, f := range []struct {
-			k string
-			v int
-		}{{"n", st.N}, {"default", st.Default}, {"rpm", st.RPM}, {"tpm", st.TPM}, {"request_burst", st.RequestBurst},
-			{"token_burst", st.TokenBurst}, {"successes", st.Successes}, {"initial", st.Initial}, {"min", st.Min}, {"max", st.Max}} {
-			if f.v < 0 {
-				bad(key(f.k), "must not be negative, got %d", f.v)
-			}
-		}
-		for _, f := range []struct {
-			k string
-			v time.Duration
-		}{{"initial_delay", st.InitialDelay}, {"min_delay", st.MinDelay}, {"max_delay", st.MaxDelay}, {"cooldown", st.Cooldown}} {
-			if f.v < 0 {
-				bad(key(f.k), "must not be negative, got %s", f.v)
-			}
-		}
-		if st.Set("decrease") && (st.Decrease <= 0 || st.Decrease >= 1) {
-			bad(key("decrease"), "must be between 0 and 1 exclusive, got %g", st.Decrease)
-		}
-		switch {
-		case st.Kind == KindAIMDDelay && st.Set("increase") && st.Increase <= 1:
-			bad(key("increase"), "must be greater than 1 (the delay's factor on a throttle), got %g", st.Increase)
-		case st.Kind == KindAIMD && st.Set("increase") && st.Increase <= 0:
-			bad(key("increase"), "must be positive, got %g", st.Increase)
-		}
-		if st.ProbeAfter < 0 {
-			bad(key("probe_after"), "must not be negative, got %g", st.ProbeAfter)
-		}
-		if st.Min > 0 && st.Max > 0 && st.Min > st.Max {
-			bad(key("min"), "min %d is above max %d", st.Min, st.Max)
-		}
-		if st.MinDelay > 0 && st.MaxDelay > 0 && st.MinDelay > st.MaxDelay {
-			bad(key("min_delay"), "min_delay %s is above max_delay %s", st.MinDelay, st.MaxDelay)
-		}
-		switch st.Kind {
-		case KindSemaphore:
-			if st.N <= 0 {
-				bad(key("n"), "required: the semaphore's size, a positive number")
-			}
-		case KindPerProvider:
-			if len(st.Limits) == 0 {
-				bad(key("limits"), "required: a limit per provider, e.g. {anthropic: 10, openai: 30}")
-			}
-			for prov, n := range st.Limits {
-				if !validProvider(prov) {
-					bad(key("limits."+prov), "unknown provider %q (want anthropic or openai)", prov)
-				} else if n <= 0 {
-					bad(key("limits."+prov), "must be positive, got %d", n)
-				}
-			}
-		case KindTokenBucket:
-			if st.RPM == 0 && st.TPM == 0 {
-				bad(key("kind"), "token-bucket needs rpm or tpm")
-			}
-		case KindTokenFirst:
-			if st.TPM == 0 {
-				bad(key("tpm"), "required: the tokens-per-minute budget token-first reserves from")
-			}
+		if st.Config != nil {
+			pr := &problems{d: d, path: p, row: st}
+			k.check(st.Config, pr)
+			pr.nonNegative(st.Config)
 		}
 	}
-	if len(errs) == 0 {
-		errs = append(errs, checkGroups(s)...)
+	if len(d.Errors()) == 0 {
+		for _, e := range checkGroups(s) {
+			bad(e.Path, "%s", e.Message)
+		}
 	}
-	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
-	return errs
 }
 
 func validProvider(p string) bool { return p == "anthropic" || p == "openai" }

@@ -76,7 +76,7 @@ func (s *Scenario) validateLimits() Errors {
 			return
 		}
 		seen[path] = true
-		errs = append(errs, &Error{File: s.File, Line: s.line(path), Key: path, Msg: fmt.Sprintf(format, args...)})
+		errs = append(errs, &Error{File: s.File, Line: s.line(path), Path: path, Message: fmt.Sprintf(format, args...)})
 	}
 	groups := s.Groups()
 	if len(groups) == 0 { // a batch's config: its request alone

@@ -10,11 +10,13 @@ import (
 // AIMDDelayConfig configures an AIMDDelay. A zero field takes the default
 // given with it, which is the case study's controller.
 type AIMDDelayConfig struct {
-	// Initial is the delay between dispatches at the start. Default 6 s.
-	Initial time.Duration `json:"initial" yaml:"initial"`
-	// Min and Max clamp the delay. Defaults 10 ms and 60 s.
-	Min time.Duration `json:"min" yaml:"min"`
-	Max time.Duration `json:"max" yaml:"max"`
+	// Initial is the delay between dispatches at the start (initial_delay
+	// in a scenario). Default 6 s.
+	Initial time.Duration `json:"initial_delay" yaml:"initial_delay"`
+	// Min and Max clamp the delay (min_delay and max_delay). Defaults 10 ms
+	// and 60 s.
+	Min time.Duration `json:"min_delay" yaml:"min_delay"`
+	Max time.Duration `json:"max_delay" yaml:"max_delay"`
 	// Successes is how many consecutive successes shrink the delay. Default 3.
 	Successes int `json:"successes" yaml:"successes"`
 	// Decrease multiplies the delay after Successes consecutive successes.

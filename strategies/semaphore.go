@@ -7,8 +7,9 @@ import (
 
 // SemaphoreConfig configures a Semaphore.
 type SemaphoreConfig struct {
-	// Max is the most calls in flight at once. Values below 1 mean 1.
-	Max int `json:"max" yaml:"max"`
+	// Max is the most calls in flight at once (n in a scenario). Values
+	// below 1 mean 1.
+	Max int `json:"n" yaml:"n"`
 }
 
 // Semaphore admits at most Max calls at once, in arrival order: the seeds'

@@ -16,8 +16,9 @@ type TokenFirstConfig struct {
 	// spell. 0 means a minute's worth (TPM), as a provider's bucket holds.
 	// A call costing more is refused with ErrExceedsBudget.
 	TokenBurst int `json:"token_burst" yaml:"token_burst"`
-	// MaxConcurrent is the most calls in flight at once. 0 means no limit.
-	MaxConcurrent int `json:"max_concurrent" yaml:"max_concurrent"`
+	// MaxConcurrent is the most calls in flight at once (n in a scenario,
+	// as semaphore's). 0 means no limit.
+	MaxConcurrent int `json:"n" yaml:"n"`
 }
 
 // TokenFirst gates each call on both a provider's limits, tokens first: it

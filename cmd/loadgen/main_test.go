@@ -106,7 +106,7 @@ func TestUsageErrors(t *testing.T) {
 		{"bad flag", []string{"run", good, "--fromat", "json"}, "flag provided but not defined"},
 		{"bad only", []string{"run", good, "--only", "nope"}, `no strategy named "nope"`},
 		{"missing file", []string{"run", "/nonexistent/x.yaml"}, "no such file"},
-		{"invalid scenario", []string{"run", writeFile(t, "bad.yaml", "items: ten\n")}, `bad.yaml:1: items: cannot unmarshal "ten" into int`},
+		{"invalid scenario", []string{"run", writeFile(t, "bad.yaml", "items: ten\n")}, `bad.yaml:1: items: want an integer, got "ten"`},
 		{"validate nothing", []string{"validate"}, "no files given"},
 		{"compare one file", []string{"compare", good}, "want OLD.json and NEW.json"},
 		{"compare not json", []string{"compare", good, good}, "read json"},
@@ -126,7 +126,7 @@ func TestUsageErrors(t *testing.T) {
 
 func TestValidate(t *testing.T) {
 	good := writeFile(t, "good.yaml", quick)
-	bad := writeFile(t, "bad.yaml", "items: 3\nstrategies:\n  - name: a\n    kind: semaphore\n    n: -1\n    max_retries: ten\n")
+	bad := writeFile(t, "bad.yaml", "items: 3\nstrategies:\n  - name: a\n    kind: semaphore\n    n: -1\n    max_retries: ten\n  - {name: a, kind: magic}\n")
 	out, _, code := runCLI(t, t.Context(), "validate", good)
 	if code != 0 || !strings.Contains(out, good+": ok (20 items, 2 strategies)") {
 		t.Errorf("validate good: exit %d, output %q", code, out)
@@ -135,7 +135,11 @@ func TestValidate(t *testing.T) {
 	if code != exitFailed {
 		t.Errorf("validate good bad: exit %d, want 1", code)
 	}
-	for _, w := range []string{good + ": ok", bad + `:6: strategies[0].max_retries: cannot unmarshal "ten" into int`} {
+	for _, w := range []string{good + ": ok (20 items, 2 strategies)\n" +
+		bad + ":5: strategies[0].n: must not be negative, got -1\n" +
+		bad + `:6: strategies[0].max_retries: want an integer, got "ten"` + "\n" +
+		bad + `:7: strategies[1].name: duplicate strategy name "a" (also strategies[0])` + "\n" +
+		bad + `:7: strategies[1].kind: unknown kind "magic"`} {
 		if !strings.Contains(out, w) {
 			t.Errorf("validate output lacks %q:\n%s", w, out)
 		}

@@ -84,6 +84,20 @@ func (d *Decoder) Set(path string) bool {
 	return ok
 }
 
+// Lines returns the line of every path the file has a value at. The map is
+// the decoder's own: read it, do not change it.
+func (d *Decoder) Lines() map[string]int { return d.lines }
+
+// Failed reports whether a value at, above or below path failed to decode.
+func (d *Decoder) Failed(path string) bool {
+	for _, b := range d.broken {
+		if related(b, path) {
+			return true
+		}
+	}
+	return false
+}
+
 // Mark records that the file has a value at path, on n's line; decoding
 // does this for every value it visits.
 func (d *Decoder) Mark(n *yaml.Node, path string) {
@@ -110,13 +124,8 @@ func (d *Decoder) Errorf(n *yaml.Node, path, format string, args ...any) {
 // above or below path failed to decode, so that each path gets at most one
 // message and a wrong type does not also read as a missing value.
 func (d *Decoder) Invalidf(path, format string, args ...any) {
-	if d.reached[path] {
+	if d.reached[path] || d.Failed(path) {
 		return
-	}
-	for _, b := range d.broken {
-		if related(b, path) {
-			return
-		}
 	}
 	d.reached[path] = true
 	d.errs = append(d.errs, &Error{File: d.file, Line: d.Line(path), Path: path, Message: fmt.Sprintf(format, args...)})
@@ -171,7 +180,9 @@ func (d *Decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		}
 		n = n.Alias
 	}
-	d.Mark(n, path)
+	if path != "" {
+		d.Mark(n, path)
+	}
 	t := v.Type()
 	if t == nodeType {
 		v.Set(reflect.ValueOf(*n))

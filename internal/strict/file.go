@@ -45,7 +45,7 @@ func tooLarge(file string) *Error {
 func pathMessage(err error) string {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
-		return pe.Op + ": " + pe.Err.Error()
+		return pe.Err.Error()
 	}
 	return err.Error()
 }

@@ -131,7 +131,7 @@ func TestValidation(t *testing.T) {
 	d.Place("", Errors{{Path: "keys[0]", Message: "must not be a"}})
 	d.Invalidf("per", "required") // not in the file: the nearest line is the document's
 	got := d.Errors().Error()
-	want := "c.yaml:1: per: required\n" +
+	want := "c.yaml: per: required\n" +
 		"c.yaml:3: limits.rpm: want an integer, got \"abc\"\n" +
 		"c.yaml:4: limits.rate: must be a rate in [0, 1], got 2\n" +
 		"c.yaml:5: keys[0]: must not be a"
@@ -228,7 +228,7 @@ func TestFileSizeCap(t *testing.T) {
 	if _, err := Parse("mem.yaml", make([]byte, MaxFileBytes+1)); err == nil || !strings.HasPrefix(err.Error(), "mem.yaml: file larger than 4 MiB") {
 		t.Errorf("Parse(big) = %v", err)
 	}
-	if _, err := ReadFile(filepath.Join(dir, "missing.yaml")); err == nil || err.Error() != filepath.Join(dir, "missing.yaml")+": open: no such file or directory" {
+	if _, err := ReadFile(filepath.Join(dir, "missing.yaml")); err == nil || err.Error() != filepath.Join(dir, "missing.yaml")+": no such file or directory" {
 		t.Errorf("ReadFile(missing) = %v", err)
 	}
 }
