@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ratelab/ratelab/internal/fielderr"
 	"github.com/ratelab/ratelab/provider"
 	"github.com/ratelab/ratelab/strategies"
 )
@@ -691,10 +692,15 @@ func (b *Batch) scan(fn func(line int, in *BatchInput, ie *InputError) bool) err
 	}
 }
 
-// inputFields lists BatchInput's keys, for messages.
-const inputFields = "id, prompt, messages, system, max_tokens, metadata"
+// inputKeys are BatchInput's keys, for messages.
+var inputKeys = []string{"id", "prompt", "messages", "system", "max_tokens", "metadata"}
 
-// decodeInput decodes and checks one input line.
+// decodeInput decodes and checks one input line. It decodes with
+// encoding/json, about 15 times faster than internal/strict's YAML decoder
+// on a typical line (4 µs against 60 µs, BenchmarkLine there), which counts
+// for a file of a million lines read twice; its messages use the words of
+// every configuration (package fielderr): "want an integer, got \"ten\"",
+// "unknown key \"promt\" (did you mean prompt?)".
 func decodeInput(file string, line int, data []byte) (*BatchInput, *InputError) {
 	bad := func(field, format string, args ...any) *InputError {
 		return &InputError{File: file, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)}
@@ -713,10 +719,10 @@ func decodeInput(file string, line int, data []byte) (*BatchInput, *InputError) 
 		case errors.As(err, &se):
 			return nil, bad("", "invalid JSON at column %d: %v", se.Offset, se)
 		case errors.As(err, &te) && te.Field != "":
-			return nil, bad(te.Field, "want %s, got %s", jsonTypeName(te.Type.String()), te.Value)
+			return nil, bad(te.Field, "want %s, got %s", fielderr.Describe(te.Type), gotJSON(data, te))
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			name := strings.TrimPrefix(err.Error(), "json: unknown field ")
-			return nil, bad(strings.Trim(name, `"`), "unknown key (want one of %s)", inputFields)
+			name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+			return nil, bad(name, "%s", fielderr.UnknownKey(name, inputKeys))
 		case errors.Is(err, io.ErrUnexpectedEOF):
 			return nil, bad("", "invalid JSON: unexpected end of line")
 		}
@@ -748,17 +754,35 @@ func decodeInput(file string, line int, data []byte) (*BatchInput, *InputError) 
 	return in, nil
 }
 
-// jsonTypeName names a Go type as its JSON counterpart.
-func jsonTypeName(goType string) string {
-	switch {
-	case goType == "string":
-		return "a string"
-	case goType == "int":
-		return "a whole number"
-	case strings.HasPrefix(goType, "[]"):
-		return "a list"
+// gotJSON describes the value a type error is about: as written when it is
+// a top-level key's (read again, which only a bad line pays for), else by
+// its JSON kind.
+func gotJSON(data []byte, te *json.UnmarshalTypeError) string {
+	if !strings.Contains(te.Field, ".") {
+		var m map[string]json.RawMessage
+		_ = json.Unmarshal(data, &m) // the line is an object: only its values' types are wrong
+		if raw := bytes.TrimSpace(m[te.Field]); len(raw) > 0 {
+			switch raw[0] {
+			case '{':
+				return "a mapping"
+			case '[':
+				return "a list"
+			}
+			if len(raw) > 40 {
+				return string(raw[:40]) + "…"
+			}
+			return string(raw)
+		}
 	}
-	return "an object"
+	switch {
+	case te.Value == "object":
+		return "a mapping"
+	case te.Value == "array":
+		return "a list"
+	case strings.HasPrefix(te.Value, "number "):
+		return strings.TrimPrefix(te.Value, "number ")
+	}
+	return "a " + te.Value
 }
 
 // preview quotes the start of a line for a message.

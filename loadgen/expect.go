@@ -11,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/ratelab/ratelab/engine"
+	"github.com/ratelab/ratelab/internal/fielderr"
 	"github.com/ratelab/ratelab/internal/strict"
 	"github.com/ratelab/ratelab/reports"
 )
@@ -110,7 +111,7 @@ func (x *Expect) UnmarshalStrict(d *strict.Decoder, n *yaml.Node, path string) {
 			vn = vn.Alias
 		}
 		key := kn.Value
-		kpath := strict.Join(path, key)
+		kpath := fielderr.Join(path, key)
 		d.Mark(vn, kpath)
 		if seen[key] {
 			d.Errorf(kn, kpath, "duplicate key")

@@ -7,6 +7,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/ratelab/ratelab/internal/fielderr"
 	"github.com/ratelab/ratelab/internal/strict"
 )
 
@@ -134,7 +135,7 @@ func (it *Items) UnmarshalStrict(d *strict.Decoder, n *yaml.Node, path string) {
 	case n.Kind == yaml.SequenceNode:
 		it.Groups = make([]ItemGroup, len(n.Content))
 		for i, gn := range n.Content {
-			d.Decode(gn, &it.Groups[i], strict.Index(path, i))
+			d.Decode(gn, &it.Groups[i], fielderr.Index(path, i))
 		}
 	default:
 		d.Errorf(n, path, "want a count, a mapping or a list of mappings, got %s", strict.DescribeNode(n))
@@ -215,7 +216,7 @@ func (s *Scenario) line(path string) int {
 		if l, ok := s.lines[path]; ok {
 			return l
 		}
-		path = strict.Parent(path)
+		path = fielderr.Parent(path)
 	}
 	return 0
 }

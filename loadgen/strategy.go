@@ -11,6 +11,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/ratelab/ratelab/internal/fielderr"
 	"github.com/ratelab/ratelab/internal/strict"
 	"github.com/ratelab/ratelab/strategies"
 )
@@ -94,7 +95,7 @@ func (r *Row) UnmarshalStrict(d *strict.Decoder, n *yaml.Node, path string) {
 				return fmt.Sprintf("not a parameter of kind %s (its parameters: %s)", kindName, valid)
 			}
 		}
-		return strict.UnknownKey(key, append(slices.Clone(rowKeys), k.params...))
+		return fielderr.UnknownKey(key, append(slices.Clone(rowKeys), k.params...))
 	}, targets...)
 }
 
@@ -161,11 +162,11 @@ type problems struct {
 }
 
 func (p *problems) bad(key, format string, args ...any) {
-	p.d.Invalidf(strict.Join(p.path, key), format, args...)
+	p.d.Invalidf(fielderr.Join(p.path, key), format, args...)
 }
 
 // failed reports whether the row's key failed to decode.
-func (p *problems) failed(key string) bool { return p.d.Failed(strict.Join(p.path, key)) }
+func (p *problems) failed(key string) bool { return p.d.Failed(fielderr.Join(p.path, key)) }
 
 // nonNegative reports every negative number of a kind's configuration: no
 // parameter of any kind may be negative. It runs after the kind's own
@@ -275,19 +276,19 @@ func (s *Scenario) validate(d *strict.Decoder) {
 			p = fmt.Sprintf("items[%d]", i)
 		}
 		if g.Count <= 0 {
-			bad(strict.Join(p, "count"), "must be positive, got %d", g.Count)
+			bad(fielderr.Join(p, "count"), "must be positive, got %d", g.Count)
 		}
 		if g.Provider != "" && !validProvider(g.Provider) {
-			bad(strict.Join(p, "provider"), "unknown provider %q (want anthropic or openai)", g.Provider)
+			bad(fielderr.Join(p, "provider"), "unknown provider %q (want anthropic or openai)", g.Provider)
 		}
 		if g.MaxTokens < 0 {
-			bad(strict.Join(p, "max_tokens"), "must not be negative, got %d", g.MaxTokens)
+			bad(fielderr.Join(p, "max_tokens"), "must not be negative, got %d", g.MaxTokens)
 		}
 		if g.PromptTokens < 0 {
-			bad(strict.Join(p, "prompt_tokens"), "must not be negative, got %d", g.PromptTokens)
+			bad(fielderr.Join(p, "prompt_tokens"), "must not be negative, got %d", g.PromptTokens)
 		}
 		if g.Prompt != "" && g.PromptTokens != 0 {
-			bad(strict.Join(p, "prompt_tokens"), "set prompt or prompt_tokens, not both")
+			bad(fielderr.Join(p, "prompt_tokens"), "set prompt or prompt_tokens, not both")
 		}
 	}
 	if d.Set("server") && s.Target != nil && !s.batch {
@@ -339,7 +340,7 @@ func (s *Scenario) validate(d *strict.Decoder) {
 	names := make(map[string]int)
 	for i := range s.Strategies {
 		st := &s.Strategies[i]
-		p := strict.Index("strategies", i)
+		p := fielderr.Index("strategies", i)
 		key := func(k string) string { return p + "." + k }
 		if st.Name == "" {
 			bad(key("name"), "required")
@@ -362,7 +363,7 @@ func (s *Scenario) validate(d *strict.Decoder) {
 		}
 		if st.Shared != nil {
 			for _, pr := range st.Shared.check(st.Kind) {
-				bad(strict.Join(key("shared"), pr.key), "%s", pr.msg)
+				bad(fielderr.Join(key("shared"), pr.key), "%s", pr.msg)
 			}
 		} else if st.Set("shared") {
 			bad(key("shared"), "want a mapping {redis: URL, key: NAME, ...}, got null")

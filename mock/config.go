@@ -7,6 +7,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/ratelab/ratelab/internal/fielderr"
 	"github.com/ratelab/ratelab/internal/strict"
 )
 
@@ -265,14 +266,14 @@ func (dist *Distribution) UnmarshalStrict(d *strict.Decoder, n *yaml.Node, path 
 		switch key {
 		case "fixed":
 			var v int
-			d.Decode(val, &v, strict.Join(path, key))
+			d.Decode(val, &v, fielderr.Join(path, key))
 			*dist = Distribution{Kind: Fixed, Min: v}
 			return
 		case "uniform":
 			var v []int
-			d.Decode(val, &v, strict.Join(path, key))
+			d.Decode(val, &v, fielderr.Join(path, key))
 			if len(v) != 2 {
-				d.Errorf(val, strict.Join(path, key), "want [MIN, MAX], got %s", strict.DescribeNode(val))
+				d.Errorf(val, fielderr.Join(path, key), "want [MIN, MAX], got %s", strict.DescribeNode(val))
 				return
 			}
 			*dist = Distribution{Kind: Uniform, Min: v[0], Max: v[1]}

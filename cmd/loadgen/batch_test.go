@@ -178,7 +178,7 @@ func TestBatchBadInput(t *testing.T) {
 		{"missing prompt", []string{good, ``, `{"id": "b"}`}, "items.jsonl:3: prompt: required"},
 		{"duplicate id", []string{good, `{"id": "b", "prompt": "y"}`, `{"id": "a", "prompt": "z"}`}, `items.jsonl:3: id: duplicate id "a" (first on line 1)`},
 		{"unknown key", []string{`{"id": "a", "prompt": "x", "model": "m"}`}, "items.jsonl:1: model: unknown key"},
-		{"wrong type", []string{`{"id": "a", "prompt": "x", "max_tokens": "ten"}`}, "items.jsonl:1: max_tokens: want a whole number, got string"},
+		{"wrong type", []string{`{"id": "a", "prompt": "x", "max_tokens": "ten"}`}, `items.jsonl:1: max_tokens: want an integer, got "ten"`},
 		{"bad message", []string{`{"id": "a", "messages": [{"role": "user", "content": ""}]}`}, "items.jsonl:1: messages[0].content: required"},
 	}
 	for _, tt := range tests {

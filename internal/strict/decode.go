@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/ratelab/ratelab/internal/fielderr"
 )
 
 // Unmarshaler is implemented by types whose YAML has more than one shape (a
@@ -74,7 +76,7 @@ func (d *Decoder) Line(path string) int {
 		if path == "" {
 			return 0
 		}
-		path = Parent(path)
+		path = fielderr.Parent(path)
 	}
 }
 
@@ -91,7 +93,7 @@ func (d *Decoder) Lines() map[string]int { return d.lines }
 // Failed reports whether a value at, above or below path failed to decode.
 func (d *Decoder) Failed(path string) bool {
 	for _, b := range d.broken {
-		if related(b, path) {
+		if fielderr.Related(b, path) {
 			return true
 		}
 	}
@@ -135,8 +137,8 @@ func (d *Decoder) Invalidf(path, format string, args ...any) {
 // mock.Config.Validate, whose paths are relative to the config) as
 // validation problems under prefix.
 func (d *Decoder) Place(prefix string, err error) {
-	for _, e := range List(err) {
-		d.Invalidf(Join(prefix, e.Path), "%s", e.Message)
+	for _, e := range fielderr.List(err) {
+		d.Invalidf(fielderr.Join(prefix, e.Path), "%s", e.Message)
 	}
 }
 
@@ -224,14 +226,14 @@ func (d *Decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 func (d *Decoder) decodeScalar(n *yaml.Node, v reflect.Value, path string) {
 	t := v.Type()
 	if n.Kind != yaml.ScalarNode {
-		d.Errorf(n, path, "want %s, got %s", Describe(t), describeNode(n))
+		d.Errorf(n, path, "want %s, got %s", fielderr.Describe(t), describeNode(n))
 		return
 	}
 	switch {
 	case t == durationType:
 		dur, err := time.ParseDuration(n.Value)
 		if err != nil {
-			d.Errorf(n, path, "want %s, got %s", Describe(t), quote(n))
+			d.Errorf(n, path, "want %s, got %s", fielderr.Describe(t), quote(n))
 			return
 		}
 		v.SetInt(int64(dur))
@@ -248,7 +250,7 @@ func (d *Decoder) decodeScalar(n *yaml.Node, v reflect.Value, path string) {
 	}
 	tmp := reflect.New(t)
 	if err := n.Decode(tmp.Interface()); err != nil {
-		d.Errorf(n, path, "want %s, got %s", Describe(t), quote(n))
+		d.Errorf(n, path, "want %s, got %s", fielderr.Describe(t), quote(n))
 		return
 	}
 	v.Set(tmp.Elem())
@@ -276,7 +278,7 @@ func (d *Decoder) decodeInteger(n *yaml.Node, v reflect.Value, path string) {
 	case "!!float":
 		var f float64
 		if n.Decode(&f) != nil || f != math.Trunc(f) || math.IsInf(f, 0) {
-			d.Errorf(n, path, "want %s, got %s", Describe(t), quote(n))
+			d.Errorf(n, path, "want %s, got %s", fielderr.Describe(t), quote(n))
 			return
 		}
 		if signed {
@@ -291,7 +293,7 @@ func (d *Decoder) decodeInteger(n *yaml.Node, v reflect.Value, path string) {
 			return
 		}
 	default:
-		d.Errorf(n, path, "want %s, got %s", Describe(t), quote(n))
+		d.Errorf(n, path, "want %s, got %s", fielderr.Describe(t), quote(n))
 		return
 	}
 	if signed {
@@ -353,7 +355,7 @@ func (d *Decoder) DecodeMapping(n *yaml.Node, path string, unknown func(key stri
 			continue
 		}
 		key := kn.Value
-		kpath := Join(path, key)
+		kpath := fielderr.Join(path, key)
 		if seen[key] {
 			d.Errorf(kn, kpath, "duplicate key")
 			continue
@@ -383,7 +385,7 @@ func (d *Decoder) DecodeMapping(n *yaml.Node, path string, unknown func(key stri
 			for _, f := range fields {
 				known = append(known, Keys(f)...)
 			}
-			msg = UnknownKey(key, known)
+			msg = fielderr.UnknownKey(key, known)
 		}
 		d.Errorf(kn, kpath, "%s", msg)
 	}
@@ -396,7 +398,7 @@ func (d *Decoder) decodeSlice(n *yaml.Node, v reflect.Value, path string) {
 	}
 	s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
 	for i, en := range n.Content {
-		d.decode(en, s.Index(i), Index(path, i))
+		d.decode(en, s.Index(i), fielderr.Index(path, i))
 	}
 	v.Set(s)
 }
@@ -413,7 +415,7 @@ func (d *Decoder) decodeMap(n *yaml.Node, v reflect.Value, path string) {
 	seen := make(map[string]bool)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		kn, vn := n.Content[i], n.Content[i+1]
-		kpath := Join(path, kn.Value)
+		kpath := fielderr.Join(path, kn.Value)
 		if seen[kn.Value] {
 			d.Errorf(kn, kpath, "duplicate key")
 			continue
@@ -477,53 +479,6 @@ func Keys(fields map[string][]int) []string {
 		return len(a) < len(b)
 	})
 	return keys
-}
-
-// UnknownKey is the message for key where only known keys are allowed: the
-// nearest known key when one is a likely misspelling, else all of them.
-func UnknownKey(key string, known []string) string {
-	if s := Suggest(key, known); s != "" {
-		return fmt.Sprintf("unknown key %q (did you mean %s?)", key, s)
-	}
-	sorted := slices(known)
-	if len(sorted) == 0 {
-		return fmt.Sprintf("unknown key %q (none is allowed here)", key)
-	}
-	return fmt.Sprintf("unknown key %q (want one of %s)", key, strings.Join(sorted, ", "))
-}
-
-func slices(s []string) []string {
-	out := append([]string(nil), s...)
-	sort.Strings(out)
-	return out
-}
-
-// Describe names what a value of type t is written as, for "want …"
-// messages: "an integer", "a duration like 500ms or 1s", "a mapping".
-func Describe(t reflect.Type) string {
-	switch {
-	case t == durationType:
-		return "a duration like 500ms or 1s"
-	case t.Kind() == reflect.Pointer:
-		return Describe(t.Elem())
-	}
-	switch t.Kind() {
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return "an integer"
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		return "a non-negative integer"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.String:
-		return "a string"
-	case reflect.Slice, reflect.Array:
-		return "a list"
-	case reflect.Map, reflect.Struct:
-		return "a mapping"
-	}
-	return t.String()
 }
 
 // rangeOf describes the integers t holds, or "" for other types.

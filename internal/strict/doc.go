@@ -11,3 +11,11 @@
 // gets at most one message, and a value that failed to decode is not judged
 // again.
 package strict
+
+import "github.com/ratelab/ratelab/internal/fielderr"
+
+// Error is one problem at one place of a file (see package fielderr).
+type Error = fielderr.Error
+
+// Errors is every problem of a file (see package fielderr).
+type Errors = fielderr.Errors

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/ratelab/ratelab/internal/fielderr"
 )
 
 type limits struct {
@@ -99,7 +101,7 @@ func TestEveryProblemAtOnce(t *testing.T) {
 	src := "name: x\nnmae: y\nlimits:\n  rpm: abc\n  rate: fast\nkeys: [a, {b: 1}]\n"
 	var c config
 	err := Unmarshal("c.yaml", []byte(src), &c)
-	es := List(err)
+	es := fielderr.List(err)
 	want := []string{"c.yaml:2: nmae:", "c.yaml:4: limits.rpm:", "c.yaml:5: limits.rate:", "c.yaml:6: keys[1]:"}
 	if len(es) != len(want) {
 		t.Fatalf("got %d problems, want %d:\n%v", len(es), len(want), err)
@@ -210,7 +212,7 @@ func TestAliasBomb(t *testing.T) {
 		G [][][][][][][]string
 	}
 	err := Unmarshal("c.yaml", []byte(src), &v)
-	if err == nil || len(List(err)) != 1 || !strings.Contains(err.Error(), "too large once its aliases are expanded") {
+	if err == nil || len(fielderr.List(err)) != 1 || !strings.Contains(err.Error(), "too large once its aliases are expanded") {
 		t.Errorf("err = %v", err)
 	}
 }
@@ -233,18 +235,6 @@ func TestFileSizeCap(t *testing.T) {
 	}
 }
 
-func TestSuggest(t *testing.T) {
-	known := []string{"max_concurrent", "rpm", "tpm", "items", "name"}
-	for word, want := range map[string]string{
-		"max_concurent": "max_concurrent", "rmp": "rpm", "itmes": "items", "nmae": "name",
-		"tpmm": "tpm", "bogus": "", "x": "", "max": "",
-	} {
-		if got := Suggest(word, known); got != want {
-			t.Errorf("Suggest(%q) = %q, want %q", word, got, want)
-		}
-	}
-}
-
 // FuzzUnmarshal: decoding never panics, and every problem names the file.
 func FuzzUnmarshal(f *testing.F) {
 	for _, s := range []string{
@@ -257,7 +247,7 @@ func FuzzUnmarshal(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var c config
 		err := Unmarshal("fuzz.yaml", data, &c)
-		for _, e := range List(err) {
+		for _, e := range fielderr.List(err) {
 			if e.File != "fuzz.yaml" || e.Message == "" {
 				t.Errorf("problem %+v lacks its file or message", e)
 			}

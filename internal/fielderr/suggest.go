@@ -1,4 +1,4 @@
-package strict
+package fielderr
 
 // Suggest returns the candidate nearest to word when it is a likely
 // misspelling of it (at most one edit for short words, two for longer ones;

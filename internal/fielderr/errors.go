@@ -1,4 +1,11 @@
-package strict
+// Package fielderr is the typed error of every ratelab configuration and
+// input line, and the words of its messages: Error {File, Line, Path,
+// Message}, formatted FILE:LINE: PATH: MESSAGE, and the phrases "want an
+// integer", "unknown key \"rmp\" (did you mean rpm?)". internal/strict (the
+// YAML decoder) and engine's batch input lines (JSON, decoded with
+// encoding/json for speed) both speak it, and it imports no decoder, so
+// engine stays free of YAML.
+package fielderr
 
 import (
 	"errors"
@@ -13,7 +20,7 @@ import (
 //
 // A validation method that knows no file (mock.Config.Validate) returns
 // Errors with only Path and Message; the decoder that read the file fills in
-// File and Line (Decoder.Place).
+// File and Line (strict.Decoder.Place).
 type Error struct {
 	File    string `json:"file,omitempty"` // the file as the user named it
 	Line    int    `json:"line,omitempty"` // 1-based; 0 when unknown
@@ -120,8 +127,8 @@ func Parent(path string) string {
 	return ""
 }
 
-// related reports whether one path is the other or lies under it.
-func related(a, b string) bool {
+// Related reports whether one path is the other or lies under it.
+func Related(a, b string) bool {
 	if len(a) > len(b) {
 		a, b = b, a
 	}
