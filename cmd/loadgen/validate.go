@@ -15,7 +15,9 @@ const validateUsage = `Usage: loadgen validate FILE...
 Checks scenario files without running them: the YAML is decoded strictly (an
 unknown key or a value of the wrong type is an error) and its meaning is
 validated (strategy kinds and their parameters, numbers, names, the server
-configuration, expectations). Every problem is printed as FILE:LINE: KEY: MESSAGE.
+configuration, expectations). Every problem of a file is printed at once, one a
+line, as FILE:LINE: KEY: MESSAGE; a key gets one message, and a value of the
+wrong type does not hide the problems elsewhere.
 
 Prints "FILE: ok" for each valid file.
 

@@ -59,8 +59,10 @@ Flags:
 `
 
 const usageTail = `
-Config file (YAML; strict: an unknown key or bad value is an error naming
-its line). Every key is optional; these are the defaults, except where noted:
+Config file (YAML, at most 4 MiB; strict: an unknown key or bad value is an
+error naming its line and key, every problem of the file at once, in the
+words of a scenario's server: block). Every key is optional; these are the
+defaults, except where noted:
 
   seed: 0                      # seeds jitter, output lengths and faults
   api_keys: []                 # none = open (one shared set of limits)

@@ -38,11 +38,17 @@ type Unmarshaler interface {
 type Decoder struct {
 	file    string
 	errs    Errors
+	more    int             // problems beyond MaxProblems, only counted
 	reached map[string]bool // paths with a problem
 	broken  []string        // paths that failed to decode
 	lines   map[string]int  // path → line of its value
 	steps   int
 }
+
+// MaxProblems is how many problems a Decoder lists; the rest are only
+// counted, so that a file of a hundred thousand mistakes costs neither
+// memory nor a screen of output.
+const MaxProblems = 100
 
 // MaxSteps bounds the nodes one document may decode, its aliases expanded:
 // a configuration has a few hundred; a "billion laughs" document, whose
@@ -57,10 +63,27 @@ func NewDecoder(file string) *Decoder {
 // File returns the file the decoder's problems name.
 func (d *Decoder) File() string { return d.file }
 
-// Errors returns every problem so far, in line order.
+// Errors returns every problem so far, in line order: the first
+// MaxProblems found, and then one saying how many more there were.
 func (d *Decoder) Errors() Errors {
 	d.errs.Sort()
+	if d.more > 0 {
+		return append(d.errs[:len(d.errs):len(d.errs)], &Error{File: d.file,
+			Message: fmt.Sprintf("… and %d more problems", d.more)})
+	}
 	return d.errs
+}
+
+// full reports whether MaxProblems are listed: further ones are counted.
+func (d *Decoder) full() bool { return len(d.errs) >= MaxProblems }
+
+// add records a problem, or only counts it beyond MaxProblems.
+func (d *Decoder) add(e *Error) {
+	if d.full() {
+		d.more++
+		return
+	}
+	d.errs = append(d.errs, e)
 }
 
 // Err returns Errors as an error, or nil when there is none.
@@ -117,8 +140,14 @@ func (d *Decoder) Errorf(n *yaml.Node, path, format string, args ...any) {
 		line = n.Line
 	}
 	d.reached[path] = true
-	d.broken = append(d.broken, path)
-	d.errs = append(d.errs, &Error{File: d.file, Line: line, Path: path, Message: fmt.Sprintf(format, args...)})
+	if len(d.broken) < MaxProblems {
+		d.broken = append(d.broken, path)
+	}
+	if d.full() {
+		d.more++
+		return
+	}
+	d.add(&Error{File: d.file, Line: line, Path: path, Message: fmt.Sprintf(format, args...)})
 }
 
 // Invalidf records a validation problem at path, on the line of the value
@@ -130,7 +159,7 @@ func (d *Decoder) Invalidf(path, format string, args ...any) {
 		return
 	}
 	d.reached[path] = true
-	d.errs = append(d.errs, &Error{File: d.file, Line: d.Line(path), Path: path, Message: fmt.Sprintf(format, args...)})
+	d.add(&Error{File: d.file, Line: d.Line(path), Path: path, Message: fmt.Sprintf(format, args...)})
 }
 
 // Place records the problems of a validation that knows no file (such as
@@ -348,6 +377,7 @@ func (d *Decoder) DecodeMapping(n *yaml.Node, path string, unknown func(key stri
 		fields[i] = Fields(vals[i].Type())
 	}
 	seen := make(map[string]bool)
+	var known []string // for messages, once there is an unknown key
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		kn, vn := n.Content[i], n.Content[i+1]
 		if kn.Kind != yaml.ScalarNode {
@@ -376,14 +406,17 @@ func (d *Decoder) DecodeMapping(n *yaml.Node, path string, unknown func(key stri
 		if unknown != nil {
 			msg = unknown(key)
 		}
-		switch msg {
-		case "-":
+		switch {
+		case msg == "-":
 			d.Mark(vn, kpath)
 			continue
-		case "":
-			var known []string
-			for _, f := range fields {
-				known = append(known, Keys(f)...)
+		case msg == "" && d.full():
+			// counted only: spare the message
+		case msg == "":
+			if known == nil {
+				for _, f := range fields {
+					known = append(known, Keys(f)...)
+				}
 			}
 			msg = fielderr.UnknownKey(key, known)
 		}
@@ -422,9 +455,9 @@ func (d *Decoder) decodeMap(n *yaml.Node, v reflect.Value, path string) {
 		}
 		seen[kn.Value] = true
 		k := reflect.New(kt).Elem()
-		before := len(d.errs)
+		before := len(d.broken) + d.more
 		d.decode(kn, k, kpath)
-		if len(d.errs) > before {
+		if len(d.broken)+d.more > before {
 			continue
 		}
 		e := reflect.New(et).Elem()

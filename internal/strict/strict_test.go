@@ -2,6 +2,7 @@ package strict
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -232,6 +233,21 @@ func TestFileSizeCap(t *testing.T) {
 	}
 	if _, err := ReadFile(filepath.Join(dir, "missing.yaml")); err == nil || err.Error() != filepath.Join(dir, "missing.yaml")+": no such file or directory" {
 		t.Errorf("ReadFile(missing) = %v", err)
+	}
+}
+
+// TestManyProblems: a file of many mistakes lists the first MaxProblems and
+// counts the rest.
+func TestManyProblems(t *testing.T) {
+	var b strings.Builder
+	for i := range 250 {
+		fmt.Fprintf(&b, "bogus%d: 1\n", i)
+	}
+	var c config
+	es := fielderr.List(Unmarshal("c.yaml", []byte(b.String()), &c))
+	if len(es) != MaxProblems+1 || es[0].Line != 1 || es[MaxProblems-1].Line != MaxProblems ||
+		es[MaxProblems].Error() != "c.yaml: … and 150 more problems" {
+		t.Errorf("got %d problems, first %v, last %v", len(es), es[0], es[len(es)-1])
 	}
 }
 
