@@ -23,8 +23,9 @@ const (
 
 // kinds is the table of strategy kinds: a row's kind: picks one, and the
 // row's other keys decode into its configuration struct (by its yaml tags,
-// which are the kind's parameters). Adding a kind is adding its
-// configuration struct and constructor here.
+// which are the kind's parameters), checked by its check function. Adding a
+// kind is adding its configuration struct, checks and constructor here
+// (configKind for a kind that is not a client strategy).
 var kinds = map[string]kind{
 	KindUnbounded: kindOf(func(*unboundedConfig, *problems) {}, func(_ unboundedConfig, opts ...strategies.Option) strategies.Strategy {
 		return strategies.NewUnbounded(opts...)
@@ -61,19 +62,27 @@ type kind struct {
 	config func() any
 	// check validates a decoded configuration, reporting through p.
 	check func(cfg any, p *problems)
-	// build makes the strategy.
+	// build makes the strategy; nil for a kind whose rows are not a client
+	// strategy (its own code runs them from the decoded configuration).
 	build func(cfg any, opts []strategies.Option) strategies.Strategy
 }
 
-// kindOf makes a kind from its configuration type C (whose yaml tags are
-// the parameters), its checks and its constructor.
-func kindOf[C any](check func(*C, *problems), build func(C, ...strategies.Option) strategies.Strategy) kind {
+// configKind makes a kind from its configuration type C, whose yaml tags
+// are the kind's parameters, and its checks.
+func configKind[C any](check func(*C, *problems)) kind {
 	return kind{
 		params: strict.Keys(strict.Fields(reflect.TypeFor[C]())),
 		config: func() any { return new(C) },
 		check:  func(cfg any, p *problems) { check(cfg.(*C), p) },
-		build:  func(cfg any, opts []strategies.Option) strategies.Strategy { return build(*cfg.(*C), opts...) },
 	}
+}
+
+// kindOf makes a strategy kind from its configuration type C, its checks
+// and its constructor.
+func kindOf[C any](check func(*C, *problems), build func(C, ...strategies.Option) strategies.Strategy) kind {
+	k := configKind(check)
+	k.build = func(cfg any, opts []strategies.Option) strategies.Strategy { return build(*cfg.(*C), opts...) }
+	return k
 }
 
 // wrap turns a constructor returning a concrete strategy into one returning
@@ -107,8 +116,11 @@ func kindNames() []string {
 // state changes to obs (which may be nil).
 func newStrategy(r *Row, obs strategies.Observer) (strategies.Strategy, error) {
 	k, ok := kinds[r.Kind]
-	if !ok || r.Config == nil {
+	switch {
+	case !ok || r.Config == nil:
 		return nil, fmt.Errorf("loadgen: unknown strategy kind %q", r.Kind)
+	case k.build == nil:
+		return nil, fmt.Errorf("loadgen: kind %s is not a client strategy", r.Kind)
 	}
 	var opts []strategies.Option
 	if obs != nil {
