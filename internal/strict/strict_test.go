@@ -146,7 +146,7 @@ func TestValidation(t *testing.T) {
 	}
 }
 
-type shape struct{ kind, n string }
+type shape struct{ kind string }
 
 func (s *shape) UnmarshalStrict(d *Decoder, n *yaml.Node, path string) {
 	switch n.Kind {
