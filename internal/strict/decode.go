@@ -140,7 +140,9 @@ func (d *Decoder) Errorf(n *yaml.Node, path, format string, args ...any) {
 		line = n.Line
 	}
 	d.reached[path] = true
-	if len(d.broken) < MaxProblems {
+	if len(d.broken) < MaxProblems && path != "" {
+		// The whole document is never "broken": one bad key must not
+		// silence the validation of every other.
 		d.broken = append(d.broken, path)
 	}
 	if d.full() {

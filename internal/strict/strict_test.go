@@ -132,9 +132,13 @@ func TestValidation(t *testing.T) {
 	d.Invalidf("limits.rate", "must be a rate in [0, 1], got 2") // kept
 	d.Invalidf("limits.rate", "must not be negative")            // second message for the path
 	d.Place("", Errors{{Path: "keys[0]", Message: "must not be a"}})
-	d.Invalidf("per", "required") // not in the file: the nearest line is the document's
+	d.Invalidf("per", "required")                         // not in the file: no line
+	d.Errorf(root, "", "a problem of the whole document") // does not silence the rest
+	d.Invalidf("name", "must be y")
 	got := d.Errors().Error()
 	want := "c.yaml: per: required\n" +
+		"c.yaml:1: a problem of the whole document\n" +
+		"c.yaml:1: name: must be y\n" +
 		"c.yaml:3: limits.rpm: want an integer, got \"abc\"\n" +
 		"c.yaml:4: limits.rate: must be a rate in [0, 1], got 2\n" +
 		"c.yaml:5: keys[0]: must not be a"
