@@ -1,0 +1,702 @@
+// Package schemagen generates JSON documents that are valid against a JSON
+// Schema: the arguments of the mock's tool calls and its structured output.
+//
+// A schema is compiled with github.com/santhosh-tekuri/jsonschema/v6 (draft
+// 2020-12 unless it names another), with formats asserted and no remote
+// references. Generation is seeded: the same schema and the same source give
+// the same document. It handles type, required, properties,
+// additionalProperties, min/maxProperties, enum, const, items, prefixItems,
+// min/maxItems, uniqueItems, min/maxLength, the common string formats,
+// minimum/maximum and their exclusive forms, multipleOf, $ref/$defs, anyOf,
+// oneOf and allOf. Every document is validated against the compiled schema
+// before it is returned, so a schema the generator cannot satisfy gives an
+// error, never an invalid document. Keywords it cannot generate for (not,
+// if/then/else, pattern that the generated string does not happen to match,
+// patternProperties, propertyNames, dependencies, contains, unevaluated*,
+// $dynamicRef) give an *UnsupportedError naming the keyword.
+package schemagen
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// Schema is a compiled schema, safe for concurrent use.
+type Schema struct {
+	root *jsonschema.Schema
+}
+
+// UnsupportedError is a schema that uses a keyword the generator does not
+// generate for.
+type UnsupportedError struct {
+	Keyword  string // e.g. "not"
+	Location string // the JSON pointer of the schema that uses it, e.g. "#/properties/a"
+}
+
+func (e *UnsupportedError) Error() string {
+	return fmt.Sprintf("unsupported JSON Schema keyword %q at %s", e.Keyword, e.Location)
+}
+
+// ErrNoInstance is returned (wrapped) when the generated document does not
+// satisfy the schema, e.g. a schema that accepts nothing.
+var ErrNoInstance = errors.New("schemagen: no valid document found")
+
+const resourceURL = "mem:///schema.json"
+
+// noLoader refuses every reference outside the schema itself.
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("external reference %s: only references inside the schema ($defs) are supported", url)
+}
+
+// Compile compiles a schema given as JSON.
+func Compile(raw []byte) (*Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("invalid schema JSON: %w", err)
+	}
+	return compileDoc(doc)
+}
+
+func compileDoc(doc any) (*Schema, error) {
+	c := jsonschema.NewCompiler()
+	c.UseLoader(noLoader{})
+	c.AssertFormat()
+	if err := c.AddResource(resourceURL, doc); err != nil {
+		return nil, fmt.Errorf("invalid schema: %w", err)
+	}
+	root, err := c.Compile(resourceURL)
+	if err != nil {
+		return nil, fmt.Errorf("invalid schema: %w", cleanErr(err))
+	}
+	return &Schema{root: root}, nil
+}
+
+// cleanErr drops the internal resource URL from the library's messages.
+func cleanErr(err error) error {
+	return errors.New(strings.ReplaceAll(err.Error(), resourceURL, ""))
+}
+
+// Validate reports whether v (as encoding/json decodes with UseNumber)
+// is valid against s.
+func (s *Schema) Validate(v any) error {
+	if err := s.root.Validate(v); err != nil {
+		return cleanErr(err)
+	}
+	return nil
+}
+
+// maxSize bounds minLength, minItems and minProperties: the mock answers
+// with documents of a model's size, not arbitrary ones.
+const maxSize = 4096
+
+// tooLarge is the error for a minimum above maxSize.
+func tooLarge(s *jsonschema.Schema, kw string, n int) error {
+	return fmt.Errorf("%w: %s %d at %s is above the generator's limit of %d", ErrNoInstance, kw, n, loc(s), maxSize)
+}
+
+// maxDepth bounds nesting, which recursive $refs could make infinite.
+const maxDepth = 24
+
+// Generate returns a document valid against s, drawn from rng.
+func (s *Schema) Generate(rng *rand.Rand) (any, error) {
+	g := &gen{rng: rng}
+	v, err := g.value(s.root, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.root.Validate(v); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNoInstance, cleanErr(err))
+	}
+	return v, nil
+}
+
+// GenerateJSON is Generate encoded as compact JSON (object keys sorted).
+func (s *Schema) GenerateJSON(rng *rand.Rand) ([]byte, error) {
+	v, err := s.Generate(rng)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(v)
+}
+
+type gen struct {
+	rng   *rand.Rand
+	nodes int // values generated so far, bounded by maxNodes
+}
+
+// maxNodes bounds a document's size, which nested minimums multiply.
+const maxNodes = 100_000
+
+func loc(s *jsonschema.Schema) string {
+	l := strings.TrimPrefix(s.Location, resourceURL)
+	if l == "" {
+		return "#"
+	}
+	return l
+}
+
+func unsupported(s *jsonschema.Schema, kw string) error {
+	return &UnsupportedError{Keyword: kw, Location: loc(s)}
+}
+
+// checkKeywords rejects keywords the generator cannot satisfy by
+// construction.
+func checkKeywords(s *jsonschema.Schema) error {
+	switch {
+	case s.Not != nil:
+		return unsupported(s, "not")
+	case s.If != nil:
+		return unsupported(s, "if")
+	case len(s.PatternProperties) > 0:
+		return unsupported(s, "patternProperties")
+	case s.PropertyNames != nil:
+		return unsupported(s, "propertyNames")
+	case len(s.Dependencies) > 0:
+		return unsupported(s, "dependencies")
+	case len(s.DependentRequired) > 0:
+		return unsupported(s, "dependentRequired")
+	case len(s.DependentSchemas) > 0:
+		return unsupported(s, "dependentSchemas")
+	case s.UnevaluatedProperties != nil:
+		return unsupported(s, "unevaluatedProperties")
+	case s.UnevaluatedItems != nil:
+		return unsupported(s, "unevaluatedItems")
+	case s.Contains != nil:
+		return unsupported(s, "contains")
+	case s.DynamicRef != nil:
+		return unsupported(s, "$dynamicRef")
+	case s.RecursiveRef != nil:
+		return unsupported(s, "$recursiveRef")
+	case s.ContentSchema != nil:
+		return unsupported(s, "contentSchema")
+	}
+	return nil
+}
+
+func (g *gen) value(s *jsonschema.Schema, depth int) (any, error) {
+	if g.nodes++; g.nodes > maxNodes {
+		return nil, fmt.Errorf("%w: the document would have more than %d values", ErrNoInstance, maxNodes)
+	}
+	if depth > maxDepth {
+		return nil, fmt.Errorf("%w: schema nests deeper than %d levels at %s (a recursive $ref with no way out?)", ErrNoInstance, maxDepth, loc(s))
+	}
+	if s.Bool != nil {
+		if !*s.Bool {
+			return nil, fmt.Errorf("%w: schema false at %s accepts nothing", ErrNoInstance, loc(s))
+		}
+		return "x", nil
+	}
+	if err := checkKeywords(s); err != nil {
+		return nil, err
+	}
+	if s.Const != nil {
+		return *s.Const, nil
+	}
+	if s.Enum != nil {
+		if len(s.Enum.Values) == 0 {
+			return nil, fmt.Errorf("%w: empty enum at %s", ErrNoInstance, loc(s))
+		}
+		// Prefer a value the rest of the schema also accepts.
+		start := g.rng.IntN(len(s.Enum.Values))
+		for i := range s.Enum.Values {
+			v := s.Enum.Values[(start+i)%len(s.Enum.Values)]
+			if s.Validate(v) == nil {
+				return v, nil
+			}
+		}
+		return s.Enum.Values[start], nil
+	}
+	if s.Ref != nil && !hasOwnConstraints(s) {
+		return g.value(s.Ref, depth+1)
+	}
+	if len(s.AllOf) > 0 || s.Ref != nil {
+		return g.allOf(s, depth)
+	}
+	if len(s.AnyOf) > 0 {
+		return g.oneOf(s, s.AnyOf, depth)
+	}
+	if len(s.OneOf) > 0 {
+		return g.oneOf(s, s.OneOf, depth)
+	}
+	return g.typed(s, depth)
+}
+
+// hasOwnConstraints reports whether s constrains values beyond its $ref.
+func hasOwnConstraints(s *jsonschema.Schema) bool {
+	return s.Types != nil || len(s.AllOf) > 0 || len(s.AnyOf) > 0 || len(s.OneOf) > 0 ||
+		s.Properties != nil || s.Items != nil || s.Items2020 != nil || s.PrefixItems != nil ||
+		s.MinLength != nil || s.MaxLength != nil || s.Pattern != nil || s.Format != nil ||
+		s.Minimum != nil || s.Maximum != nil || s.ExclusiveMinimum != nil || s.ExclusiveMaximum != nil ||
+		s.MultipleOf != nil || s.MinItems != nil || s.MaxItems != nil || s.Required != nil ||
+		s.MinProperties != nil || s.MaxProperties != nil || s.AdditionalProperties != nil
+}
+
+// allOf generates from the most specific part (the $ref or the first
+// subschema with a type) and relies on validation to catch conflicts.
+func (g *gen) allOf(s *jsonschema.Schema, depth int) (any, error) {
+	parts := slices.Clone(s.AllOf)
+	if s.Ref != nil {
+		parts = append([]*jsonschema.Schema{s.Ref}, parts...)
+	}
+	if hasOwnConstraints(&jsonschema.Schema{Types: s.Types, Properties: s.Properties, Items2020: s.Items2020, Items: s.Items, Format: s.Format, Minimum: s.Minimum, Maximum: s.Maximum}) {
+		// The schema's own keywords first: they are what it is about.
+		v, err := g.typed(s, depth)
+		if err == nil && s.Validate(v) == nil {
+			return v, nil
+		}
+	}
+	var firstErr error
+	for _, p := range parts {
+		v, err := g.value(p, depth+1)
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		if s.Validate(v) == nil {
+			return v, nil
+		}
+	}
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	return nil, fmt.Errorf("%w: no document found that satisfies every part of allOf at %s", ErrNoInstance, loc(s))
+}
+
+// oneOf tries the branches from a seeded start until one gives a document
+// the whole schema accepts (for oneOf, one that matches exactly one branch).
+func (g *gen) oneOf(s *jsonschema.Schema, branches []*jsonschema.Schema, depth int) (any, error) {
+	start := g.rng.IntN(len(branches))
+	var firstErr error
+	var last any
+	for i := range branches {
+		b := branches[(start+i)%len(branches)]
+		v, err := g.value(b, depth+1)
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		last = v
+		if s.Validate(v) == nil {
+			return v, nil
+		}
+	}
+	if last != nil {
+		return last, nil // validation of the whole document reports it
+	}
+	return nil, firstErr
+}
+
+// pickType chooses the type to generate: the first of the allowed types in
+// a preference order (null only when it is the only one), or the type the
+// keywords imply.
+func pickType(s *jsonschema.Schema) string {
+	if s.Types != nil {
+		ts := s.Types.ToStrings()
+		for _, t := range []string{"object", "array", "string", "integer", "number", "boolean", "null"} {
+			if slices.Contains(ts, t) {
+				return t
+			}
+		}
+	}
+	switch {
+	case s.Properties != nil || s.Required != nil || s.AdditionalProperties != nil || s.MinProperties != nil:
+		return "object"
+	case s.Items != nil || s.Items2020 != nil || s.PrefixItems != nil || s.MinItems != nil || s.MaxItems != nil:
+		return "array"
+	case s.Minimum != nil || s.Maximum != nil || s.ExclusiveMinimum != nil || s.ExclusiveMaximum != nil || s.MultipleOf != nil:
+		return "number"
+	}
+	return "string"
+}
+
+func (g *gen) typed(s *jsonschema.Schema, depth int) (any, error) {
+	switch pickType(s) {
+	case "object":
+		return g.object(s, depth)
+	case "array":
+		return g.array(s, depth)
+	case "integer":
+		return g.number(s, true)
+	case "number":
+		return g.number(s, false)
+	case "boolean":
+		return g.rng.IntN(2) == 1, nil
+	case "null":
+		return nil, nil
+	}
+	return g.str(s)
+}
+
+func (g *gen) object(s *jsonschema.Schema, depth int) (any, error) {
+	names := make([]string, 0, len(s.Properties))
+	for k := range s.Properties {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	out := make(map[string]any, len(names))
+	add := func(k string) error {
+		ps, ok := s.Properties[k]
+		var v any
+		var err error
+		switch {
+		case ok:
+			v, err = g.value(ps, depth+1)
+		default:
+			v, err = g.extra(s, depth)
+		}
+		if err != nil {
+			return err
+		}
+		out[k] = v
+		return nil
+	}
+	for _, k := range s.Required {
+		if _, done := out[k]; done {
+			continue
+		}
+		if err := add(k); err != nil {
+			return nil, err
+		}
+	}
+	maxProps := math.MaxInt
+	if s.MaxProperties != nil {
+		maxProps = *s.MaxProperties
+	}
+	for _, k := range names {
+		if _, done := out[k]; done || len(out) >= maxProps {
+			continue
+		}
+		// Optional properties are present half the time, from the seed.
+		if g.rng.IntN(2) == 0 {
+			continue
+		}
+		if err := add(k); err != nil {
+			return nil, err
+		}
+	}
+	if s.MinProperties != nil {
+		if *s.MinProperties > maxSize {
+			return nil, tooLarge(s, "minProperties", *s.MinProperties)
+		}
+		for _, k := range names {
+			if len(out) >= *s.MinProperties {
+				break
+			}
+			if _, done := out[k]; !done {
+				if err := add(k); err != nil {
+					return nil, err
+				}
+			}
+		}
+		for i := 0; len(out) < *s.MinProperties; i++ {
+			if b, ok := s.AdditionalProperties.(bool); ok && !b {
+				return nil, fmt.Errorf("%w: minProperties %d at %s needs more properties than it declares", ErrNoInstance, *s.MinProperties, loc(s))
+			}
+			if err := add("extra_" + strconv.Itoa(i)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// extra is the value of a required property that properties does not
+// declare.
+func (g *gen) extra(s *jsonschema.Schema, depth int) (any, error) {
+	if as, ok := s.AdditionalProperties.(*jsonschema.Schema); ok {
+		return g.value(as, depth+1)
+	}
+	return g.word(), nil
+}
+
+func (g *gen) array(s *jsonschema.Schema, depth int) (any, error) {
+	lo, hi := 0, math.MaxInt
+	if s.MinItems != nil {
+		lo = *s.MinItems
+	}
+	if s.MaxItems != nil {
+		hi = *s.MaxItems
+	}
+	if lo > maxSize {
+		return nil, tooLarge(s, "minItems", lo)
+	}
+	if lo > hi {
+		return nil, fmt.Errorf("%w: minItems %d > maxItems %d at %s", ErrNoInstance, lo, hi, loc(s))
+	}
+	// At least one item when allowed, at most three beyond the minimum.
+	n := min(hi, max(lo, 1)+g.rng.IntN(3))
+	if depth > maxDepth/2 {
+		n = lo // deep in a recursive schema: as little as allowed
+	}
+	var prefix []*jsonschema.Schema
+	var rest *jsonschema.Schema
+	restAllowed := true
+	switch it := s.Items.(type) {
+	case []*jsonschema.Schema:
+		prefix = it
+		switch a := s.AdditionalItems.(type) {
+		case *jsonschema.Schema:
+			rest = a
+		case bool:
+			restAllowed = a
+		}
+	case *jsonschema.Schema:
+		rest = it
+	}
+	if s.PrefixItems != nil {
+		prefix = s.PrefixItems
+	}
+	if s.Items2020 != nil {
+		rest = s.Items2020
+		if rest.Bool != nil && !*rest.Bool {
+			restAllowed = false
+		}
+	}
+	if !restAllowed {
+		n = min(n, len(prefix))
+	}
+	out := make([]any, 0, n)
+	for i := 0; i < n; i++ {
+		var is *jsonschema.Schema
+		switch {
+		case i < len(prefix):
+			is = prefix[i]
+		default:
+			is = rest
+		}
+		var v any
+		var err error
+		dup := false
+		for try := 0; try < 32; try++ {
+			if is == nil {
+				v, err = g.word(), nil
+			} else {
+				v, err = g.value(is, depth+1)
+			}
+			dup = err == nil && s.UniqueItems && containsEqual(out, v)
+			if !dup {
+				break
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		if dup && len(out) >= lo {
+			break // no more distinct items to be had; enough of them
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func containsEqual(vs []any, v any) bool {
+	b, _ := json.Marshal(v)
+	for _, w := range vs {
+		c, _ := json.Marshal(w)
+		if bytes.Equal(b, c) {
+			return true
+		}
+	}
+	return false
+}
+
+// words are the vocabulary of generated strings.
+var words = [...]string{
+	"alpha", "bravo", "delta", "echo", "lab", "mock", "rate", "limit",
+	"token", "batch", "queue", "retry", "north", "river", "amber", "cedar",
+}
+
+func (g *gen) word() string { return words[g.rng.IntN(len(words))] }
+
+func (g *gen) str(s *jsonschema.Schema) (any, error) {
+	lo, hi := 0, math.MaxInt
+	if s.MinLength != nil {
+		lo = *s.MinLength
+	}
+	if s.MaxLength != nil {
+		hi = *s.MaxLength
+	}
+	if lo > maxSize {
+		return nil, tooLarge(s, "minLength", lo)
+	}
+	if lo > hi {
+		return nil, fmt.Errorf("%w: minLength %d > maxLength %d at %s", ErrNoInstance, lo, hi, loc(s))
+	}
+	var v string
+	if s.Format != nil {
+		var ok bool
+		if v, ok = g.format(s.Format.Name); !ok {
+			v = ""
+		}
+	}
+	if v == "" {
+		// One to three words, then fitted to the length bounds.
+		n := 1 + g.rng.IntN(3)
+		parts := make([]string, n)
+		for i := range parts {
+			parts[i] = g.word()
+		}
+		v = strings.Join(parts, " ")
+		r := []rune(v)
+		for len(r) < lo {
+			r = append(r, []rune(" "+g.word())...)
+		}
+		if len(r) > hi {
+			r = r[:hi]
+		}
+		v = string(r)
+	}
+	if s.Pattern != nil && !s.Pattern.MatchString(v) {
+		return nil, unsupported(s, "pattern")
+	}
+	return v, nil
+}
+
+// format returns a value of a named format; false for a format it does
+// not know (formats it does not know are not asserted either).
+func (g *gen) format(name string) (string, bool) {
+	r := g.rng
+	switch name {
+	case "date-time":
+		return fmt.Sprintf("2026-%02d-%02dT%02d:%02d:%02dZ", 1+r.IntN(12), 1+r.IntN(28), r.IntN(24), r.IntN(60), r.IntN(60)), true
+	case "date":
+		return fmt.Sprintf("2026-%02d-%02d", 1+r.IntN(12), 1+r.IntN(28)), true
+	case "time":
+		return fmt.Sprintf("%02d:%02d:%02dZ", r.IntN(24), r.IntN(60), r.IntN(60)), true
+	case "duration":
+		return fmt.Sprintf("PT%dM", 1+r.IntN(59)), true
+	case "email", "idn-email":
+		return g.word() + "@example.com", true
+	case "hostname", "idn-hostname":
+		return g.word() + ".example.com", true
+	case "ipv4":
+		return fmt.Sprintf("192.0.2.%d", 1+r.IntN(254)), true
+	case "ipv6":
+		return fmt.Sprintf("2001:db8::%x", 1+r.IntN(0xfffe)), true
+	case "uri", "iri", "uri-reference", "iri-reference":
+		return "https://example.com/" + g.word(), true
+	case "uri-template":
+		return "https://example.com/{" + g.word() + "}", true
+	case "uuid":
+		return fmt.Sprintf("%08x-%04x-4%03x-8%03x-%012x", r.Uint32(), r.IntN(1<<16), r.IntN(1<<12), r.IntN(1<<12), r.Uint64()&(1<<48-1)), true
+	case "json-pointer":
+		return "/" + g.word(), true
+	case "relative-json-pointer":
+		return "0/" + g.word(), true
+	case "regex":
+		return "^" + g.word() + "$", true
+	}
+	return "", false
+}
+
+// number draws from the bounds (a default range of [0, 100] where they
+// leave it open) a value that is a multiple of multipleOf.
+func (g *gen) number(s *jsonschema.Schema, integer bool) (any, error) {
+	lo, hi := new(big.Rat), new(big.Rat)
+	hasLo, hasHi := false, false
+	loExcl, hiExcl := false, false
+	if s.Minimum != nil {
+		lo.Set(s.Minimum)
+		hasLo = true
+	}
+	if s.ExclusiveMinimum != nil && (!hasLo || s.ExclusiveMinimum.Cmp(lo) >= 0) {
+		lo.Set(s.ExclusiveMinimum)
+		hasLo, loExcl = true, true
+	}
+	if s.Maximum != nil {
+		hi.Set(s.Maximum)
+		hasHi = true
+	}
+	if s.ExclusiveMaximum != nil && (!hasHi || s.ExclusiveMaximum.Cmp(hi) <= 0) {
+		hi.Set(s.ExclusiveMaximum)
+		hasHi, hiExcl = true, true
+	}
+	step := big.NewRat(1, 100) // two decimals for numbers
+	if integer {
+		step = big.NewRat(1, 1)
+	}
+	if s.MultipleOf != nil {
+		step = new(big.Rat).Set(s.MultipleOf)
+		if integer && !step.IsInt() {
+			// An integer multiple of a fraction: use the least common
+			// integer multiple, step's numerator.
+			step = new(big.Rat).SetInt(step.Num())
+		}
+	}
+	switch {
+	case !hasLo && !hasHi:
+		lo.SetInt64(0)
+		hi.SetInt64(100)
+	case !hasLo:
+		lo.Sub(hi, big.NewRat(100, 1))
+	case !hasHi:
+		hi.Add(lo, big.NewRat(100, 1))
+	}
+	// The multiples k·step with lo ≤ (or <) k·step ≤ (or <) hi.
+	kLo := ceilDiv(lo, step, loExcl)
+	kHi := floorDiv(hi, step, hiExcl)
+	if kLo.Cmp(kHi) > 0 {
+		return nil, fmt.Errorf("%w: no %s in the bounds at %s", ErrNoInstance, map[bool]string{true: "integer", false: "number"}[integer], loc(s))
+	}
+	span := new(big.Int).Sub(kHi, kLo)
+	k := new(big.Int).Set(kLo)
+	if span.IsInt64() && span.Int64() < math.MaxInt64 {
+		k.Add(k, big.NewInt(g.rng.Int64N(min(span.Int64(), 1000)+1)))
+	}
+	v := new(big.Rat).Mul(new(big.Rat).SetInt(k), step)
+	return ratNumber(v), nil
+}
+
+// ceilDiv is the least integer k with k·step ≥ x (> x when strict).
+func ceilDiv(x, step *big.Rat, strict bool) *big.Int {
+	q := new(big.Rat).Quo(x, step)
+	k := new(big.Int).Quo(q.Num(), q.Denom()) // truncated toward zero
+	if new(big.Rat).SetInt(k).Cmp(q) < 0 {
+		k.Add(k, big.NewInt(1))
+	}
+	if strict && new(big.Rat).SetInt(k).Cmp(q) == 0 {
+		k.Add(k, big.NewInt(1))
+	}
+	return k
+}
+
+// floorDiv is the greatest integer k with k·step ≤ x (< x when strict).
+func floorDiv(x, step *big.Rat, strict bool) *big.Int {
+	q := new(big.Rat).Quo(x, step)
+	k := new(big.Int).Quo(q.Num(), q.Denom())
+	if new(big.Rat).SetInt(k).Cmp(q) > 0 {
+		k.Sub(k, big.NewInt(1))
+	}
+	if strict && new(big.Rat).SetInt(k).Cmp(q) == 0 {
+		k.Sub(k, big.NewInt(1))
+	}
+	return k
+}
+
+// ratNumber renders v exactly as a JSON number when it has a finite
+// decimal form, else to 12 decimals.
+func ratNumber(v *big.Rat) json.Number {
+	if v.IsInt() {
+		return json.Number(v.Num().String())
+	}
+	if p, exact := v.FloatPrec(); exact {
+		return json.Number(v.FloatString(p))
+	}
+	return json.Number(strings.TrimRight(v.FloatString(12), "0"))
+}
