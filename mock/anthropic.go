@@ -28,6 +28,11 @@ type anthropicRequest struct {
 	System    json.RawMessage `json:"system"`
 	Tools     json.RawMessage `json:"tools"`
 	Stream    bool            `json:"stream"`
+	// Content fields (content.go).
+	ToolChoice    json.RawMessage `json:"tool_choice"`
+	StopSequences []string        `json:"stop_sequences"`
+	OutputConfig  json.RawMessage `json:"output_config"` // {format: {type: json_schema, schema}}
+	OutputFormat  json.RawMessage `json:"output_format"` // the beta form: {type: json_schema, schema}
 }
 
 func (anthropic) decode(body []byte, _ int) (*call, error) {
@@ -86,6 +91,11 @@ func decodeAnthropic(body []byte, needMax bool) (*call, error) {
 		c.input += (utf8.RuneCount(req.Tools) + 3) / 4
 	}
 	c.stream = req.Stream
+	if needMax { // count_tokens counts tools whatever their schemas
+		if err := req.decodeContent(c, body); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
 }
 
@@ -204,6 +214,9 @@ func anthropicStopReason(r *result) string {
 // body builds the Message by hand: it is the hot path of JSON throughput,
 // and every field but the model is known not to need escaping.
 func (anthropic) body(b []byte, c *call, r *result) ([]byte, error) {
+	if c.content != nil {
+		return anthropicContentBody(b, c, r), nil
+	}
 	b = slices.Grow(b, 320+4*r.n+len(c.model))
 	b = append(b, `{"id":"`...)
 	b = append(b, r.id...)
@@ -222,6 +235,10 @@ func (anthropic) body(b []byte, c *call, r *result) ([]byte, error) {
 }
 
 func (anthropic) streamStart(b []byte, c *call, r *result) []byte {
+	start := `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`
+	if c.content != nil && c.content.ans[0].tool {
+		start = ""
+	}
 	b = append(b, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\""...)
 	b = append(b, r.id...)
 	b = append(b, `","type":"message","role":"assistant","content":[],"model":`...)
@@ -229,26 +246,131 @@ func (anthropic) streamStart(b []byte, c *call, r *result) []byte {
 	b = append(b, `,"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":`...)
 	b = strconv.AppendInt(b, int64(c.input), 10)
 	b = append(b, `,"output_tokens":1,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"service_tier":"standard"}}}`+"\n\n"...)
-	b = appendSSE(b, "content_block_start", []byte(`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`))
+	if start == "" {
+		b = append(b, "event: content_block_start\ndata: "...)
+		b = appendToolUseBlock(b, c, nil)
+		b = append(b, "\n\n"...)
+	} else {
+		b = appendSSE(b, "content_block_start", []byte(start))
+	}
 	return appendSSE(b, "ping", []byte(`{"type": "ping"}`))
 }
 
-func (anthropic) streamDelta(b []byte, _ *call, r *result, from, to int) []byte {
+func (anthropic) streamDelta(b []byte, c *call, r *result, from, to int) []byte {
+	if c.content != nil {
+		ch := &c.content.ans[0]
+		if from >= ch.n {
+			return b
+		}
+		if ch.tool {
+			b = append(b, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\""...)
+		} else {
+			b = append(b, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\""...)
+		}
+		b = ch.appendTokens(b, from, to)
+		return append(b, "\"}}\n\n"...)
+	}
 	b = append(b, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\""...)
 	b = appendText(b, r, from, to)
 	return append(b, "\"}}\n\n"...)
 }
 
-func (anthropic) streamEnd(b []byte, _ *call, r *result) []byte {
+func (anthropic) streamEnd(b []byte, c *call, r *result) []byte {
 	b = appendSSE(b, "content_block_stop", []byte(`{"type":"content_block_stop","index":0}`))
 	b = append(b, "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\""...)
-	b = append(b, anthropicStopReason(r)...)
-	b = append(b, `","stop_sequence":null},"usage":{"output_tokens":`...)
-	b = strconv.AppendInt(b, int64(r.n), 10)
+	n := r.n
+	if c.content != nil {
+		ch := &c.content.ans[0]
+		b = append(b, ch.anthropicStopReason(r)...)
+		b = append(b, `","stop_sequence":`...)
+		b = ch.appendStopSequence(b, r)
+		n = ch.emitted(r)
+	} else {
+		b = append(b, anthropicStopReason(r)...)
+		b = append(b, `","stop_sequence":null`...)
+	}
+	b = append(b, `},"usage":{"output_tokens":`...)
+	b = strconv.AppendInt(b, int64(n), 10)
 	b = append(b, "}}\n\n"...)
 	return appendSSE(b, "message_stop", []byte(`{"type":"message_stop"}`))
 }
 
 func (anthropic) streamError(b []byte, _ *call, _ *result) []byte {
 	return appendSSE(b, "error", []byte(`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`))
+}
+
+// anthropicStopReason is the stop reason of a content answer.
+func (ch *choiceOut) anthropicStopReason(r *result) string {
+	switch {
+	case ch.capped && ch.whole(r):
+		return "max_tokens"
+	case ch.tool:
+		return "tool_use"
+	case ch.stop != "" && ch.whole(r):
+		return "stop_sequence"
+	}
+	return "end_turn"
+}
+
+// appendStopSequence appends the matched stop sequence, or null.
+func (ch *choiceOut) appendStopSequence(b []byte, r *result) []byte {
+	if ch.stop == "" || !ch.whole(r) {
+		return append(b, "null"...)
+	}
+	return appendJSONString(b, ch.stop)
+}
+
+// appendToolUseBlock appends a tool_use content block whose input is
+// input; nil gives {} (the block as a stream starts it, and a tool call
+// cut before its end).
+func appendToolUseBlock(b []byte, c *call, input []byte) []byte {
+	cr := c.content
+	if input == nil {
+		input = []byte("{}")
+	}
+	b = append(b, `{"type":"content_block_start","index":0,"content_block":`...)
+	b = appendToolUse(b, cr, 0, input)
+	return append(b, '}')
+}
+
+// appendToolUse appends choice k's tool_use block.
+func appendToolUse(b []byte, cr *contentReq, k int, input []byte) []byte {
+	b = append(b, `{"type":"tool_use","id":`...)
+	b = appendJSONString(b, cr.ids[k])
+	b = append(b, `,"name":`...)
+	b = appendJSONString(b, cr.tools[cr.toolIdx].name)
+	b = append(b, `,"input":`...)
+	b = append(b, input...)
+	return append(b, '}')
+}
+
+// anthropicContentBody is body for a request with content fields.
+func anthropicContentBody(b []byte, c *call, r *result) []byte {
+	cr := c.content
+	ch := &cr.ans[0]
+	b = append(b, `{"id":"`...)
+	b = append(b, r.id...)
+	b = append(b, `","type":"message","role":"assistant","model":`...)
+	b = appendJSONString(b, c.model)
+	b = append(b, `,"content":[`...)
+	if ch.tool {
+		input := []byte("{}") // a call cut before its end
+		if ch.whole(r) {
+			input = ch.doc
+		}
+		b = appendToolUse(b, cr, 0, input)
+	} else {
+		b = append(b, `{"type":"text","text":"`...)
+		b = ch.appendTokens(b, 0, r.n)
+		b = append(b, `"}`...)
+	}
+	b = append(b, `],"stop_reason":"`...)
+	b = append(b, ch.anthropicStopReason(r)...)
+	b = append(b, `","stop_sequence":`...)
+	b = ch.appendStopSequence(b, r)
+	b = append(b, `,"usage":{"input_tokens":`...)
+	b = strconv.AppendInt(b, int64(c.input), 10)
+	b = append(b, `,"output_tokens":`...)
+	b = strconv.AppendInt(b, int64(ch.emitted(r)), 10)
+	return append(b, `,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"service_tier":"standard"}}`...)
 }

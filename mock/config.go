@@ -88,7 +88,29 @@ type Output struct {
 	// (stop reason end_turn / stop), or after max_tokens of it (max_tokens /
 	// length). Tokens is not used.
 	Text string `yaml:"text,omitempty"`
+	// Length says where an answer drawn from Tokens = max_tokens ends:
+	// "max_tokens" (the zero value "" too) after exactly max_tokens tokens,
+	// stop reason max_tokens / length, as the rate-limit experiments need;
+	// "natural" at a seeded length in [ceil(max_tokens/2), max_tokens-1],
+	// stop reason end_turn / stop, as a real model's answers mostly end.
+	// The library's zero value and loadgen's embedded mock keep exact
+	// lengths; the mockllm command makes "" natural, for real clients.
+	Length Length `yaml:"length,omitempty"`
+	// ToolUse is the probability that a request offering tools with tool
+	// choice auto is answered with a tool call; 0 (the default) answers
+	// with text. A forced choice (Anthropic any or tool, OpenAI required or
+	// a named function) always gets a tool call.
+	ToolUse float64 `yaml:"tool_use,omitempty"`
 }
+
+// Length is Output.Length.
+type Length string
+
+// The values of Length.
+const (
+	LengthMaxTokens Length = "max_tokens"
+	LengthNatural   Length = "natural"
+)
 
 // Distribution is a distribution of output token counts. Its YAML forms are
 // `max_tokens` (the zero value: as many tokens as the request allows),
@@ -341,6 +363,9 @@ func (c Config) Validate() error {
 	case Uniform:
 		check(d.Min >= 1 && d.Max >= d.Min, "output.tokens", "uniform needs 1 <= MIN <= MAX, got [%d, %d]", d.Min, d.Max)
 	}
+	check(c.Output.Length == "" || c.Output.Length == LengthMaxTokens || c.Output.Length == LengthNatural,
+		"output.length", "want max_tokens or natural, got %q", c.Output.Length)
+	rate("output.tool_use", c.Output.ToolUse)
 	check(c.Output.DefaultMaxTokens >= 0 && c.Output.DefaultMaxTokens <= MaxOutputTokens,
 		"output.default_max_tokens", "must be in [0, %d], got %d", MaxOutputTokens, c.Output.DefaultMaxTokens)
 	validateLimits(c.Limits, "limits", check)

@@ -306,7 +306,7 @@ func fastMessages(v []byte) ([]message, bool) {
 
 // fields records which fields a body has set: a repeated field goes to
 // encoding/json, whose rule for duplicates the fast path does not copy.
-type fields uint8
+type fields uint16
 
 // first marks bit, and reports whether it was not marked yet.
 func (f *fields) first(bit fields) bool {
@@ -392,8 +392,19 @@ func (req *anthropicRequest) fastDecode(body []byte) bool {
 			req.Tools = v
 		case "stream":
 			ok = seen.first(32) && setBool(&req.Stream, v)
+		case "tool_choice":
+			ok = seen.first(64)
+			req.ToolChoice = v
+		case "output_config":
+			ok = seen.first(128)
+			req.OutputConfig = v
+		case "output_format":
+			ok = seen.first(256)
+			req.OutputFormat = v
 		default:
-			ok = !foldsTo(k, "model", "max_tokens", "messages", "system", "tools", "stream")
+			// stop_sequences goes to encoding/json.
+			ok = !foldsTo(k, "model", "max_tokens", "messages", "system", "tools", "stream",
+				"tool_choice", "output_config", "output_format", "stop_sequences")
 		}
 		if !ok {
 			return false
@@ -434,8 +445,19 @@ func (req *openaiRequest) fastDecode(body []byte) bool {
 			ok = seen.first(32) && setBool(&req.Stream, v)
 		case "stream_options":
 			ok = isNull(v) && seen.first(64)
+		case "tool_choice":
+			ok = seen.first(128)
+			req.ToolChoice = v
+		case "response_format":
+			ok = seen.first(256)
+			req.ResponseFormat = v
+		case "stop":
+			ok = seen.first(512)
+			req.Stop = v
 		default:
-			ok = !foldsTo(k, "model", "messages", "max_completion_tokens", "max_tokens", "stream", "stream_options", "tools")
+			// n, logprobs and top_logprobs go to encoding/json.
+			ok = !foldsTo(k, "model", "messages", "max_completion_tokens", "max_tokens", "stream", "stream_options", "tools",
+				"tool_choice", "response_format", "stop", "n", "logprobs", "top_logprobs")
 		}
 		if !ok {
 			return false

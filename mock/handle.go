@@ -102,6 +102,9 @@ func (s *Server) prepare(w http.ResponseWriter, req *http.Request, wr wire) *exc
 		c, err = wr.decode(body, s.cfg.Output.DefaultMaxTokens)
 		status = http.StatusBadRequest
 	}
+	if err == nil {
+		s.compose(c) // tool call and structured output documents (content.go)
+	}
 	if err != nil {
 		s.countError(key)
 		s.metrics.request(api, status, keyLabel(key))
@@ -303,18 +306,7 @@ func (s *Server) chance(rate float64) bool {
 // plan draws the output length, latency and stream faults of a request.
 func (s *Server) plan(now time.Time, c *call) plan {
 	l, f := s.latency, s.faults
-	n := c.maxTokens
-	switch t := s.cfg.Output.Tokens; {
-	case s.text != nil:
-		n = min(n, len(s.text))
-	case t.Kind == Fixed:
-		n = min(n, t.Min)
-	case t.Kind == Uniform:
-		n = min(n, t.Min+s.rng.IntN(t.Max-t.Min+1))
-	}
-	// The response stopped at max_tokens, not at the end of what it had
-	// to say.
-	capped := n == c.maxTokens && (s.text == nil || n < len(s.text))
+	n, capped := s.outputLength(c) // content.go
 	if s.chance(f.Malformed) {
 		s.countFault("malformed")
 		n, capped = max(1, n/2), false

@@ -31,14 +31,21 @@ type openaiRequest struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 	Tools json.RawMessage `json:"tools"`
+	// Content fields (content.go).
+	ToolChoice     json.RawMessage `json:"tool_choice"`
+	ResponseFormat json.RawMessage `json:"response_format"`
+	Stop           json.RawMessage `json:"stop"` // a string or an array of strings
+	N              int64           `json:"n"`
+	Logprobs       bool            `json:"logprobs"`
+	TopLogprobs    int64           `json:"top_logprobs"`
 }
 
 var openaiRoles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true, "function": true}
 
 func (openai) decode(body []byte, defaultMax int) (*call, error) {
-	req := openaiRequest{Model: absentString, MaxTokens: absentInt, MaxCompletionTokens: absentInt}
+	req := openaiRequest{Model: absentString, MaxTokens: absentInt, MaxCompletionTokens: absentInt, N: absentInt, TopLogprobs: absentInt}
 	if !req.fastDecode(body) {
-		req = openaiRequest{Model: absentString, MaxTokens: absentInt, MaxCompletionTokens: absentInt}
+		req = openaiRequest{Model: absentString, MaxTokens: absentInt, MaxCompletionTokens: absentInt, N: absentInt, TopLogprobs: absentInt}
 		if err := json.Unmarshal(body, &req); err != nil {
 			return nil, describeBodyError(body, err)
 		}
@@ -95,6 +102,9 @@ func (openai) decode(body []byte, defaultMax int) (*call, error) {
 			return nil, invalid("stream_options", "only allowed when stream is true")
 		}
 		c.includeUsage = req.StreamOptions.IncludeUsage
+	}
+	if err := req.decodeContent(c, body); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -195,6 +205,9 @@ func finishReason(r *result) string {
 
 // body builds the completion by hand, like anthropic.body.
 func (openai) body(b []byte, c *call, r *result) ([]byte, error) {
+	if c.content != nil {
+		return openaiContentBody(b, c, r), nil
+	}
 	b = slices.Grow(b, 400+4*r.n+len(c.model))
 	b = append(b, `{"id":"`...)
 	b = append(b, r.id...)
@@ -237,11 +250,35 @@ func chunkTail(b []byte, c *call) []byte {
 
 func (openai) streamStart(b []byte, c *call, r *result) []byte {
 	b = chunkHead(b, c, r)
+	if cr := c.content; cr != nil {
+		b = append(b, '[')
+		for k := range cr.ans {
+			if k > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"index":`...)
+			b = strconv.AppendInt(b, int64(k), 10)
+			if cr.ans[k].tool {
+				b = append(b, `,"delta":{"role":"assistant","content":null,"refusal":null,"tool_calls":[{"index":0,"id":`...)
+				b = appendJSONString(b, cr.ids[k])
+				b = append(b, `,"type":"function","function":{"name":`...)
+				b = appendJSONString(b, cr.tools[cr.toolIdx].name)
+				b = append(b, `,"arguments":""}}]},"logprobs":null,"finish_reason":null}`...)
+			} else {
+				b = append(b, `,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}`...)
+			}
+		}
+		b = append(b, ']')
+		return chunkTail(b, c)
+	}
 	b = append(b, `[{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}]`...)
 	return chunkTail(b, c)
 }
 
 func (openai) streamDelta(b []byte, c *call, r *result, from, to int) []byte {
+	if cr := c.content; cr != nil {
+		return openaiContentDelta(b, c, r, from, to)
+	}
 	b = chunkHead(b, c, r)
 	b = append(b, `[{"index":0,"delta":{"content":"`...)
 	b = appendText(b, r, from, to)
@@ -251,18 +288,35 @@ func (openai) streamDelta(b []byte, c *call, r *result, from, to int) []byte {
 
 func (openai) streamEnd(b []byte, c *call, r *result) []byte {
 	b = chunkHead(b, c, r)
-	b = append(b, `[{"index":0,"delta":{},"logprobs":null,"finish_reason":"`...)
-	b = append(b, finishReason(r)...)
-	b = append(b, `"}]`...)
+	out := r.n
+	if cr := c.content; cr != nil {
+		b = append(b, '[')
+		for k := range cr.ans {
+			if k > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"index":`...)
+			b = strconv.AppendInt(b, int64(k), 10)
+			b = append(b, `,"delta":{},"logprobs":null,"finish_reason":"`...)
+			b = append(b, cr.ans[k].finishReason(r)...)
+			b = append(b, `"}`...)
+		}
+		b = append(b, ']')
+		out = cr.outputTokens(r)
+	} else {
+		b = append(b, `[{"index":0,"delta":{},"logprobs":null,"finish_reason":"`...)
+		b = append(b, finishReason(r)...)
+		b = append(b, `"}]`...)
+	}
 	b = chunkTail(b, c)
 	if c.includeUsage {
 		b = chunkHead(b, c, r)
 		b = append(b, `[],"usage":{"prompt_tokens":`...)
 		b = strconv.AppendInt(b, int64(c.input), 10)
 		b = append(b, `,"completion_tokens":`...)
-		b = strconv.AppendInt(b, int64(r.n), 10)
+		b = strconv.AppendInt(b, int64(out), 10)
 		b = append(b, `,"total_tokens":`...)
-		b = strconv.AppendInt(b, int64(c.input+r.n), 10)
+		b = strconv.AppendInt(b, int64(c.input+out), 10)
 		b = append(b, "}}\n\n"...)
 	}
 	return append(b, "data: [DONE]\n\n"...)
@@ -270,4 +324,100 @@ func (openai) streamEnd(b []byte, c *call, r *result) []byte {
 
 func (openai) streamError(b []byte, _ *call, _ *result) []byte {
 	return append(b, `data: {"error":{"message":"The server is overloaded. Please try again later.","type":"server_error","param":null,"code":"overloaded"}}`+"\n\n"...)
+}
+
+// finishReason is the finish reason of a content answer's choice.
+func (ch *choiceOut) finishReason(r *result) string {
+	switch {
+	case ch.capped && ch.whole(r):
+		return "length"
+	case ch.tool:
+		return "tool_calls"
+	}
+	return "stop"
+}
+
+// openaiContentBody is body for a request with content fields.
+func openaiContentBody(b []byte, c *call, r *result) []byte {
+	cr := c.content
+	b = append(b, `{"id":"`...)
+	b = append(b, r.id...)
+	b = append(b, `","object":"chat.completion","created":`...)
+	b = strconv.AppendInt(b, r.created.Unix(), 10)
+	b = append(b, `,"model":`...)
+	b = appendJSONString(b, c.model)
+	b = append(b, `,"choices":[`...)
+	for k := range cr.ans {
+		ch := &cr.ans[k]
+		if k > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"index":`...)
+		b = strconv.AppendInt(b, int64(k), 10)
+		if ch.tool {
+			b = append(b, `,"message":{"role":"assistant","content":null,"tool_calls":[{"id":`...)
+			b = appendJSONString(b, cr.ids[k])
+			b = append(b, `,"type":"function","function":{"name":`...)
+			b = appendJSONString(b, cr.tools[cr.toolIdx].name)
+			b = append(b, `,"arguments":"`...)
+			b = ch.appendTokens(b, 0, r.n)
+			b = append(b, `"}}],"refusal":null}`...)
+		} else {
+			b = append(b, `,"message":{"role":"assistant","content":"`...)
+			b = ch.appendTokens(b, 0, r.n)
+			b = append(b, `","refusal":null}`...)
+		}
+		b = append(b, `,"logprobs":`...)
+		b = cr.appendLogprobs(b, ch, 0, r.n)
+		b = append(b, `,"finish_reason":"`...)
+		b = append(b, ch.finishReason(r)...)
+		b = append(b, `"}`...)
+	}
+	out := cr.outputTokens(r)
+	b = append(b, `],"usage":{"prompt_tokens":`...)
+	b = strconv.AppendInt(b, int64(c.input), 10)
+	b = append(b, `,"completion_tokens":`...)
+	b = strconv.AppendInt(b, int64(out), 10)
+	b = append(b, `,"total_tokens":`...)
+	b = strconv.AppendInt(b, int64(c.input+out), 10)
+	return append(b, `},"service_tier":"default","system_fingerprint":"`+systemFingerprint+`"}`...)
+}
+
+// openaiContentDelta is one chunk of tokens [from, to) of every choice
+// that has some; nothing when none has.
+func openaiContentDelta(b []byte, c *call, r *result, from, to int) []byte {
+	cr := c.content
+	head := len(b)
+	b = chunkHead(b, c, r)
+	b = append(b, '[')
+	first := true
+	for k := range cr.ans {
+		ch := &cr.ans[k]
+		if from >= ch.emitted(r) {
+			continue
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(b, `{"index":`...)
+		b = strconv.AppendInt(b, int64(k), 10)
+		if ch.tool {
+			b = append(b, `,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"`...)
+			b = ch.appendTokens(b, from, to)
+			b = append(b, `"}}]}`...)
+		} else {
+			b = append(b, `,"delta":{"content":"`...)
+			b = ch.appendTokens(b, from, to)
+			b = append(b, `"}`...)
+		}
+		b = append(b, `,"logprobs":`...)
+		b = cr.appendLogprobs(b, ch, from, to)
+		b = append(b, `,"finish_reason":null}`...)
+	}
+	if first {
+		return b[:head]
+	}
+	b = append(b, ']')
+	return chunkTail(b, c)
 }

@@ -20,6 +20,9 @@ type call struct {
 	maxTokens    int
 	stream       bool
 	includeUsage bool // OpenAI stream_options.include_usage
+	// content is what the request asks of the answer beyond plain text
+	// (content.go); nil for a plain request.
+	content *contentReq
 }
 
 // badRequest is a 400 naming the offending field.

@@ -187,6 +187,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	if cfg.Output.Length == "" {
+		// Real clients treat max_tokens / length as an error: mockllm's
+		// answers end naturally unless the file pins output.length.
+		cfg.Output.Length = mock.LengthNatural
+	}
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
 		case "max-concurrent":
