@@ -21,10 +21,10 @@ import (
 type toolMode int
 
 const (
-	toolsAuto   toolMode = iota // the model decides: Output.ToolUse
-	toolsNone                   // never
-	toolsAny                    // Anthropic any, OpenAI required
-	toolsNamed                  // one tool, by name
+	toolsAuto  toolMode = iota // the model decides: Output.ToolUse
+	toolsNone                  // never
+	toolsAny                   // Anthropic any, OpenAI required
+	toolsNamed                 // one tool, by name
 )
 
 // tool is an offered tool with a schema for its input.
