@@ -92,7 +92,7 @@ func decodeAnthropic(body []byte, needMax bool) (*call, error) {
 	}
 	c.stream = req.Stream
 	if needMax { // count_tokens counts tools whatever their schemas
-		if err := req.decodeContent(c, body); err != nil {
+		if err := req.decodeContent(c); err != nil {
 			return nil, err
 		}
 	}

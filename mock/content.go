@@ -43,7 +43,7 @@ type contentReq struct {
 	choices     int // OpenAI n; 1 otherwise
 	logprobs    bool
 	topLogprobs int
-	seed        uint64 // hash of the request body
+	seed        uint64 // contentSeed of the request
 	idPrefix    string // of tool call ids: toolu_01 or call_
 
 	// Set by compose, outside the server's lock:
@@ -122,19 +122,32 @@ var jsonObjectSchema = json.RawMessage(`{"type":"object","additionalProperties":
 
 func present(raw json.RawMessage) bool { return len(raw) > 0 && !isNull(raw) }
 
-func bodySeed(body []byte) uint64 {
+// contentSeed hashes what a request asks (model, messages and the given
+// content fields) but not how it is delivered (stream, stream_options), so
+// a request gets the same answer streamed or not.
+func contentSeed(model string, msgs []message, fields ...[]byte) uint64 {
 	h := fnv.New64a()
-	h.Write(body)
+	h.Write([]byte(model))
+	for _, m := range msgs {
+		h.Write([]byte{0})
+		h.Write([]byte(m.Role))
+		h.Write(m.Content)
+	}
+	for _, f := range fields {
+		h.Write([]byte{1})
+		h.Write(f)
+	}
 	return h.Sum64()
 }
 
 // decodeContent reads the Messages API's content fields.
-func (req *anthropicRequest) decodeContent(c *call, body []byte) error {
+func (req *anthropicRequest) decodeContent(c *call) error {
 	if !present(req.Tools) && !present(req.ToolChoice) && req.StopSequences == nil &&
 		!present(req.OutputConfig) && !present(req.OutputFormat) {
 		return nil
 	}
-	cr := &contentReq{choices: 1, seed: bodySeed(body), stops: req.StopSequences, idPrefix: "toolu_01"}
+	cr := &contentReq{choices: 1, stops: req.StopSequences, idPrefix: "toolu_01",
+		seed: contentSeed(req.Model, req.Messages, req.System, req.Tools, req.ToolChoice, req.OutputConfig, req.OutputFormat)}
 	if present(req.Tools) {
 		var tools []struct {
 			Type        string          `json:"type"`
@@ -224,12 +237,13 @@ func (req *anthropicRequest) decodeContent(c *call, body []byte) error {
 }
 
 // decodeContent reads Chat Completions' content fields.
-func (req *openaiRequest) decodeContent(c *call, body []byte) error {
+func (req *openaiRequest) decodeContent(c *call) error {
 	if !present(req.Tools) && !present(req.ToolChoice) && !present(req.ResponseFormat) && !present(req.Stop) &&
 		req.N == absentInt && !req.Logprobs && req.TopLogprobs == absentInt {
 		return nil
 	}
-	cr := &contentReq{choices: 1, seed: bodySeed(body), idPrefix: "call_"}
+	cr := &contentReq{choices: 1, idPrefix: "call_",
+		seed: contentSeed(req.Model, req.Messages, req.Tools, req.ToolChoice, req.ResponseFormat, req.Stop)}
 	if present(req.Tools) {
 		var tools []struct {
 			Type     string `json:"type"`

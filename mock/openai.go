@@ -103,7 +103,7 @@ func (openai) decode(body []byte, defaultMax int) (*call, error) {
 		}
 		c.includeUsage = req.StreamOptions.IncludeUsage
 	}
-	if err := req.decodeContent(c, body); err != nil {
+	if err := req.decodeContent(c); err != nil {
 		return nil, err
 	}
 	return c, nil
