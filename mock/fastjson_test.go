@@ -23,6 +23,10 @@ var fastDecodeSeeds = []string{
 	`{"model":"m","max_tokens":1e2,"messages":[{"role":"user"}]}`,
 	`{"model":"m","max_tokens":-0,"messages":[{"content":"x","role":"user","extra":[1,{"a":null}]}]}`,
 	`{"model":"m","max_tokens":9223372036854775808}`,
+	`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"}],"tools":[{"name":"t","input_schema":{"type":"object"}}],"tool_choice":{"type":"any"},"output_config":{"format":{"type":"json_schema","schema":{}}},"output_format":null,"stop_sequences":["a"]}`,
+	`{"model":"m","messages":[{"role":"user","content":"x"}],"tool_choice":"required","response_format":{"type":"json_object"},"stop":["x","y"],"n":2,"logprobs":true,"top_logprobs":3}`,
+	`{"model":"m","messages":[],"Tool_Choice":"auto","STOP":"x","Response_Format":null}`,
+	`{"model":"m","messages":[],"tool_choice":"a","tool_choice":"b"}`,
 	`[]`, `null`, `{`, `{"model":"m",}`, ``,
 }
 

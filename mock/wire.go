@@ -324,16 +324,54 @@ func appendText(b []byte, r *result, from, to int) []byte {
 }
 
 // textTokens splits text into its tokens, four characters each (the last
-// may be shorter), each JSON-escaped for a string literal.
+// may be shorter), each JSON-escaped for a string literal as encoding/json
+// escapes it. The tokens share one string: tool calls and structured
+// output split every document they send.
 func textTokens(text string) []string {
-	runes := []rune(text)
-	var out []string
-	for i := 0; i < len(runes); i += 4 {
-		q := appendJSONString(nil, string(runes[i:min(i+4, len(runes))]))
-		out = append(out, string(q[1:len(q)-1]))
+	esc := make([]byte, 0, len(text)+len(text)/8)
+	ends := make([]int, 0, (len(text)+3)/4)
+	chars := 0
+	for i, r := range text {
+		c := text[i] // an invalid byte is r = U+FFFD, written as such
+		switch {
+		case c == '"' || c == '\\':
+			esc = append(esc, '\\', c)
+		case c == '\n':
+			esc = append(esc, `\n`...)
+		case c == '\r':
+			esc = append(esc, `\r`...)
+		case c == '\t':
+			esc = append(esc, `\t`...)
+		case c < 0x20 || c == '<' || c == '>' || c == '&':
+			esc = append(esc, `\u00`...)
+			esc = append(esc, hexDigits[c>>4], hexDigits[c&0xf])
+		case r == '\u2028' || r == '\u2029':
+			esc = append(esc, `\u202`...)
+			esc = append(esc, hexDigits[r&0xf])
+		default:
+			esc = utf8.AppendRune(esc, r)
+		}
+		if chars++; chars%4 == 0 {
+			ends = append(ends, len(esc))
+		}
+	}
+	if chars%4 != 0 {
+		ends = append(ends, len(esc))
+	}
+	all := string(esc)
+	out := make([]string, len(ends))
+	start := 0
+	for i, e := range ends {
+		out[i] = all[start:e]
+		start = e
+	}
+	if len(out) == 0 {
+		return nil
 	}
 	return out
 }
+
+const hexDigits = "0123456789abcdef"
 
 // appendFillerJSON appends tokens [from, to) of the filler text; it needs no
 // escaping.
