@@ -73,28 +73,41 @@ type compiled struct {
 	sample []byte // a document generated at compile time: the fallback
 }
 
-// schemaCache maps schema JSON to *compiled or error.
+// memo caches what is built from a request's raw JSON (a compiled schema,
+// a parsed tools list): clients send the same tools and schemas with every
+// request. It holds at most 1024 entries and starts over when full.
+type memo struct {
+	mu sync.Mutex
+	m  map[string]any
+}
+
+func (c *memo) get(raw []byte, build func() any) any {
+	c.mu.Lock()
+	v, ok := c.m[string(raw)] // no allocation for the lookup
+	c.mu.Unlock()
+	if ok {
+		return v
+	}
+	v = build()
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= 1024 {
+		c.m = make(map[string]any)
+	}
+	c.m[string(raw)] = v
+	c.mu.Unlock()
+	return v
+}
+
 var (
-	schemaMu    sync.Mutex
-	schemaCache = map[string]any{}
+	schemaMemo         memo // schema JSON → *compiled or error
+	anthropicToolsMemo memo // tools JSON → []tool or error
+	openaiToolsMemo    memo
 )
 
 // compileSchema compiles raw (cached), and generates one document from it
 // so that a schema the generator cannot serve is a 400 at once.
 func compileSchema(raw json.RawMessage, param string) (*compiled, error) {
-	key := string(raw)
-	schemaMu.Lock()
-	v, ok := schemaCache[key]
-	schemaMu.Unlock()
-	if !ok {
-		v = compileUncached(raw)
-		schemaMu.Lock()
-		if len(schemaCache) >= 1024 {
-			clear(schemaCache)
-		}
-		schemaCache[key] = v
-		schemaMu.Unlock()
-	}
+	v := schemaMemo.get(raw, func() any { return compileUncached(raw) })
 	if err, ok := v.(error); ok {
 		return nil, invalid(param, "%v", err)
 	}
@@ -122,9 +135,11 @@ var jsonObjectSchema = json.RawMessage(`{"type":"object","additionalProperties":
 
 func present(raw json.RawMessage) bool { return len(raw) > 0 && !isNull(raw) }
 
-// contentSeed hashes what a request asks (model, messages and the given
-// content fields) but not how it is delivered (stream, stream_options), so
-// a request gets the same answer streamed or not.
+// contentSeed hashes the conversation (model, messages, system), not how
+// the answer is delivered (stream, stream_options) nor the spelling of the
+// tools and schemas (SDKs that encode maps in random order send the same
+// schema in different bytes), so a conversation gets the same answer
+// streamed or not.
 func contentSeed(model string, msgs []message, fields ...[]byte) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(model))
@@ -147,33 +162,13 @@ func (req *anthropicRequest) decodeContent(c *call) error {
 		return nil
 	}
 	cr := &contentReq{choices: 1, stops: req.StopSequences, idPrefix: "toolu_01",
-		seed: contentSeed(req.Model, req.Messages, req.System, req.Tools, req.ToolChoice, req.OutputConfig, req.OutputFormat)}
+		seed: contentSeed(req.Model, req.Messages, req.System)}
 	if present(req.Tools) {
-		var tools []struct {
-			Type        string          `json:"type"`
-			Name        string          `json:"name"`
-			InputSchema json.RawMessage `json:"input_schema"`
+		v := anthropicToolsMemo.get(req.Tools, func() any { return anthropicTools(req.Tools) })
+		if err, ok := v.(error); ok {
+			return err
 		}
-		if err := json.Unmarshal(req.Tools, &tools); err != nil {
-			return invalid("tools", "want an array of tools with name and input_schema")
-		}
-		for i, t := range tools {
-			p := "tools." + strconv.Itoa(i)
-			if t.Type != "" && t.Type != "custom" {
-				continue // a server tool: the mock does not call those
-			}
-			if t.Name == "" {
-				return invalid(p+".name", "field required")
-			}
-			if !present(t.InputSchema) {
-				return invalid(p+".input_schema", "field required")
-			}
-			cs, err := compileSchema(t.InputSchema, p+".input_schema")
-			if err != nil {
-				return err
-			}
-			cr.tools = append(cr.tools, tool{name: t.Name, schema: cs})
-		}
+		cr.tools = v.([]tool)
 	}
 	if present(req.ToolChoice) {
 		var tc struct {
@@ -236,6 +231,71 @@ func (req *anthropicRequest) decodeContent(c *call) error {
 	return nil
 }
 
+// anthropicTools parses the Messages API's tools: []tool or an error.
+func anthropicTools(raw json.RawMessage) any {
+	var tools []struct {
+		Type        string          `json:"type"`
+		Name        string          `json:"name"`
+		InputSchema json.RawMessage `json:"input_schema"`
+	}
+	if err := json.Unmarshal(raw, &tools); err != nil {
+		return invalid("tools", "want an array of tools with name and input_schema")
+	}
+	var out []tool
+	for i, t := range tools {
+		p := "tools." + strconv.Itoa(i)
+		if t.Type != "" && t.Type != "custom" {
+			continue // a server tool: the mock does not call those
+		}
+		if t.Name == "" {
+			return invalid(p+".name", "field required")
+		}
+		if !present(t.InputSchema) {
+			return invalid(p+".input_schema", "field required")
+		}
+		cs, err := compileSchema(t.InputSchema, p+".input_schema")
+		if err != nil {
+			return err
+		}
+		out = append(out, tool{name: t.Name, schema: cs})
+	}
+	return out
+}
+
+// openaiTools parses Chat Completions' tools: []tool or an error.
+func openaiTools(raw json.RawMessage) any {
+	var tools []struct {
+		Type     string `json:"type"`
+		Function *struct {
+			Name       string          `json:"name"`
+			Parameters json.RawMessage `json:"parameters"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(raw, &tools); err != nil {
+		return invalid("tools", "want an array of {type: function, function: {name, parameters}}")
+	}
+	var out []tool
+	for i, t := range tools {
+		p := "tools[" + strconv.Itoa(i) + "]"
+		if t.Type != "function" {
+			continue // custom tools take free text: the mock does not call them
+		}
+		if t.Function == nil || t.Function.Name == "" {
+			return invalid(p+".function.name", "field required")
+		}
+		params := t.Function.Parameters
+		if !present(params) {
+			params = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		cs, err := compileSchema(params, p+".function.parameters")
+		if err != nil {
+			return err
+		}
+		out = append(out, tool{name: t.Function.Name, schema: cs})
+	}
+	return out
+}
+
 // decodeContent reads Chat Completions' content fields.
 func (req *openaiRequest) decodeContent(c *call) error {
 	if !present(req.Tools) && !present(req.ToolChoice) && !present(req.ResponseFormat) && !present(req.Stop) &&
@@ -243,36 +303,13 @@ func (req *openaiRequest) decodeContent(c *call) error {
 		return nil
 	}
 	cr := &contentReq{choices: 1, idPrefix: "call_",
-		seed: contentSeed(req.Model, req.Messages, req.Tools, req.ToolChoice, req.ResponseFormat, req.Stop)}
+		seed: contentSeed(req.Model, req.Messages)}
 	if present(req.Tools) {
-		var tools []struct {
-			Type     string `json:"type"`
-			Function *struct {
-				Name       string          `json:"name"`
-				Parameters json.RawMessage `json:"parameters"`
-			} `json:"function"`
+		v := openaiToolsMemo.get(req.Tools, func() any { return openaiTools(req.Tools) })
+		if err, ok := v.(error); ok {
+			return err
 		}
-		if err := json.Unmarshal(req.Tools, &tools); err != nil {
-			return invalid("tools", "want an array of {type: function, function: {name, parameters}}")
-		}
-		for i, t := range tools {
-			p := "tools[" + strconv.Itoa(i) + "]"
-			if t.Type != "function" {
-				continue // custom tools take free text: the mock does not call them
-			}
-			if t.Function == nil || t.Function.Name == "" {
-				return invalid(p+".function.name", "field required")
-			}
-			params := t.Function.Parameters
-			if !present(params) {
-				params = json.RawMessage(`{"type":"object","properties":{}}`)
-			}
-			cs, err := compileSchema(params, p+".function.parameters")
-			if err != nil {
-				return err
-			}
-			cr.tools = append(cr.tools, tool{name: t.Function.Name, schema: cs})
-		}
+		cr.tools = v.([]tool)
 	}
 	if present(req.ToolChoice) {
 		var mode string

@@ -27,13 +27,15 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // Schema is a compiled schema, safe for concurrent use.
 type Schema struct {
-	root *jsonschema.Schema
+	root   *jsonschema.Schema
+	ranges sync.Map // *jsonschema.Schema → *numRange, computed once
 }
 
 // UnsupportedError is a schema that uses a keyword the generator does not
@@ -111,7 +113,7 @@ const maxDepth = 24
 
 // Generate returns a document valid against s, drawn from rng.
 func (s *Schema) Generate(rng *rand.Rand) (any, error) {
-	g := &gen{rng: rng}
+	g := &gen{rng: rng, ranges: &s.ranges}
 	v, err := g.value(s.root, 0)
 	if err != nil {
 		return nil, err
@@ -132,8 +134,9 @@ func (s *Schema) GenerateJSON(rng *rand.Rand) ([]byte, error) {
 }
 
 type gen struct {
-	rng   *rand.Rand
-	nodes int // values generated so far, bounded by maxNodes
+	rng    *rand.Rand
+	ranges *sync.Map
+	nodes  int // values generated so far, bounded by maxNodes
 }
 
 // maxNodes bounds a document's size, which nested minimums multiply.
@@ -605,9 +608,74 @@ func (g *gen) format(name string) (string, bool) {
 	return "", false
 }
 
+// numRange is the values a numeric schema allows: k·step for k in
+// [kLo, kHi]; err when there are none.
+type numRange struct {
+	step     *big.Rat
+	kLo, kHi *big.Int
+	err      error
+	// The common case in machine integers: step is 1 or 1/100, k fits.
+	small      bool
+	lo64, hi64 int64
+	cents      bool // step 1/100
+}
+
 // number draws from the bounds (a default range of [0, 100] where they
 // leave it open) a value that is a multiple of multipleOf.
 func (g *gen) number(s *jsonschema.Schema, integer bool) (any, error) {
+	key := any(s)
+	if integer {
+		key = intKey{s}
+	}
+	v, ok := g.ranges.Load(key)
+	if !ok {
+		v, _ = g.ranges.LoadOrStore(key, numericRange(s, integer))
+	}
+	r := v.(*numRange)
+	if r.err != nil {
+		return nil, r.err
+	}
+	if r.small {
+		k := r.lo64 + g.rng.Int64N(min(r.hi64-r.lo64, 1000)+1)
+		if !r.cents {
+			return json.Number(strconv.FormatInt(k, 10)), nil
+		}
+		return centsNumber(k), nil
+	}
+	span := new(big.Int).Sub(r.kHi, r.kLo)
+	k := new(big.Int).Set(r.kLo)
+	if span.IsInt64() && span.Int64() < math.MaxInt64 {
+		k.Add(k, big.NewInt(g.rng.Int64N(min(span.Int64(), 1000)+1)))
+	}
+	return ratNumber(new(big.Rat).Mul(new(big.Rat).SetInt(k), r.step)), nil
+}
+
+// intKey tells the integer range of a schema from its number range.
+type intKey struct{ s *jsonschema.Schema }
+
+// centsNumber renders k/100 as a JSON number.
+func centsNumber(k int64) json.Number {
+	neg := k < 0
+	if neg {
+		k = -k
+	}
+	whole, frac := k/100, k%100
+	var b []byte
+	if neg {
+		b = append(b, '-')
+	}
+	b = strconv.AppendInt(b, whole, 10)
+	switch {
+	case frac == 0:
+	case frac%10 == 0:
+		b = append(b, '.', byte('0'+frac/10))
+	default:
+		b = append(b, '.', byte('0'+frac/10), byte('0'+frac%10))
+	}
+	return json.Number(b)
+}
+
+func numericRange(s *jsonschema.Schema, integer bool) *numRange {
 	lo, hi := new(big.Rat), new(big.Rat)
 	hasLo, hasHi := false, false
 	loExcl, hiExcl := false, false
@@ -649,18 +717,17 @@ func (g *gen) number(s *jsonschema.Schema, integer bool) (any, error) {
 		hi.Add(lo, big.NewRat(100, 1))
 	}
 	// The multiples k·step with lo ≤ (or <) k·step ≤ (or <) hi.
-	kLo := ceilDiv(lo, step, loExcl)
-	kHi := floorDiv(hi, step, hiExcl)
-	if kLo.Cmp(kHi) > 0 {
-		return nil, fmt.Errorf("%w: no %s in the bounds at %s", ErrNoInstance, map[bool]string{true: "integer", false: "number"}[integer], loc(s))
+	r := &numRange{step: step, kLo: ceilDiv(lo, step, loExcl), kHi: floorDiv(hi, step, hiExcl)}
+	if r.kLo.Cmp(r.kHi) > 0 {
+		r.err = fmt.Errorf("%w: no %s in the bounds at %s", ErrNoInstance, map[bool]string{true: "integer", false: "number"}[integer], loc(s))
+		return r
 	}
-	span := new(big.Int).Sub(kHi, kLo)
-	k := new(big.Int).Set(kLo)
-	if span.IsInt64() && span.Int64() < math.MaxInt64 {
-		k.Add(k, big.NewInt(g.rng.Int64N(min(span.Int64(), 1000)+1)))
+	one, cent := big.NewRat(1, 1), big.NewRat(1, 100)
+	if (step.Cmp(one) == 0 || step.Cmp(cent) == 0) && r.kLo.IsInt64() && r.kHi.IsInt64() &&
+		r.kLo.Int64() > math.MinInt64/4 && r.kHi.Int64() < math.MaxInt64/4 {
+		r.small, r.lo64, r.hi64, r.cents = true, r.kLo.Int64(), r.kHi.Int64(), step.Cmp(cent) == 0
 	}
-	v := new(big.Rat).Mul(new(big.Rat).SetInt(k), step)
-	return ratNumber(v), nil
+	return r
 }
 
 // ceilDiv is the least integer k with k·step ≥ x (> x when strict).
