@@ -258,3 +258,34 @@ const schema20 = `{"type":"object","additionalProperties":false,"required":["inv
 "po_number":{"type":"string","maxLength":12},"country":{"type":"string","minLength":2,"maxLength":2},
 "priority":{"type":"integer","minimum":1,"maximum":5},"tags":{"type":"array","items":{"type":"string"}},
 "confidence":{"type":"number","minimum":0,"maximum":1}}}`
+
+// TestAppendJSON: the hand-written encoder writes what encoding/json does.
+func TestAppendJSON(t *testing.T) {
+	for _, raw := range validSchemas {
+		s, err := Compile([]byte(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for seed := range uint64(20) {
+			v, err := s.Generate(rand.New(rand.NewPCG(seed, 9)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := appendJSON(nil, v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := json.Marshal(v)
+			if !bytes.Equal(got, want) {
+				t.Errorf("appendJSON = %s, want %s", got, want)
+			}
+		}
+	}
+	for _, v := range []any{"a\"<é\n", map[string]any{"b": 1.5, "a": []any{nil, true}}, json.Number("-3")} {
+		got, _ := appendJSON(nil, v)
+		want, _ := json.Marshal(v)
+		if !bytes.Equal(got, want) {
+			t.Errorf("appendJSON(%#v) = %s, want %s", v, got, want)
+		}
+	}
+}
