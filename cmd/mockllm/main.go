@@ -76,6 +76,8 @@ defaults, except where noted:
     tokens: max_tokens         # or {fixed: 50} or {uniform: [20, 80]}; capped by max_tokens
     default_max_tokens: 0      # OpenAI requests without a max (0 = 256)
     text: ""                   # every response's text instead of the filler (e.g. JSON to validate)
+    length: ""                 # natural (here, when ""): end_turn / stop below max_tokens; max_tokens: exact
+    tool_use: 0                # probability of a tool call when tools are offered with tool choice auto
   limits:                      # per API key; 0 = unlimited
     max_concurrent: 0
     rpm: 0
