@@ -342,6 +342,10 @@ func textTokens(text string) []string {
 			esc = append(esc, `\r`...)
 		case c == '\t':
 			esc = append(esc, `\t`...)
+		case c == '\b':
+			esc = append(esc, `\b`...)
+		case c == '\f':
+			esc = append(esc, `\f`...)
 		case c < 0x20 || c == '<' || c == '>' || c == '&':
 			esc = append(esc, `\u00`...)
 			esc = append(esc, hexDigits[c>>4], hexDigits[c&0xf])
