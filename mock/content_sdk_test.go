@@ -534,3 +534,13 @@ func TestSDKNaturalStop(t *testing.T) {
 }
 
 func ooptionNoRetry() ooption.RequestOption { return ooption.WithMaxRetries(0) }
+
+// The request fuzzers start from the content fields too.
+func init() {
+	requestSeeds = append(requestSeeds,
+		`{"model":"m","max_tokens":50,"messages":[{"role":"user","content":"x"}],"tools":[{"name":"t","input_schema":{"type":"object","required":["a"],"properties":{"a":{"type":"integer","minimum":3}}}}],"tool_choice":{"type":"any"},"stream":true}`,
+		`{"model":"m","max_tokens":50,"messages":[{"role":"user","content":"x"}],"stop_sequences":["run"],"output_config":{"format":{"type":"json_schema","schema":{"type":"array","items":{"enum":[1,"a"]}}}}}`,
+		`{"model":"m","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"anyOf":[{"type":"string"},{"type":"null"}]}}}],"tool_choice":{"type":"function","function":{"name":"f"}},"n":2,"stream":true,"stream_options":{"include_usage":true}}`,
+		`{"model":"m","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"s","schema":{"type":"object","properties":{"b":{"type":"boolean"}}}}},"stop":"lab","n":3,"logprobs":true,"top_logprobs":2}`,
+	)
+}
