@@ -426,8 +426,9 @@ func (cr *contentReq) checkTools(choiceParam, nameParam, toolsParam string) erro
 }
 
 // compose generates the documents an answer may carry, outside the
-// server's lock: its draws come from the server's seed and the request
-// body, so the same request gets the same documents.
+// server's lock: its draws come from the server's seed and the
+// conversation (contentSeed), so the same conversation gets the same
+// documents.
 func (s *Server) compose(c *call) {
 	cr := c.content
 	if cr == nil {

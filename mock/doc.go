@@ -24,5 +24,10 @@
 // first token + i × per-token latency), and its random choices (jitter,
 // output lengths, faults) come from a source seeded by Config.Seed.
 //
+// The content follows the request: tool calls (tool_use blocks, tool_calls)
+// and structured output whose JSON is generated from the request's JSON
+// Schema by mock/schemagen, text cut at stop sequences, n choices with
+// logprobs, and natural stops below max_tokens when Output.Length says so.
+//
 // The token estimate is documented on EstimateTokens.
 package mock
