@@ -2,6 +2,7 @@ package mock
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -24,4 +25,20 @@ func FuzzTextTokens(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestConfigOutputContentKeys(t *testing.T) {
+	cfg, err := ParseConfig([]byte("output:\n  length: natural\n  tool_use: 0.3\n"), "c.yaml")
+	if err != nil {
+		t.Fatalf("ParseConfig: %v", err)
+	}
+	if cfg.Output.Length != LengthNatural || cfg.Output.ToolUse != 0.3 {
+		t.Errorf("output = %+v, want length natural, tool_use 0.3", cfg.Output)
+	}
+	_, err = ParseConfig([]byte("output:\n  length: bogus\n  tool_use: 2\n"), "c.yaml")
+	for _, want := range []string{"c.yaml:2: output.length", "c.yaml:3: output.tool_use"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseConfig(bad): error %v, want one naming %q", err, want)
+		}
+	}
 }
