@@ -37,6 +37,10 @@ type Config struct {
 	// AdminToken, when set, must be sent as "Authorization: Bearer TOKEN"
 	// or "X-Admin-Token: TOKEN" to use /_admin/. Empty leaves /_admin/ open.
 	AdminToken string `yaml:"admin_token"`
+	// MetricsToken, when set, must be sent as "Authorization: Bearer TOKEN"
+	// to read /metrics (the admin token works too). Empty protects /metrics
+	// with the AdminToken when there is one, and leaves it open otherwise.
+	MetricsToken string `yaml:"metrics_token"`
 
 	Latency  Latency         `yaml:"latency"`
 	Output   Output          `yaml:"output"`

@@ -104,7 +104,7 @@ func (s *Server) prepare(w http.ResponseWriter, req *http.Request, wr wire) *exc
 	}
 	if err != nil {
 		s.countError(key)
-		s.metrics.request(api, status, keyLabel(key))
+		s.metrics.request(api, status, s.keyLabel(key))
 		var br *badRequest
 		param := ""
 		if errors.As(err, &br) {
@@ -117,7 +117,7 @@ func (s *Server) prepare(w http.ResponseWriter, req *http.Request, wr wire) *exc
 	d := s.admit(req, c, key, wr, &x.dec)
 	wr.setLimitHeaders(h, d.snap, d.now)
 	if d.abort {
-		s.metrics.request(api, 0, keyLabel(key))
+		s.metrics.request(api, 0, s.keyLabel(key))
 		panic(http.ErrAbortHandler)
 	}
 	if d.status != 0 {
@@ -127,7 +127,7 @@ func (s *Server) prepare(w http.ResponseWriter, req *http.Request, wr wire) *exc
 		if d.noRetry {
 			h["X-Should-Retry"] = valueFalse
 		}
-		s.metrics.request(api, d.status, keyLabel(key))
+		s.metrics.request(api, d.status, s.keyLabel(key))
 		wr.writeError(w, d.status, d.err, reqID)
 		return nil
 	}
@@ -140,11 +140,16 @@ func (s *Server) prepare(w http.ResponseWriter, req *http.Request, wr wire) *exc
 	return x
 }
 
-func keyLabel(key string) string {
+// keyLabel is how key appears in metrics, stats and logs: its Fingerprint,
+// or "anonymous" in open mode.
+func (s *Server) keyLabel(key string) string {
 	if key == "" {
 		return "anonymous"
 	}
-	return key
+	if l, ok := s.labels[key]; ok {
+		return l
+	}
+	return Fingerprint(key)
 }
 
 // countError counts an attempt answered 400 or 413.
@@ -422,7 +427,7 @@ func (x *exchange) finish() {
 	if x.timer != nil {
 		x.timer.Stop()
 	}
-	x.s.metrics.observe(x.wr.name(), x.status, keyLabel(x.key), time.Since(x.d.plan.start))
+	x.s.metrics.observe(x.wr.name(), x.status, x.s.keyLabel(x.key), time.Since(x.d.plan.start))
 }
 
 // release ends the request in the limiter, once.

@@ -27,6 +27,7 @@ type Server struct {
 	cfg     Config
 	log     *slog.Logger
 	keys    map[string]bool
+	labels  map[string]string // Fingerprint of each key, for metrics and stats
 	handler http.Handler
 	http    *http.Server
 	metrics *metrics
@@ -69,6 +70,7 @@ func New(cfg Config) (*Server, error) {
 		cfg:     cfg,
 		log:     cfg.Logger,
 		keys:    make(map[string]bool, len(cfg.APIKeys)),
+		labels:  make(map[string]string, len(cfg.APIKeys)),
 		metrics: newMetrics(),
 		base:    cfg.Limits,
 		limits:  cfg.Limits,
@@ -83,6 +85,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	for _, k := range cfg.APIKeys {
 		s.keys[k] = true
+		s.labels[k] = Fingerprint(k)
 	}
 	s.resetLocked()
 	s.handler = s.routes()
@@ -225,7 +228,7 @@ func (s *Server) routes() http.Handler {
 	r.HandleFunc("/v1/chat/completions", s.model(openai{})).Methods(http.MethodPost)
 	r.HandleFunc("/v1/models", s.models).Methods(http.MethodGet)
 	s.adminRoutes(r.PathPrefix("/_admin/").Subrouter())
-	r.Handle("/metrics", s.metrics.handler()).Methods(http.MethodGet)
+	r.Handle("/metrics", s.metricsAuth(s.metrics.handler())).Methods(http.MethodGet)
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		s.routeError(w, req, http.StatusNotFound, fmt.Sprintf("not found: %s %s", req.Method, req.URL.Path))
 	})

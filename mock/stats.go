@@ -1,6 +1,20 @@
 package mock
 
-import "maps"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"maps"
+)
+
+// Fingerprint returns the fingerprint that stands for an API key in
+// metrics labels, Stats.Keys and logs: the first 12 hex digits of the key's
+// SHA-256. It identifies a key without revealing it, in the format
+// strategies.Fingerprint documents (the mock does not import the client
+// side; a test in loadgen holds the two equal).
+func Fingerprint(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:6])
+}
 
 // Stats are the server's counters since it started or was last Reset.
 type Stats struct {
@@ -26,7 +40,9 @@ type Stats struct {
 	MaxInFlight  int   `json:"max_in_flight"`
 	InputTokens  int64 `json:"input_tokens"`  // of admitted requests
 	OutputTokens int64 `json:"output_tokens"` // produced, settled at the end of each response
-	// Keys holds the same counters per API key ("anonymous" in open mode).
+	// Keys holds the same counters per API key, by Fingerprint of the key
+	// ("anonymous" in open mode): the keys themselves never leave the
+	// server.
 	Keys map[string]KeyStats `json:"keys,omitempty"`
 }
 
@@ -62,7 +78,7 @@ func (s *Server) Stats() Stats {
 	for name, ks := range s.perKey {
 		k := ks.stats
 		k.ThrottledBy = maps.Clone(k.ThrottledBy)
-		st.Keys[keyLabel(name)] = k
+		st.Keys[s.keyLabel(name)] = k
 	}
 	return st
 }

@@ -66,7 +66,8 @@ defaults, except where noted:
 
   seed: 0                      # seeds jitter, output lengths and faults
   api_keys: []                 # none = open (one shared set of limits)
-  admin_token: ""              # protects /_admin/ when set
+  admin_token: ""              # protects /_admin/ when set (and /metrics, unless metrics_token is set)
+  metrics_token: ""            # bearer token for /metrics; series name keys by fingerprint only
   latency:
     ttft: 0s                   # fixed part of the time to first token
     ttft_per_input_token: 0s
@@ -155,7 +156,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		perToken        = fs.Duration("per-token-latency", 0, "latency per output token (latency.per_token; default 5ms)")
 		ttft            = fs.Duration("ttft", 0, "fixed time to first token (latency.ttft)")
 		retryAfter      = fs.Duration("retry-after", 0, "retry-after sent with 429s (limits.retry_after; 0 = computed from the limit)")
-		adminToken      = fs.String("admin-token", "", "token required by /_admin/ (admin_token)")
+		adminToken      = fs.String("admin-token", "", "token required by /_admin/, and by /metrics unless --metrics-token is set (admin_token)")
+		metricsToken    = fs.String("metrics-token", "", "bearer token required by /metrics (metrics_token; the admin token works too)")
 		seed            = fs.Int64("seed", 0, "seed of jitter, output lengths and faults (seed)")
 		redisURL        = fs.String("redis", "", "share limits.max_concurrent with the replicas using this Redis `URL` (redis://HOST:PORT/DB)")
 		redisPrefix     = fs.String("redis-prefix", "mockllm", "prefix of the Redis keys: replicas with the same prefix share their limits")
@@ -209,6 +211,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			cfg.APIKeys = apiKeys
 		case "admin-token":
 			cfg.AdminToken = *adminToken
+		case "metrics-token":
+			cfg.MetricsToken = *metricsToken
 		case "seed":
 			cfg.Seed = *seed
 		}
