@@ -3,6 +3,7 @@ package mock
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -329,7 +330,10 @@ func (c Config) Validate() error {
 		}
 	}
 	nonNeg := func(path string, v int) { check(v >= 0, path, "must not be negative, got %d", v) }
-	nonNegD := func(path string, v time.Duration) { check(v >= 0, path, "must not be negative, got %v", v) }
+	nonNegD := func(path string, v time.Duration) {
+		check(v >= 0, path, "must not be negative, got %v", v)
+		check(v <= MaxLatency, path, "%v is above the longest duration the mock can plan, %v", v, MaxLatency)
+	}
 	rate := func(path string, v float64) { check(v >= 0 && v <= 1, path, "must be a rate in [0, 1], got %v", v) }
 
 	for i, k := range c.APIKeys {
@@ -339,6 +343,7 @@ func (c Config) Validate() error {
 	nonNegD("latency.ttft_per_input_token", c.Latency.TTFTPerInputToken)
 	nonNegD("latency.per_token", c.Latency.PerToken)
 	check(c.Latency.Jitter >= 0 && c.Latency.Jitter < 1, "latency.jitter", "must be in [0, 1), got %v", c.Latency.Jitter)
+	validateLatencyBounds(c.Latency, c.Faults.Slow.Extra, check)
 	switch d := c.Output.Tokens; d.Kind {
 	case Fixed:
 		check(d.Min >= 1, "output.tokens", "fixed must be at least 1, got %d", d.Min)
@@ -375,6 +380,43 @@ func (c Config) Validate() error {
 	return errs.Err()
 }
 
+// MaxLatency is the longest time the mock plans a response to take, from
+// admission to its last token, jitter included: about 146 years, half of
+// what a time.Duration holds, so that no product or sum in the latency
+// model can overflow. A configuration that could exceed it is refused.
+const MaxLatency = time.Duration(math.MaxInt64 / 2)
+
+// MaxInputTokens bounds the input tokens of one request: a body of
+// MaxBodyBytes holds at most a quarter of its bytes in tokens of text, plus
+// one per message of at least 29 bytes, well below half its bytes.
+const MaxInputTokens = MaxBodyBytes / 2
+
+// validateLatencyBounds refuses latencies whose worst case (the longest
+// input, max_tokens of MaxOutputTokens, the slow fault and the highest
+// jitter factor, below 2) could overflow the latency model, naming the
+// field whose product overflows. The check is on the largest request the
+// mock accepts, so no request can overflow at run time.
+func validateLatencyBounds(l Latency, slowExtra time.Duration, check func(bool, string, string, ...any)) {
+	limit := MaxLatency / 2 // the jitter factor is below 2
+	perInput := limit / MaxInputTokens
+	perOutput := limit / MaxOutputTokens
+	okIn := l.TTFTPerInputToken <= perInput
+	okOut := l.PerToken <= perOutput
+	check(okIn, "latency.ttft_per_input_token",
+		"%v × up to %d input tokens (a %d MB body) overflows the latency model; at most %v", l.TTFTPerInputToken, MaxInputTokens, MaxBodyBytes>>20, perInput)
+	check(okOut, "latency.per_token",
+		"%v × up to %d output tokens (max_tokens) overflows the latency model; at most %v", l.PerToken, MaxOutputTokens, perOutput)
+	if !okIn || !okOut || l.TTFT < 0 || l.TTFTPerInputToken < 0 || l.PerToken < 0 || slowExtra < 0 {
+		return
+	}
+	// Each term is now at most limit; add them in uint64 so the sum
+	// cannot wrap.
+	total := uint64(min(l.TTFT, limit)) + uint64(min(slowExtra, limit)) + uint64(l.TTFTPerInputToken)*MaxInputTokens + uint64(l.PerToken)*MaxOutputTokens
+	check(total <= uint64(limit), "latency",
+		"the worst case, ttft + ttft_per_input_token × %d + per_token × %d + faults.slow.extra, with jitter, exceeds %v; lower them",
+		MaxInputTokens, MaxOutputTokens, MaxLatency)
+}
+
 func validateLimits(l Limits, path string, check func(bool, string, string, ...any)) {
 	for _, f := range []struct {
 		key string
@@ -383,6 +425,7 @@ func validateLimits(l Limits, path string, check func(bool, string, string, ...a
 		check(f.v >= 0, path+"."+f.key, "must not be negative, got %d", f.v)
 	}
 	check(l.RetryAfter >= 0, path+".retry_after", "must not be negative, got %v", l.RetryAfter)
+	check(l.RetryAfter <= MaxLatency, path+".retry_after", "%v is above the longest duration the mock can plan, %v", l.RetryAfter, MaxLatency)
 }
 
 // LoadConfig reads and parses the YAML file at path; a file larger than

@@ -324,12 +324,17 @@ func (s *Server) plan(now time.Time, c *call) plan {
 		s.countFault("malformed")
 		n, capped = max(1, n/2), false
 	}
-	first := l.TTFT + time.Duration(c.input)*l.TTFTPerInputToken
+	// Config.Validate keeps these within MaxLatency for any request;
+	// SetLatency does not validate, so clamp as well.
+	first := satAdd(l.TTFT, satMul(l.TTFTPerInputToken, c.input))
 	if s.chance(f.Slow.Rate) {
 		s.countFault("slow")
-		first += f.Slow.Extra
+		first = satAdd(first, f.Slow.Extra)
 	}
-	perToken := l.PerToken
+	// Half of MaxLatency each, before a jitter factor below 2: the sum in
+	// plan.due stays below the largest Duration.
+	first = min(first, MaxLatency/2)
+	perToken := min(l.PerToken, MaxLatency/2/MaxOutputTokens)
 	if l.Jitter > 0 {
 		k := 1 + l.Jitter*(2*s.rng.Float64()-1)
 		first = time.Duration(float64(first) * k)
@@ -345,6 +350,18 @@ func (s *Server) plan(now time.Time, c *call) plan {
 		p.failAt = half
 	}
 	return p
+}
+
+// satMul and satAdd compute latencies, saturating at MaxLatency.
+func satMul(d time.Duration, n int) time.Duration {
+	if n > 0 && d > MaxLatency/time.Duration(n) {
+		return MaxLatency
+	}
+	return d * time.Duration(n)
+}
+
+func satAdd(a, b time.Duration) time.Duration {
+	return min(min(a, MaxLatency)+min(b, MaxLatency), MaxLatency) // each <= MaxInt64/2: no wrap
 }
 
 func limitMessage(v verdict, c *call) string {

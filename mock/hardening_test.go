@@ -1,6 +1,8 @@
 package mock
 
 import (
+	"context"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -115,4 +117,83 @@ func TestFingerprintFormat(t *testing.T) {
 	if got, want := Fingerprint("sk-test"), "f3abf2a6cc4f"; got != want {
 		t.Errorf("Fingerprint(sk-test) = %q, want %q", got, want)
 	}
+}
+
+// Values that would overflow are refused, naming the field: in request
+// bodies, in the config and through the admin API (issue 10 item 10).
+func TestOverflowRefused(t *testing.T) {
+	for _, tt := range []struct{ name, path, body, param string }{
+		{"anthropic max_tokens MinInt64", "/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":-9223372036854775808,"stream":true,"messages":[{"role":"user","content":"hi"}]}`, "max_tokens"},
+		{"anthropic escaped key", "/v1/messages", `{"model":"claude-sonnet-4-5","max\u005ftokens":-9223372036854775808,"messages":[{"role":"user","content":"hi"}]}`, "max_tokens"},
+		{"openai max_tokens MinInt64", "/v1/chat/completions", `{"model":"gpt-4o-mini","max_tokens":-9223372036854775808,"messages":[{"role":"user","content":"hi"}]}`, "max_tokens"},
+		{"openai max_completion_tokens MinInt64", "/v1/chat/completions", `{"model":"gpt-4o-mini","MAX_COMPLETION_TOKENS":-9223372036854775808,"stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`, "max_completion_tokens"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := New(Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := httptest.NewRequest("POST", tt.path, strings.NewReader(tt.body))
+			req.Header.Set("Anthropic-Version", "2023-06-01")
+			rec := httptest.NewRecorder()
+			s.Handler().ServeHTTP(rec, req)
+			if rec.Code != 400 || !strings.Contains(rec.Body.String(), tt.param+": must be at least 1, got -9223372036854775808") {
+				t.Errorf("status %d body %s, want 400 naming %s", rec.Code, rec.Body, tt.param)
+			}
+		})
+	}
+
+	for _, tt := range []struct{ yaml, want string }{
+		{"latency: {ttft_per_input_token: 1000h}", "latency.ttft_per_input_token: 1000h0m0s × up to 16777216 input tokens"},
+		{"latency: {per_token: 2562047h}", "latency.per_token: 2562047h0m0s is above the longest duration"},
+		{"latency: {per_token: 6h}", "latency.per_token: 6h0m0s × up to 128000 output tokens (max_tokens) overflows"},
+		{"latency: {ttft: 100000h, per_token: 5h, ttft_per_input_token: 100ms}", "latency: the worst case"},
+		{"limits: {retry_after: 2562047h}", "limits.retry_after: 2562047h0m0s is above"},
+		{"faults: {slow: {rate: 1, extra: 2562047h}}", "faults.slow.extra: 2562047h0m0s is above"},
+	} {
+		_, err := ParseConfig([]byte(tt.yaml), "c.yaml")
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("ParseConfig(%s) = %v, want an error containing %q", tt.yaml, err, tt.want)
+		}
+	}
+	// The limits themselves are accepted.
+	for _, y := range []string{"latency: {ttft_per_input_token: 137ms, ttft: 1h}", "latency: {per_token: 5h, ttft: 1h}"} {
+		if _, err := ParseConfig([]byte(y), "c.yaml"); err != nil {
+			t.Errorf("ParseConfig(%s), within the bounds: %v", y, err)
+		}
+	}
+
+	s, err := New(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, body := range []string{`{"per_token": "2562047h"}`, `{"ttft_per_input_token": "1000h"}`} {
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, httptest.NewRequest("PUT", "/_admin/latency", strings.NewReader(body)))
+		if rec.Code != 400 || !strings.Contains(rec.Body.String(), "latency.") {
+			t.Errorf("PUT /_admin/latency %s: %d %s, want 400 naming the field", body, rec.Code, rec.Body)
+		}
+	}
+	if got := s.Latency(); got != DefaultConfig().Latency {
+		t.Errorf("latency after refused PUTs = %+v, want the default", got)
+	}
+}
+
+// A latency set through SetLatency, which does not validate, saturates
+// instead of wrapping around into an instant response.
+func TestLatencySaturates(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ts := startServer(t, Config{})
+		defer ts.stop()
+		ts.SetLatency(Latency{TTFTPerInputToken: 1000 * time.Hour})
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, "POST", "http://mock/v1/messages", strings.NewReader(anthropicBody(1, false, strings.Repeat("x", 40000))))
+		req.Header.Set("Anthropic-Version", "2023-06-01")
+		start := time.Now()
+		_, err := ts.client.Do(req)
+		if err == nil || time.Since(start) != time.Hour {
+			t.Errorf("1000h per input token × 10000 tokens: err %v after %v, want the client's timeout after 1h", err, time.Since(start))
+		}
+	})
 }

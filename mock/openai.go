@@ -1,6 +1,7 @@
 package mock
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -41,6 +42,9 @@ func (openai) decode(body []byte, defaultMax int) (*call, error) {
 		req = openaiRequest{Model: absentString, MaxTokens: absentInt, MaxCompletionTokens: absentInt}
 		if err := json.Unmarshal(body, &req); err != nil {
 			return nil, describeBodyError(body, err)
+		}
+		if err := cmp.Or(sentinelSet(body, "max_tokens", req.MaxTokens), sentinelSet(body, "max_completion_tokens", req.MaxCompletionTokens)); err != nil {
+			return nil, err
 		}
 	}
 	c := &call{}
