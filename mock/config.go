@@ -16,6 +16,13 @@ import (
 // get 413 request_too_large, as the Messages API answers above 32 MB.
 const MaxBodyBytes = 32 << 20
 
+// DefaultMaxHeaderBytes is Config.MaxHeaderBytes when it is 0.
+const DefaultMaxHeaderBytes = 64 << 10
+
+// DefaultDecodeBudget is Config.DecodeBudget when it is 0: four bodies of
+// the largest size at once.
+const DefaultDecodeBudget = 4 * MaxBodyBytes
+
 // MaxOutputTokens is the largest max_tokens a request may ask for.
 const MaxOutputTokens = 128000
 
@@ -42,6 +49,19 @@ type Config struct {
 	// to read /metrics (the admin token works too). Empty protects /metrics
 	// with the AdminToken when there is one, and leaves it open otherwise.
 	MetricsToken string `yaml:"metrics_token"`
+
+	// MaxHeaderBytes caps the request line and headers of a request; larger
+	// requests get 431 in the envelope of the API they were for. 0 means
+	// DefaultMaxHeaderBytes (64 KiB); real APIs refuse far less than Go's
+	// default of 1 MiB.
+	MaxHeaderBytes int `yaml:"max_header_bytes,omitempty"`
+	// DecodeBudget caps the request body bytes held by all requests being
+	// read and decoded at once, so that many large bodies in parallel
+	// cannot exhaust memory. A request waits for its share (its
+	// Content-Length, or MaxBodyBytes when it sends none) up to
+	// BodyTimeout, then gets 429 with retry-after. 0 means
+	// DefaultDecodeBudget (128 MiB); it must be at least MaxBodyBytes.
+	DecodeBudget int64 `yaml:"decode_budget,omitempty"`
 
 	Latency  Latency         `yaml:"latency"`
 	Output   Output          `yaml:"output"`
@@ -336,6 +356,10 @@ func (c Config) Validate() error {
 	}
 	rate := func(path string, v float64) { check(v >= 0 && v <= 1, path, "must be a rate in [0, 1], got %v", v) }
 
+	check(c.MaxHeaderBytes == 0 || c.MaxHeaderBytes >= 1024 && c.MaxHeaderBytes <= 64<<20, "max_header_bytes",
+		"must be 0 (the default, %d) or in [1024, %d], got %d", DefaultMaxHeaderBytes, 64<<20, c.MaxHeaderBytes)
+	check(c.DecodeBudget == 0 || c.DecodeBudget >= MaxBodyBytes, "decode_budget",
+		"must be 0 (the default, %d) or at least the largest body, %d, got %d", int64(DefaultDecodeBudget), MaxBodyBytes, c.DecodeBudget)
 	for i, k := range c.APIKeys {
 		check(k != "", fmt.Sprintf("api_keys[%d]", i), "must not be empty")
 	}

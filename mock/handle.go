@@ -88,6 +88,7 @@ func (s *Server) prepare(w http.ResponseWriter, req *http.Request, wr wire) *exc
 	x.hv[0] = reqID
 	h := w.Header()
 	h[wr.requestIDHeader()] = x.hv[0:1:1]
+	setAPIHeaders(h, wr, 0) // errors are answered at once; run sets the real time
 	api := wr.name()
 
 	key, ok, why := s.authenticate(req, wr)
@@ -106,11 +107,11 @@ func (s *Server) prepare(w http.ResponseWriter, req *http.Request, wr wire) *exc
 		s.countError(key)
 		s.metrics.request(api, status, s.keyLabel(key))
 		var br *badRequest
-		param := ""
+		e := apiError{msg: err.Error()}
 		if errors.As(err, &br) {
-			param = br.param
+			e.param, e.code = br.param, br.code
 		}
-		wr.writeError(w, status, apiError{msg: err.Error(), param: param}, reqID)
+		wr.writeError(w, status, e, reqID)
 		return nil
 	}
 
@@ -414,7 +415,7 @@ type exchange struct {
 	c       *call
 	d       *decision
 	dec     decision  // what d points to for admitted requests
-	hv      [2]string // header values: request id, content length
+	hv      [3]string // header values: request id, content length, processing ms
 	key     string
 	reqID   string
 	res     result
@@ -478,6 +479,7 @@ func (x *exchange) json() {
 	if p.failAt > 0 {
 		x.status = x.wr.overloadStatus()
 		x.release()
+		x.processed(x.w.Header())
 		x.wr.writeError(x.w, x.status, apiError{msg: "Overloaded"}, x.reqID)
 		return
 	}
@@ -490,6 +492,7 @@ func (x *exchange) json() {
 	h["Content-Type"] = valueJSON
 	x.hv[1] = strconv.Itoa(len(body))
 	h["Content-Length"] = x.hv[1:2:2]
+	x.processed(h)
 	x.release()
 	x.w.WriteHeader(http.StatusOK)
 	if p.cutAt > 0 {
@@ -513,6 +516,7 @@ func (x *exchange) stream() {
 	h := x.w.Header()
 	h["Content-Type"] = valueEventStream
 	h["Cache-Control"] = valueNoCache
+	x.processed(h)
 	x.w.WriteHeader(http.StatusOK)
 	x.rc = http.NewResponseController(x.w)
 	x.buf = x.wr.streamStart(make([]byte, 0, 512), x.c, &x.res)
@@ -552,6 +556,19 @@ func (x *exchange) stream() {
 		x.buf = x.wr.streamEnd(x.buf, x.c, &x.res)
 	}
 	x.flush()
+}
+
+// processed sets openai-processing-ms to the time from admission to the
+// response's headers (0, already set, for Anthropic's headers and instant
+// answers).
+func (x *exchange) processed(h http.Header) {
+	if _, ok := x.wr.(anthropic); ok {
+		return
+	}
+	if ms := time.Since(x.d.plan.start).Milliseconds(); ms > 0 {
+		x.hv[2] = strconv.FormatInt(ms, 10)
+		h["Openai-Processing-Ms"] = x.hv[2:3:3]
+	}
 }
 
 // flush writes and flushes the buffered frames; false when the client

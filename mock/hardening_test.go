@@ -1,7 +1,11 @@
 package mock
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -91,7 +95,8 @@ func TestMetricsKeysAndAuth(t *testing.T) {
 				t.Fatalf("GET /metrics: %d, want %d: %s", rec.Code, tt.want, rec.Body)
 			}
 			if rec.Code != 200 {
-				if !strings.Contains(rec.Body.String(), `"authentication_error"`) {
+				// A bearer token alone reads as an OpenAI client; none, as Anthropic.
+				if b := rec.Body.String(); !strings.Contains(b, `"authentication_error"`) && !strings.Contains(b, `"invalid_api_key"`) || !strings.Contains(b, "metrics token required") {
 					t.Errorf("GET /metrics 401 body %s, want an error envelope", rec.Body)
 				}
 				return
@@ -194,6 +199,75 @@ func TestLatencySaturates(t *testing.T) {
 		_, err := ts.client.Do(req)
 		if err == nil || time.Since(start) != time.Hour {
 			t.Errorf("1000h per input token × 10000 tokens: err %v after %v, want the client's timeout after 1h", err, time.Since(start))
+		}
+	})
+}
+
+// Headers above Config.MaxHeaderBytes get 431 in the envelope of the API
+// the request was for; above net/http's own limit, whose plain-text answer
+// is written before any handler runs, a JSON envelope both SDK families
+// parse (issue 10 item 7).
+func TestHeaderLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ts := startServer(t, Config{})
+		defer ts.stop()
+		big := strings.Repeat("x", 70<<10) // above the default 64 KiB
+		r := ts.do(t, "POST", "/v1/messages", anthropicBody(1, false, "hi"), "Anthropic-Version", "2023-06-01", "X-Big", big)
+		if r.status != 431 || !strings.HasPrefix(compactJSON(t, r.body), `{"type":"error","error":{"type":"invalid_request_error","message":"request headers of 718`) ||
+			!strings.HasSuffix(string(r.body), `bytes are above the limit of 65536 bytes"},"request_id":"`+r.header.Get("Request-Id")+`"}`) {
+			t.Errorf("anthropic, 70 KiB header: %d %s", r.status, r.body)
+		}
+		r = ts.do(t, "POST", "/v1/chat/completions", openaiBody(1, false, false, "hi"), "X-Big", big)
+		if r.status != 431 || !strings.Contains(string(r.body), `"code":"request_header_fields_too_large"`) || r.header.Get("X-Request-Id") == "" {
+			t.Errorf("openai, 70 KiB header: %d %s", r.status, r.body)
+		}
+		// Just under the limit passes.
+		r = ts.do(t, "POST", "/v1/messages", anthropicBody(1, false, "hi"), "Anthropic-Version", "2023-06-01", "X-Big", strings.Repeat("x", 60<<10))
+		if r.status != 200 {
+			t.Errorf("60 KiB header: %d %s", r.status, r.body)
+		}
+
+		// Above the hard limit (1 MiB) net/http answers before the handler.
+		conn, err := ts.ln.Dial(context.Background(), "", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		go func() {
+			fmt.Fprintf(conn, "POST /v1/messages HTTP/1.1\r\nHost: mock\r\nX-Big: %s\r\nContent-Length: 2\r\n\r\n{}", strings.Repeat("x", 2<<20))
+		}()
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		var env struct {
+			Type  string `json:"type"`
+			Error struct {
+				Type, Message, Code string
+				Param               *string
+			} `json:"error"`
+			RequestID string `json:"request_id"`
+		}
+		if err := json.Unmarshal(body, &env); err != nil || resp.StatusCode != 431 || env.Type != "error" || env.Error.Type != "invalid_request_error" ||
+			env.Error.Code != "request_header_fields_too_large" || env.RequestID == "" || resp.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("2 MiB header: %d %s %s (%v)", resp.StatusCode, resp.Header, body, err)
+		}
+
+		// A request net/http cannot parse gets 400 in the same envelope.
+		conn2, err := ts.ln.Dial(context.Background(), "", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn2.Close()
+		go fmt.Fprintf(conn2, "POST /v1/messages HTTP/1.1\r\nHost: mock\r\nbad header line\r\n\r\n")
+		resp, err = http.ReadResponse(bufio.NewReader(conn2), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ = io.ReadAll(resp.Body)
+		if resp.StatusCode != 400 || !strings.Contains(string(body), `"type":"invalid_request_error"`) {
+			t.Errorf("malformed request: %d %s", resp.StatusCode, body)
 		}
 	})
 }

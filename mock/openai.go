@@ -143,6 +143,9 @@ func (openai) writeError(w http.ResponseWriter, status int, e apiError, _ string
 	case status >= 500:
 		oe.Type = "server_error"
 	}
+	if e.code != "" {
+		oe.Code = strp(e.code)
+	}
 	writeJSONBody(w, status, openaiErrorBody{Error: oe})
 }
 

@@ -2,6 +2,7 @@ package mock
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,8 +23,10 @@ import (
 )
 
 // Server is the mock provider. Create it with New, then either serve it on a
-// listener with Serve or mount Handler in a server of your own. It is safe
-// for concurrent use.
+// listener with Serve or mount Handler in a server of your own (whose
+// MaxHeaderBytes should then exceed Config.MaxHeaderBytes, and whose own
+// plain-text 431 and 400 answers Serve would have rewritten as JSON). It is
+// safe for concurrent use.
 type Server struct {
 	cfg     Config
 	log     *slog.Logger
@@ -93,7 +97,7 @@ func New(cfg Config) (*Server, error) {
 		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    1 << 20,
+		MaxHeaderBytes:    s.hardHeaderBytes(),
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	return s, nil
@@ -109,7 +113,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // (30s) and IdleTimeout (2m), so a client sending headers or a body slowly
 // cannot hold a connection forever; responses have no timeout.
 func (s *Server) Serve(ln net.Listener) error {
-	return s.http.Serve(ln)
+	return s.http.Serve(envelopeListener{ln, s})
 }
 
 // Shutdown stops accepting connections and waits for in-flight responses
@@ -243,7 +247,7 @@ func (s *Server) routes() http.Handler {
 		w.Header().Set("Allow", allow)
 		s.routeError(w, req, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed for %s; use %s", req.Method, req.URL.Path, allow))
 	})
-	return s.recoverPanics(s.fastRoutes(r))
+	return s.limitHeaders(s.recoverPanics(s.fastRoutes(r)))
 }
 
 // fastRoutes dispatches the two model endpoints before the router: they
@@ -266,20 +270,192 @@ func (s *Server) fastRoutes(next http.Handler) http.Handler {
 	})
 }
 
-// wireFor picks the error envelope of a path: OpenAI under /v1/chat/,
-// Anthropic everywhere else.
-func wireFor(path string) wire {
-	if len(path) >= len("/v1/chat/") && path[:len("/v1/chat/")] == "/v1/chat/" {
+// wireOf picks the API a request is for, whose envelope its errors take:
+// by path for the model endpoints (OpenAI's live under /v1/chat/,
+// /v1/responses, /v1/completions and /v1/embeddings), otherwise by the
+// headers the SDKs send: anthropic-version or x-api-key is Anthropic, a
+// bearer token without them is OpenAI. A request with neither is
+// Anthropic's.
+func wireOf(req *http.Request) wire {
+	switch p := req.URL.Path; {
+	case strings.HasPrefix(p, "/v1/messages"):
+		return anthropic{}
+	case strings.HasPrefix(p, "/v1/chat/"), strings.HasPrefix(p, "/v1/responses"),
+		strings.HasPrefix(p, "/v1/completions"), strings.HasPrefix(p, "/v1/embeddings"):
+		return openai{}
+	}
+	if isOpenAIClient(req) {
 		return openai{}
 	}
 	return anthropic{}
 }
 
+// isOpenAIClient reports whether req's headers are an OpenAI SDK's: a
+// bearer token and neither anthropic-version nor x-api-key (Anthropic's
+// SDKs send anthropic-version on every request, with either credential).
+func isOpenAIClient(req *http.Request) bool {
+	h := req.Header
+	return h.Get("Anthropic-Version") == "" && h.Get("X-Api-Key") == "" && strings.HasPrefix(h.Get("Authorization"), "Bearer ")
+}
+
 func (s *Server) routeError(w http.ResponseWriter, req *http.Request, status int, msg string) {
-	wr := wireFor(req.URL.Path)
+	s.writeError(w, wireOf(req), status, apiError{msg: msg})
+}
+
+// writeError answers an error in wr's envelope, with a fresh request id and
+// the headers wr's API sends on every response.
+func (s *Server) writeError(w http.ResponseWriter, wr wire, status int, e apiError) {
 	id := s.newID("req_")
-	w.Header().Set(wr.requestIDHeader(), id)
-	wr.writeError(w, status, apiError{msg: msg}, id)
+	h := w.Header()
+	h.Set(wr.requestIDHeader(), id)
+	setAPIHeaders(h, wr, 0)
+	wr.writeError(w, status, e, id)
+}
+
+// Headers the real APIs send on every response (WIRE.md §1.2, §2.2).
+var (
+	valueOrganizationID = []string{"5f0c2a49-6d6f-4b63-8b6c-6c6d6f636b6c"} // a fixed, made-up organization
+	valueOpenAIVersion  = []string{"2020-10-01"}
+)
+
+// setAPIHeaders sets the headers wr's API sends on every response:
+// anthropic-organization-id; or openai-version and openai-processing-ms,
+// the time the request took until its headers, in milliseconds.
+func setAPIHeaders(h http.Header, wr wire, processing time.Duration) {
+	if _, ok := wr.(anthropic); ok {
+		h["Anthropic-Organization-Id"] = valueOrganizationID
+		return
+	}
+	h["Openai-Version"] = valueOpenAIVersion
+	if ms := processing.Milliseconds(); ms > 0 {
+		h["Openai-Processing-Ms"] = []string{strconv.FormatInt(ms, 10)}
+	} else {
+		h["Openai-Processing-Ms"] = valueZero
+	}
+}
+
+var valueZero = []string{"0"}
+
+// maxHeaderBytes is the configured header limit; hardHeaderBytes is what
+// net/http is told, larger, so that requests between the two reach
+// limitHeaders and get 431 in their API's envelope. Above the hard limit
+// net/http answers a plain 431 itself, which envelopeConn rewrites.
+func (s *Server) maxHeaderBytes() int {
+	if s.cfg.MaxHeaderBytes > 0 {
+		return s.cfg.MaxHeaderBytes
+	}
+	return DefaultMaxHeaderBytes
+}
+
+func (s *Server) hardHeaderBytes() int { return max(1<<20, 2*s.maxHeaderBytes()) }
+
+// headerBytes counts the request line and header lines of req as they were
+// sent (give or take the case of names), as net/http counts them.
+func headerBytes(req *http.Request) int {
+	n := len(req.Method) + 1 + len(req.RequestURI) + 1 + len(req.Proto) + 2
+	if req.Host != "" {
+		n += len("Host: ") + len(req.Host) + 2
+	}
+	for k, vs := range req.Header {
+		for _, v := range vs {
+			n += len(k) + 2 + len(v) + 2
+		}
+	}
+	return n + 2
+}
+
+// limitHeaders answers 431 request_header_fields_too_large, in the
+// envelope of the request's API, to a request whose headers exceed
+// MaxHeaderBytes.
+func (s *Server) limitHeaders(next http.Handler) http.Handler {
+	limit := s.maxHeaderBytes()
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if n := headerBytes(req); n > limit {
+			w.Header().Set("Connection", "close")
+			s.metrics.request(wireOf(req).name(), http.StatusRequestHeaderFieldsTooLarge, "")
+			s.writeError(w, wireOf(req), http.StatusRequestHeaderFieldsTooLarge, apiError{
+				msg:  fmt.Sprintf("request headers of %d bytes are above the limit of %d bytes", n, limit),
+				code: "request_header_fields_too_large",
+			})
+			return
+		}
+		next.ServeHTTP(w, req)
+	})
+}
+
+// goPlain431 and goPlain400 are what net/http writes, before any handler
+// runs, for headers above http.Server.MaxHeaderBytes and for requests it
+// cannot parse (net/http/server.go, conn.serve).
+const (
+	goPlainHeaders = "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"
+	goPlain431     = "HTTP/1.1 431 Request Header Fields Too Large" + goPlainHeaders + "431 Request Header Fields Too Large"
+	goPlain400     = "HTTP/1.1 400 Bad Request" + goPlainHeaders + "400 Bad Request"
+)
+
+// envelopeListener wraps the connections Serve accepts in envelopeConn.
+type envelopeListener struct {
+	net.Listener
+	s *Server
+}
+
+func (l envelopeListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return envelopeConn{c, l.s}, nil
+}
+
+// envelopeConn replaces net/http's plain-text 431 and 400, written before
+// the request reaches a handler (so the API it was for is unknown), by a
+// JSON error that both SDK families parse in full: Anthropic's envelope
+// with OpenAI's message, type, param and code inside "error".
+type envelopeConn struct {
+	net.Conn
+	s *Server
+}
+
+func (c envelopeConn) Write(b []byte) (int, error) {
+	if len(b) >= len(goPlain400) && b[0] == 'H' && b[9] == '4' {
+		var status int
+		var msg, code string
+		switch string(b) {
+		case goPlain431:
+			status, code = http.StatusRequestHeaderFieldsTooLarge, "request_header_fields_too_large"
+			msg = fmt.Sprintf("request headers are above the limit of %d bytes", c.s.maxHeaderBytes())
+		case goPlain400:
+			status, code, msg = http.StatusBadRequest, "invalid_request", "malformed HTTP request"
+		}
+		if status != 0 {
+			if _, err := c.Conn.Write(c.s.plainError(status, msg, code)); err != nil {
+				return 0, err
+			}
+			return len(b), nil
+		}
+	}
+	return c.Conn.Write(b)
+}
+
+// CloseWrite passes net/http's half-close through, as it does on a TCP
+// connection after an error.
+func (c envelopeConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+// plainError is a whole HTTP/1.1 error response with the merged envelope.
+func (s *Server) plainError(status int, msg, code string) []byte {
+	id := s.newID("req_")
+	body, _ := json.Marshal(map[string]any{
+		"type":       "error",
+		"error":      map[string]any{"type": "invalid_request_error", "message": msg, "param": nil, "code": code},
+		"request_id": id,
+	})
+	head := fmt.Sprintf("HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nRequest-Id: %s\r\nX-Request-Id: %s\r\nConnection: close\r\n\r\n",
+		status, http.StatusText(status), len(body), id, id)
+	return append([]byte(head), body...)
 }
 
 // headerWriter remembers whether the response has started, so a recovered

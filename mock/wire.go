@@ -26,12 +26,31 @@ type call struct {
 type badRequest struct {
 	param string // the field, e.g. "messages.0.content"; empty for the body
 	msg   string
+	code  string // OpenAI's error code; empty: derived from format by invalid
 }
 
 func (e *badRequest) Error() string { return e.msg }
 
 func invalid(param, format string, args ...any) error {
-	return &badRequest{param: param, msg: param + ": " + fmt.Sprintf(format, args...)}
+	return &badRequest{param: param, msg: param + ": " + fmt.Sprintf(format, args...), code: invalidCode(format)}
+}
+
+// invalidCode is the OpenAI error code of a 400 made by invalid, from the
+// kind of its message: the codes the real API sends for a missing
+// parameter, a number out of range, a value of the wrong type, or another
+// invalid value.
+func invalidCode(format string) string {
+	switch {
+	case format == "field required":
+		return "missing_required_parameter"
+	case strings.HasPrefix(format, "must be at least"):
+		return "integer_below_min_value"
+	case strings.HasPrefix(format, "%d is above the maximum"):
+		return "integer_above_max_value"
+	case strings.HasPrefix(format, "want "):
+		return "invalid_type"
+	}
+	return "invalid_value"
 }
 
 // wire is one provider's wire format.
@@ -72,6 +91,7 @@ type apiError struct {
 	msg   string
 	param string
 	limit string // the limit of a 429
+	code  string // OpenAI's error code, when the status alone does not say it
 }
 
 // Anthropic error types by status; other 4xx are invalid_request_error and
