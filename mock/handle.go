@@ -97,10 +97,11 @@ func (s *Server) prepare(w http.ResponseWriter, req *http.Request, wr wire) *exc
 		wr.writeError(w, http.StatusUnauthorized, apiError{msg: why}, reqID)
 		return nil
 	}
-	body, status, err := readBody(w, req)
+	body, held, status, err := s.readBody(w, req)
 	var c *call
 	if err == nil {
 		c, err = wr.decode(body, s.cfg.Output.DefaultMaxTokens)
+		s.budget.release(held)
 		status = http.StatusBadRequest
 	}
 	if err != nil {

@@ -271,3 +271,59 @@ func TestHeaderLimit(t *testing.T) {
 		}
 	})
 }
+
+// The decode budget bounds the body bytes held at once: a request that
+// cannot get its share within BodyTimeout gets 429 with retry-after in its
+// API's envelope, and every share is given back (issue 10 item 5).
+func TestDecodeBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ts := startServer(t, Config{DecodeBudget: MaxBodyBytes})
+		defer ts.stop()
+		body := anthropicBody(1, false, strings.Repeat("x", 1000))
+		if r := ts.do(t, "POST", "/v1/messages", body, "Anthropic-Version", "2023-06-01"); r.status != 200 {
+			t.Fatalf("with the budget free: %d %s", r.status, r.body)
+		}
+		// Hold the whole budget, as 32 MB of bodies being decoded would.
+		if err := ts.budget.acquire(context.Background(), MaxBodyBytes); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		r := ts.do(t, "POST", "/v1/chat/completions", openaiBody(1, false, false, "hi"))
+		if r.status != 429 || r.header.Get("Retry-After") != "1" || !strings.Contains(string(r.body), `"code":"rate_limit_exceeded"`) || !strings.Contains(string(r.body), "decode_budget") {
+			t.Errorf("budget held: %d %s %s, want 429 with retry-after 1 in OpenAI's envelope", r.status, r.header, r.body)
+		}
+		if waited := time.Since(start); waited != BodyTimeout {
+			t.Errorf("waited %v for the budget, want BodyTimeout %v", waited, BodyTimeout)
+		}
+		// A request waiting for the budget gets it when it is given back.
+		done := make(chan reply)
+		go func() { done <- ts.do(t, "POST", "/v1/messages/count_tokens", body, "Anthropic-Version", "2023-06-01") }()
+		time.Sleep(time.Second)
+		ts.budget.release(MaxBodyBytes)
+		if r := <-done; r.status != 200 || time.Since(start) != BodyTimeout+time.Second {
+			t.Errorf("after release: %d %s at %v", r.status, r.body, time.Since(start))
+		}
+		// Bodies without a Content-Length take the budget as they grow, up
+		// to MaxBodyBytes.
+		for _, tt := range []struct {
+			size int
+			want int
+		}{{3 << 20, 200}, {MaxBodyBytes + 10, 413}} {
+			big := `{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"` + strings.Repeat("y", tt.size) + `"}]}`
+			req, _ := http.NewRequest("POST", "http://mock/v1/messages/count_tokens", io.MultiReader(strings.NewReader(big)))
+			req.Header.Set("Anthropic-Version", "2023-06-01")
+			resp, err := ts.client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if req.ContentLength != 0 || resp.StatusCode != tt.want {
+				t.Errorf("chunked body of %d bytes: %d %.200s, want %d", len(big), resp.StatusCode, b, tt.want)
+			}
+		}
+		if n := ts.budget.inUse.Load(); n != 0 {
+			t.Errorf("budget in use after every request ended: %d bytes, want 0", n)
+		}
+	})
+}

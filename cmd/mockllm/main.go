@@ -68,6 +68,8 @@ defaults, except where noted:
   api_keys: []                 # none = open (one shared set of limits)
   admin_token: ""              # protects /_admin/ when set (and /metrics, unless metrics_token is set)
   metrics_token: ""            # bearer token for /metrics; series name keys by fingerprint only
+  max_header_bytes: 65536      # request line + headers; above, 431 in the API's error envelope
+  decode_budget: 134217728     # body bytes read and decoded at once; above, requests wait (then 429)
   latency:
     ttft: 0s                   # fixed part of the time to first token
     ttft_per_input_token: 0s
@@ -161,6 +163,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		seed            = fs.Int64("seed", 0, "seed of jitter, output lengths and faults (seed)")
 		redisURL        = fs.String("redis", "", "share limits.max_concurrent with the replicas using this Redis `URL` (redis://HOST:PORT/DB)")
 		redisPrefix     = fs.String("redis-prefix", "mockllm", "prefix of the Redis keys: replicas with the same prefix share their limits")
+		maxHeaderBytes  = fs.Int("max-header-bytes", 0, "largest request line and headers; larger requests get 431 (max_header_bytes; 0 = 64 KiB)")
+		decodeBudget    = fs.Int64("decode-budget", 0, "request body `bytes` decoded at once over all requests; beyond, requests wait, then get 429 (decode_budget; 0 = 128 MiB)")
 		shutdownTimeout = fs.Duration("shutdown-timeout", 30*time.Second, "how long in-flight responses may take to finish on shutdown")
 		apiKeys         stringList
 	)
@@ -215,6 +219,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			cfg.MetricsToken = *metricsToken
 		case "seed":
 			cfg.Seed = *seed
+		case "max-header-bytes":
+			cfg.MaxHeaderBytes = *maxHeaderBytes
+		case "decode-budget":
+			cfg.DecodeBudget = *decodeBudget
 		}
 	})
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
