@@ -63,6 +63,15 @@ type Config struct {
 	// DefaultDecodeBudget (128 MiB); it must be at least MaxBodyBytes.
 	DecodeBudget int64 `yaml:"decode_budget,omitempty"`
 
+	// Strict holds requests to what the real APIs accept: anthropic-version
+	// is required, temperature and top_p must be in range, and an Anthropic
+	// conversation must start with a user turn; otherwise 400 in the API's
+	// envelope. Nil (the default) is on; `strict: false` relaxes the checks.
+	Strict *bool `yaml:"strict,omitempty"`
+	// Models says which model names are accepted (see Models): by default
+	// each API's catalogue; `models: any` accepts every name.
+	Models Models `yaml:"models,omitempty"`
+
 	Latency  Latency         `yaml:"latency"`
 	Output   Output          `yaml:"output"`
 	Limits   Limits          `yaml:"limits"`
@@ -360,6 +369,9 @@ func (c Config) Validate() error {
 		"must be 0 (the default, %d) or in [1024, %d], got %d", DefaultMaxHeaderBytes, 64<<20, c.MaxHeaderBytes)
 	check(c.DecodeBudget == 0 || c.DecodeBudget >= MaxBodyBytes, "decode_budget",
 		"must be 0 (the default, %d) or at least the largest body, %d, got %d", int64(DefaultDecodeBudget), MaxBodyBytes, c.DecodeBudget)
+	for i, m := range c.Models.Extra {
+		check(m != "", fmt.Sprintf("models[%d]", i), "must not be empty")
+	}
 	for i, k := range c.APIKeys {
 		check(k != "", fmt.Sprintf("api_keys[%d]", i), "must not be empty")
 	}

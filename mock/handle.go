@@ -97,20 +97,33 @@ func (s *Server) prepare(w http.ResponseWriter, req *http.Request, wr wire) *exc
 		wr.writeError(w, http.StatusUnauthorized, apiError{msg: why}, reqID)
 		return nil
 	}
+	if e := s.checkVersion(req, wr); e != nil {
+		s.countError(key)
+		s.metrics.request(api, http.StatusBadRequest, s.keyLabel(key))
+		wr.writeError(w, http.StatusBadRequest, *e, reqID)
+		return nil
+	}
 	body, held, status, err := s.readBody(w, req)
 	var c *call
 	if err == nil {
 		c, err = wr.decode(body, s.cfg.Output.DefaultMaxTokens)
-		s.budget.release(held)
 		status = http.StatusBadRequest
+		if err == nil {
+			err = s.checkRequest(body, wr, c)
+		}
+		s.budget.release(held)
 	}
 	if err != nil {
 		s.countError(key)
 		s.metrics.request(api, status, s.keyLabel(key))
 		var br *badRequest
+		var re *requestError
 		e := apiError{msg: err.Error()}
-		if errors.As(err, &br) {
+		switch {
+		case errors.As(err, &br):
 			e.param, e.code = br.param, br.code
+		case errors.As(err, &re):
+			status, e = re.status, re.e
 		}
 		wr.writeError(w, status, e, reqID)
 		return nil

@@ -107,6 +107,7 @@ func TestBodyTooLarge(t *testing.T) {
 				body = unsized{body}
 			}
 			req, _ := http.NewRequest("POST", "http://mock"+tc.path, body)
+			setHeaders(req, nil)
 			resp, err := ts.client.Do(req)
 			if err != nil {
 				// The server may close before reading all of a chunked body;

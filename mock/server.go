@@ -34,6 +34,8 @@ type Server struct {
 	log     *slog.Logger
 	keys    map[string]bool
 	labels  map[string]string // Fingerprint of each key, for metrics and stats
+	// The model names each API accepts (unless Config.Models.Any).
+	anthropicModels, openaiModels map[string]bool
 	handler http.Handler
 	http    *http.Server
 	metrics *metrics
@@ -73,6 +75,7 @@ func New(cfg Config) (*Server, error) {
 	cfg.APIKeys = slices.Clone(cfg.APIKeys)
 	cfg.Faults.Script = slices.Clone(cfg.Faults.Script)
 	cfg.Schedule = slices.Clone(cfg.Schedule)
+	cfg.Models.Extra = slices.Clone(cfg.Models.Extra)
 	s := &Server{
 		cfg:     cfg,
 		log:     cfg.Logger,
@@ -95,6 +98,8 @@ func New(cfg Config) (*Server, error) {
 		s.keys[k] = true
 		s.labels[k] = Fingerprint(k)
 	}
+	s.anthropicModels = modelIndex(anthropicCatalog, cfg.Models.Extra)
+	s.openaiModels = modelIndex(openaiCatalog, cfg.Models.Extra)
 	s.resetLocked()
 	s.handler = s.routes()
 	s.http = &http.Server{
@@ -234,7 +239,7 @@ func (s *Server) routes() http.Handler {
 	r.HandleFunc("/v1/messages", s.model(anthropic{})).Methods(http.MethodPost)
 	r.HandleFunc("/v1/messages/count_tokens", s.countTokens).Methods(http.MethodPost)
 	r.HandleFunc("/v1/chat/completions", s.model(openai{})).Methods(http.MethodPost)
-	r.HandleFunc("/v1/models", s.models).Methods(http.MethodGet)
+	s.modelRoutes(r)
 	s.adminRoutes(r.PathPrefix("/_admin/").Subrouter())
 	r.Handle("/metrics", s.metricsAuth(s.metrics.handler())).Methods(http.MethodGet)
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -245,6 +250,10 @@ func (s *Server) routes() http.Handler {
 		switch req.URL.Path {
 		case "/v1/models", "/metrics", "/_admin/stats":
 			allow = http.MethodGet
+		default:
+			if strings.HasPrefix(req.URL.Path, "/v1/models/") {
+				allow = http.MethodGet
+			}
 		case "/_admin/limits", "/_admin/latency", "/_admin/faults":
 			allow = "GET, PUT"
 		}
@@ -710,8 +719,13 @@ func (s *Server) countTokens(w http.ResponseWriter, req *http.Request) {
 	wr := anthropic{}
 	id := s.newID("req_")
 	w.Header().Set(wr.requestIDHeader(), id)
+	setAPIHeaders(w.Header(), wr, 0)
 	if _, ok, why := s.authenticate(req, wr); !ok {
 		wr.writeError(w, http.StatusUnauthorized, apiError{msg: why}, id)
+		return
+	}
+	if e := s.checkVersion(req, wr); e != nil {
+		wr.writeError(w, http.StatusBadRequest, *e, id)
 		return
 	}
 	body, held, status, err := s.readBody(w, req)
@@ -720,50 +734,23 @@ func (s *Server) countTokens(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	c, err := decodeAnthropic(body, false)
+	if err == nil {
+		err = s.checkRequest(body, wr, c)
+	}
 	s.budget.release(held)
-	if err != nil {
-		var br *badRequest
-		errors.As(err, &br)
-		wr.writeError(w, http.StatusBadRequest, apiError{msg: err.Error(), param: br.param}, id)
+	var br *badRequest
+	var re *requestError
+	switch {
+	case errors.As(err, &br):
+		wr.writeError(w, http.StatusBadRequest, apiError{msg: err.Error(), param: br.param, code: br.code}, id)
+		return
+	case errors.As(err, &re):
+		wr.writeError(w, re.status, re.e, id)
 		return
 	}
 	writeJSONBody(w, http.StatusOK, struct {
 		InputTokens int `json:"input_tokens"`
 	}{c.input})
-}
-
-// models answers GET /v1/models with a fixed list in the Anthropic shape,
-// which also carries the OpenAI fields id and object.
-func (s *Server) models(w http.ResponseWriter, req *http.Request) {
-	id := s.newID("req_")
-	w.Header().Set("Request-Id", id)
-	w.Header().Set("X-Request-Id", id)
-	type model struct {
-		ID          string `json:"id"`
-		Type        string `json:"type"`
-		Object      string `json:"object"`
-		DisplayName string `json:"display_name"`
-		CreatedAt   string `json:"created_at"`
-		Created     int64  `json:"created"`
-		OwnedBy     string `json:"owned_by"`
-	}
-	created := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	var list []model
-	for _, m := range []struct{ id, name, owner string }{
-		{"claude-sonnet-4-5", "Claude Sonnet 4.5 (mock)", "anthropic"},
-		{"claude-haiku-4-5", "Claude Haiku 4.5 (mock)", "anthropic"},
-		{"gpt-4o-mini", "GPT-4o mini (mock)", "openai"},
-		{"gpt-4o", "GPT-4o (mock)", "openai"},
-	} {
-		list = append(list, model{m.id, "model", "model", m.name, created.Format(time.RFC3339), created.Unix(), m.owner})
-	}
-	writeJSONBody(w, http.StatusOK, struct {
-		Object  string  `json:"object"`
-		Data    []model `json:"data"`
-		HasMore bool    `json:"has_more"`
-		FirstID string  `json:"first_id"`
-		LastID  string  `json:"last_id"`
-	}{"list", list, false, list[0].ID, list[len(list)-1].ID})
 }
 
 // attemptIndex is X-Stainless-Retry-Count, or -1 when absent or invalid.
