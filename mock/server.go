@@ -30,18 +30,18 @@ import (
 // plain-text 431 and 400 answers Serve would have rewritten as JSON). It is
 // safe for concurrent use.
 type Server struct {
-	cfg     Config
-	log     *slog.Logger
-	keys    map[string]bool
-	labels  map[string]string // Fingerprint of each key, for metrics and stats
+	cfg    Config
+	log    *slog.Logger
+	keys   map[string]bool
+	labels map[string]string // Fingerprint of each key, for metrics and stats
 	// The model names each API accepts (unless Config.Models.Any).
 	anthropicModels, openaiModels map[string]bool
-	handler http.Handler
-	http    *http.Server
-	metrics *metrics
-	budget  *decodeBudget
-	seq     atomic.Uint64 // request counter, for ids
-	text    []string      // Output.Text's tokens, JSON-escaped; nil for the filler
+	handler                       http.Handler
+	http                          *http.Server
+	metrics                       *metrics
+	budget                        *decodeBudget
+	seq                           atomic.Uint64 // request counter, for ids
+	text                          []string      // Output.Text's tokens, JSON-escaped; nil for the filler
 
 	mu       sync.Mutex
 	rng      *rand.Rand
