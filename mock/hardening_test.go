@@ -327,3 +327,72 @@ func TestDecodeBudget(t *testing.T) {
 		}
 	})
 }
+
+// Errors outside the model endpoints take the envelope of the API the
+// request's headers say it was for (issue 12: a 404 for an OpenAI-keyed
+// request came in Anthropic's envelope).
+func TestRouteErrorEnvelope(t *testing.T) {
+	s, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, method, path string
+		headers            []string
+		want               string
+	}{
+		{"openai key, unknown path", "GET", "/v1/files", []string{"Authorization", "Bearer sk-x"}, `{"error":{"message":"not found: GET /v1/files","type":"invalid_request_error","param":null,"code":"unknown_url"}}`},
+		{"anthropic key, unknown path", "GET", "/v1/files", []string{"X-Api-Key", "sk-x", "Anthropic-Version", "2023-06-01"}, `"type":"not_found_error"`},
+		{"anthropic bearer token", "GET", "/v1/files", []string{"Authorization", "Bearer tok", "Anthropic-Version", "2023-06-01"}, `"type":"not_found_error"`},
+		{"openai path, no headers", "GET", "/v1/chat/completions", nil, `"code":null`},
+		{"wrong method on a model", "POST", "/v1/models/gpt-4o", []string{"Authorization", "Bearer sk-x"}, `"message":"method POST not allowed for /v1/models/gpt-4o; use GET"`},
+	} {
+		req := httptest.NewRequest(tt.method, tt.path, nil)
+		for i := 0; i+1 < len(tt.headers); i += 2 {
+			req.Header.Set(tt.headers[i], tt.headers[i+1])
+		}
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, req)
+		if !strings.Contains(rec.Body.String(), tt.want) {
+			t.Errorf("%s: %d %s, want %s", tt.name, rec.Code, rec.Body, tt.want)
+		}
+	}
+}
+
+func TestModelsAndStrictConfig(t *testing.T) {
+	for _, tt := range []struct {
+		yaml   string
+		any    bool
+		extra  []string
+		strict bool
+		err    string
+	}{
+		{"seed: 1", false, nil, true, ""},
+		{"models: any", true, nil, true, ""},
+		{"models: known\nstrict: false", false, nil, false, ""},
+		{"models: [my-model, other]", false, []string{"my-model", "other"}, true, ""},
+		{"models: some", false, nil, true, `c.yaml:1: models: invalid models "some": want known, any or a list of model names`},
+		{"models: ['']", false, nil, true, "models[0]: must not be empty"},
+	} {
+		cfg, err := ParseConfig([]byte(tt.yaml), "c.yaml")
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("ParseConfig(%q) = %v, want %q", tt.yaml, err, tt.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("ParseConfig(%q): %v", tt.yaml, err)
+		}
+		s, _ := New(cfg)
+		if cfg.Models.Any != tt.any || fmt.Sprint(cfg.Models.Extra) != fmt.Sprint(tt.extra) || s.strict() != tt.strict {
+			t.Errorf("ParseConfig(%q): models %+v strict %v, want any %v extra %v strict %v", tt.yaml, cfg.Models, s.strict(), tt.any, tt.extra, tt.strict)
+		}
+	}
+	// Extra names are accepted by both APIs.
+	cfg := Config{Models: Models{Extra: []string{"my-model"}}}
+	s, _ := New(cfg)
+	if !s.acceptsModel(anthropic{}, "my-model") || !s.acceptsModel(openai{}, "my-model") || s.acceptsModel(openai{}, "claude-haiku-4-5") || !s.acceptsModel(openai{}, "gpt-5-mini") {
+		t.Errorf("acceptsModel with extra my-model: wrong answers")
+	}
+}
