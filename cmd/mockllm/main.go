@@ -38,7 +38,7 @@ const usageHead = `Usage: mockllm [flags]
 mockllm is a mock of the Anthropic Messages API (POST /v1/messages,
 /v1/messages/count_tokens) and the OpenAI Chat Completions API
 (POST /v1/chat/completions) that enforces per-key rate limits, paces output
-tokens, and injects faults. It also serves GET /v1/models, an admin API
+tokens, and injects faults. It also serves GET /v1/models[/ID], an admin API
 under /_admin/ (limits, latency, faults, stats, reset) and /metrics.
 
 Point an SDK at it: ANTHROPIC_BASE_URL=http://HOST:PORT,
@@ -68,6 +68,9 @@ defaults, except where noted:
   api_keys: []                 # none = open (one shared set of limits)
   admin_token: ""              # protects /_admin/ when set (and /metrics, unless metrics_token is set)
   metrics_token: ""            # bearer token for /metrics; series name keys by fingerprint only
+  strict: true                 # refuse what the real APIs refuse: no anthropic-version, temperature or
+                               # top_p out of range, an Anthropic conversation not starting with a user turn
+  models: known                # each API's SDK-defined models (else its 404); any; or [extra, names]
   max_header_bytes: 65536      # request line + headers; above, 431 in the API's error envelope
   decode_budget: 134217728     # body bytes read and decoded at once; above, requests wait (then 429)
   latency:
