@@ -2,13 +2,17 @@ package mock
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
+	rtmetrics "runtime/metrics"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -394,5 +398,63 @@ func TestModelsAndStrictConfig(t *testing.T) {
 	s, _ := New(cfg)
 	if !s.acceptsModel(anthropic{}, "my-model") || !s.acceptsModel(openai{}, "my-model") || s.acceptsModel(openai{}, "claude-haiku-4-5") || !s.acceptsModel(openai{}, "gpt-5-mini") {
 		t.Errorf("acceptsModel with extra my-model: wrong answers")
+	}
+}
+
+// BenchmarkDecodeBudgetPeakHeap sends 32 concurrent count_tokens requests
+// of 8 MB each (256 MB of bodies) through a server whose decode budget is
+// one largest body (32 MiB), and reports the peak heap. The bound scales
+// with the budget, not with the input: without the budget the peak grows
+// with the number of bodies in flight.
+func BenchmarkDecodeBudgetPeakHeap(b *testing.B) {
+	const n, size = 32, 8 << 20
+	s, err := New(Config{DecodeBudget: MaxBodyBytes})
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := []byte(`{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"` + strings.Repeat("abcd", size/4) + `"}]}`)
+	for b.Loop() {
+		runtime.GC()
+		var base runtime.MemStats
+		runtime.ReadMemStats(&base)
+		stop := make(chan struct{})
+		peak := make(chan uint64)
+		go func() {
+			sample := []rtmetrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+			var max uint64
+			for {
+				select {
+				case <-stop:
+					peak <- max
+					return
+				case <-time.After(time.Millisecond):
+				}
+				rtmetrics.Read(sample)
+				if v := sample[0].Value.Uint64(); v > max {
+					max = v
+				}
+			}
+		}()
+		var wg sync.WaitGroup
+		for range n {
+			wg.Go(func() {
+				req := httptest.NewRequest("POST", "/v1/messages/count_tokens", bytes.NewReader(body))
+				req.Header.Set("Anthropic-Version", "2023-06-01")
+				rec := httptest.NewRecorder()
+				s.Handler().ServeHTTP(rec, req)
+				if rec.Code != 200 {
+					b.Errorf("status %d: %.200s", rec.Code, rec.Body)
+				}
+			})
+		}
+		wg.Wait()
+		close(stop)
+		p := <-peak
+		b.ReportMetric(float64(p)/(1<<20), "peak-heap-MiB")
+		// Bodies being decoded (at most the budget), their decoding copies,
+		// garbage awaiting collection and the shared request body.
+		if bound := uint64(8*MaxBodyBytes + len(body)); p > bound {
+			b.Errorf("peak heap %d MiB, want at most %d MiB (8 × the decode budget + the request body)", p>>20, bound>>20)
+		}
 	}
 }
