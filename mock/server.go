@@ -385,7 +385,7 @@ func (s *Server) limitHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if n := headerBytes(req); n > limit {
 			w.Header().Set("Connection", "close")
-			s.metrics.request(wireOf(req).name(), http.StatusRequestHeaderFieldsTooLarge, "")
+			s.metrics.request(wireOf(req).name(), http.StatusRequestHeaderFieldsTooLarge, "unauthenticated")
 			s.writeError(w, wireOf(req), http.StatusRequestHeaderFieldsTooLarge, apiError{
 				msg:  fmt.Sprintf("request headers of %d bytes are above the limit of %d bytes", n, limit),
 				code: "request_header_fields_too_large",

@@ -27,8 +27,9 @@ type Stats struct {
 	// Overloaded counts 529s (Anthropic) and 503s (OpenAI): capacity,
 	// injected and scripted.
 	Overloaded int64 `json:"overloaded"`
-	// Errors counts other error answers: 400, 413, injected 500s and
-	// scripted statuses other than 429, 503 and 529.
+	// Errors counts other error answers: 400, 404 (unknown model), 413,
+	// 429 for a decode budget that stayed full, injected 500s and scripted
+	// statuses other than 429, 503 and 529.
 	Errors int64 `json:"errors"`
 	// Faults counts injected faults by name: script, reset, error_500,
 	// overloaded, slow, cut_stream, stream_error.
