@@ -28,7 +28,7 @@ func TestSDKModelsGet(t *testing.T) {
 		if err != nil || am.ID != "claude-haiku-4-5" || am.Type != "model" || am.DisplayName == "" || am.CreatedAt.IsZero() || am.MaxTokens != mock.MaxOutputTokens {
 			t.Errorf("anthropic Models.Get(claude-haiku-4-5) = %+v, %v", am, err)
 		}
-		om, err := oc.Models.Get(t.Context(), openai.ChatModelGPT5Mini)
+		om, err := oc.Models.Get(t.Context(), "gpt-5-mini") // the shipped scenarios' OpenAI model
 		if err != nil || om.ID != "gpt-5-mini" || om.Object != "model" || om.Created == 0 || om.OwnedBy == "" {
 			t.Errorf("openai Models.Get(gpt-5-mini) = %+v, %v", om, err)
 		}

@@ -250,12 +250,12 @@ func (s *Server) routes() http.Handler {
 		switch req.URL.Path {
 		case "/v1/models", "/metrics", "/_admin/stats":
 			allow = http.MethodGet
+		case "/_admin/limits", "/_admin/latency", "/_admin/faults":
+			allow = "GET, PUT"
 		default:
 			if strings.HasPrefix(req.URL.Path, "/v1/models/") {
 				allow = http.MethodGet
 			}
-		case "/_admin/limits", "/_admin/latency", "/_admin/faults":
-			allow = "GET, PUT"
 		}
 		w.Header().Set("Allow", allow)
 		s.routeError(w, req, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed for %s; use %s", req.Method, req.URL.Path, allow))
