@@ -44,7 +44,7 @@ func TestRealNetwork(t *testing.T) {
 		defer tr.CloseIdleConnections()
 		client := &provider.Client{Provider: provider.Anthropic{}, BaseURL: "http://" + ln.Addr().String(), APIKey: "k", HTTP: &http.Client{Transport: tr}}
 		src := Generate(items, func(i int) Item {
-			return Item{Request: provider.Request{Model: "m", MaxTokens: tokens, Messages: []provider.Message{{Role: "user", Content: "hi"}}}}
+			return Item{Request: provider.Request{Model: "claude-haiku-4-5", MaxTokens: tokens, Messages: []provider.Message{{Role: "user", Content: "hi"}}}}
 		})
 		sum, err := Run(t.Context(), Config{
 			Client:   client,

@@ -22,6 +22,7 @@ func seedConfig() mock.Config {
 	cfg.Latency.PerToken = 5 * time.Millisecond
 	cfg.Limits.MaxConcurrent = 20
 	cfg.Limits.RetryAfter = time.Second
+	cfg.Models = mock.Models{Any: true} // the items name model "m" for both providers
 	return cfg
 }
 

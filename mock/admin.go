@@ -55,18 +55,38 @@ func adminSetting[T any](s *Server, r *mux.Router, name string, get func() T, se
 
 func (s *Server) adminAuth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if tok := s.cfg.AdminToken; tok != "" {
-			got := req.Header.Get("X-Admin-Token")
-			if b, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer "); ok && got == "" {
-				got = b
-			}
-			if subtle.ConstantTimeCompare([]byte(got), []byte(tok)) != 1 {
-				s.routeError(w, req, http.StatusUnauthorized, "admin token required: send Authorization: Bearer TOKEN or X-Admin-Token")
-				return
-			}
+		if tok := s.cfg.AdminToken; tok != "" && !hasToken(req, tok) {
+			s.routeError(w, req, http.StatusUnauthorized, "admin token required: send Authorization: Bearer TOKEN or X-Admin-Token")
+			return
 		}
 		next.ServeHTTP(w, req)
 	})
+}
+
+// metricsAuth guards /metrics: with a MetricsToken, it or the AdminToken
+// is required; with only an AdminToken, that one; with neither, /metrics is
+// open. Series carry key fingerprints, never keys, but request counts per
+// key and status are still the operator's business.
+func (s *Server) metricsAuth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		mt, at := s.cfg.MetricsToken, s.cfg.AdminToken
+		if mt == "" && at == "" || mt != "" && hasToken(req, mt) || at != "" && hasToken(req, at) {
+			next.ServeHTTP(w, req)
+			return
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer realm="mockllm metrics"`)
+		s.routeError(w, req, http.StatusUnauthorized, "metrics token required: send Authorization: Bearer TOKEN (--metrics-token, or --admin-token when no metrics token is set)")
+	})
+}
+
+// hasToken reports whether req carries tok as a bearer token or in
+// X-Admin-Token, comparing in constant time.
+func hasToken(req *http.Request, tok string) bool {
+	got := req.Header.Get("X-Admin-Token")
+	if b, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer "); ok && got == "" {
+		got = b
+	}
+	return subtle.ConstantTimeCompare([]byte(got), []byte(tok)) == 1
 }
 
 // adminDecode decodes the body strictly into v (already holding the current

@@ -242,7 +242,7 @@ func TestSlowBody(t *testing.T) {
 		}
 		defer conn.Close()
 		// Headers announce 100 bytes; the body never comes.
-		go conn.Write([]byte("POST /v1/messages HTTP/1.1\r\nHost: mock\r\nContent-Length: 100\r\n\r\n{"))
+		go conn.Write([]byte("POST /v1/messages HTTP/1.1\r\nHost: mock\r\nAnthropic-Version: 2023-06-01\r\nContent-Length: 100\r\n\r\n{"))
 		start := time.Now()
 		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 		if err != nil {

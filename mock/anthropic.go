@@ -48,6 +48,9 @@ func decodeAnthropic(body []byte, needMax bool) (*call, error) {
 		if err := json.Unmarshal(body, &req); err != nil {
 			return nil, describeBodyError(body, err)
 		}
+		if err := sentinelSet(body, "max_tokens", req.MaxTokens); err != nil {
+			return nil, err
+		}
 	}
 	c := &call{}
 	if err := checkModel(req.Model); err != nil {

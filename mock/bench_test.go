@@ -248,6 +248,7 @@ func hammer(b *testing.B, c *http.Client, url string, tg benchTarget, n int) loa
 			defer wg.Done()
 			for next.Add(1) <= int64(n) {
 				req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+				req.Header.Set("Anthropic-Version", "2023-06-01")
 				req.Header.Set("content-type", "application/json")
 				for k, v := range tg.hdr {
 					req.Header.Set(k, v)

@@ -3,6 +3,7 @@ package mock
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -14,6 +15,13 @@ import (
 // MaxBodyBytes is the largest request body the server reads; larger bodies
 // get 413 request_too_large, as the Messages API answers above 32 MB.
 const MaxBodyBytes = 32 << 20
+
+// DefaultMaxHeaderBytes is Config.MaxHeaderBytes when it is 0.
+const DefaultMaxHeaderBytes = 64 << 10
+
+// DefaultDecodeBudget is Config.DecodeBudget when it is 0: four bodies of
+// the largest size at once.
+const DefaultDecodeBudget = 4 * MaxBodyBytes
 
 // MaxOutputTokens is the largest max_tokens a request may ask for.
 const MaxOutputTokens = 128000
@@ -37,6 +45,32 @@ type Config struct {
 	// AdminToken, when set, must be sent as "Authorization: Bearer TOKEN"
 	// or "X-Admin-Token: TOKEN" to use /_admin/. Empty leaves /_admin/ open.
 	AdminToken string `yaml:"admin_token"`
+	// MetricsToken, when set, must be sent as "Authorization: Bearer TOKEN"
+	// to read /metrics (the admin token works too). Empty protects /metrics
+	// with the AdminToken when there is one, and leaves it open otherwise.
+	MetricsToken string `yaml:"metrics_token"`
+
+	// MaxHeaderBytes caps the request line and headers of a request; larger
+	// requests get 431 in the envelope of the API they were for. 0 means
+	// DefaultMaxHeaderBytes (64 KiB); real APIs refuse far less than Go's
+	// default of 1 MiB.
+	MaxHeaderBytes int `yaml:"max_header_bytes,omitempty"`
+	// DecodeBudget caps the request body bytes held by all requests being
+	// read and decoded at once, so that many large bodies in parallel
+	// cannot exhaust memory. A request waits for its share (its
+	// Content-Length, or MaxBodyBytes when it sends none) up to
+	// BodyTimeout, then gets 429 with retry-after. 0 means
+	// DefaultDecodeBudget (128 MiB); it must be at least MaxBodyBytes.
+	DecodeBudget int64 `yaml:"decode_budget,omitempty"`
+
+	// Strict holds requests to what the real APIs accept: anthropic-version
+	// is required, temperature and top_p must be in range, and an Anthropic
+	// conversation must start with a user turn; otherwise 400 in the API's
+	// envelope. Nil (the default) is on; `strict: false` relaxes the checks.
+	Strict *bool `yaml:"strict,omitempty"`
+	// Models says which model names are accepted (see Models): by default
+	// each API's catalogue; `models: any` accepts every name.
+	Models Models `yaml:"models,omitempty"`
 
 	Latency  Latency         `yaml:"latency"`
 	Output   Output          `yaml:"output"`
@@ -347,9 +381,19 @@ func (c Config) Validate() error {
 		}
 	}
 	nonNeg := func(path string, v int) { check(v >= 0, path, "must not be negative, got %d", v) }
-	nonNegD := func(path string, v time.Duration) { check(v >= 0, path, "must not be negative, got %v", v) }
+	nonNegD := func(path string, v time.Duration) {
+		check(v >= 0, path, "must not be negative, got %v", v)
+		check(v <= MaxLatency, path, "%v is above the longest duration the mock can plan, %v", v, MaxLatency)
+	}
 	rate := func(path string, v float64) { check(v >= 0 && v <= 1, path, "must be a rate in [0, 1], got %v", v) }
 
+	check(c.MaxHeaderBytes == 0 || c.MaxHeaderBytes >= 1024 && c.MaxHeaderBytes <= 64<<20, "max_header_bytes",
+		"must be 0 (the default, %d) or in [1024, %d], got %d", DefaultMaxHeaderBytes, 64<<20, c.MaxHeaderBytes)
+	check(c.DecodeBudget == 0 || c.DecodeBudget >= MaxBodyBytes, "decode_budget",
+		"must be 0 (the default, %d) or at least the largest body, %d, got %d", int64(DefaultDecodeBudget), MaxBodyBytes, c.DecodeBudget)
+	for i, m := range c.Models.Extra {
+		check(m != "", fmt.Sprintf("models[%d]", i), "must not be empty")
+	}
 	for i, k := range c.APIKeys {
 		check(k != "", fmt.Sprintf("api_keys[%d]", i), "must not be empty")
 	}
@@ -357,6 +401,7 @@ func (c Config) Validate() error {
 	nonNegD("latency.ttft_per_input_token", c.Latency.TTFTPerInputToken)
 	nonNegD("latency.per_token", c.Latency.PerToken)
 	check(c.Latency.Jitter >= 0 && c.Latency.Jitter < 1, "latency.jitter", "must be in [0, 1), got %v", c.Latency.Jitter)
+	validateLatencyBounds(c.Latency, c.Faults.Slow.Extra, check)
 	switch d := c.Output.Tokens; d.Kind {
 	case Fixed:
 		check(d.Min >= 1, "output.tokens", "fixed must be at least 1, got %d", d.Min)
@@ -396,6 +441,43 @@ func (c Config) Validate() error {
 	return errs.Err()
 }
 
+// MaxLatency is the longest time the mock plans a response to take, from
+// admission to its last token, jitter included: about 146 years, half of
+// what a time.Duration holds, so that no product or sum in the latency
+// model can overflow. A configuration that could exceed it is refused.
+const MaxLatency = time.Duration(math.MaxInt64 / 2)
+
+// MaxInputTokens bounds the input tokens of one request: a body of
+// MaxBodyBytes holds at most a quarter of its bytes in tokens of text, plus
+// one per message of at least 29 bytes, well below half its bytes.
+const MaxInputTokens = MaxBodyBytes / 2
+
+// validateLatencyBounds refuses latencies whose worst case (the longest
+// input, max_tokens of MaxOutputTokens, the slow fault and the highest
+// jitter factor, below 2) could overflow the latency model, naming the
+// field whose product overflows. The check is on the largest request the
+// mock accepts, so no request can overflow at run time.
+func validateLatencyBounds(l Latency, slowExtra time.Duration, check func(bool, string, string, ...any)) {
+	limit := MaxLatency / 2 // the jitter factor is below 2
+	perInput := limit / MaxInputTokens
+	perOutput := limit / MaxOutputTokens
+	okIn := l.TTFTPerInputToken <= perInput
+	okOut := l.PerToken <= perOutput
+	check(okIn, "latency.ttft_per_input_token",
+		"%v × up to %d input tokens (a %d MB body) overflows the latency model; at most %v", l.TTFTPerInputToken, MaxInputTokens, MaxBodyBytes>>20, perInput)
+	check(okOut, "latency.per_token",
+		"%v × up to %d output tokens (max_tokens) overflows the latency model; at most %v", l.PerToken, MaxOutputTokens, perOutput)
+	if !okIn || !okOut || l.TTFT < 0 || l.TTFTPerInputToken < 0 || l.PerToken < 0 || slowExtra < 0 {
+		return
+	}
+	// Each term is now at most limit; add them in uint64 so the sum
+	// cannot wrap.
+	total := uint64(min(l.TTFT, limit)) + uint64(min(slowExtra, limit)) + uint64(l.TTFTPerInputToken)*MaxInputTokens + uint64(l.PerToken)*MaxOutputTokens
+	check(total <= uint64(limit), "latency",
+		"the worst case, ttft + ttft_per_input_token × %d + per_token × %d + faults.slow.extra, with jitter, exceeds %v; lower them",
+		MaxInputTokens, MaxOutputTokens, MaxLatency)
+}
+
 func validateLimits(l Limits, path string, check func(bool, string, string, ...any)) {
 	for _, f := range []struct {
 		key string
@@ -404,6 +486,7 @@ func validateLimits(l Limits, path string, check func(bool, string, string, ...a
 		check(f.v >= 0, path+"."+f.key, "must not be negative, got %d", f.v)
 	}
 	check(l.RetryAfter >= 0, path+".retry_after", "must not be negative, got %v", l.RetryAfter)
+	check(l.RetryAfter <= MaxLatency, path+".retry_after", "%v is above the longest duration the mock can plan, %v", l.RetryAfter, MaxLatency)
 }
 
 // LoadConfig reads and parses the YAML file at path; a file larger than

@@ -132,7 +132,7 @@ func TestParseConfigMessages(t *testing.T) {
 			"f.yaml:3: limits.rpm: want an integer, got \"abc\"\n" +
 				"f.yaml:4: limits.itpm: must not be negative, got -1\n" +
 				"f.yaml:5: faults.error_500: must be a rate in [0, 1], got 2\n" +
-				"f.yaml:6: bogus: unknown key \"bogus\" (want one of admin_token, api_keys, capacity, faults, latency, limits, output, schedule, seed)"},
+				"f.yaml:6: bogus: unknown key \"bogus\" (want one of admin_token, api_keys, capacity, decode_budget, faults, latency, limits, max_header_bytes, metrics_token, models, output, schedule, seed, strict)"},
 		{"limits:\n  rpm: -1\n", `f.yaml:2: limits.rpm: must not be negative, got -1`},
 	}
 	for _, tt := range tests {

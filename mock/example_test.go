@@ -32,7 +32,10 @@ func Example() {
 
 	post := func(maxTokens int) *http.Response {
 		body := fmt.Sprintf(`{"model":"claude-sonnet-4-5","max_tokens":%d,"stream":true,"messages":[{"role":"user","content":"Hello"}]}`, maxTokens)
-		resp, err := http.Post(url, "application/json", strings.NewReader(body))
+		req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Anthropic-Version", "2023-06-01") // required, as by the real API
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			panic(err)
 		}

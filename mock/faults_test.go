@@ -272,6 +272,7 @@ func TestClientGoneReleases(t *testing.T) {
 		ts := startServer(t, cfg)
 		defer ts.stop()
 		req, _ := http.NewRequest("POST", "http://mock/v1/messages", strings.NewReader(anthropicBody(100, true, "hi")))
+		setHeaders(req, nil)
 		resp, err := ts.client.Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -138,6 +138,7 @@ func checkOpenAIError(t *testing.T, status int, body []byte) {
 func serveFuzz(t *testing.T, h http.Handler, path string, hdr map[string]string, body []byte, idHeader string, checkErr func(*testing.T, int, []byte)) *httptest.ResponseRecorder {
 	t.Helper()
 	req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
+	req.Header.Set("Anthropic-Version", "2023-06-01")
 	req.Header.Set("content-type", "application/json")
 	for k, v := range hdr {
 		req.Header.Set(k, v)

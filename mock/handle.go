@@ -88,6 +88,7 @@ func (s *Server) prepare(w http.ResponseWriter, req *http.Request, wr wire) *exc
 	x.hv[0] = reqID
 	h := w.Header()
 	h[wr.requestIDHeader()] = x.hv[0:1:1]
+	setAPIHeaders(h, wr, 0) // errors are answered at once; run sets the real time
 	api := wr.name()
 
 	key, ok, why := s.authenticate(req, wr)
@@ -96,31 +97,45 @@ func (s *Server) prepare(w http.ResponseWriter, req *http.Request, wr wire) *exc
 		wr.writeError(w, http.StatusUnauthorized, apiError{msg: why}, reqID)
 		return nil
 	}
-	body, status, err := readBody(w, req)
+	if e := s.checkVersion(req, wr); e != nil {
+		s.countError(key)
+		s.metrics.request(api, http.StatusBadRequest, s.keyLabel(key))
+		wr.writeError(w, http.StatusBadRequest, *e, reqID)
+		return nil
+	}
+	body, held, status, err := s.readBody(w, req)
 	var c *call
 	if err == nil {
 		c, err = wr.decode(body, s.cfg.Output.DefaultMaxTokens)
 		status = http.StatusBadRequest
+		if err == nil {
+			err = s.checkRequest(body, wr, c)
+		}
+		s.budget.release(held)
 	}
 	if err == nil {
 		s.compose(c) // tool call and structured output documents (content.go)
 	}
 	if err != nil {
 		s.countError(key)
-		s.metrics.request(api, status, keyLabel(key))
+		s.metrics.request(api, status, s.keyLabel(key))
 		var br *badRequest
-		param := ""
-		if errors.As(err, &br) {
-			param = br.param
+		var re *requestError
+		e := apiError{msg: err.Error()}
+		switch {
+		case errors.As(err, &br):
+			e.param, e.code = br.param, br.code
+		case errors.As(err, &re):
+			status, e = re.status, re.e
 		}
-		wr.writeError(w, status, apiError{msg: err.Error(), param: param}, reqID)
+		wr.writeError(w, status, e, reqID)
 		return nil
 	}
 
 	d := s.admit(req, c, key, wr, &x.dec)
 	wr.setLimitHeaders(h, d.snap, d.now)
 	if d.abort {
-		s.metrics.request(api, 0, keyLabel(key))
+		s.metrics.request(api, 0, s.keyLabel(key))
 		panic(http.ErrAbortHandler)
 	}
 	if d.status != 0 {
@@ -130,7 +145,7 @@ func (s *Server) prepare(w http.ResponseWriter, req *http.Request, wr wire) *exc
 		if d.noRetry {
 			h["X-Should-Retry"] = valueFalse
 		}
-		s.metrics.request(api, d.status, keyLabel(key))
+		s.metrics.request(api, d.status, s.keyLabel(key))
 		wr.writeError(w, d.status, d.err, reqID)
 		return nil
 	}
@@ -143,11 +158,16 @@ func (s *Server) prepare(w http.ResponseWriter, req *http.Request, wr wire) *exc
 	return x
 }
 
-func keyLabel(key string) string {
+// keyLabel is how key appears in metrics, stats and logs: its Fingerprint,
+// or "anonymous" in open mode.
+func (s *Server) keyLabel(key string) string {
 	if key == "" {
 		return "anonymous"
 	}
-	return key
+	if l, ok := s.labels[key]; ok {
+		return l
+	}
+	return Fingerprint(key)
 }
 
 // countError counts an attempt answered 400 or 413.
@@ -311,12 +331,17 @@ func (s *Server) plan(now time.Time, c *call) plan {
 		s.countFault("malformed")
 		n, capped = max(1, n/2), false
 	}
-	first := l.TTFT + time.Duration(c.input)*l.TTFTPerInputToken
+	// Config.Validate keeps these within MaxLatency for any request;
+	// SetLatency does not validate, so clamp as well.
+	first := satAdd(l.TTFT, satMul(l.TTFTPerInputToken, c.input))
 	if s.chance(f.Slow.Rate) {
 		s.countFault("slow")
-		first += f.Slow.Extra
+		first = satAdd(first, f.Slow.Extra)
 	}
-	perToken := l.PerToken
+	// Half of MaxLatency each, before a jitter factor below 2: the sum in
+	// plan.due stays below the largest Duration.
+	first = min(first, MaxLatency/2)
+	perToken := min(l.PerToken, MaxLatency/2/MaxOutputTokens)
 	if l.Jitter > 0 {
 		k := 1 + l.Jitter*(2*s.rng.Float64()-1)
 		first = time.Duration(float64(first) * k)
@@ -332,6 +357,18 @@ func (s *Server) plan(now time.Time, c *call) plan {
 		p.failAt = half
 	}
 	return p
+}
+
+// satMul and satAdd compute latencies, saturating at MaxLatency.
+func satMul(d time.Duration, n int) time.Duration {
+	if n > 0 && d > MaxLatency/time.Duration(n) {
+		return MaxLatency
+	}
+	return d * time.Duration(n)
+}
+
+func satAdd(a, b time.Duration) time.Duration {
+	return min(min(a, MaxLatency)+min(b, MaxLatency), MaxLatency) // each <= MaxInt64/2: no wrap
 }
 
 func limitMessage(v verdict, c *call) string {
@@ -384,7 +421,7 @@ type exchange struct {
 	c       *call
 	d       *decision
 	dec     decision  // what d points to for admitted requests
-	hv      [2]string // header values: request id, content length
+	hv      [3]string // header values: request id, content length, processing ms
 	key     string
 	reqID   string
 	res     result
@@ -414,7 +451,7 @@ func (x *exchange) finish() {
 	if x.timer != nil {
 		x.timer.Stop()
 	}
-	x.s.metrics.observe(x.wr.name(), x.status, keyLabel(x.key), time.Since(x.d.plan.start))
+	x.s.metrics.observe(x.wr.name(), x.status, x.s.keyLabel(x.key), time.Since(x.d.plan.start))
 }
 
 // release ends the request in the limiter, once.
@@ -448,6 +485,7 @@ func (x *exchange) json() {
 	if p.failAt > 0 {
 		x.status = x.wr.overloadStatus()
 		x.release()
+		x.processed(x.w.Header())
 		x.wr.writeError(x.w, x.status, apiError{msg: "Overloaded"}, x.reqID)
 		return
 	}
@@ -460,6 +498,7 @@ func (x *exchange) json() {
 	h["Content-Type"] = valueJSON
 	x.hv[1] = strconv.Itoa(len(body))
 	h["Content-Length"] = x.hv[1:2:2]
+	x.processed(h)
 	x.release()
 	x.w.WriteHeader(http.StatusOK)
 	if p.cutAt > 0 {
@@ -483,6 +522,7 @@ func (x *exchange) stream() {
 	h := x.w.Header()
 	h["Content-Type"] = valueEventStream
 	h["Cache-Control"] = valueNoCache
+	x.processed(h)
 	x.w.WriteHeader(http.StatusOK)
 	x.rc = http.NewResponseController(x.w)
 	x.buf = x.wr.streamStart(make([]byte, 0, 512), x.c, &x.res)
@@ -522,6 +562,19 @@ func (x *exchange) stream() {
 		x.buf = x.wr.streamEnd(x.buf, x.c, &x.res)
 	}
 	x.flush()
+}
+
+// processed sets openai-processing-ms to the time from admission to the
+// response's headers (0, already set, for Anthropic's headers and instant
+// answers).
+func (x *exchange) processed(h http.Header) {
+	if _, ok := x.wr.(anthropic); ok {
+		return
+	}
+	if ms := time.Since(x.d.plan.start).Milliseconds(); ms > 0 {
+		x.hv[2] = strconv.FormatInt(ms, 10)
+		h["Openai-Processing-Ms"] = x.hv[2:3:3]
+	}
 }
 
 // flush writes and flushes the buffered frames; false when the client

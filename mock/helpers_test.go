@@ -68,9 +68,7 @@ func (ts *testServer) do(t testing.TB, method, path, body string, headers ...str
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
+	setHeaders(req, headers)
 	resp, err := ts.client.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
@@ -132,9 +130,7 @@ func (ts *testServer) send(method, path, body string, headers ...string) (reply,
 	if err != nil {
 		return reply{}, err
 	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
+	setHeaders(req, headers)
 	resp, err := ts.client.Do(req)
 	if err != nil {
 		return reply{}, err
@@ -142,4 +138,20 @@ func (ts *testServer) send(method, path, body string, headers ...string) (reply,
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	return reply{resp.StatusCode, resp.Header, b}, err
+}
+
+// setHeaders sets the name-value pairs of headers on req, after an
+// anthropic-version as the Anthropic SDKs send on every request (strict
+// mode requires it); a pair with an empty value removes that header.
+func setHeaders(req *http.Request, headers []string) {
+	if strings.HasPrefix(req.URL.Path, "/v1/messages") {
+		req.Header.Set("Anthropic-Version", "2023-06-01")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		if headers[i+1] == "" {
+			req.Header.Del(headers[i])
+			continue
+		}
+		req.Header.Set(headers[i], headers[i+1])
+	}
 }

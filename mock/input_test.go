@@ -107,6 +107,7 @@ func TestBodyTooLarge(t *testing.T) {
 				body = unsized{body}
 			}
 			req, _ := http.NewRequest("POST", "http://mock"+tc.path, body)
+			setHeaders(req, nil)
 			resp, err := ts.client.Do(req)
 			if err != nil {
 				// The server may close before reading all of a chunked body;
@@ -196,10 +197,10 @@ func TestAuth(t *testing.T) {
 		// k1 used its one request per minute twice over (anthropic, openai): the
 		// second was a 429; k2 used one.
 		st := ts.Stats()
-		if got := st.Keys["k1"]; got.Admitted != 1 || got.Throttled != 1 {
+		if got := st.Keys[Fingerprint("k1")]; got.Admitted != 1 || got.Throttled != 1 {
 			t.Errorf("k1 stats %+v, want 1 admitted and 1 throttled", got)
 		}
-		if got := st.Keys["k2"]; got.Admitted != 1 || got.Throttled != 0 {
+		if got := st.Keys[Fingerprint("k2")]; got.Admitted != 1 || got.Throttled != 0 {
 			t.Errorf("k2 stats %+v, want 1 admitted", got)
 		}
 	})

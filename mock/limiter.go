@@ -257,8 +257,10 @@ func dim(b *bucket, now time.Time) dimension {
 }
 
 // snapshot reports the buckets at now. exceeded, when set, names the limit
-// a 429 is about: its dimension reports remaining 0 (a concurrency 429
-// reports it on requests, as real 429s do).
+// a 429 is about: its dimension reports remaining 0, and only that one. A
+// concurrency 429 has no header dimension of its own, so every dimension
+// reports what it really has left: a client reading requests-remaining 0
+// would wait for the requests bucket's reset for nothing.
 func (k *keyLimiter) snapshot(now time.Time, exceeded string) snapshot {
 	s := snapshot{
 		requests: dim(k.rpm, now),
@@ -267,7 +269,7 @@ func (k *keyLimiter) snapshot(now time.Time, exceeded string) snapshot {
 		tokens:   dim(k.tpm, now),
 	}
 	switch exceeded {
-	case LimitRPM, LimitConcurrency:
+	case LimitRPM:
 		s.requests.remaining = 0
 	case LimitITPM:
 		s.input.remaining = 0

@@ -1,6 +1,7 @@
 package mock
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -48,6 +49,9 @@ func (openai) decode(body []byte, defaultMax int) (*call, error) {
 		req = openaiRequest{Model: absentString, MaxTokens: absentInt, MaxCompletionTokens: absentInt, N: absentInt, TopLogprobs: absentInt}
 		if err := json.Unmarshal(body, &req); err != nil {
 			return nil, describeBodyError(body, err)
+		}
+		if err := cmp.Or(sentinelSet(body, "max_tokens", req.MaxTokens), sentinelSet(body, "max_completion_tokens", req.MaxCompletionTokens)); err != nil {
+			return nil, err
 		}
 	}
 	c := &call{}
@@ -148,6 +152,9 @@ func (openai) writeError(w http.ResponseWriter, status int, e apiError, _ string
 		oe.Code = strp("overloaded")
 	case status >= 500:
 		oe.Type = "server_error"
+	}
+	if e.code != "" {
+		oe.Code = strp(e.code)
 	}
 	writeJSONBody(w, status, openaiErrorBody{Error: oe})
 }

@@ -1,7 +1,9 @@
 package mock
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,25 +15,33 @@ import (
 	"runtime/debug"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/mux"
+	"golang.org/x/sync/semaphore"
 )
 
 // Server is the mock provider. Create it with New, then either serve it on a
-// listener with Serve or mount Handler in a server of your own. It is safe
-// for concurrent use.
+// listener with Serve or mount Handler in a server of your own (whose
+// MaxHeaderBytes should then exceed Config.MaxHeaderBytes, and whose own
+// plain-text 431 and 400 answers Serve would have rewritten as JSON). It is
+// safe for concurrent use.
 type Server struct {
-	cfg     Config
-	log     *slog.Logger
-	keys    map[string]bool
-	handler http.Handler
-	http    *http.Server
-	metrics *metrics
-	seq     atomic.Uint64 // request counter, for ids
-	text    []string      // Output.Text's tokens, JSON-escaped; nil for the filler
+	cfg    Config
+	log    *slog.Logger
+	keys   map[string]bool
+	labels map[string]string // Fingerprint of each key, for metrics and stats
+	// The model names each API accepts (unless Config.Models.Any).
+	anthropicModels, openaiModels map[string]bool
+	handler                       http.Handler
+	http                          *http.Server
+	metrics                       *metrics
+	budget                        *decodeBudget
+	seq                           atomic.Uint64 // request counter, for ids
+	text                          []string      // Output.Text's tokens, JSON-escaped; nil for the filler
 
 	mu       sync.Mutex
 	rng      *rand.Rand
@@ -65,11 +75,14 @@ func New(cfg Config) (*Server, error) {
 	cfg.APIKeys = slices.Clone(cfg.APIKeys)
 	cfg.Faults.Script = slices.Clone(cfg.Faults.Script)
 	cfg.Schedule = slices.Clone(cfg.Schedule)
+	cfg.Models.Extra = slices.Clone(cfg.Models.Extra)
 	s := &Server{
 		cfg:     cfg,
 		log:     cfg.Logger,
 		keys:    make(map[string]bool, len(cfg.APIKeys)),
+		labels:  make(map[string]string, len(cfg.APIKeys)),
 		metrics: newMetrics(),
+		budget:  newDecodeBudget(cmp.Or(cfg.DecodeBudget, DefaultDecodeBudget)),
 		base:    cfg.Limits,
 		limits:  cfg.Limits,
 		latency: cfg.Latency,
@@ -83,14 +96,17 @@ func New(cfg Config) (*Server, error) {
 	}
 	for _, k := range cfg.APIKeys {
 		s.keys[k] = true
+		s.labels[k] = Fingerprint(k)
 	}
+	s.anthropicModels = modelIndex(anthropicCatalog, cfg.Models.Extra)
+	s.openaiModels = modelIndex(openaiCatalog, cfg.Models.Extra)
 	s.resetLocked()
 	s.handler = s.routes()
 	s.http = &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    1 << 20,
+		MaxHeaderBytes:    s.hardHeaderBytes(),
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	return s, nil
@@ -106,7 +122,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // (30s) and IdleTimeout (2m), so a client sending headers or a body slowly
 // cannot hold a connection forever; responses have no timeout.
 func (s *Server) Serve(ln net.Listener) error {
-	return s.http.Serve(ln)
+	return s.http.Serve(envelopeListener{ln, s})
 }
 
 // Shutdown stops accepting connections and waits for in-flight responses
@@ -223,9 +239,9 @@ func (s *Server) routes() http.Handler {
 	r.HandleFunc("/v1/messages", s.model(anthropic{})).Methods(http.MethodPost)
 	r.HandleFunc("/v1/messages/count_tokens", s.countTokens).Methods(http.MethodPost)
 	r.HandleFunc("/v1/chat/completions", s.model(openai{})).Methods(http.MethodPost)
-	r.HandleFunc("/v1/models", s.models).Methods(http.MethodGet)
+	s.modelRoutes(r)
 	s.adminRoutes(r.PathPrefix("/_admin/").Subrouter())
-	r.Handle("/metrics", s.metrics.handler()).Methods(http.MethodGet)
+	r.Handle("/metrics", s.metricsAuth(s.metrics.handler())).Methods(http.MethodGet)
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		s.routeError(w, req, http.StatusNotFound, fmt.Sprintf("not found: %s %s", req.Method, req.URL.Path))
 	})
@@ -236,11 +252,15 @@ func (s *Server) routes() http.Handler {
 			allow = http.MethodGet
 		case "/_admin/limits", "/_admin/latency", "/_admin/faults":
 			allow = "GET, PUT"
+		default:
+			if strings.HasPrefix(req.URL.Path, "/v1/models/") {
+				allow = http.MethodGet
+			}
 		}
 		w.Header().Set("Allow", allow)
 		s.routeError(w, req, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed for %s; use %s", req.Method, req.URL.Path, allow))
 	})
-	return s.recoverPanics(s.fastRoutes(r))
+	return s.limitHeaders(s.recoverPanics(s.fastRoutes(r)))
 }
 
 // fastRoutes dispatches the two model endpoints before the router: they
@@ -263,20 +283,192 @@ func (s *Server) fastRoutes(next http.Handler) http.Handler {
 	})
 }
 
-// wireFor picks the error envelope of a path: OpenAI under /v1/chat/,
-// Anthropic everywhere else.
-func wireFor(path string) wire {
-	if len(path) >= len("/v1/chat/") && path[:len("/v1/chat/")] == "/v1/chat/" {
+// wireOf picks the API a request is for, whose envelope its errors take:
+// by path for the model endpoints (OpenAI's live under /v1/chat/,
+// /v1/responses, /v1/completions and /v1/embeddings), otherwise by the
+// headers the SDKs send: anthropic-version or x-api-key is Anthropic, a
+// bearer token without them is OpenAI. A request with neither is
+// Anthropic's.
+func wireOf(req *http.Request) wire {
+	switch p := req.URL.Path; {
+	case strings.HasPrefix(p, "/v1/messages"):
+		return anthropic{}
+	case strings.HasPrefix(p, "/v1/chat/"), strings.HasPrefix(p, "/v1/responses"),
+		strings.HasPrefix(p, "/v1/completions"), strings.HasPrefix(p, "/v1/embeddings"):
+		return openai{}
+	}
+	if isOpenAIClient(req) {
 		return openai{}
 	}
 	return anthropic{}
 }
 
+// isOpenAIClient reports whether req's headers are an OpenAI SDK's: a
+// bearer token and neither anthropic-version nor x-api-key (Anthropic's
+// SDKs send anthropic-version on every request, with either credential).
+func isOpenAIClient(req *http.Request) bool {
+	h := req.Header
+	return h.Get("Anthropic-Version") == "" && h.Get("X-Api-Key") == "" && strings.HasPrefix(h.Get("Authorization"), "Bearer ")
+}
+
 func (s *Server) routeError(w http.ResponseWriter, req *http.Request, status int, msg string) {
-	wr := wireFor(req.URL.Path)
+	s.writeError(w, wireOf(req), status, apiError{msg: msg})
+}
+
+// writeError answers an error in wr's envelope, with a fresh request id and
+// the headers wr's API sends on every response.
+func (s *Server) writeError(w http.ResponseWriter, wr wire, status int, e apiError) {
 	id := s.newID("req_")
-	w.Header().Set(wr.requestIDHeader(), id)
-	wr.writeError(w, status, apiError{msg: msg}, id)
+	h := w.Header()
+	h.Set(wr.requestIDHeader(), id)
+	setAPIHeaders(h, wr, 0)
+	wr.writeError(w, status, e, id)
+}
+
+// Headers the real APIs send on every response (WIRE.md §1.2, §2.2).
+var (
+	valueOrganizationID = []string{"5f0c2a49-6d6f-4b63-8b6c-6c6d6f636b6c"} // a fixed, made-up organization
+	valueOpenAIVersion  = []string{"2020-10-01"}
+)
+
+// setAPIHeaders sets the headers wr's API sends on every response:
+// anthropic-organization-id; or openai-version and openai-processing-ms,
+// the time the request took until its headers, in milliseconds.
+func setAPIHeaders(h http.Header, wr wire, processing time.Duration) {
+	if _, ok := wr.(anthropic); ok {
+		h["Anthropic-Organization-Id"] = valueOrganizationID
+		return
+	}
+	h["Openai-Version"] = valueOpenAIVersion
+	if ms := processing.Milliseconds(); ms > 0 {
+		h["Openai-Processing-Ms"] = []string{strconv.FormatInt(ms, 10)}
+	} else {
+		h["Openai-Processing-Ms"] = valueZero
+	}
+}
+
+var valueZero = []string{"0"}
+
+// maxHeaderBytes is the configured header limit; hardHeaderBytes is what
+// net/http is told, larger, so that requests between the two reach
+// limitHeaders and get 431 in their API's envelope. Above the hard limit
+// net/http answers a plain 431 itself, which envelopeConn rewrites.
+func (s *Server) maxHeaderBytes() int {
+	if s.cfg.MaxHeaderBytes > 0 {
+		return s.cfg.MaxHeaderBytes
+	}
+	return DefaultMaxHeaderBytes
+}
+
+func (s *Server) hardHeaderBytes() int { return max(1<<20, 2*s.maxHeaderBytes()) }
+
+// headerBytes counts the request line and header lines of req as they were
+// sent (give or take the case of names), as net/http counts them.
+func headerBytes(req *http.Request) int {
+	n := len(req.Method) + 1 + len(req.RequestURI) + 1 + len(req.Proto) + 2
+	if req.Host != "" {
+		n += len("Host: ") + len(req.Host) + 2
+	}
+	for k, vs := range req.Header {
+		for _, v := range vs {
+			n += len(k) + 2 + len(v) + 2
+		}
+	}
+	return n + 2
+}
+
+// limitHeaders answers 431 request_header_fields_too_large, in the
+// envelope of the request's API, to a request whose headers exceed
+// MaxHeaderBytes.
+func (s *Server) limitHeaders(next http.Handler) http.Handler {
+	limit := s.maxHeaderBytes()
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if n := headerBytes(req); n > limit {
+			w.Header().Set("Connection", "close")
+			s.metrics.request(wireOf(req).name(), http.StatusRequestHeaderFieldsTooLarge, "unauthenticated")
+			s.writeError(w, wireOf(req), http.StatusRequestHeaderFieldsTooLarge, apiError{
+				msg:  fmt.Sprintf("request headers of %d bytes are above the limit of %d bytes", n, limit),
+				code: "request_header_fields_too_large",
+			})
+			return
+		}
+		next.ServeHTTP(w, req)
+	})
+}
+
+// goPlain431 and goPlain400 are what net/http writes, before any handler
+// runs, for headers above http.Server.MaxHeaderBytes and for requests it
+// cannot parse (net/http/server.go, conn.serve).
+const (
+	goPlainHeaders = "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"
+	goPlain431     = "HTTP/1.1 431 Request Header Fields Too Large" + goPlainHeaders + "431 Request Header Fields Too Large"
+	goPlain400     = "HTTP/1.1 400 Bad Request" + goPlainHeaders + "400 Bad Request"
+)
+
+// envelopeListener wraps the connections Serve accepts in envelopeConn.
+type envelopeListener struct {
+	net.Listener
+	s *Server
+}
+
+func (l envelopeListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return envelopeConn{c, l.s}, nil
+}
+
+// envelopeConn replaces net/http's plain-text 431 and 400, written before
+// the request reaches a handler (so the API it was for is unknown), by a
+// JSON error that both SDK families parse in full: Anthropic's envelope
+// with OpenAI's message, type, param and code inside "error".
+type envelopeConn struct {
+	net.Conn
+	s *Server
+}
+
+func (c envelopeConn) Write(b []byte) (int, error) {
+	if len(b) >= len(goPlain400) && b[0] == 'H' && b[9] == '4' {
+		var status int
+		var msg, code string
+		switch string(b) {
+		case goPlain431:
+			status, code = http.StatusRequestHeaderFieldsTooLarge, "request_header_fields_too_large"
+			msg = fmt.Sprintf("request headers are above the limit of %d bytes", c.s.maxHeaderBytes())
+		case goPlain400:
+			status, code, msg = http.StatusBadRequest, "invalid_request", "malformed HTTP request"
+		}
+		if status != 0 {
+			if _, err := c.Conn.Write(c.s.plainError(status, msg, code)); err != nil {
+				return 0, err
+			}
+			return len(b), nil
+		}
+	}
+	return c.Conn.Write(b)
+}
+
+// CloseWrite passes net/http's half-close through, as it does on a TCP
+// connection after an error.
+func (c envelopeConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+// plainError is a whole HTTP/1.1 error response with the merged envelope.
+func (s *Server) plainError(status int, msg, code string) []byte {
+	id := s.newID("req_")
+	body, _ := json.Marshal(map[string]any{
+		"type":       "error",
+		"error":      map[string]any{"type": "invalid_request_error", "message": msg, "param": nil, "code": code},
+		"request_id": id,
+	})
+	head := fmt.Sprintf("HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nRequest-Id: %s\r\nX-Request-Id: %s\r\nConnection: close\r\n\r\n",
+		status, http.StatusText(status), len(body), id, id)
+	return append([]byte(head), body...)
 }
 
 // headerWriter remembers whether the response has started, so a recovered
@@ -360,41 +552,150 @@ func (s *Server) authenticate(req *http.Request, wr wire) (key string, ok bool, 
 // minutes.)
 const BodyTimeout = 30 * time.Second
 
-// readBody reads at most MaxBodyBytes within BodyTimeout. It trusts a
-// Content-Length only up to 1 MiB for its first allocation, so a client
-// announcing 32 MB and sending nothing costs nothing.
-func readBody(w http.ResponseWriter, req *http.Request) ([]byte, int, error) {
-	if req.ContentLength > MaxBodyBytes {
-		return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("request body of %d bytes is above the limit of %d bytes", req.ContentLength, MaxBodyBytes)
+// readBody reads at most MaxBodyBytes within BodyTimeout, holding its
+// share of the decode budget (Config.DecodeBudget) until the caller calls
+// release, once it has decoded the body. A body with a Content-Length
+// takes that many bytes of the budget before it is read, waiting for them
+// if other bodies hold the budget; a body without one takes the budget as
+// it grows. Waiting longer than BodyTimeout is a 429 with retry-after. The
+// buffer grows as bytes arrive: a Content-Length is trusted only up to
+// 1 MiB for the first allocation, so a client announcing 32 MB and sending
+// nothing holds budget but no memory. The caller gives held back with
+// s.budget.release once it has decoded the body; on error, held is 0.
+func (s *Server) readBody(w http.ResponseWriter, req *http.Request) (body []byte, held int64, status int, err error) {
+	cl := req.ContentLength
+	if cl > MaxBodyBytes {
+		return nil, 0, http.StatusRequestEntityTooLarge, fmt.Errorf("request body of %d bytes is above the limit of %d bytes", cl, MaxBodyBytes)
 	}
 	rc := readDeadliner(w)
 	deadline := rc != nil && rc.SetReadDeadline(time.Now().Add(BodyTimeout)) == nil
-	var body []byte
-	var err error
-	if n := req.ContentLength; n > 0 && n <= 1<<20 {
-		// The common case: read exactly the announced length.
-		body = make([]byte, n)
-		_, err = io.ReadFull(req.Body, body)
-	} else {
-		body, err = io.ReadAll(http.MaxBytesReader(w, req.Body, MaxBodyBytes))
+	take := func(n int64) error {
+		if err := s.budget.acquire(req.Context(), n); err != nil {
+			return err
+		}
+		held += n
+		return nil
 	}
-	if err != nil {
+	fail := func(st int, e error) ([]byte, int64, int, error) {
+		s.budget.release(held)
 		// The deadline stays: net/http then gives up draining the rest of
 		// the body at once and closes the connection.
 		w.Header().Set("Connection", "close")
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("request body is above the limit of %d bytes", MaxBodyBytes)
+		return nil, 0, st, e
+	}
+	busy := func() ([]byte, int64, int, error) {
+		w.Header().Set("Retry-After", "1")
+		return fail(http.StatusTooManyRequests, fmt.Errorf("server busy: request bodies being decoded hold the decode budget of %d bytes (decode_budget); retry", s.budget.size))
+	}
+
+	size := int64(64 << 10)
+	if cl >= 0 {
+		if err := take(cl); err != nil {
+			return busy()
 		}
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return nil, http.StatusBadRequest, fmt.Errorf("request body not received within %v", BodyTimeout)
+		size = min(cl, 1<<20)
+	} else if err := take(size); err != nil {
+		return busy()
+	}
+	buf := make([]byte, 0, size)
+	for cl < 0 || int64(len(buf)) < cl {
+		if len(buf) == cap(buf) {
+			next := int64(2 * cap(buf))
+			if cl >= 0 {
+				next = min(next, cl)
+			} else {
+				next = min(next, MaxBodyBytes+1) // one more byte tells a body that is too large
+				if int64(len(buf)) > MaxBodyBytes {
+					return fail(http.StatusRequestEntityTooLarge, fmt.Errorf("request body is above the limit of %d bytes", MaxBodyBytes))
+				}
+				if err := take(min(next, MaxBodyBytes) - held); err != nil { // the extra byte is not charged
+					return busy()
+				}
+			}
+			buf = append(make([]byte, 0, next), buf...)
 		}
-		return nil, http.StatusBadRequest, fmt.Errorf("reading request body: %w", err)
+		n, rerr := req.Body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if rerr == io.EOF {
+			if cl >= 0 && int64(len(buf)) < cl {
+				return fail(http.StatusBadRequest, fmt.Errorf("reading request body: %w", io.ErrUnexpectedEOF))
+			}
+			break
+		}
+		if rerr != nil {
+			if errors.Is(rerr, os.ErrDeadlineExceeded) {
+				return fail(http.StatusBadRequest, fmt.Errorf("request body not received within %v", BodyTimeout))
+			}
+			return fail(http.StatusBadRequest, fmt.Errorf("reading request body: %w", rerr))
+		}
 	}
 	if deadline {
 		rc.SetReadDeadline(time.Time{})
 	}
-	return body, 0, nil
+	return buf, held, 0, nil
+}
+
+// decodeBudget bounds the request body bytes held by the requests being
+// read and decoded at once (Config.DecodeBudget). When a burst of large
+// bodies ends, it gives the memory they used back to the operating system:
+// the runtime would otherwise keep the heap it grew to for minutes.
+type decodeBudget struct {
+	size     int64
+	sem      *semaphore.Weighted
+	inUse    atomic.Int64
+	large    atomic.Int64 // bytes of bodies of at least 1 MiB since the memory was last given back
+	freeing  atomic.Bool
+	lastFree atomic.Int64 // unix nanoseconds
+}
+
+func newDecodeBudget(size int64) *decodeBudget {
+	return &decodeBudget{size: size, sem: semaphore.NewWeighted(size)}
+}
+
+// acquire takes n bytes of the budget, waiting for them up to BodyTimeout
+// or until ctx ends.
+func (b *decodeBudget) acquire(ctx context.Context, n int64) error {
+	if n <= 0 {
+		return nil
+	}
+	if !b.sem.TryAcquire(n) {
+		ctx, cancel := context.WithTimeout(ctx, BodyTimeout)
+		defer cancel()
+		if err := b.sem.Acquire(ctx, n); err != nil {
+			return err
+		}
+	}
+	b.inUse.Add(n)
+	return nil
+}
+
+// freeAfter is how many bytes of large bodies must have passed, and
+// freeEvery how long since the last time, before a burst's end gives
+// memory back.
+const (
+	freeAfter = 64 << 20
+	freeEvery = time.Second
+)
+
+func (b *decodeBudget) release(n int64) {
+	if n <= 0 {
+		return
+	}
+	b.sem.Release(n)
+	if n >= 1<<20 {
+		b.large.Add(n)
+	}
+	if b.inUse.Add(-n) != 0 || b.large.Load() < freeAfter || time.Now().UnixNano()-b.lastFree.Load() < int64(freeEvery) {
+		return
+	}
+	if b.freeing.CompareAndSwap(false, true) {
+		b.large.Store(0)
+		b.lastFree.Store(time.Now().UnixNano())
+		go func() {
+			defer b.freeing.Store(false)
+			debug.FreeOSMemory()
+		}()
+	}
 }
 
 // readDeadliner finds the SetReadDeadline of w or of the writers it wraps,
@@ -418,59 +719,38 @@ func (s *Server) countTokens(w http.ResponseWriter, req *http.Request) {
 	wr := anthropic{}
 	id := s.newID("req_")
 	w.Header().Set(wr.requestIDHeader(), id)
+	setAPIHeaders(w.Header(), wr, 0)
 	if _, ok, why := s.authenticate(req, wr); !ok {
 		wr.writeError(w, http.StatusUnauthorized, apiError{msg: why}, id)
 		return
 	}
-	body, status, err := readBody(w, req)
+	if e := s.checkVersion(req, wr); e != nil {
+		wr.writeError(w, http.StatusBadRequest, *e, id)
+		return
+	}
+	body, held, status, err := s.readBody(w, req)
 	if err != nil {
 		wr.writeError(w, status, apiError{msg: err.Error()}, id)
 		return
 	}
 	c, err := decodeAnthropic(body, false)
-	if err != nil {
-		var br *badRequest
-		errors.As(err, &br)
-		wr.writeError(w, http.StatusBadRequest, apiError{msg: err.Error(), param: br.param}, id)
+	if err == nil {
+		err = s.checkRequest(body, wr, c)
+	}
+	s.budget.release(held)
+	var br *badRequest
+	var re *requestError
+	switch {
+	case errors.As(err, &br):
+		wr.writeError(w, http.StatusBadRequest, apiError{msg: err.Error(), param: br.param, code: br.code}, id)
+		return
+	case errors.As(err, &re):
+		wr.writeError(w, re.status, re.e, id)
 		return
 	}
 	writeJSONBody(w, http.StatusOK, struct {
 		InputTokens int `json:"input_tokens"`
 	}{c.input})
-}
-
-// models answers GET /v1/models with a fixed list in the Anthropic shape,
-// which also carries the OpenAI fields id and object.
-func (s *Server) models(w http.ResponseWriter, req *http.Request) {
-	id := s.newID("req_")
-	w.Header().Set("Request-Id", id)
-	w.Header().Set("X-Request-Id", id)
-	type model struct {
-		ID          string `json:"id"`
-		Type        string `json:"type"`
-		Object      string `json:"object"`
-		DisplayName string `json:"display_name"`
-		CreatedAt   string `json:"created_at"`
-		Created     int64  `json:"created"`
-		OwnedBy     string `json:"owned_by"`
-	}
-	created := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	var list []model
-	for _, m := range []struct{ id, name, owner string }{
-		{"claude-sonnet-4-5", "Claude Sonnet 4.5 (mock)", "anthropic"},
-		{"claude-haiku-4-5", "Claude Haiku 4.5 (mock)", "anthropic"},
-		{"gpt-4o-mini", "GPT-4o mini (mock)", "openai"},
-		{"gpt-4o", "GPT-4o (mock)", "openai"},
-	} {
-		list = append(list, model{m.id, "model", "model", m.name, created.Format(time.RFC3339), created.Unix(), m.owner})
-	}
-	writeJSONBody(w, http.StatusOK, struct {
-		Object  string  `json:"object"`
-		Data    []model `json:"data"`
-		HasMore bool    `json:"has_more"`
-		FirstID string  `json:"first_id"`
-		LastID  string  `json:"last_id"`
-	}{"list", list, false, list[0].ID, list[len(list)-1].ID})
 }
 
 // attemptIndex is X-Stainless-Retry-Count, or -1 when absent or invalid.

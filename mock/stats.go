@@ -1,6 +1,20 @@
 package mock
 
-import "maps"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"maps"
+)
+
+// Fingerprint returns the fingerprint that stands for an API key in
+// metrics labels, Stats.Keys and logs: the first 12 hex digits of the key's
+// SHA-256. It identifies a key without revealing it, in the format
+// strategies.Fingerprint documents (the mock does not import the client
+// side; a test in loadgen holds the two equal).
+func Fingerprint(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:6])
+}
 
 // Stats are the server's counters since it started or was last Reset.
 type Stats struct {
@@ -13,8 +27,9 @@ type Stats struct {
 	// Overloaded counts 529s (Anthropic) and 503s (OpenAI): capacity,
 	// injected and scripted.
 	Overloaded int64 `json:"overloaded"`
-	// Errors counts other error answers: 400, 413, injected 500s and
-	// scripted statuses other than 429, 503 and 529.
+	// Errors counts other error answers: 400, 404 (unknown model), 413,
+	// 429 for a decode budget that stayed full, injected 500s and scripted
+	// statuses other than 429, 503 and 529.
 	Errors int64 `json:"errors"`
 	// Faults counts injected faults by name: script, reset, error_500,
 	// overloaded, slow, cut_stream, stream_error.
@@ -26,7 +41,9 @@ type Stats struct {
 	MaxInFlight  int   `json:"max_in_flight"`
 	InputTokens  int64 `json:"input_tokens"`  // of admitted requests
 	OutputTokens int64 `json:"output_tokens"` // produced, settled at the end of each response
-	// Keys holds the same counters per API key ("anonymous" in open mode).
+	// Keys holds the same counters per API key, by Fingerprint of the key
+	// ("anonymous" in open mode): the keys themselves never leave the
+	// server.
 	Keys map[string]KeyStats `json:"keys,omitempty"`
 }
 
@@ -62,7 +79,7 @@ func (s *Server) Stats() Stats {
 	for name, ks := range s.perKey {
 		k := ks.stats
 		k.ThrottledBy = maps.Clone(k.ThrottledBy)
-		st.Keys[keyLabel(name)] = k
+		st.Keys[s.keyLabel(name)] = k
 	}
 	return st
 }

@@ -3,7 +3,6 @@ package mock
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"net/http"
@@ -32,8 +31,8 @@ type Store interface {
 // RedisStore is a Store in Redis: per key, a sorted set of leases scored
 // by their expiry on Redis's clock, taken by a Lua script so that the count
 // and the take are one atomic step. Keys are named
-// PREFIX:{FINGERPRINT}:inflight, with the first 12 hex digits of the API
-// key's SHA-256, so the API keys themselves never reach Redis.
+// PREFIX:{FINGERPRINT}:inflight, with the key's Fingerprint, so the API
+// keys themselves never reach Redis.
 type RedisStore struct {
 	client  redis.UniversalClient
 	prefix  string
@@ -53,8 +52,7 @@ func NewRedisStore(client redis.UniversalClient, prefix string) *RedisStore {
 }
 
 func (r *RedisStore) key(apiKey string) string {
-	sum := sha256.Sum256([]byte(apiKey))
-	return r.prefix + ":{" + hex.EncodeToString(sum[:6]) + "}:inflight"
+	return r.prefix + ":{" + Fingerprint(apiKey) + "}:inflight"
 }
 
 // storeAcquire: KEYS: the key's set. ARGV: limit, lease, TTL (µs). It

@@ -57,6 +57,7 @@ func TestOutputText(t *testing.T) {
 func serve(t *testing.T, srv *Server, path, body string) *httptest.ResponseRecorder {
 	t.Helper()
 	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+	setHeaders(req, nil)
 	req.Header.Set("x-api-key", "k")
 	req.Header.Set("Authorization", "Bearer k")
 	rec := httptest.NewRecorder()
@@ -81,7 +82,7 @@ func sseData(body string) []string {
 
 func anthropicSays(t *testing.T, srv *Server, maxTokens int, stream bool) (text, stop string, tokens int) {
 	t.Helper()
-	body := `{"model":"m","max_tokens":` + itoa(maxTokens) + `,"messages":[{"role":"user","content":"hi"}],"stream":` + btoa(stream) + `}`
+	body := `{"model":"claude-sonnet-4-5","max_tokens":` + itoa(maxTokens) + `,"messages":[{"role":"user","content":"hi"}],"stream":` + btoa(stream) + `}`
 	rec := serve(t, srv, "/v1/messages", body)
 	if !stream {
 		var m struct {
@@ -123,9 +124,9 @@ func anthropicSays(t *testing.T, srv *Server, maxTokens int, stream bool) (text,
 
 func openaiSays(t *testing.T, srv *Server, maxTokens int, stream bool) (text, stop string, tokens int) {
 	t.Helper()
-	body := `{"model":"m","max_completion_tokens":` + itoa(maxTokens) + `,"messages":[{"role":"user","content":"hi"}],"stream":` + btoa(stream) + `,"stream_options":{"include_usage":true}}`
+	body := `{"model":"gpt-4o-mini","max_completion_tokens":` + itoa(maxTokens) + `,"messages":[{"role":"user","content":"hi"}],"stream":` + btoa(stream) + `,"stream_options":{"include_usage":true}}`
 	if !stream {
-		body = `{"model":"m","max_completion_tokens":` + itoa(maxTokens) + `,"messages":[{"role":"user","content":"hi"}]}`
+		body = `{"model":"gpt-4o-mini","max_completion_tokens":` + itoa(maxTokens) + `,"messages":[{"role":"user","content":"hi"}]}`
 	}
 	rec := serve(t, srv, "/v1/chat/completions", body)
 	type choice struct {

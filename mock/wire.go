@@ -29,12 +29,31 @@ type call struct {
 type badRequest struct {
 	param string // the field, e.g. "messages.0.content"; empty for the body
 	msg   string
+	code  string // OpenAI's error code; empty: derived from format by invalid
 }
 
 func (e *badRequest) Error() string { return e.msg }
 
 func invalid(param, format string, args ...any) error {
-	return &badRequest{param: param, msg: param + ": " + fmt.Sprintf(format, args...)}
+	return &badRequest{param: param, msg: param + ": " + fmt.Sprintf(format, args...), code: invalidCode(format)}
+}
+
+// invalidCode is the OpenAI error code of a 400 made by invalid, from the
+// kind of its message: the codes the real API sends for a missing
+// parameter, a number out of range, a value of the wrong type, or another
+// invalid value.
+func invalidCode(format string) string {
+	switch {
+	case format == "field required":
+		return "missing_required_parameter"
+	case strings.HasPrefix(format, "must be at least"):
+		return "integer_below_min_value"
+	case strings.HasPrefix(format, "%d is above the maximum"):
+		return "integer_above_max_value"
+	case strings.HasPrefix(format, "want "):
+		return "invalid_type"
+	}
+	return "invalid_value"
 }
 
 // wire is one provider's wire format.
@@ -75,6 +94,7 @@ type apiError struct {
 	msg   string
 	param string
 	limit string // the limit of a 429
+	code  string // OpenAI's error code, when the status alone does not say it
 }
 
 // Anthropic error types by status; other 4xx are invalid_request_error and
@@ -130,6 +150,41 @@ const (
 	absentString = "\x00absent"
 	absentInt    = math.MinInt64
 )
+
+// sentinelSet reports the one case the sentinels cannot tell apart:
+// encoding/json decodes -9223372036854775808 to absentInt, so an int field
+// found "absent" after the slow decoder is looked up in the body (the fast
+// decoder never produces it: it leaves numbers of 19 digits to
+// encoding/json). It returns the error for name set to that value, or nil.
+func sentinelSet(body []byte, name string, v int64) error {
+	if v != absentInt || !hasMember(body, name) {
+		return nil
+	}
+	return invalid(name, "must be at least 1, got %d", v)
+}
+
+// hasMember reports whether the JSON object body (valid JSON) has a member
+// that encoding/json would decode into a field tagged name: an exact or
+// case-insensitive match, after unescaping the key.
+func hasMember(body []byte, name string) bool {
+	it, ok := fastObject(body)
+	if !ok {
+		return false
+	}
+	for {
+		k, v, ok := it.member()
+		if !ok {
+			return false
+		}
+		key := string(k)
+		if bytes.IndexByte(k, '\\') >= 0 && json.Unmarshal([]byte(`"`+key+`"`), &key) != nil {
+			continue
+		}
+		if strings.EqualFold(key, name) && !isNull(v) {
+			return true
+		}
+	}
+}
 
 func checkModel(model string) error {
 	switch model {

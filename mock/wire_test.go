@@ -72,7 +72,7 @@ func TestWireGolden(t *testing.T) {
 		{"openai.429.txt", "/v1/chat/completions", openaiBody(5, false, false, "hi"), nil, Limits{RPM: 1}},
 		{"anthropic.400.txt", "/v1/messages", `{"model":"m","messages":[]}`, nil, Limits{}},
 		{"openai.400.txt", "/v1/chat/completions", `{"model":"m","messages":[{"role":"user"}]}`, nil, Limits{}},
-		{"count_tokens.txt", "/v1/messages/count_tokens", `{"model":"m","system":"Be terse.","messages":[{"role":"user","content":"Hello, world"}]}`, nil, Limits{}},
+		{"count_tokens.txt", "/v1/messages/count_tokens", `{"model":"claude-sonnet-4-5","system":"Be terse.","messages":[{"role":"user","content":"Hello, world"}]}`, nil, Limits{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -108,6 +108,7 @@ func TestStreamPacing(t *testing.T) {
 					path, body = "/v1/chat/completions", openaiBody(4, true, true, "hi")
 				}
 				req, _ := http.NewRequest("POST", "http://mock"+path, strings.NewReader(body))
+				setHeaders(req, nil)
 				start := time.Now()
 				resp, err := ts.client.Do(req)
 				if err != nil {
@@ -165,8 +166,8 @@ func TestCountTokensAgreesWithUsage(t *testing.T) {
 		ts := startServer(t, cfg)
 		defer ts.stop()
 		msgs := `"system":[{"type":"text","text":"You are a classifier."}],"messages":[{"role":"user","content":"Classify: the printer is on fire"},{"role":"assistant","content":[{"type":"text","text":"ok"}]},{"role":"user","content":"é"}],"tools":[{"name":"t","input_schema":{"type":"object"}}]`
-		ct := ts.do(t, "POST", "/v1/messages/count_tokens", `{"model":"m",`+msgs+`}`).json(t)
-		m := ts.do(t, "POST", "/v1/messages", `{"model":"m","max_tokens":3,`+msgs+`}`).json(t)
+		ct := ts.do(t, "POST", "/v1/messages/count_tokens", `{"model":"claude-sonnet-4-5",`+msgs+`}`).json(t)
+		m := ts.do(t, "POST", "/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":3,`+msgs+`}`).json(t)
 		got, want := ct["input_tokens"], m["usage"].(map[string]any)["input_tokens"]
 		if got != want {
 			t.Errorf("count_tokens = %v, usage.input_tokens = %v; want them equal", got, want)

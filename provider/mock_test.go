@@ -51,6 +51,7 @@ func fastConfig() mock.Config {
 	cfg := mock.DefaultConfig()
 	cfg.Latency.PerToken = 0
 	cfg.APIKeys = []string{mockKey}
+	cfg.Models = mock.Models{Any: true} // testRequest names model "m" for both providers
 	return cfg
 }
 

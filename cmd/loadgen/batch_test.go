@@ -603,6 +603,7 @@ func TestBatchJSONSummary(t *testing.T) {
 func TestBatchConfigTarget(t *testing.T) {
 	cfg := fastMock()
 	cfg.APIKeys = []string{"sk-config-target-key"}
+	cfg.Models = mock.Models{Extra: []string{"gpt-test"}} // the gateway's own model name
 	url, requests := mockServer(t, cfg, nil)
 	t.Setenv("MY_GATEWAY_KEY", "sk-config-target-key")
 	config := writeFile(t, "batch.yaml", fmt.Sprintf(`target: {url: %s, provider: openai, api_key_env: MY_GATEWAY_KEY}

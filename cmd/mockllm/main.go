@@ -38,7 +38,7 @@ const usageHead = `Usage: mockllm [flags]
 mockllm is a mock of the Anthropic Messages API (POST /v1/messages,
 /v1/messages/count_tokens) and the OpenAI Chat Completions API
 (POST /v1/chat/completions) that enforces per-key rate limits, paces output
-tokens, and injects faults. It also serves GET /v1/models, an admin API
+tokens, and injects faults. It also serves GET /v1/models[/ID], an admin API
 under /_admin/ (limits, latency, faults, stats, reset) and /metrics.
 
 Point an SDK at it: ANTHROPIC_BASE_URL=http://HOST:PORT,
@@ -66,7 +66,13 @@ defaults, except where noted:
 
   seed: 0                      # seeds jitter, output lengths and faults
   api_keys: []                 # none = open (one shared set of limits)
-  admin_token: ""              # protects /_admin/ when set
+  admin_token: ""              # protects /_admin/ when set (and /metrics, unless metrics_token is set)
+  metrics_token: ""            # bearer token for /metrics; series name keys by fingerprint only
+  strict: true                 # refuse what the real APIs refuse: no anthropic-version, temperature or
+                               # top_p out of range, an Anthropic conversation not starting with a user turn
+  models: known                # each API's SDK-defined models (else its 404); any; or [extra, names]
+  max_header_bytes: 65536      # request line + headers; above, 431 in the API's error envelope
+  decode_budget: 134217728     # body bytes read and decoded at once; above, requests wait (then 429)
   latency:
     ttft: 0s                   # fixed part of the time to first token
     ttft_per_input_token: 0s
@@ -157,10 +163,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		perToken        = fs.Duration("per-token-latency", 0, "latency per output token (latency.per_token; default 5ms)")
 		ttft            = fs.Duration("ttft", 0, "fixed time to first token (latency.ttft)")
 		retryAfter      = fs.Duration("retry-after", 0, "retry-after sent with 429s (limits.retry_after; 0 = computed from the limit)")
-		adminToken      = fs.String("admin-token", "", "token required by /_admin/ (admin_token)")
+		adminToken      = fs.String("admin-token", "", "token required by /_admin/, and by /metrics unless --metrics-token is set (admin_token)")
+		metricsToken    = fs.String("metrics-token", "", "bearer token required by /metrics (metrics_token; the admin token works too)")
 		seed            = fs.Int64("seed", 0, "seed of jitter, output lengths and faults (seed)")
 		redisURL        = fs.String("redis", "", "share limits.max_concurrent with the replicas using this Redis `URL` (redis://HOST:PORT/DB)")
 		redisPrefix     = fs.String("redis-prefix", "mockllm", "prefix of the Redis keys: replicas with the same prefix share their limits")
+		maxHeaderBytes  = fs.Int("max-header-bytes", 0, "largest request line and headers; larger requests get 431 (max_header_bytes; 0 = 64 KiB)")
+		decodeBudget    = fs.Int64("decode-budget", 0, "request body `bytes` decoded at once over all requests; beyond, requests wait, then get 429 (decode_budget; 0 = 128 MiB)")
 		shutdownTimeout = fs.Duration("shutdown-timeout", 30*time.Second, "how long in-flight responses may take to finish on shutdown")
 		apiKeys         stringList
 	)
@@ -216,8 +225,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			cfg.APIKeys = apiKeys
 		case "admin-token":
 			cfg.AdminToken = *adminToken
+		case "metrics-token":
+			cfg.MetricsToken = *metricsToken
 		case "seed":
 			cfg.Seed = *seed
+		case "max-header-bytes":
+			cfg.MaxHeaderBytes = *maxHeaderBytes
+		case "decode-budget":
+			cfg.DecodeBudget = *decodeBudget
 		}
 	})
 	logger := slog.New(slog.NewTextHandler(stderr, nil))

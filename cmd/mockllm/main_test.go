@@ -47,12 +47,13 @@ func start(t *testing.T, args ...string) string {
 
 func TestRunServesAndShutsDown(t *testing.T) {
 	url := start(t, "--per-token-latency", "1ms", "--api-key", "k1", "--api-key", "k2")
-	body := `{"model":"m","max_tokens":3,"messages":[{"role":"user","content":"hi"}]}`
+	body := `{"model":"claude-haiku-4-5","max_tokens":3,"messages":[{"role":"user","content":"hi"}]}`
 	for _, tt := range []struct {
 		key  string
 		want int
 	}{{"k1", 200}, {"k2", 200}, {"nope", 401}, {"", 401}} {
 		req, _ := http.NewRequest("POST", url+"/v1/messages", strings.NewReader(body))
+		req.Header.Set("anthropic-version", "2023-06-01")
 		if tt.key != "" {
 			req.Header.Set("x-api-key", tt.key)
 		}
@@ -153,8 +154,10 @@ func TestBinarySIGTERM(t *testing.T) {
 	// A response of 100 tokens at 5ms is in flight when SIGTERM arrives.
 	got := make(chan int, 1)
 	go func() {
-		resp, err := http.Post(url+"/v1/messages", "application/json",
-			strings.NewReader(`{"model":"m","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}`))
+		req, _ := http.NewRequest("POST", url+"/v1/messages",
+			strings.NewReader(`{"model":"claude-haiku-4-5","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}`))
+		req.Header.Set("anthropic-version", "2023-06-01")
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			got <- -1
 			return

@@ -32,7 +32,7 @@ func TestRunReplicasShareRedis(t *testing.T) {
 
 	// 50 output tokens of 20 ms: each call holds its slot a second, so all
 	// 40 overlap.
-	body := `{"model":"m","max_tokens":50,"messages":[{"role":"user","content":"hi"}]}`
+	body := `{"model":"claude-haiku-4-5","max_tokens":50,"messages":[{"role":"user","content":"hi"}]}`
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 40}, Timeout: 10 * time.Second}
 	defer client.CloseIdleConnections()
 	var (
@@ -45,6 +45,7 @@ func TestRunReplicasShareRedis(t *testing.T) {
 		wg.Go(func() {
 			req, _ := http.NewRequest("POST", replicas[i%2]+"/v1/messages", strings.NewReader(body))
 			req.Header.Set("x-api-key", "k1")
+			req.Header.Set("anthropic-version", "2023-06-01")
 			<-ready
 			resp, err := client.Do(req)
 			code := -1

@@ -1,0 +1,418 @@
+package mock
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+	"gopkg.in/yaml.v3"
+)
+
+// Models says which model names the server accepts. The zero value accepts
+// the catalogue of each API (the models the official SDKs name; see
+// KnownModels); Any accepts every name, and Extra adds names to both APIs'
+// catalogues. A request for a model the server does not accept gets the
+// API's own 404: not_found_error (Anthropic) or model_not_found (OpenAI).
+//
+// Its YAML forms are `models: known` (the default), `models: any` and a
+// list of extra names, `models: [my-model, other-model]`.
+type Models struct {
+	Any   bool
+	Extra []string
+}
+
+// UnmarshalYAML decodes `known`, `any` or a list of names.
+func (m *Models) UnmarshalYAML(n *yaml.Node) error {
+	bad := func(format string, args ...any) error {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: ", n.Line) + fmt.Sprintf(format, args...)}}
+	}
+	switch n.Kind {
+	case yaml.ScalarNode:
+		switch n.Value {
+		case "known", "":
+			*m = Models{}
+			return nil
+		case "any":
+			*m = Models{Any: true}
+			return nil
+		}
+		return bad("invalid models %q: want known, any or a list of model names", n.Value)
+	case yaml.SequenceNode:
+		var names []string
+		if err := n.Decode(&names); err != nil {
+			return bad("models: want a list of model names")
+		}
+		*m = Models{Extra: names}
+		return nil
+	}
+	return bad("invalid models: want known, any or a list of model names")
+}
+
+// MarshalYAML encodes m in the form UnmarshalYAML reads.
+func (m Models) MarshalYAML() (any, error) {
+	switch {
+	case m.Any:
+		return "any", nil
+	case len(m.Extra) > 0:
+		return m.Extra, nil
+	}
+	return "known", nil
+}
+
+// model is one catalogue entry.
+type model struct {
+	id, name string
+	created  time.Time
+	line     string // Anthropic's model line: haiku, sonnet, opus, …
+}
+
+// The catalogues: the model names anthropic-sdk-go v1.84.0 (Model*
+// constants) and openai-go v3.99.0 (shared.ChatModel* constants) define,
+// so that any model an SDK user picks from the constants is known.
+var (
+	anthropicCatalog = catalog("claude", strings.Fields(`claude-haiku-5-5 claude-sonnet-5-5 claude-fable-5-1
+		claude-opus-5-5 claude-mythos-5-1 claude-sonnet-5 claude-fable-5 claude-mythos-5 claude-opus-5
+		claude-opus-4-8 claude-opus-4-7 claude-mythos-preview claude-opus-4-6 claude-sonnet-4-6
+		claude-haiku-4-5 claude-haiku-4-5-20251001 claude-opus-4-5 claude-opus-4-5-20251101
+		claude-sonnet-4-5 claude-sonnet-4-5-20250929 claude-opus-4-1 claude-opus-4-1-20250805
+		claude-sonnet-4-0 claude-sonnet-4-20250514 claude-opus-4-0 claude-opus-4-20250514`))
+	openaiCatalog = catalog("gpt", strings.Fields(`gpt-6-astra gpt-6.1-sol gpt-6.1-terra gpt-6-sol gpt-6-luna
+		gpt-5.6-sol gpt-5.6-terra gpt-5.6-luna gpt-5.5 gpt-5.5-2026-04-23 gpt-5.4 gpt-5.4-mini gpt-5.4-nano
+		gpt-5.4-mini-2026-03-17 gpt-5.4-nano-2026-03-17 gpt-5.3-chat-latest gpt-5.2 gpt-5.2-2025-12-11
+		gpt-5.2-chat-latest gpt-5.2-pro gpt-5.2-pro-2025-12-11 gpt-5.1 gpt-5.1-2025-11-13 gpt-5.1-codex
+		gpt-5.1-mini gpt-5.1-chat-latest gpt-5 gpt-5-mini gpt-5-nano gpt-5-2025-08-07 gpt-5-mini-2025-08-07
+		gpt-5-nano-2025-08-07 gpt-5-chat-latest gpt-4.1 gpt-4.1-mini gpt-4.1-nano gpt-4.1-2025-04-14
+		gpt-4.1-mini-2025-04-14 gpt-4.1-nano-2025-04-14 o4-mini o4-mini-2025-04-16 o3 o3-2025-04-16 o3-mini
+		o3-mini-2025-01-31 o1 o1-2024-12-17 o1-preview o1-preview-2024-09-12 o1-mini o1-mini-2024-09-12
+		gpt-4o gpt-4o-2024-11-20 gpt-4o-2024-08-06 gpt-4o-2024-05-13 gpt-audio-mini
+		gpt-audio-mini-2025-12-15 gpt-4o-audio-preview gpt-4o-audio-preview-2024-10-01
+		gpt-4o-audio-preview-2024-12-17 gpt-4o-audio-preview-2025-06-03 gpt-4o-mini-audio-preview
+		gpt-4o-mini-audio-preview-2024-12-17 gpt-4o-search-preview gpt-4o-mini-search-preview
+		gpt-4o-search-preview-2025-03-11 gpt-4o-mini-search-preview-2025-03-11 chatgpt-4o-latest
+		codex-mini-latest gpt-4o-mini gpt-4o-mini-2024-07-18 gpt-4-turbo gpt-4-turbo-2024-04-09
+		gpt-4-0125-preview gpt-4-turbo-preview gpt-4-1106-preview gpt-4-vision-preview gpt-4 gpt-4-0314
+		gpt-4-0613 gpt-3.5-turbo`))
+)
+
+// catalogDate is every model's creation date: the mock makes none up.
+var catalogDate = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func catalog(family string, ids []string) []model {
+	out := make([]model, len(ids))
+	for i, id := range ids {
+		m := model{id: id, name: id + " (mock)", created: catalogDate}
+		if family == "claude" {
+			for _, line := range []string{"haiku", "sonnet", "opus", "fable", "mythos"} {
+				if strings.Contains(id, line) {
+					m.line = line
+				}
+			}
+		}
+		out[i] = m
+	}
+	return out
+}
+
+// KnownModels returns the model names the server accepts for api
+// ("anthropic" or "openai") unless Config.Models says otherwise.
+func KnownModels(api string) []string {
+	cat := openaiCatalog
+	if api == "anthropic" {
+		cat = anthropicCatalog
+	}
+	ids := make([]string, len(cat))
+	for i, m := range cat {
+		ids[i] = m.id
+	}
+	return ids
+}
+
+// catalogOf is the catalogue of wr's API with the configured extras.
+func (s *Server) catalogOf(wr wire) []model {
+	cat := openaiCatalog
+	if _, ok := wr.(anthropic); ok {
+		cat = anthropicCatalog
+	}
+	for _, id := range s.cfg.Models.Extra {
+		cat = append(slices.Clip(cat), model{id: id, name: id, created: catalogDate})
+	}
+	return cat
+}
+
+// findModel returns the entry for id, synthesized when Models.Any accepts
+// a name outside the catalogue; ok is false when id is not accepted.
+func (s *Server) findModel(wr wire, id string) (model, bool) {
+	if i := slices.IndexFunc(s.catalogOf(wr), func(m model) bool { return m.id == id }); i >= 0 {
+		return s.catalogOf(wr)[i], true
+	}
+	if s.cfg.Models.Any {
+		return model{id: id, name: id, created: catalogDate}, true
+	}
+	return model{}, false
+}
+
+// acceptsModel reports whether requests may name id, quickly: it is on
+// every model request's path.
+func (s *Server) acceptsModel(wr wire, id string) bool {
+	if s.cfg.Models.Any {
+		return true
+	}
+	known := s.openaiModels
+	if _, ok := wr.(anthropic); ok {
+		known = s.anthropicModels
+	}
+	return known[id]
+}
+
+// modelIndex is the set of ids in cat plus the configured extras.
+func modelIndex(cat []model, extra []string) map[string]bool {
+	m := make(map[string]bool, len(cat)+len(extra))
+	for _, e := range cat {
+		m[e.id] = true
+	}
+	for _, id := range extra {
+		m[id] = true
+	}
+	return m
+}
+
+// modelNotFound is the 404 each API answers for a model it does not serve.
+func modelNotFound(wr wire, id string) apiError {
+	if _, ok := wr.(anthropic); ok {
+		return apiError{msg: "model: " + id}
+	}
+	return apiError{msg: fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", id), code: "model_not_found"}
+}
+
+// modelRoutes mounts GET /v1/models and GET /v1/models/{id}. The API a
+// request is for is told by its headers (wireOf): the Anthropic SDKs send
+// anthropic-version, the OpenAI SDKs a bare bearer token. Each API lists
+// its own models in its own shape.
+func (s *Server) modelRoutes(r *mux.Router) {
+	r.HandleFunc("/v1/models", s.listModels).Methods(http.MethodGet)
+	r.HandleFunc("/v1/models/{id}", s.getModel).Methods(http.MethodGet)
+}
+
+// modelsRequest authenticates a models request and sets its headers; it
+// answers the error itself and returns false when there is one.
+func (s *Server) modelsRequest(w http.ResponseWriter, req *http.Request) (wire, bool) {
+	wr := wireOf(req)
+	if _, ok, why := s.authenticate(req, wr); !ok {
+		s.writeError(w, wr, http.StatusUnauthorized, apiError{msg: why})
+		return wr, false
+	}
+	id := s.newID("req_")
+	h := w.Header()
+	h.Set(wr.requestIDHeader(), id)
+	setAPIHeaders(h, wr, 0)
+	return wr, true
+}
+
+func (s *Server) listModels(w http.ResponseWriter, req *http.Request) {
+	wr, ok := s.modelsRequest(w, req)
+	if !ok {
+		return
+	}
+	cat := s.catalogOf(wr)
+	if _, isAnthropic := wr.(anthropic); isAnthropic {
+		data := make([]anthropicModel, len(cat))
+		for i, m := range cat {
+			data[i] = newAnthropicModel(m)
+		}
+		writeJSONBody(w, http.StatusOK, struct {
+			Data    []anthropicModel `json:"data"`
+			HasMore bool             `json:"has_more"`
+			FirstID string           `json:"first_id"`
+			LastID  string           `json:"last_id"`
+		}{data, false, cat[0].id, cat[len(cat)-1].id})
+		return
+	}
+	data := make([]openaiModel, len(cat))
+	for i, m := range cat {
+		data[i] = newOpenAIModel(m)
+	}
+	writeJSONBody(w, http.StatusOK, struct {
+		Object string        `json:"object"`
+		Data   []openaiModel `json:"data"`
+	}{"list", data})
+}
+
+func (s *Server) getModel(w http.ResponseWriter, req *http.Request) {
+	wr, ok := s.modelsRequest(w, req)
+	if !ok {
+		return
+	}
+	id := mux.Vars(req)["id"]
+	m, ok := s.findModel(wr, id)
+	if !ok {
+		s.writeError(w, wr, http.StatusNotFound, modelNotFound(wr, id))
+		return
+	}
+	if _, isAnthropic := wr.(anthropic); isAnthropic {
+		writeJSONBody(w, http.StatusOK, newAnthropicModel(m))
+		return
+	}
+	writeJSONBody(w, http.StatusOK, newOpenAIModel(m))
+}
+
+// anthropicModel is Anthropic's ModelInfo, with the fields the mock can
+// fill honestly (the SDK tolerates the rest missing).
+type anthropicModel struct {
+	ID             string  `json:"id"`
+	Type           string  `json:"type"`
+	DisplayName    string  `json:"display_name"`
+	CreatedAt      string  `json:"created_at"`
+	Lifecycle      string  `json:"lifecycle"`
+	Line           *string `json:"line"`
+	MaxInputTokens int64   `json:"max_input_tokens"`
+	MaxTokens      int64   `json:"max_tokens"`
+	DeprecatedAt   *string `json:"deprecated_at"`
+	RetiresAt      *string `json:"retires_at"`
+}
+
+func newAnthropicModel(m model) anthropicModel {
+	return anthropicModel{
+		ID: m.id, Type: "model", DisplayName: m.name, CreatedAt: m.created.Format(time.RFC3339),
+		Lifecycle: "active", Line: strp(m.line), MaxInputTokens: MaxInputTokens, MaxTokens: MaxOutputTokens,
+	}
+}
+
+// openaiModel is OpenAI's Model.
+type openaiModel struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+func newOpenAIModel(m model) openaiModel {
+	return openaiModel{ID: m.id, Object: "model", Created: m.created.Unix(), OwnedBy: "system"}
+}
+
+// requestError is an answer to a request its API's decoder accepted: a
+// strictness 400 or an unknown model's 404.
+type requestError struct {
+	status int
+	e      apiError
+}
+
+func (e *requestError) Error() string { return e.e.msg }
+
+// checkRequest runs the checks on a decoded model request that the
+// decoders do not: strictness's body checks, then the model name.
+func (s *Server) checkRequest(body []byte, wr wire, c *call) error {
+	if e := s.checkBody(body, wr); e != nil {
+		return &requestError{http.StatusBadRequest, *e}
+	}
+	if !s.acceptsModel(wr, c.model) {
+		return &requestError{http.StatusNotFound, modelNotFound(wr, c.model)}
+	}
+	return nil
+}
+
+// strict reports whether requests are held to what the real APIs accept
+// (Config.Strict; on unless set to false).
+func (s *Server) strict() bool { return s.cfg.Strict == nil || *s.cfg.Strict }
+
+// checkVersion is strictness's header check: the Messages API refuses a
+// request without anthropic-version.
+func (s *Server) checkVersion(req *http.Request, wr wire) *apiError {
+	if !s.strict() {
+		return nil
+	}
+	if _, ok := wr.(anthropic); ok && req.Header.Get("Anthropic-Version") == "" {
+		return &apiError{msg: "anthropic-version: header is required"}
+	}
+	return nil
+}
+
+// checkBody is strictness's body check, on a body the API's decoder
+// accepted: temperature and top_p in range (Anthropic [0, 1] and [0, 1];
+// OpenAI [0, 2] and [0, 1]), and an Anthropic conversation starting with a
+// user turn. It scans the top level of the body rather than adding fields
+// to the decoders, which every API shares.
+func (s *Server) checkBody(body []byte, wr wire) *apiError {
+	if !s.strict() {
+		return nil
+	}
+	_, isAnthropic := wr.(anthropic)
+	maxTemp := 2.0
+	if isAnthropic {
+		maxTemp = 1
+	}
+	// The decoder accepted body: it is valid JSON holding an object.
+	i := skipWS(body, 0)
+	if i >= len(body) || body[i] != '{' {
+		return nil
+	}
+	it := jsonIter{b: body, i: i + 1}
+	for {
+		k, v, ok := it.member()
+		if !ok {
+			return nil
+		}
+		switch string(k) {
+		case "temperature":
+			if e := checkRange(v, "temperature", maxTemp, isAnthropic); e != nil {
+				return e
+			}
+		case "top_p":
+			if e := checkRange(v, "top_p", 1, isAnthropic); e != nil {
+				return e
+			}
+		case "messages":
+			if isAnthropic && len(v) > 0 && v[0] == '[' {
+				if role := firstRole(v); role != "" && role != "user" {
+					return &apiError{msg: fmt.Sprintf("messages: the first message must use the \"user\" role, got %q", role), param: "messages.0.role"}
+				}
+			}
+		}
+	}
+}
+
+// checkRange checks a number in [0, hi]; null is absent.
+func checkRange(v []byte, name string, hi float64, anthropicStyle bool) *apiError {
+	if isNull(v) {
+		return nil
+	}
+	x, err := strconv.ParseFloat(string(v), 64)
+	if err != nil {
+		return &apiError{msg: name + ": want a number, got " + string(v), param: name, code: "invalid_type"}
+	}
+	if x >= 0 && x <= hi {
+		return nil
+	}
+	if anthropicStyle {
+		return &apiError{msg: fmt.Sprintf("%s: range: 0..%g, got %g", name, hi, x), param: name}
+	}
+	if x < 0 {
+		return &apiError{msg: fmt.Sprintf("Invalid '%s': decimal below minimum value. Expected a value >= 0, but got %g instead.", name, x), param: name, code: "decimal_below_min_value"}
+	}
+	return &apiError{msg: fmt.Sprintf("Invalid '%s': decimal above maximum value. Expected a value <= %g, but got %g instead.", name, hi, x), param: name, code: "decimal_above_max_value"}
+}
+
+// firstRole is the role of the first message of a messages array, or "".
+func firstRole(v []byte) string {
+	it := jsonIter{b: v, i: 1}
+	e, ok := it.element()
+	if !ok || e[0] != '{' {
+		return ""
+	}
+	mi := jsonIter{b: e, i: 1}
+	for {
+		k, val, ok := mi.member()
+		if !ok {
+			return ""
+		}
+		if string(k) == "role" {
+			if r, ok := plainString(val); ok {
+				return internRole(r)
+			}
+			return ""
+		}
+	}
+}
