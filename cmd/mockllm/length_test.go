@@ -24,7 +24,7 @@ func TestRunLengthDefault(t *testing.T) {
 		{[]string{"--config", pinned}, "max_tokens"},
 	} {
 		url := start(t, append([]string{"--per-token-latency", "0s"}, tc.args...)...)
-		body := `{"model":"m","max_tokens":40,"messages":[{"role":"user","content":"hi"}]}`
+		body := `{"model":"claude-sonnet-4-5","max_tokens":40,"messages":[{"role":"user","content":"hi"}]}`
 		req, _ := http.NewRequest("POST", url+"/v1/messages", strings.NewReader(body))
 		req.Header.Set("content-type", "application/json")
 		req.Header.Set("anthropic-version", "2023-06-01")
