@@ -150,8 +150,11 @@ func (s *Server) prepare(w http.ResponseWriter, req *http.Request, wr wire) *exc
 		return nil
 	}
 	prefix := "msg_"
-	if api == "openai" {
+	switch wr.(type) {
+	case openai:
 		prefix = "chatcmpl-"
+	case responses:
+		prefix = "resp_"
 	}
 	x.c, x.d, x.key, x.reqID = c, d, key, reqID
 	x.res = result{id: s.newID(prefix), created: d.plan.start, n: d.plan.n, capped: d.plan.capped, text: s.text}

@@ -239,6 +239,7 @@ func (s *Server) routes() http.Handler {
 	r.HandleFunc("/v1/messages", s.model(anthropic{})).Methods(http.MethodPost)
 	r.HandleFunc("/v1/messages/count_tokens", s.countTokens).Methods(http.MethodPost)
 	r.HandleFunc("/v1/chat/completions", s.model(openai{})).Methods(http.MethodPost)
+	r.HandleFunc("/v1/responses", s.model(responses{})).Methods(http.MethodPost)
 	s.modelRoutes(r)
 	s.adminRoutes(r.PathPrefix("/_admin/").Subrouter())
 	r.Handle("/metrics", s.metricsAuth(s.metrics.handler())).Methods(http.MethodGet)
@@ -524,7 +525,7 @@ func (s *Server) authenticate(req *http.Request, wr wire) (key string, ok bool, 
 	if len(s.keys) == 0 {
 		return "", true, ""
 	}
-	if _, isOpenAI := wr.(openai); !isOpenAI {
+	if !isOpenAI(wr) {
 		if k := req.Header.Get("X-Api-Key"); k != "" {
 			if s.keys[k] {
 				return k, true, ""
@@ -540,7 +541,7 @@ func (s *Server) authenticate(req *http.Request, wr wire) (key string, ok bool, 
 		}
 		return "", false, "invalid API key in Authorization: Bearer"
 	}
-	if _, isOpenAI := wr.(openai); isOpenAI {
+	if isOpenAI(wr) {
 		return "", false, "missing API key: send Authorization: Bearer KEY"
 	}
 	return "", false, "x-api-key header is required"

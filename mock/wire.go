@@ -23,6 +23,9 @@ type call struct {
 	// content is what the request asks of the answer beyond plain text
 	// (content.go); nil for a plain request.
 	content *contentReq
+	// responses is the Responses API's part of the request; nil for the
+	// other APIs.
+	responses *responsesCall
 }
 
 // badRequest is a 400 naming the offending field.
