@@ -2,7 +2,8 @@
 // a request for a provider's API, decoding its response (JSON or SSE) and
 // classifying the attempt into a strategies.Outcome (status, retry-after,
 // rate-limit headers, usage). Each provider is one file implementing
-// Provider: anthropic.go (Messages API) and openai.go (Chat Completions).
+// Provider: anthropic.go (Messages API), openai.go (Chat Completions) and
+// openai_responses.go (the Responses API, provider name openai-responses).
 //
 // A Client binds a Provider to a base URL, a key and an *http.Client (built
 // on NewTransport for load); Client.Do makes exactly one HTTP request and

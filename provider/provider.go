@@ -46,7 +46,8 @@ type Response struct {
 // one line in ByName. The helpers a provider needs are shared:
 // ParseRetryAfter, ParseShouldRetry, KindOf, NewSSEReader and APIError.
 type Provider interface {
-	// Name is the provider's name: "anthropic" or "openai".
+	// Name is the provider's name: "anthropic", "openai" or
+	// "openai-responses".
 	Name() string
 	// DefaultBaseURL is the production endpoint a Client uses when its
 	// BaseURL is empty.
@@ -68,10 +69,12 @@ type Provider interface {
 var providers = map[string]func() Provider{
 	"anthropic": func() Provider { return Anthropic{} },
 	"openai":    func() Provider { return OpenAI{} },
+	// The Responses API, the one the AI SDK's default OpenAI provider calls.
+	"openai-responses": func() Provider { return OpenAIResponses{} },
 }
 
-// ByName returns the provider called name ("anthropic" or "openai"), with
-// its default options.
+// ByName returns the provider called name ("anthropic", "openai" or
+// "openai-responses"), with its default options.
 func ByName(name string) (Provider, error) {
 	if f, ok := providers[strings.ToLower(name)]; ok {
 		return f(), nil

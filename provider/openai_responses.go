@@ -1,0 +1,223 @@
+package provider
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/ratelab/ratelab/strategies"
+)
+
+// OpenAIResponses is the OpenAI Responses API: POST {base}/responses, where
+// the base includes /v1 (https://api.openai.com/v1), as openai-go's
+// client.Responses.New sends it. Its errors and rate-limit headers are the
+// Chat Completions API's (OpenAILimits, the same error envelope); its
+// request and response shapes are its own. The zero value is ready to use.
+//
+// The system prompt is sent as instructions and the messages as input
+// message items; MaxTokens is max_output_tokens, which the API requires to
+// be at least 16. Response.StopReason is "completed", or the
+// incomplete_details reason (max_output_tokens, content_filter) of a
+// response that stopped early. A stream is read to response.completed or
+// response.incomplete; response.failed and error events end the attempt as
+// Failed with the 200 it started with.
+type OpenAIResponses struct{}
+
+var _ Provider = OpenAIResponses{}
+
+// Name returns "openai-responses".
+func (OpenAIResponses) Name() string { return "openai-responses" }
+
+// DefaultBaseURL returns https://api.openai.com/v1.
+func (OpenAIResponses) DefaultBaseURL() string { return "https://api.openai.com/v1" }
+
+// KeyEnv returns OPENAI_API_KEY.
+func (OpenAIResponses) KeyEnv() string { return "OPENAI_API_KEY" }
+
+type responsesRequest struct {
+	Model           string         `json:"model"`
+	Instructions    string         `json:"instructions,omitempty"`
+	Input           []responseItem `json:"input"`
+	MaxOutputTokens int            `json:"max_output_tokens,omitempty"`
+	Stream          bool           `json:"stream,omitempty"`
+}
+
+// responseItem is an input message item with string content.
+type responseItem struct {
+	Type    string `json:"type"`
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// NewRequest builds POST {base}/responses with a bearer token and
+// X-Stainless-Retry-Count.
+func (p OpenAIResponses) NewRequest(ctx context.Context, baseURL, apiKey string, r Request, attempt int) (*http.Request, error) {
+	body := responsesRequest{
+		Model:           r.Model,
+		Instructions:    r.System,
+		Input:           make([]responseItem, len(r.Messages)),
+		MaxOutputTokens: r.MaxTokens,
+		Stream:          r.Stream,
+	}
+	for i, m := range r.Messages {
+		body.Input[i] = responseItem{Type: "message", Role: m.Role, Content: m.Content}
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("provider: encode openai-responses request: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, joinURL(baseURL, p.DefaultBaseURL(), "/responses"), bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("provider: openai-responses request: %w", err)
+	}
+	h := commonHeaders(req, r, attempt)
+	if apiKey != "" {
+		h["Authorization"] = []string{"Bearer " + apiKey}
+	}
+	return req, nil
+}
+
+// Decode reads a Response: JSON, or the event stream when the response is
+// text/event-stream.
+func (OpenAIResponses) Decode(resp *http.Response, sent time.Time) (Response, strategies.Outcome) {
+	return decode(resp, sent, &responsesWire)
+}
+
+// responsesWire is the Responses API's part of decode.
+var responsesWire = wireFormat{
+	requestID:  "X-Request-Id",
+	limits:     OpenAILimits,
+	parseError: parseOpenAIError,
+	stream:     decodeResponsesStream,
+	body:       decodeResponsesBody,
+}
+
+// decodeResponsesBody reads a Response object's id, text, stop reason and
+// usage.
+func decodeResponsesBody(r gjson.Result, out Response) Response {
+	r.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "id":
+			out.ID = v.String()
+		case "output":
+			out.Text = responsesText(v)
+		case "usage":
+			out.Usage = responsesUsage(v)
+		}
+		return true
+	})
+	out.StopReason = responsesStopReason(r)
+	return out
+}
+
+// responsesText concatenates the output_text parts of the message items of
+// an output array.
+func responsesText(output gjson.Result) string {
+	var b strings.Builder
+	output.ForEach(func(_, item gjson.Result) bool {
+		if item.Get("type").String() != "message" {
+			return true
+		}
+		item.Get("content").ForEach(func(_, part gjson.Result) bool {
+			if part.Get("type").String() == "output_text" {
+				b.WriteString(part.Get("text").String())
+			}
+			return true
+		})
+		return true
+	})
+	return b.String()
+}
+
+// responsesStopReason is "completed", the reason of an incomplete
+// response, or its status otherwise.
+func responsesStopReason(r gjson.Result) string {
+	f := gjson.GetMany(r.Raw, "status", "incomplete_details.reason")
+	if f[0].String() == "incomplete" && f[1].String() != "" {
+		return f[1].String()
+	}
+	return f[0].String()
+}
+
+// responsesUsage reads a usage object; zero for null or absent.
+func responsesUsage(u gjson.Result) strategies.Usage {
+	if !u.IsObject() {
+		return strategies.Usage{}
+	}
+	f := gjson.GetMany(u.Raw, "input_tokens", "output_tokens")
+	return strategies.Usage{InputTokens: int(f[0].Int()), OutputTokens: int(f[1].Int())}
+}
+
+// decodeResponsesStream reads the event stream to its terminal event:
+// response.completed or response.incomplete (a success, with the final
+// usage), response.failed or error (Failed). The text is the sum of the
+// output_text deltas.
+func decodeResponsesStream(resp *http.Response, sent time.Time, out Response, o strategies.Outcome) (Response, strategies.Outcome) {
+	sr := NewSSEReader(resp.Body)
+	var text strings.Builder
+	end := func(o strategies.Outcome) (Response, strategies.Outcome) {
+		out.Text = text.String()
+		o.Usage = out.Usage
+		return out, o
+	}
+	for {
+		ev, err := sr.Next()
+		if err != nil {
+			return end(streamCut(resp, o, err))
+		}
+		if !gjson.ValidBytes(ev.Data) {
+			return end(invalid(o, fmt.Errorf("event %q: %w", ev.Event, errNotJSON)))
+		}
+		typ := ev.Event
+		if typ == "" {
+			typ = gjson.GetBytes(ev.Data, "type").String()
+		}
+		switch typ {
+		case "response.created":
+			out.ID = gjson.GetBytes(ev.Data, "response.id").String()
+		case "response.output_text.delta":
+			if d := gjson.GetBytes(ev.Data, "delta").String(); d != "" {
+				if out.TTFT == 0 {
+					out.TTFT = max(time.Since(sent), 1)
+				}
+				text.WriteString(d)
+			}
+		case "response.completed", "response.incomplete":
+			r := gjson.GetBytes(ev.Data, "response")
+			if id := r.Get("id").String(); id != "" {
+				out.ID = id
+			}
+			out.Usage = responsesUsage(r.Get("usage"))
+			out.StopReason = responsesStopReason(r)
+			return end(o)
+		case "response.failed":
+			f := gjson.GetManyBytes(ev.Data, "response.error.code", "response.error.message")
+			o.Kind = strategies.Failed
+			o.Err = &APIError{Status: resp.StatusCode, Type: f[0].String(), Message: f[1].String(), RequestID: out.RequestID}
+			return end(o)
+		case "error":
+			// The documented event has code and message at the top level;
+			// some servers nest them under "error" as Chat Completions does.
+			f := gjson.GetManyBytes(ev.Data, "code", "message", "error.code", "error.message", "error.type")
+			e := &APIError{Status: resp.StatusCode, Type: f[0].String(), Message: f[1].String(), RequestID: out.RequestID}
+			if e.Type == "" {
+				e.Type = f[2].String()
+			}
+			if e.Type == "" {
+				e.Type = f[4].String()
+			}
+			if e.Message == "" {
+				e.Message = f[3].String()
+			}
+			o.Kind = strategies.Failed
+			o.Err = e
+			return end(o)
+		}
+	}
+}
