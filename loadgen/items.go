@@ -16,6 +16,8 @@ import (
 var defaultModels = map[string]string{
 	"anthropic": DefaultModel,
 	"openai":    "gpt-5-mini",
+	// The Responses API serves the same models.
+	"openai-responses": "gpt-5-mini",
 }
 
 // source returns the scenario's items as an engine source that builds each
@@ -106,11 +108,12 @@ func newRouter(groups []ItemGroup, baseURL, key string, hc *target) (*router, er
 }
 
 // providerBase adapts a server's base URL to a provider's convention: the
-// OpenAI API's base includes /v1 (https://api.openai.com/v1), Anthropic's
+// OpenAI APIs' base includes /v1 (https://api.openai.com/v1), Anthropic's
 // does not. A URL already ending in /v1 is left as it is.
 func providerBase(prov, base string) string {
 	base = strings.TrimSuffix(base, "/")
-	if prov == "openai" && !strings.HasSuffix(base, "/v1") {
+	p, err := provider.ByName(prov)
+	if err == nil && strings.HasSuffix(p.DefaultBaseURL(), "/v1") && !strings.HasSuffix(base, "/v1") {
 		return base + "/v1"
 	}
 	return base

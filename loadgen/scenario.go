@@ -68,7 +68,8 @@ const (
 
 // Request is the call every item makes, unless its item group overrides a field.
 type Request struct {
-	// Provider is the API to call: "anthropic" (default) or "openai".
+	// Provider is the API to call: "anthropic" (default), "openai" (Chat
+	// Completions) or "openai-responses" (the Responses API).
 	Provider string `yaml:"provider"`
 	// Model is sent as the request's model. Default claude-haiku-4-5.
 	Model string `yaml:"model"`

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ratelab/ratelab/internal/fielderr"
 	"github.com/ratelab/ratelab/internal/strict"
+	"github.com/ratelab/ratelab/provider"
 	"github.com/ratelab/ratelab/strategies"
 )
 
@@ -214,7 +215,7 @@ func checkPerProvider(c *strategies.PerProviderConfig, p *problems) {
 	sort.Strings(provs)
 	for _, prov := range provs {
 		if !validProvider(prov) {
-			p.bad("limits."+prov, "unknown provider %q (want anthropic or openai)", prov)
+			p.bad("limits."+prov, "unknown provider %q (want %s)", prov, providerList())
 		} else if n := c.Limits[prov]; n <= 0 {
 			p.bad("limits."+prov, "must be positive, got %d", n)
 		}
@@ -279,7 +280,7 @@ func (s *Scenario) validate(d *strict.Decoder) {
 			bad(fielderr.Join(p, "count"), "must be positive, got %d", g.Count)
 		}
 		if g.Provider != "" && !validProvider(g.Provider) {
-			bad(fielderr.Join(p, "provider"), "unknown provider %q (want anthropic or openai)", g.Provider)
+			bad(fielderr.Join(p, "provider"), "unknown provider %q (want %s)", g.Provider, providerList())
 		}
 		if g.MaxTokens < 0 {
 			bad(fielderr.Join(p, "max_tokens"), "must not be negative, got %d", g.MaxTokens)
@@ -296,7 +297,7 @@ func (s *Scenario) validate(d *strict.Decoder) {
 	}
 	r := s.Request
 	if !validProvider(r.Provider) {
-		bad("request.provider", "unknown provider %q (want anthropic or openai)", r.Provider)
+		bad("request.provider", "unknown provider %q (want %s)", r.Provider, providerList())
 	}
 	if r.MaxTokens < 0 {
 		bad("request.max_tokens", "must not be negative, got %d", r.MaxTokens)
@@ -320,7 +321,7 @@ func (s *Scenario) validate(d *strict.Decoder) {
 			bad("target.url", "must start with http:// or https://, got %q", t.URL)
 		}
 		if t.Provider != "" && !validProvider(t.Provider) {
-			bad("target.provider", "unknown provider %q (want anthropic or openai)", t.Provider)
+			bad("target.provider", "unknown provider %q (want %s)", t.Provider, providerList())
 		}
 	}
 	if o := s.Oracle; o != nil {
@@ -381,4 +382,8 @@ func (s *Scenario) validate(d *strict.Decoder) {
 	}
 }
 
-func validProvider(p string) bool { return p == "anthropic" || p == "openai" }
+// validProvider reports whether p names a provider of the provider
+// package, exactly as spelled there.
+func validProvider(p string) bool { return slices.Contains(provider.Names(), p) }
+
+func providerList() string { return strings.Join(provider.Names(), ", ") }
