@@ -1,15 +1,14 @@
 // Package mock is a faithful mock of the Anthropic Messages API, the OpenAI
 // Chat Completions API and the OpenAI Responses API that enforces what real
-// providers enforce:
-// concurrency caps, requests and tokens per minute, per-token latency, 429s
-// with retry-after and rate-limit headers, 529 overload and injected faults.
+// providers enforce: concurrency caps, requests and tokens per minute,
+// per-token latency, 429s with retry-after and rate-limit headers, 529
+// overload and injected faults.
 //
 // It owns the routes (POST /v1/messages, /v1/messages/count_tokens,
 // /v1/chat/completions and /v1/responses, GET /v1/models, /_admin/ and
 // /metrics), the wire formats (JSON and SSE, errors in each provider's
-// envelope), admission, the
-// latency model, faults, the admin API and Prometheus metrics. It shares no
-// code with the clients it measures.
+// envelope), admission, the latency model, faults, the admin API and
+// Prometheus metrics. It shares no code with the clients it measures.
 //
 // A model request passes, in order: authentication, the body limit
 // (MaxBodyBytes) and decoding, injected faults, the global Capacity, the
