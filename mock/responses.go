@@ -124,6 +124,9 @@ type functionTool struct {
 	Strict      *bool           `json:"strict"`
 }
 
+// reasoningEfforts are the values of reasoning.effort.
+var reasoningEfforts = map[string]bool{"none": true, "minimal": true, "low": true, "medium": true, "high": true, "xhigh": true, "max": true}
+
 // toolName is the API's pattern for function and schema names.
 var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
@@ -236,7 +239,16 @@ func (responses) decode(body []byte, defaultMax int) (*call, error) {
 		echo.Truncation = *v
 	}
 	if r := req.Reasoning; r != nil {
+		if r.Effort != nil && !reasoningEfforts[*r.Effort] {
+			return nil, invalid("reasoning.effort", "want none, minimal, low, medium, high, xhigh or max, got %q", *r.Effort)
+		}
+		if r.Summary != nil && *r.Summary != "auto" && *r.Summary != "concise" && *r.Summary != "detailed" {
+			return nil, invalid("reasoning.summary", "want auto, concise or detailed, got %q", *r.Summary)
+		}
 		echo.Reasoning.Effort, echo.Reasoning.Summary = r.Effort, r.Summary
+	}
+	if v := req.SafetyIdentifier; v != nil && utf8.RuneCountInString(*v) > 64 {
+		return nil, invalid("safety_identifier", "at most 64 characters, got %d", utf8.RuneCountInString(*v))
 	}
 	echo.ParallelToolCalls = req.ParallelToolCalls == nil || *req.ParallelToolCalls
 	echo.Store = req.Store == nil || *req.Store
@@ -497,6 +509,11 @@ func decodeToolChoice(raw json.RawMessage, tools []functionTool) (any, error) {
 		}
 		if tc.Tools == nil {
 			tc.Tools = []json.RawMessage{}
+		}
+		for i, t := range tc.Tools {
+			if t = bytes.TrimSpace(t); len(t) == 0 || t[0] != '{' {
+				return nil, invalid("tool_choice.tools."+strconv.Itoa(i), "want a tool object")
+			}
 		}
 		return map[string]any{"type": "allowed_tools", "mode": tc.Mode, "tools": tc.Tools}, nil
 	case "":

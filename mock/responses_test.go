@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -646,5 +647,47 @@ output: {text: '{"ok": "ja \"quoted\" — ✓"}'}
 				t.Errorf("text/status = %q/%q, want the configured text, completed", r.text(), r.Status)
 			}
 		})
+	})
+}
+
+// responsesSeeds are bodies worth starting from for /v1/responses.
+var responsesSeeds = []string{
+	`{"model":"m","input":"Hello"}`,
+	`{"model":"m","input":"Hello","stream":true}`,
+	`{"model":"m","instructions":"Be terse.","input":[{"role":"user","content":[{"type":"input_text","text":"Hi"},{"type":"input_image","image_url":"data:image/png;base64,AAAA"}]},{"role":"assistant","content":"b"}],"max_output_tokens":16}`,
+	`{"model":"m","input":[{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"ok"}],"stream":true,"stream_options":{"include_obfuscation":false}}`,
+	`{"model":"m","input":"x","tools":[{"type":"function","name":"f","parameters":{"type":"object"},"strict":false}],"tool_choice":"required","parallel_tool_calls":false}`,
+	`{"model":"m","input":"x","tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"allowed_tools","mode":"auto","tools":[{"type":"function","name":"f"}]}}`,
+	`{"model":"m","input":"x","text":{"format":{"type":"json_schema","name":"s","schema":{"type":"object"},"description":"d"},"verbosity":"low"}}`,
+	`{"model":"m","input":"x","text":{"format":{"type":"json_object"}},"reasoning":{"effort":"low","summary":"auto"},"metadata":{"a":"b"},"user":"u","safety_identifier":"s","prompt_cache_key":"k","truncation":"auto","top_logprobs":3,"max_tool_calls":2,"store":false}`,
+	`{"model":"m","input":[{"type":"item_reference","id":"x"}]}`,
+	`{"model":"m","input":"x","previous_response_id":"resp_1"}`,
+	`{"model":"m","input":"x","max_output_tokens":15}`,
+	`{"model":"m","input":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}`,
+}
+
+// FuzzResponses: no body sent to /v1/responses panics the server or gets a
+// 5xx; every answer carries x-request-id; a 4xx is OpenAI's ErrorResponse
+// and a 200 a Response, or a stream whose every event matches its schema
+// and ends with response.completed or response.incomplete.
+func FuzzResponses(f *testing.F) {
+	for _, s := range append(slices.Clone(requestSeeds), responsesSeeds...) {
+		f.Add([]byte(s))
+	}
+	h := fuzzHandler(f)
+	hdr := map[string]string{"authorization": "Bearer " + fuzzKey}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		rec := serveFuzz(t, h, "/v1/responses", hdr, body, "x-request-id", checkOpenAIError)
+		switch {
+		case rec.Code >= 400:
+			validate(t, "ErrorResponse", rec.Body.Bytes())
+		case strings.HasPrefix(rec.Header().Get("content-type"), "text/event-stream"):
+			evs := parseEvents(t, rec.Body.Bytes())
+			if last := evs[len(evs)-1].event; last != "response.completed" && last != "response.incomplete" {
+				t.Errorf("stream ends with %s, want response.completed or response.incomplete", last)
+			}
+		default:
+			validate(t, "Response", rec.Body.Bytes())
+		}
 	})
 }
