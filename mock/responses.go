@@ -184,7 +184,7 @@ func (responses) decode(body []byte, defaultMax int) (*call, error) {
 	if echo.ToolChoice, err = decodeToolChoice(req.ToolChoice, echo.Tools); err != nil {
 		return nil, err
 	}
-	echo.Text.Format, echo.Text.Verbosity = map[string]string{"type": "text"}, "medium"
+	echo.Text.Format, echo.Text.Verbosity = &plainText, "medium"
 	if t := req.Text; t != nil {
 		if len(t.Format) > 0 && !isNull(t.Format) {
 			if echo.Text.Format, err = decodeTextFormat(t.Format); err != nil {
@@ -229,7 +229,7 @@ func (responses) decode(body []byte, defaultMax int) (*call, error) {
 	}
 	echo.Metadata = req.Metadata
 	if echo.Metadata == nil {
-		echo.Metadata = map[string]string{}
+		echo.Metadata = noMetadata
 	}
 	echo.Truncation = "disabled"
 	if v := req.Truncation; v != nil {
@@ -521,6 +521,13 @@ func decodeToolChoice(raw json.RawMessage, tools []functionTool) (any, error) {
 	}
 	return nil, invalid("tool_choice.type", "the mock serves function tools only, got %q", tc.Type)
 }
+
+// Defaults the Response repeats when the request has none; never written
+// to.
+var (
+	plainText  = textFormat{Type: "text"}
+	noMetadata = map[string]string{}
+)
 
 // textFormat is text.format: {type: text}, {type: json_object} or
 // {type: json_schema, name, schema, strict, description}.

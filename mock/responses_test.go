@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -690,4 +692,57 @@ func FuzzResponses(f *testing.F) {
 			validate(t, "Response", rec.Body.Bytes())
 		}
 	})
+}
+
+// BenchmarkResponsesHandler compares the cost of one Responses request with
+// one Chat Completions request of the same prompt and answer (20 tokens,
+// zero latency), served by the Handler in this goroutine, alternating the
+// two so that both see the same machine: it reports each one's time and
+// allocations per request and the ratio of the times.
+//
+//	go test -run '^$' -bench ResponsesHandler ./mock/
+func BenchmarkResponsesHandler(b *testing.B) {
+	cfg, err := mock.ParseConfig([]byte(`
+latency: {ttft: 0s, per_token: 0s}
+output: {tokens: {fixed: 20}}
+`), "bench.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := mock.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	bodies := [2]string{
+		`{"model":"gpt-5-mini","max_completion_tokens":64,"messages":[{"role":"system","content":"Be terse."},{"role":"user","content":"Classify ticket 7."}]}`,
+		`{"model":"gpt-5-mini","max_output_tokens":64,"instructions":"Be terse.","input":"Classify ticket 7."}`,
+	}
+	paths := [2]string{"/v1/chat/completions", "/v1/responses"}
+	var took [2]time.Duration
+	var allocs [2]uint64
+	var ms runtime.MemStats
+	serve := func(i int) {
+		req := httptest.NewRequest(http.MethodPost, paths[i], strings.NewReader(bodies[i]))
+		rec := httptest.NewRecorder()
+		runtime.ReadMemStats(&ms)
+		before := ms.Mallocs
+		start := time.Now()
+		s.Handler().ServeHTTP(rec, req)
+		took[i] += time.Since(start)
+		runtime.ReadMemStats(&ms)
+		allocs[i] += ms.Mallocs - before
+		if rec.Code != http.StatusOK {
+			b.Fatalf("%s: %d %s", paths[i], rec.Code, rec.Body.Bytes())
+		}
+	}
+	for i := 0; b.Loop(); i++ {
+		serve(i % 2)
+		serve((i + 1) % 2)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(took[0].Nanoseconds())/n, "chat-ns/req")
+	b.ReportMetric(float64(took[1].Nanoseconds())/n, "responses-ns/req")
+	b.ReportMetric(float64(allocs[0])/n, "chat-allocs/req")
+	b.ReportMetric(float64(allocs[1])/n, "responses-allocs/req")
+	b.ReportMetric(float64(took[1])/float64(took[0]), "responses/chat")
 }

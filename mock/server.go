@@ -264,7 +264,7 @@ func (s *Server) routes() http.Handler {
 	return s.limitHeaders(s.recoverPanics(s.fastRoutes(r)))
 }
 
-// fastRoutes dispatches the two model endpoints before the router: they
+// fastRoutes dispatches the model endpoints before the router: they
 // are the hot path, and gorilla/mux's matching (regexps, and route and vars
 // added to the request's context) costs several allocations a request.
 // Only exact paths and methods take it; everything else goes to next.
@@ -277,6 +277,9 @@ func (s *Server) fastRoutes(next http.Handler) http.Handler {
 				return
 			case "/v1/chat/completions":
 				s.serveModel(w, req, openai{})
+				return
+			case "/v1/responses":
+				s.serveModel(w, req, responses{})
 				return
 			}
 		}
