@@ -74,3 +74,20 @@ func TestRunBatchResponses(t *testing.T) {
 		}
 	}
 }
+
+// TestResponsesMinOutput: the Responses API refuses max_output_tokens below
+// 16, so a scenario asking for fewer is an error naming the key.
+func TestResponsesMinOutput(t *testing.T) {
+	const yaml = `name: x
+items: 10
+request: {provider: openai-responses, max_tokens: 8}
+strategies: [{name: s, kind: semaphore, n: 2}]
+`
+	_, err := Parse("x.yaml", []byte(yaml))
+	if err == nil || !strings.Contains(err.Error(), `x.yaml:3: request.max_tokens: 8 is less than the openai-responses API accepts (at least 16 output tokens)`) {
+		t.Errorf("Parse: %v, want an error naming request.max_tokens and the minimum of 16", err)
+	}
+	if _, err := Parse("x.yaml", []byte(strings.Replace(yaml, "max_tokens: 8", "max_tokens: 16", 1))); err != nil {
+		t.Errorf("Parse with max_tokens 16: %v", err)
+	}
+}

@@ -42,7 +42,13 @@ var (
 	providerLimits = map[string]ModelLimits{
 		"anthropic": {Context: 1_000_000, MaxOutput: 128_000},
 		"openai":    {Context: 1_047_576, MaxOutput: 128_000},
+		// The Responses API serves the same models.
+		"openai-responses": {Context: 1_047_576, MaxOutput: 128_000},
 	}
+	// minOutput is the smallest max_tokens a provider's API accepts: the
+	// Responses API's max_output_tokens is at least 16 (CreateResponse in
+	// openapi.json of github.com/openai/openai-openapi@f85dbe2).
+	minOutput = map[string]int{"openai-responses": 16}
 )
 
 // LimitsOf returns what provider accepts for model: the model's published
@@ -108,7 +114,10 @@ func (s *Scenario) validateLimits() Errors {
 			whose, accept = g.Model, "accepts"
 		}
 		out := g.MaxTokens // what the context window must hold besides the input
-		if g.MaxTokens > lim.MaxOutput {
+		if least := minOutput[g.Provider]; g.MaxTokens < least {
+			bad(from("max_tokens"), "%d is less than the %s API accepts (at least %d output tokens); every call would be refused with 400 invalid_request_error",
+				g.MaxTokens, g.Provider, least)
+		} else if g.MaxTokens > lim.MaxOutput {
 			bad(from("max_tokens"), "%s is more than %s %s (at most %s output tokens); every call would be refused with 400 invalid_request_error",
 				thousands(g.MaxTokens), whose, accept, thousands(lim.MaxOutput))
 			out = 0
