@@ -155,10 +155,10 @@ func (responses) decode(body []byte, defaultMax int) (*call, error) {
 		echo.MaxOutputTokens = v
 	}
 	if req.PreviousResponseID != nil {
-		return nil, notStored("previous_response_id", "Previous response with id %q not found: the mock stores no responses", *req.PreviousResponseID)
+		return nil, notStored("previous_response_id", "previous_response_not_found", "Previous response with id %q not found: the mock stores no responses", *req.PreviousResponseID)
 	}
 	if len(req.Conversation) > 0 && !isNull(req.Conversation) {
-		return nil, notStored("conversation", "conversations are not supported: the mock stores no conversations")
+		return nil, notStored("conversation", "", "conversations are not supported: the mock stores no conversations")
 	}
 	if len(req.StreamOptions) > 0 && !isNull(req.StreamOptions) && !c.stream {
 		return nil, invalid("stream_options", "only allowed when stream is true")
@@ -199,17 +199,13 @@ func (responses) decode(body []byte, defaultMax int) (*call, error) {
 		}
 	}
 
+	// Their ranges are strictness's to check (checkBody), as for the
+	// other APIs.
 	echo.Temperature, echo.TopP = 1, 1
 	if v := req.Temperature; v != nil {
-		if *v < 0 || *v > 2 {
-			return nil, invalid("temperature", "must be in [0, 2], got %v", *v)
-		}
 		echo.Temperature = *v
 	}
 	if v := req.TopP; v != nil {
-		if *v < 0 || *v > 1 {
-			return nil, invalid("top_p", "must be in [0, 1], got %v", *v)
-		}
 		echo.TopP = *v
 	}
 	if v := req.TopLogprobs; v != nil {
@@ -268,9 +264,9 @@ func (responses) decode(body []byte, defaultMax int) (*call, error) {
 }
 
 // notStored is the 400 the API answers for a reference to something it does
-// not have.
-func notStored(param, format string, args ...any) error {
-	return &badRequest{param: param, msg: fmt.Sprintf(format, args...)}
+// not have, with its code when known.
+func notStored(param, code, format string, args ...any) error {
+	return &badRequest{param: param, code: code, msg: fmt.Sprintf(format, args...)}
 }
 
 // inputTokens counts input, a string or a list of items.
@@ -346,7 +342,7 @@ func itemLen(raw json.RawMessage, path string) (int, error) {
 		if it.ID != nil {
 			id = *it.ID
 		}
-		return 0, notStored(path+".id", "Item with id %q not found: the mock stores no items", id)
+		return 0, notStored(path+".id", "", "Item with id %q not found: the mock stores no items", id)
 	case "":
 		return 0, invalid(path+".type", "must not be empty")
 	}

@@ -255,11 +255,11 @@ func TestSDKResponsesErrors(t *testing.T) {
 		{"bad-request", "", sdkKey, func(p responses.ResponseNewParams) responses.ResponseNewParams {
 			p.MaxOutputTokens = openai.Int(8)
 			return p
-		}, 400, "", "max_output_tokens", "[400]"},
+		}, 400, "integer_below_min_value", "max_output_tokens", "[400]"},
 		{"previous-response", "", sdkKey, func(p responses.ResponseNewParams) responses.ResponseNewParams {
 			p.PreviousResponseID = openai.String("resp_123")
 			return p
-		}, 400, "", "previous_response_id", "[400]"},
+		}, 400, "previous_response_not_found", "previous_response_id", "[400]"},
 		{"unauthorized", "", "sk-wrong", nil, 401, "invalid_api_key", "", "[401]"},
 		{"overloaded", "faults: {overloaded: 1}\n", sdkKey, nil, 503, "overloaded", "", "[503 503 503]"},
 	}

@@ -405,29 +405,29 @@ func TestResponsesBadRequest(t *testing.T) {
 	}{
 		{"not-json", `{"model":`, "", "invalid JSON"},
 		{"no-model", `{"input":"hi"}`, "model", "field required"},
-		{"no-input", `{"model":"m"}`, "input", "field required"},
-		{"input-number", `{"model":"m","input":3}`, "input", "want a string or an array"},
-		{"empty-items", `{"model":"m","input":[]}`, "input", "at least one"},
-		{"item-not-object", `{"model":"m","input":["hi"]}`, "input.0", "input item object"},
-		{"bad-role", `{"model":"m","input":[{"role":"robot","content":"hi"}]}`, "input.0.role", `"robot"`},
-		{"no-content", `{"model":"m","input":[{"role":"user"}]}`, "input.0.content", "field required"},
-		{"bad-part", `{"model":"m","input":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}`, "input.0.content.0.type", `"text"`},
-		{"part-text-number", `{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":1}]}]}`, "input.0.content.0.text", "want a string"},
-		{"item-reference", `{"model":"m","input":[{"type":"item_reference","id":"msg_1"}]}`, "input.0.id", "not found"},
-		{"previous-response", `{"model":"m","input":"hi","previous_response_id":"resp_1"}`, "previous_response_id", "not found"},
-		{"max-output-small", `{"model":"m","input":"hi","max_output_tokens":8}`, "max_output_tokens", "at least 16"},
-		{"max-output-large", `{"model":"m","input":"hi","max_output_tokens":999999}`, "max_output_tokens", "above the maximum"},
-		{"max-output-float", `{"model":"m","input":"hi","max_output_tokens":20.5}`, "max_output_tokens", "integer"},
-		{"temperature", `{"model":"m","input":"hi","temperature":3}`, "temperature", "[0, 2]"},
-		{"top-p", `{"model":"m","input":"hi","top_p":1.5}`, "top_p", "[0, 1]"},
-		{"builtin-tool", `{"model":"m","input":"hi","tools":[{"type":"web_search"}]}`, "tools.0.type", "function tools only"},
-		{"tool-name", `{"model":"m","input":"hi","tools":[{"type":"function","name":"get weather"}]}`, "tools.0.name", "letters"},
-		{"tool-params", `{"model":"m","input":"hi","tools":[{"type":"function","name":"f","parameters":"x"}]}`, "tools.0.parameters", "JSON Schema"},
-		{"choice-unknown", `{"model":"m","input":"hi","tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"function","name":"g"}}`, "tool_choice.name", `"g"`},
-		{"choice-required-no-tools", `{"model":"m","input":"hi","tool_choice":"required"}`, "tool_choice", "at least one tool"},
-		{"format-type", `{"model":"m","input":"hi","text":{"format":{"type":"yaml"}}}`, "text.format.type", `"yaml"`},
-		{"format-no-schema", `{"model":"m","input":"hi","text":{"format":{"type":"json_schema","name":"x"}}}`, "text.format.schema", "field required"},
-		{"stream-options", `{"model":"m","input":"hi","stream_options":{"include_obfuscation":false}}`, "stream_options", "stream is true"},
+		{"no-input", `{"model":"gpt-5-mini"}`, "input", "field required"},
+		{"input-number", `{"model":"gpt-5-mini","input":3}`, "input", "want a string or an array"},
+		{"empty-items", `{"model":"gpt-5-mini","input":[]}`, "input", "at least one"},
+		{"item-not-object", `{"model":"gpt-5-mini","input":["hi"]}`, "input.0", "input item object"},
+		{"bad-role", `{"model":"gpt-5-mini","input":[{"role":"robot","content":"hi"}]}`, "input.0.role", `"robot"`},
+		{"no-content", `{"model":"gpt-5-mini","input":[{"role":"user"}]}`, "input.0.content", "field required"},
+		{"bad-part", `{"model":"gpt-5-mini","input":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}`, "input.0.content.0.type", `"text"`},
+		{"part-text-number", `{"model":"gpt-5-mini","input":[{"role":"user","content":[{"type":"input_text","text":1}]}]}`, "input.0.content.0.text", "want a string"},
+		{"item-reference", `{"model":"gpt-5-mini","input":[{"type":"item_reference","id":"msg_1"}]}`, "input.0.id", "not found"},
+		{"previous-response", `{"model":"gpt-5-mini","input":"hi","previous_response_id":"resp_1"}`, "previous_response_id", "not found"},
+		{"max-output-small", `{"model":"gpt-5-mini","input":"hi","max_output_tokens":8}`, "max_output_tokens", "at least 16"},
+		{"max-output-large", `{"model":"gpt-5-mini","input":"hi","max_output_tokens":999999}`, "max_output_tokens", "above the maximum"},
+		{"max-output-float", `{"model":"gpt-5-mini","input":"hi","max_output_tokens":20.5}`, "max_output_tokens", "integer"},
+		{"temperature", `{"model":"gpt-5-mini","input":"hi","temperature":3}`, "temperature", "Expected a value <= 2"},
+		{"top-p", `{"model":"gpt-5-mini","input":"hi","top_p":1.5}`, "top_p", "Expected a value <= 1"},
+		{"builtin-tool", `{"model":"gpt-5-mini","input":"hi","tools":[{"type":"web_search"}]}`, "tools.0.type", "function tools only"},
+		{"tool-name", `{"model":"gpt-5-mini","input":"hi","tools":[{"type":"function","name":"get weather"}]}`, "tools.0.name", "letters"},
+		{"tool-params", `{"model":"gpt-5-mini","input":"hi","tools":[{"type":"function","name":"f","parameters":"x"}]}`, "tools.0.parameters", "JSON Schema"},
+		{"choice-unknown", `{"model":"gpt-5-mini","input":"hi","tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"function","name":"g"}}`, "tool_choice.name", `"g"`},
+		{"choice-required-no-tools", `{"model":"gpt-5-mini","input":"hi","tool_choice":"required"}`, "tool_choice", "at least one tool"},
+		{"format-type", `{"model":"gpt-5-mini","input":"hi","text":{"format":{"type":"yaml"}}}`, "text.format.type", `"yaml"`},
+		{"format-no-schema", `{"model":"gpt-5-mini","input":"hi","text":{"format":{"type":"json_schema","name":"x"}}}`, "text.format.schema", "field required"},
+		{"stream-options", `{"model":"gpt-5-mini","input":"hi","stream_options":{"include_obfuscation":false}}`, "stream_options", "stream is true"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -470,7 +470,7 @@ func TestResponsesBadRequest(t *testing.T) {
 func TestResponsesRoutes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := startMock(t, responsesLatency)
-		const body = `{"model":"m","input":"hi"}`
+		const body = `{"model":"gpt-5-mini","input":"hi"}`
 		cases := []struct {
 			name   string
 			method string
@@ -525,7 +525,7 @@ latency: {ttft: 0s, per_token: 100ms}
 limits: {max_concurrent: 1, rpm: 100}
 `)
 			held := h.block(t, 25)
-			status, hdr, b := h.post(t, "/v1/responses", `{"model":"m","input":"hi","max_output_tokens":16}`)
+			status, hdr, b := h.post(t, "/v1/responses", `{"model":"gpt-5-mini","input":"hi","max_output_tokens":16}`)
 			if status != 429 {
 				t.Fatalf("status %d, want 429: %s", status, b)
 			}
@@ -557,14 +557,14 @@ api_keys: [`+sdkKey+`]
 latency: {ttft: 0s, per_token: 1ms}
 limits: {tpm: 100}
 `)
-			status, hdr, b := h.post(t, "/v1/responses", `{"model":"m","input":"hi","max_output_tokens":60}`)
+			status, hdr, b := h.post(t, "/v1/responses", `{"model":"gpt-5-mini","input":"hi","max_output_tokens":60}`)
 			if status != 200 {
 				t.Fatalf("first: status %d: %s", status, b)
 			}
 			if got := hdr.Get("X-Ratelimit-Remaining-Tokens"); got != "40" {
 				t.Errorf("remaining tokens after charging max_output_tokens 60 of 100 = %q, want 40", got)
 			}
-			status, _, b = h.post(t, "/v1/responses", `{"model":"m","input":"hi","max_output_tokens":60}`)
+			status, _, b = h.post(t, "/v1/responses", `{"model":"gpt-5-mini","input":"hi","max_output_tokens":60}`)
 			if status != 429 {
 				t.Fatalf("second: status %d, want 429: %s", status, b)
 			}
@@ -588,7 +588,7 @@ api_keys: [`+sdkKey+`]
 latency: {ttft: 0s, per_token: 10ms}
 faults: {stream_error: 1}
 `)
-			status, _, b := h.post(t, "/v1/responses", `{"model":"m","input":"hi","max_output_tokens":40,"stream":true}`)
+			status, _, b := h.post(t, "/v1/responses", `{"model":"gpt-5-mini","input":"hi","max_output_tokens":40,"stream":true}`)
 			if status != 200 {
 				t.Fatalf("status %d: %s", status, b)
 			}
@@ -624,7 +624,7 @@ faults: {stream_error: 1}
 api_keys: [`+sdkKey+`]
 faults: {overloaded: 1}
 `)
-			status, _, b := h.post(t, "/v1/responses", `{"model":"m","input":"hi"}`)
+			status, _, b := h.post(t, "/v1/responses", `{"model":"gpt-5-mini","input":"hi"}`)
 			if status != 503 {
 				t.Fatalf("status %d, want 503: %s", status, b)
 			}
@@ -640,7 +640,7 @@ faults: {overloaded: 1}
 api_keys: [`+sdkKey+`]
 output: {text: '{"ok": "ja \"quoted\" — ✓"}'}
 `)
-			status, _, b := h.post(t, "/v1/responses", `{"model":"m","input":"hi"}`)
+			status, _, b := h.post(t, "/v1/responses", `{"model":"gpt-5-mini","input":"hi"}`)
 			if status != 200 {
 				t.Fatalf("status %d: %s", status, b)
 			}
@@ -654,18 +654,18 @@ output: {text: '{"ok": "ja \"quoted\" — ✓"}'}
 
 // responsesSeeds are bodies worth starting from for /v1/responses.
 var responsesSeeds = []string{
-	`{"model":"m","input":"Hello"}`,
-	`{"model":"m","input":"Hello","stream":true}`,
-	`{"model":"m","instructions":"Be terse.","input":[{"role":"user","content":[{"type":"input_text","text":"Hi"},{"type":"input_image","image_url":"data:image/png;base64,AAAA"}]},{"role":"assistant","content":"b"}],"max_output_tokens":16}`,
-	`{"model":"m","input":[{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"ok"}],"stream":true,"stream_options":{"include_obfuscation":false}}`,
-	`{"model":"m","input":"x","tools":[{"type":"function","name":"f","parameters":{"type":"object"},"strict":false}],"tool_choice":"required","parallel_tool_calls":false}`,
-	`{"model":"m","input":"x","tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"allowed_tools","mode":"auto","tools":[{"type":"function","name":"f"}]}}`,
-	`{"model":"m","input":"x","text":{"format":{"type":"json_schema","name":"s","schema":{"type":"object"},"description":"d"},"verbosity":"low"}}`,
-	`{"model":"m","input":"x","text":{"format":{"type":"json_object"}},"reasoning":{"effort":"low","summary":"auto"},"metadata":{"a":"b"},"user":"u","safety_identifier":"s","prompt_cache_key":"k","truncation":"auto","top_logprobs":3,"max_tool_calls":2,"store":false}`,
-	`{"model":"m","input":[{"type":"item_reference","id":"x"}]}`,
-	`{"model":"m","input":"x","previous_response_id":"resp_1"}`,
-	`{"model":"m","input":"x","max_output_tokens":15}`,
-	`{"model":"m","input":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}`,
+	`{"model":"gpt-5-mini","input":"Hello"}`,
+	`{"model":"gpt-5-mini","input":"Hello","stream":true}`,
+	`{"model":"gpt-5-mini","instructions":"Be terse.","input":[{"role":"user","content":[{"type":"input_text","text":"Hi"},{"type":"input_image","image_url":"data:image/png;base64,AAAA"}]},{"role":"assistant","content":"b"}],"max_output_tokens":16}`,
+	`{"model":"gpt-5-mini","input":[{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"ok"}],"stream":true,"stream_options":{"include_obfuscation":false}}`,
+	`{"model":"gpt-5-mini","input":"x","tools":[{"type":"function","name":"f","parameters":{"type":"object"},"strict":false}],"tool_choice":"required","parallel_tool_calls":false}`,
+	`{"model":"gpt-5-mini","input":"x","tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"allowed_tools","mode":"auto","tools":[{"type":"function","name":"f"}]}}`,
+	`{"model":"gpt-5-mini","input":"x","text":{"format":{"type":"json_schema","name":"s","schema":{"type":"object"},"description":"d"},"verbosity":"low"}}`,
+	`{"model":"gpt-5-mini","input":"x","text":{"format":{"type":"json_object"}},"reasoning":{"effort":"low","summary":"auto"},"metadata":{"a":"b"},"user":"u","safety_identifier":"s","prompt_cache_key":"k","truncation":"auto","top_logprobs":3,"max_tool_calls":2,"store":false}`,
+	`{"model":"gpt-5-mini","input":[{"type":"item_reference","id":"x"}]}`,
+	`{"model":"gpt-5-mini","input":"x","previous_response_id":"resp_1"}`,
+	`{"model":"gpt-5-mini","input":"x","max_output_tokens":15}`,
+	`{"model":"gpt-5-mini","input":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}`,
 }
 
 // FuzzResponses: no body sent to /v1/responses panics the server or gets a
