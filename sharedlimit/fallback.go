@@ -2,57 +2,97 @@ package sharedlimit
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/ratelab/ratelab/strategies"
 )
 
-// fallback admits calls while Redis is lost, to this process's share of
-// each limit: requests through a strategies.TokenBucket, then tokens and
-// slots through a strategies.TokenFirst.
-type fallback struct {
-	share int                     // concurrency share; 0 when not limited
-	rpm   *strategies.TokenBucket // nil when requests are not paced
-	tf    *strategies.TokenFirst
+// epochTTL is how long the epoch of a limit outlives its last process.
+const epochTTL = 24 * time.Hour
+
+// quietTime is how long a limit grants no slot after its state was found
+// lost (FLUSHALL, a Redis restart without persistence) or a process came back
+// from a loss: two heartbeats, in which every live process notices and
+// re-asserts its leases, plus the second go-redis's pool waits between dials
+// once it has given up on a server.
+func quietTime(leaseTTL time.Duration) time.Duration {
+	return 2*min(leaseTTL/3, time.Second) + time.Second
 }
 
-// newFallback returns the fallback of one of peers processes. Its token
-// burst stays the whole TokenBurst, so that no call the shared budget would
-// admit is refused; it refills at the process's share of TPM.
-func newFallback(cfg Config, peers int) *fallback {
+// errModeChanged: the fallback ended while a call waited in it; ask again.
+var errModeChanged = errors.New("sharedlimit: redis is back")
+
+// fallback admits calls while Redis is lost, to this process's share of
+// each limit: requests through a strategies.TokenBucket, tokens through a
+// strategies.TokenFirst, and slots by counting this process's calls.
+//
+// The slots: the other processes may have held more than their share when
+// Redis went (the shared line gives slots to whoever waits), and nothing
+// tells this process how many. So until LeaseTTL after the loss (the time
+// the calls started then take to end, LeaseTTL being above a call's p99
+// latency) it admits a call only in place of one of its own that ended,
+// holding at most min(share, the calls it ran at the loss); only then its
+// whole share. Each process then holds at most what it held, and the sum
+// stays within the limit.
+type fallback struct {
+	share int       // concurrency share; 0 when not limited
+	held  int       // calls this process ran when Redis went, at most share
+	until time.Time // when held stops applying
+	rpm   *strategies.TokenBucket // nil when requests are not paced
+	tf    *strategies.TokenFirst  // nil when tokens are not budgeted
+}
+
+// newFallback returns the fallback of one of peers processes, which runs
+// held calls at the loss. Its token burst stays the whole TokenBurst, so
+// that no call the shared budget would admit is refused; it refills at the
+// process's share of TPM.
+func newFallback(cfg Config, peers, held int, now time.Time) *fallback {
 	n := float64(peers)
-	f := &fallback{}
+	f := &fallback{until: now.Add(cfg.LeaseTTL)}
 	if cfg.MaxConcurrent > 0 {
 		f.share = max(1, cfg.MaxConcurrent/peers)
+		f.held = min(held, f.share)
 	}
 	if cfg.RPM > 0 {
 		f.rpm = strategies.NewTokenBucket(strategies.TokenBucketConfig{RPM: cfg.RPM / n, RequestBurst: cfg.RequestBurst})
 	}
-	f.tf = strategies.NewTokenFirst(strategies.TokenFirstConfig{
-		TPM:           cfg.TPM / n,
-		TokenBurst:    cfg.TokenBurst,
-		MaxConcurrent: f.share,
-	})
+	if cfg.TPM > 0 {
+		f.tf = strategies.NewTokenFirst(strategies.TokenFirstConfig{TPM: cfg.TPM / n, TokenBurst: cfg.TokenBurst})
+	}
 	return f
+}
+
+// slots returns how many calls this process may run at now, and until when
+// that holds (zero: for good).
+func (f *fallback) slots(now time.Time) (int, time.Time) {
+	if now.Before(f.until) {
+		return f.held, f.until
+	}
+	return f.share, time.Time{}
 }
 
 // localPermit is a call admitted by a fallback.
 type localPermit struct {
-	rpm, tf strategies.Permit // rpm nil when requests are not paced
+	rpm, tf strategies.Permit // nil when not paced, not budgeted
 }
 
 func (l *localPermit) observe(o strategies.Outcome) {
 	if l.rpm != nil {
 		l.rpm.Observe(o)
 	}
-	l.tf.Observe(o)
+	if l.tf != nil {
+		l.tf.Observe(o)
+	}
 }
 
 func (l *localPermit) done(o strategies.Outcome) {
 	if l.rpm != nil {
 		l.rpm.Done(o)
 	}
-	l.tf.Done(o)
+	if l.tf != nil {
+		l.tf.Done(o)
+	}
 }
 
 // fallback returns the fallback while Redis is lost, nil otherwise.
@@ -62,12 +102,16 @@ func (s *Shared) fallback() *fallback {
 	return s.fb
 }
 
-// acquireLocal admits a call through fb, adding its waits to w.
+// acquireLocal admits a call through fb, adding its waits to w. It returns
+// errModeChanged when fb ended meanwhile.
 func (s *Shared) acquireLocal(ctx context.Context, fb *fallback, c strategies.Cost, w *strategies.Waits) (*permit, error) {
 	if err := s.waitLocalGate(ctx, w); err != nil {
 		return nil, err
 	}
 	lp := &localPermit{}
+	giveBack := func(err error) {
+		lp.done(strategies.Outcome{Kind: strategies.Canceled, Err: err})
+	}
 	if fb.rpm != nil {
 		p, err := fb.rpm.Acquire(ctx, c)
 		if err != nil {
@@ -76,48 +120,88 @@ func (s *Shared) acquireLocal(ctx context.Context, fb *fallback, c strategies.Co
 		lp.rpm = p
 		*w = w.Add(p.(strategies.WaitReporter).Waited())
 	}
-	p, err := fb.tf.Acquire(ctx, c)
-	if err != nil {
-		if lp.rpm != nil {
-			lp.rpm.Done(strategies.Outcome{Kind: strategies.Canceled, Err: err})
+	if fb.tf != nil {
+		p, err := fb.tf.Acquire(ctx, c)
+		if err != nil {
+			giveBack(err)
+			return nil, err
 		}
-		return nil, err
+		lp.tf = p
+		*w = w.Add(p.(strategies.WaitReporter).Waited())
 	}
-	lp.tf = p
-	*w = w.Add(p.(strategies.WaitReporter).Waited())
-	lease := ""
-	if s.cfg.MaxConcurrent > 0 {
-		lease = s.leaseID()
+	for {
+		now := time.Now()
+		s.mu.Lock()
+		if s.fb != fb {
+			s.mu.Unlock()
+			giveBack(errModeChanged)
+			return nil, errModeChanged
+		}
+		n, until := fb.slots(now)
+		if s.cfg.MaxConcurrent == 0 || s.leased < n {
+			lease := ""
+			if s.cfg.MaxConcurrent > 0 {
+				lease = s.leaseID()
+			}
+			p := s.registerLocked(lease, false, 0, lp, *w)
+			s.mu.Unlock()
+			p.start()
+			return p, nil
+		}
+		freed := s.freed
+		s.mu.Unlock()
+		var timeout <-chan time.Time
+		var t *time.Timer
+		if !until.IsZero() {
+			t = time.NewTimer(until.Sub(now))
+			timeout = t.C
+		}
+		select {
+		case <-freed:
+		case <-timeout:
+		case <-ctx.Done():
+		}
+		if t != nil {
+			t.Stop()
+		}
+		w.Slot += time.Since(now)
+		if err := ctx.Err(); err != nil {
+			giveBack(err)
+			return nil, err
+		}
 	}
-	pm := s.newPermit(lease, false, 0, lp, *w)
-	if lease != "" && s.fallback() == nil {
-		// Redis came back while this call waited: count it there now.
-		s.adopt([]*permit{pm})
-	}
-	return pm, nil
 }
 
 // lose switches to the fallback after a Redis failure, once per loss.
 func (s *Shared) lose(err error) {
+	now := time.Now()
 	s.mu.Lock()
 	if s.fb != nil || s.closed {
 		s.mu.Unlock()
 		return
 	}
 	peers := max(s.peers, s.cfg.Peers, 1)
-	s.fb = newFallback(s.cfg, peers)
-	share := s.fb.share
+	s.fb = newFallback(s.cfg, peers, s.leased, now)
+	share, held := s.fb.share, s.fb.held
 	s.stats.Limit = float64(share)
-	s.emitLocked(strategies.Event{Time: time.Now(), Type: EventRedisLost, Value: float64(share), Reason: err.Error()})
+	s.emitLocked(strategies.Event{Time: now, Type: EventRedisLost, Value: float64(share), Reason: err.Error()})
 	s.mu.Unlock()
 	s.cfg.Logger.Warn("sharedlimit: redis lost; admitting calls to this process's share of the limit until it is back",
-		"key", s.cfg.Key, "peers", peers, "max_concurrent", share,
+		"key", s.cfg.Key, "peers", peers, "max_concurrent", share, "running", s.leasedNow(),
+		"held_for", s.cfg.LeaseTTL, "held", held,
 		"rpm", s.cfg.RPM/float64(peers), "tpm", s.cfg.TPM/float64(peers), "err", err)
 	s.wake()
 }
 
-// monitor beats every s.beat until Close: the heartbeat counts the peers
-// and, while Redis is lost, is the probe that finds it back.
+func (s *Shared) leasedNow() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.leased
+}
+
+// monitor beats every s.beat until Close: the heartbeat counts the peers,
+// finds a lost state (a new epoch) and, while Redis is lost, is the probe
+// that finds it back.
 func (s *Shared) monitor() {
 	defer s.wg.Done()
 	t := time.NewTicker(s.beat)
@@ -129,50 +213,94 @@ func (s *Shared) monitor() {
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.OpTimeout)
-		if err := s.heartbeat(ctx); err != nil {
+		epoch, err := s.heartbeat(ctx, true)
+		switch {
+		case err != nil:
 			s.lose(err)
-		} else if s.fallback() != nil {
+		case s.fallback() != nil:
 			s.recover(ctx)
+		default:
+			s.mu.Lock()
+			changed := epoch != s.epoch
+			s.mu.Unlock()
+			if changed {
+				if err := s.reassert(ctx); err != nil {
+					s.lose(err)
+				}
+			}
 		}
 		cancel()
 	}
 }
 
-// heartbeat registers this process among the peers and counts them.
-func (s *Shared) heartbeat(ctx context.Context) error {
+// heartbeat registers this process among the peers, counts them and returns
+// the epoch; lost says that a missing epoch means a lost state.
+func (s *Shared) heartbeat(ctx context.Context, lost bool) (int64, error) {
 	ttl := max(s.cfg.LeaseTTL, 3*s.beat)
-	n, err := beatScript.Run(ctx, s.client, []string{s.keys.peers}, s.id, ttl.Microseconds()).Int64()
+	flag := 0
+	if lost {
+		flag = 1
+	}
+	r, err := beatScript.Run(ctx, s.client, []string{s.keys.peers, s.keys.epoch, s.keys.quiet},
+		s.id, ttl.Microseconds(), s.quietUS, epochTTL.Milliseconds(), flag).Int64Slice()
+	if err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	s.peers = int(r[0])
+	s.mu.Unlock()
+	return r[1], nil
+}
+
+// reassert registers the lease of every call running here in Redis, quiets
+// the limit so that the other processes may do the same before any slot is
+// granted, and takes the epoch it finds. It is what this process does when
+// Redis lost its state or comes back after a loss.
+func (s *Shared) reassert(ctx context.Context) error {
+	s.mu.Lock()
+	var ps []*permit
+	args := []any{s.leaseUS, s.quietUS, epochTTL.Milliseconds()}
+	for p := range s.live {
+		if p.lease != "" {
+			ps = append(ps, p)
+			args = append(args, p.lease)
+		}
+	}
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.OpTimeout)
+	defer cancel()
+	epoch, err := reassertScript.Run(ctx, s.client, []string{s.keys.leases, s.keys.epoch, s.keys.quiet}, args...).Int64()
 	if err != nil {
 		return err
 	}
 	s.mu.Lock()
-	s.peers = int(n)
+	changed := epoch != s.epoch
+	s.epoch = epoch
 	s.mu.Unlock()
+	for _, p := range ps {
+		p.registered.Store(true)
+		// A call that ended while its lease was re-asserted released
+		// nothing, or released it before: release it (again).
+		if p.done.Load() {
+			s.release(p.lease, 0)
+		}
+	}
+	if changed {
+		s.cfg.Logger.Warn("sharedlimit: redis lost the shared state; re-asserted this process's running calls",
+			"key", s.cfg.Key, "leases", len(ps), "quiet", micros(s.quietUS))
+	}
 	return nil
 }
 
-// recover goes back to the shared limits. It first registers the lease of
+// recover goes back to the shared limits. It first re-asserts the lease of
 // every call still running (those the fallback let in, and those whose
-// leases lapsed while Redis was lost), so that the shared count includes
-// them, and releases the leases of the calls that ended meanwhile.
+// leases lapsed while Redis was lost), quieting the limit until the other
+// processes have done the same, and releases the leases of the calls that
+// ended meanwhile.
 func (s *Shared) recover(ctx context.Context) {
-	s.mu.Lock()
-	var ps []*permit
-	for p := range s.live {
-		if p.lease != "" {
-			ps = append(ps, p)
-		}
-	}
-	orphans := s.orphans
-	s.mu.Unlock()
-	if !s.adoptCtx(ctx, ps) {
+	if err := s.reassert(ctx); err != nil {
+		s.lose(err)
 		return
-	}
-	for _, lease := range orphans {
-		if err := releaseScript.Run(ctx, s.client, []string{s.keys.leases, s.keys.tpm}, lease, s.keys.freed, 0, 0).Err(); err != nil {
-			s.lose(err)
-			return
-		}
 	}
 	s.mu.Lock()
 	if s.fb == nil {
@@ -180,34 +308,32 @@ func (s *Shared) recover(ctx context.Context) {
 		return
 	}
 	s.fb = nil
-	s.orphans = s.orphans[len(orphans):]
+	orphans := s.orphans
+	s.orphans = nil
+	// Calls the fallback let in after reassert listed the running ones.
+	var late []*permit
+	for p := range s.live {
+		if p.lease != "" && !p.registered.Load() {
+			late = append(late, p)
+		}
+	}
+	adopted := s.leased
 	s.stats.Limit = float64(s.cfg.MaxConcurrent)
 	s.emitLocked(strategies.Event{Time: time.Now(), Type: EventRedisRecovered, Value: float64(s.cfg.MaxConcurrent)})
 	s.mu.Unlock()
-	s.cfg.Logger.Info("sharedlimit: redis is back; shared limits apply again", "key", s.cfg.Key, "adopted", len(ps))
-	// A call that ended while its lease was being adopted released nothing.
-	for _, p := range ps {
-		if p.done.Load() {
-			s.release(p.lease, 0)
-		}
+	s.adopt(ctx, late)
+	for _, lease := range orphans {
+		s.release(lease, 0)
 	}
+	s.cfg.Logger.Info("sharedlimit: redis is back; shared limits apply again after the quiet time",
+		"key", s.cfg.Key, "adopted", adopted, "quiet", micros(s.quietUS))
+	s.wake()
 }
 
 // adopt registers the leases of ps in Redis, best effort.
-func (s *Shared) adopt(ps []*permit) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.OpTimeout)
-	defer cancel()
-	s.adoptCtx(ctx, ps)
-	for _, p := range ps {
-		if p.done.Load() {
-			s.release(p.lease, 0)
-		}
-	}
-}
-
-func (s *Shared) adoptCtx(ctx context.Context, ps []*permit) bool {
+func (s *Shared) adopt(ctx context.Context, ps []*permit) {
 	if len(ps) == 0 {
-		return true
+		return
 	}
 	args := []any{s.leaseUS}
 	for _, p := range ps {
@@ -215,12 +341,14 @@ func (s *Shared) adoptCtx(ctx context.Context, ps []*permit) bool {
 	}
 	if err := renewScript.Run(ctx, s.client, []string{s.keys.leases}, args...).Err(); err != nil {
 		s.lose(err)
-		return false
+		return
 	}
 	for _, p := range ps {
 		p.registered.Store(true)
+		if p.done.Load() {
+			s.release(p.lease, 0)
+		}
 	}
-	return true
 }
 
 // leaseLost reports a running call whose lease had expired.

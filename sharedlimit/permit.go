@@ -30,22 +30,28 @@ var (
 	_ strategies.WaitReporter = (*permit)(nil)
 )
 
-// newPermit records the grant and starts renewing the lease, if any.
-func (s *Shared) newPermit(lease string, registered bool, tokens int, local *localPermit, w strategies.Waits) *permit {
+// registerLocked records the grant; s.mu is held. Call start after
+// unlocking.
+func (s *Shared) registerLocked(lease string, registered bool, tokens int, local *localPermit, w strategies.Waits) *permit {
 	p := &permit{s: s, lease: lease, tokens: tokens, local: local, waits: w, stop: make(chan struct{}), stopped: make(chan struct{})}
 	p.registered.Store(registered)
-	s.mu.Lock()
 	s.stats.Permits++
 	s.stats.InFlight++
 	addWaits(&s.stats, w)
 	s.live[p] = struct{}{}
-	s.mu.Unlock()
-	if lease == "" {
+	if lease != "" {
+		s.leased++
+	}
+	return p
+}
+
+// start starts renewing the lease, if any.
+func (p *permit) start() {
+	if p.lease == "" {
 		close(p.stopped)
 	} else {
 		go p.renew()
 	}
-	return p
 }
 
 // renew extends the lease every LeaseTTL/3 until Done. While Redis is lost
@@ -116,7 +122,14 @@ func (p *permit) Done(o strategies.Outcome) {
 	count(&s.stats, o)
 	s.stats.InFlight--
 	delete(s.live, p)
+	if p.lease != "" {
+		s.leased--
+	}
+	local := s.fb != nil
 	s.mu.Unlock()
+	if local {
+		s.wake() // a fallback's waiters count the calls running here
+	}
 	s.learn(o)
 
 	// Stop renewing before releasing, or a renewal under way could put the

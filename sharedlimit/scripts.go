@@ -16,10 +16,13 @@ import "github.com/redis/go-redis/v9"
 //	ratelab:{K}:freed    Pub/Sub channel: a lease was released
 //	ratelab:{K}:fleet    hash: provider/key → the fleet's learned limit (Fleet)
 //	ratelab:{K}:probe:P  string: the holder of provider/key P's probe token, PX expiry (Fleet)
+//	ratelab:{K}:epoch    string: when this state was created (µs, Redis clock); see epoch below
+//	ratelab:{K}:quiet    string, PX expiry: while it exists no slot is granted (see epoch below)
 //
 // Every key expires by itself when nobody uses the limit any more.
 type keyspace struct {
 	leases, waiters, wexp, peers, rpm, tpm, gate, freed string
+	epoch, quiet                                        string
 	fleet                                               string
 	prefix                                              string
 }
@@ -38,6 +41,8 @@ func newKeyspace(name string) keyspace {
 		tpm:     p + "tpm",
 		gate:    p + "gate",
 		freed:   p + "freed",
+		epoch:   p + "epoch",
+		quiet:   p + "quiet",
 		fleet:   p + "fleet",
 		prefix:  p,
 	}
@@ -45,7 +50,7 @@ func newKeyspace(name string) keyspace {
 
 // all returns every key (not the channel), for cleaning up.
 func (k keyspace) all() []string {
-	return []string{k.leases, k.waiters, k.wexp, k.peers, k.rpm, k.tpm, k.gate, k.fleet}
+	return []string{k.leases, k.waiters, k.wexp, k.peers, k.rpm, k.tpm, k.gate, k.fleet, k.epoch, k.quiet}
 }
 
 // luaPrelude is shared by every script: now is Redis's own clock in
@@ -77,19 +82,47 @@ local function settle(key, step, n)
     redis.call('SET', key, string.format('%.3f', new), 'PX', math.ceil((new - now) / 1000) + 1000)
   end
 end
+-- quiet makes sure no slot is granted for the next q µs.
+local function quiet(qkey, q)
+  local ms = math.ceil(q / 1000)
+  if redis.call('PTTL', qkey) < ms then redis.call('SET', qkey, '1', 'PX', ms) end
+end
+-- epoch returns the state's epoch and keeps it for ettl ms. A missing epoch
+-- means a new limit or one whose state Redis lost (FLUSHALL, a restart
+-- without persistence): it is created and, when lost says the caller knows
+-- the state existed (it knew an epoch, or other processes are subscribed to
+-- the limit's channel), the limit is quieted for q µs, the time every live
+-- process takes to notice and re-assert its leases.
+local function epoch(ekey, qkey, q, ettl, lost)
+  local e = redis.call('GET', ekey)
+  if not e then
+    e = string.format('%.0f', now)
+    if lost then quiet(qkey, q) end
+  end
+  redis.call('SET', ekey, e, 'PX', ettl)
+  return e
+end
 `
 
 // slotScript tries to take a lease for a process's head waiter.
 //
-// KEYS: leases, waiters, wexp, gate. ARGV: limit, lease id, lease TTL (µs),
-// waiter id, waiter TTL (µs).
+// KEYS: leases, waiters, wexp, gate, epoch, quiet. ARGV: limit, lease id,
+// lease TTL (µs), waiter id, waiter TTL (µs), the epoch the process knows,
+// quiet time (µs), epoch TTL (ms).
 //
-// It returns {1, leases in use, 0} when granted; {0, µs until the gate
-// opens, 1} when the retry-after gate is closed; otherwise {0, µs until the
-// earliest lease expires (0 if none), 0}, with the waiter in line. A process
-// is granted a lease only when the waiters ahead of it could all take one
-// too, so that processes are served in the order they started waiting.
+// It returns {1, leases in use, 0} when granted; {0, the epoch, 2} when the
+// epoch is not the one the process knows (it must re-assert its leases
+// first); {0, µs until the quiet time ends, 3} while the limit is quiet;
+// {0, µs until the gate opens, 1} when the retry-after gate is closed;
+// otherwise {0, µs until the earliest lease expires (0 if none), 0}, with
+// the waiter in line. A process is granted a lease only when the waiters
+// ahead of it could all take one too, so that processes are served in the
+// order they started waiting.
 var slotScript = redis.NewScript(luaPrelude + `
+local e = epoch(KEYS[5], KEYS[6], tonumber(ARGV[7]), tonumber(ARGV[8]), true)
+if e ~= ARGV[6] then return {0, tonumber(e), 2} end
+local qt = redis.call('PTTL', KEYS[6])
+if qt > 0 then return {0, qt * 1000, 3} end
 local g = gatewait(KEYS[4])
 if g > 0 then return {0, g, 1} end
 local limit, ttl, wttl = tonumber(ARGV[1]), tonumber(ARGV[3]), tonumber(ARGV[5])
@@ -206,13 +239,36 @@ redis.call('SET', KEYS[1], string.format('%.3f', now + d), 'PX', math.ceil(d / 1
 return 1
 `)
 
-// beatScript records a process's heartbeat and returns how many processes
-// share the limit. KEYS: peers. ARGV: process id, heartbeat TTL (µs).
+// beatScript records a process's heartbeat and returns {how many processes
+// share the limit, the epoch}. KEYS: peers, epoch, quiet. ARGV: process id,
+// heartbeat TTL (µs), quiet time (µs), epoch TTL (ms), 1 when a missing
+// epoch means a lost state (else 0: a new limit).
 var beatScript = redis.NewScript(luaPrelude + `
+local e = epoch(KEYS[2], KEYS[3], tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5] == '1')
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
 keep(KEYS[1], math.ceil(tonumber(ARGV[2]) / 1000) + 1000)
-return redis.call('ZCARD', KEYS[1])
+return {redis.call('ZCARD', KEYS[1]), tonumber(e)}
+`)
+
+// reassertScript registers the leases of a process's running calls after
+// Redis lost them or was lost (a process that admitted calls through its
+// fallback, or whose state was wiped), and quiets the limit for q µs from
+// now, so that the other processes have the time to re-assert theirs before
+// any slot is granted on a count that lacks them.
+//
+// KEYS: leases, epoch, quiet. ARGV: lease TTL (µs), quiet time (µs), epoch
+// TTL (ms), then the lease ids. It returns the epoch.
+var reassertScript = redis.NewScript(luaPrelude + `
+local q = tonumber(ARGV[2])
+local e = epoch(KEYS[2], KEYS[3], q, tonumber(ARGV[3]), true)
+quiet(KEYS[3], q)
+local ttl = tonumber(ARGV[1])
+for i = 4, #ARGV do
+  redis.call('ZADD', KEYS[1], now + ttl, ARGV[i])
+end
+keep(KEYS[1], math.ceil(ttl / 1000) + 1000)
+return tonumber(e)
 `)
 
 // partScript removes a process from the peers and from the line.

@@ -75,6 +75,7 @@ type Shared struct {
 	tokStep float64
 	leaseUS int64
 	beat    time.Duration
+	quietUS int64 // how long a limit stays quiet after its state was lost
 
 	turn chan struct{} // the head of the local line waiting for a slot holds it
 
@@ -82,7 +83,9 @@ type Shared struct {
 	stats     strategies.Stats
 	fb        *fallback // non-nil while Redis is lost
 	peers     int       // processes sharing the limit, as last seen
+	epoch     int64     // the epoch of the state in Redis, as last seen
 	live      map[*permit]struct{}
+	leased    int // live permits holding a lease
 	freed     chan struct{} // closed and replaced when a slot may have freed
 	gateUntil time.Time
 	closed    bool
@@ -115,6 +118,7 @@ func New(ctx context.Context, cfg Config) (*Shared, error) {
 		id:      processID(),
 		leaseUS: cfg.LeaseTTL.Microseconds(),
 		beat:    min(cfg.LeaseTTL/3, time.Second),
+		quietUS: quietTime(cfg.LeaseTTL).Microseconds(),
 		turn:    make(chan struct{}, 1),
 		live:    make(map[*permit]struct{}),
 		freed:   make(chan struct{}),
@@ -145,12 +149,22 @@ func New(ctx context.Context, cfg Config) (*Shared, error) {
 	}
 	pctx, cancel := context.WithTimeout(ctx, cfg.OpTimeout)
 	defer cancel()
-	if err := s.heartbeat(pctx); err != nil {
+	// A missing epoch is a new limit, unless processes are already
+	// subscribed to its channel (subscriptions outlive FLUSHALL): then
+	// Redis lost their state, and the limit stays quiet while they
+	// re-assert their leases.
+	subs, err := s.client.PubSubNumSub(pctx, s.keys.freed).Result()
+	var epoch int64
+	if err == nil {
+		epoch, err = s.heartbeat(pctx, subs[s.keys.freed] > 0)
+	}
+	if err != nil {
 		if s.owned {
 			s.client.Close()
 		}
 		return nil, fmt.Errorf("%w at %s: %w", ErrUnreachable, addr, err)
 	}
+	s.epoch = epoch
 
 	s.pubsub = s.client.Subscribe(context.Background(), s.keys.freed)
 	ch := s.pubsub.Channel()
@@ -224,6 +238,9 @@ func (s *Shared) Acquire(ctx context.Context, c strategies.Cost) (strategies.Per
 	for {
 		if fb := s.fallback(); fb != nil {
 			p, err := s.acquireLocal(ctx, fb, c, &w)
+			if errors.Is(err, errModeChanged) {
+				continue
+			}
 			if err != nil {
 				s.gaveUp(w)
 				return nil, err // not a nil *permit in a non-nil Permit
@@ -289,7 +306,11 @@ func (s *Shared) acquireShared(ctx context.Context, tokens int, w *strategies.Wa
 			return nil, err
 		}
 	}
-	return s.newPermit(lease, true, tokens, nil, *w), nil
+	s.mu.Lock()
+	p := s.registerLocked(lease, true, tokens, nil, *w)
+	s.mu.Unlock()
+	p.start()
+	return p, nil
 }
 
 // takeSlot waits in the local line, then, at its head, for a shared lease.
@@ -315,18 +336,35 @@ func (s *Shared) takeSlot(ctx context.Context, w *strategies.Waits) (string, err
 	for {
 		freed := s.freedChan()
 		t0 := time.Now()
-		r, err := s.run(ctx, slotScript, []string{s.keys.leases, s.keys.waiters, s.keys.wexp, s.keys.gate},
-			s.cfg.MaxConcurrent, lease, s.leaseUS, s.id, waiterTTL.Microseconds())
+		s.mu.Lock()
+		epoch := s.epoch
+		s.mu.Unlock()
+		r, err := s.run(ctx, slotScript, []string{s.keys.leases, s.keys.waiters, s.keys.wexp, s.keys.gate, s.keys.epoch, s.keys.quiet},
+			s.cfg.MaxConcurrent, lease, s.leaseUS, s.id, waiterTTL.Microseconds(), epoch, s.quietUS, epochTTL.Milliseconds())
 		if err != nil {
 			s.leaveLine()
 			return "", err
 		}
-		if r[0] == 1 {
+		switch {
+		case r[0] == 1:
 			w.Slot += time.Since(t0)
 			return lease, nil
-		}
-		if r[2] == 1 {
+		case r[2] == 1:
 			if err := sleep(ctx, micros(r[1]), &w.RetryAfter); err != nil {
+				s.leaveLine()
+				return "", err
+			}
+			continue
+		case r[2] == 2:
+			// Redis lost the state (or another process found it lost):
+			// count this process's calls there again before asking.
+			if err := s.reassert(ctx); err != nil {
+				return "", err
+			}
+			w.Slot += time.Since(t0)
+			continue
+		case r[2] == 3:
+			if err := sleep(ctx, micros(r[1]), &w.Slot); err != nil {
 				s.leaveLine()
 				return "", err
 			}

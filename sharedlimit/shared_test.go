@@ -86,6 +86,8 @@ func TestGCRA(t *testing.T) {
 		{at: 61 * time.Second, op: "reserve", tokens: 5, wait: 9500 * time.Millisecond, avail: -95}, // 100 of debt + 5, less 1 s of refill, at 10/s
 	}
 	ctx := context.Background()
+	const epoch = 1 // a limit whose state is known: no quiet time
+	c.Set(ctx, ks.epoch, epoch, 0)
 	for i, st := range steps {
 		m.SetTime(t0.Add(st.at))
 		switch st.op {
@@ -584,10 +586,12 @@ func TestSlotLine(t *testing.T) {
 		{ms(6000), "p6", "l6", ms(2000), true},
 	}
 	ctx := context.Background()
+	const epoch = 1 // a limit whose state is known: no quiet time
+	c.Set(ctx, ks.epoch, epoch, 0)
 	for i, st := range steps {
 		m.SetTime(t0.Add(st.at))
-		r, err := slotScript.Run(ctx, c, []string{ks.leases, ks.waiters, ks.wexp, ks.gate},
-			2, st.lease, st.ttl.Microseconds(), st.waiter, wttl.Microseconds()).Int64Slice()
+		r, err := slotScript.Run(ctx, c, []string{ks.leases, ks.waiters, ks.wexp, ks.gate, ks.epoch, ks.quiet},
+			2, st.lease, st.ttl.Microseconds(), st.waiter, wttl.Microseconds(), epoch, 0, epochTTL.Milliseconds()).Int64Slice()
 		if err != nil {
 			t.Fatalf("step %d: %v", i, err)
 		}
@@ -626,26 +630,43 @@ func TestObserveChargesUsage(t *testing.T) {
 	}
 }
 
+// TestFallbackShare: a process's fallback share of each limit, and the
+// slots it may fill: until LeaseTTL after the loss, only those of the calls
+// it ran then (at most its share), then its share.
 func TestFallbackShare(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	tests := []struct {
-		name       string
-		cfg        Config
-		peers      int
-		share      int
-		rate       float64 // requests per second
-		tokenLimit float64 // the fallback's concurrency limit as TokenFirst reports it
+		name   string
+		cfg    Config
+		peers  int
+		held   int // calls running at the loss
+		share  int
+		before int // slots until LeaseTTL after the loss
+		rate   float64
+		tokens bool
 	}{
-		{"alone", Config{MaxConcurrent: 4, RPM: 600}, 1, 4, 10, 4},
-		{"four peers", Config{MaxConcurrent: 20, RPM: 600}, 4, 5, 2.5, 5},
-		{"more peers than slots", Config{MaxConcurrent: 3}, 5, 1, 0, 1},
-		{"uneven", Config{MaxConcurrent: 10, TPM: 9000, TokenBurst: 9000}, 3, 3, 0, 3},
-		{"tokens only", Config{TPM: 9000, TokenBurst: 9000}, 3, 0, 0, 0},
+		{"alone", Config{MaxConcurrent: 4, RPM: 600}, 1, 4, 4, 4, 10, false},
+		{"four peers", Config{MaxConcurrent: 20, RPM: 600}, 4, 3, 5, 3, 2.5, false},
+		{"above its share at the loss", Config{MaxConcurrent: 20}, 2, 12, 10, 10, 0, false},
+		{"idle at the loss", Config{MaxConcurrent: 20}, 2, 0, 10, 0, 0, false},
+		{"more peers than slots", Config{MaxConcurrent: 3}, 5, 2, 1, 1, 0, false},
+		{"uneven", Config{MaxConcurrent: 10, TPM: 9000, TokenBurst: 9000}, 3, 1, 3, 1, 0, true},
+		{"tokens only", Config{TPM: 9000, TokenBurst: 9000}, 3, 0, 0, 0, 0, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFallback(tt.cfg, tt.peers)
+			tt.cfg.LeaseTTL = time.Minute
+			f := newFallback(tt.cfg, tt.peers, tt.held, t0)
 			if f.share != tt.share {
 				t.Errorf("share = %d, want %d", f.share, tt.share)
+			}
+			for _, st := range []struct {
+				at   time.Duration
+				want int
+			}{{0, tt.before}, {59 * time.Second, tt.before}, {time.Minute, tt.share}, {time.Hour, tt.share}} {
+				if got, _ := f.slots(t0.Add(st.at)); got != st.want {
+					t.Errorf("slots(t0+%v) = %d, want %d", st.at, got, st.want)
+				}
 			}
 			if (f.rpm != nil) != (tt.rate > 0) {
 				t.Fatalf("request pacing: %v, want %v", f.rpm != nil, tt.rate > 0)
@@ -655,8 +676,8 @@ func TestFallbackShare(t *testing.T) {
 					t.Errorf("rate = %v/s, want %v/s", got, tt.rate)
 				}
 			}
-			if got := f.tf.Stats().Limit; got != tt.tokenLimit {
-				t.Errorf("concurrency limit = %v, want %v", got, tt.tokenLimit)
+			if (f.tf != nil) != tt.tokens {
+				t.Errorf("token budget: %v, want %v", f.tf != nil, tt.tokens)
 			}
 		})
 	}
@@ -682,5 +703,92 @@ func TestLeaseLost(t *testing.T) {
 	}
 	if n := c.ZCard(context.Background(), ks.leases).Val(); n != 1 {
 		t.Errorf("leases after renewal = %d, want 1: the running call counts again", n)
+	}
+}
+
+// TestEpochAndQuiet replays the scripts that guard a lost state, at explicit
+// instants on miniredis's clock: a limit without an epoch (new, or wiped by
+// FLUSHALL) gets one and grants no slot for the quiet time; a process that
+// knows an older epoch is told to re-assert its leases first; a re-assertion
+// counts the running calls again and quiets the limit anew.
+func TestEpochAndQuiet(t *testing.T) {
+	m, c := miniClient(t)
+	ks := newKeyspace(testKey(t, c))
+	ctx := context.Background()
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	const q = 3 * time.Second
+	now := time.Duration(0)
+	at := func(d time.Duration) { // moves both of miniredis's clocks
+		m.FastForward(d - now)
+		now = d
+		m.SetTime(t0.Add(d))
+	}
+	var known int64
+	n := 0
+	slot := func() []int64 {
+		t.Helper()
+		n++
+		r, err := slotScript.Run(ctx, c, []string{ks.leases, ks.waiters, ks.wexp, ks.gate, ks.epoch, ks.quiet},
+			2, "l"+strconv.Itoa(n), time.Minute.Microseconds(), "p", waiterTTL.Microseconds(), known, q.Microseconds(), epochTTL.Milliseconds()).Int64Slice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	reassert := func(leases ...any) int64 {
+		t.Helper()
+		args := append([]any{time.Minute.Microseconds(), q.Microseconds(), epochTTL.Milliseconds()}, leases...)
+		e, err := reassertScript.Run(ctx, c, []string{ks.leases, ks.epoch, ks.quiet}, args...).Int64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	check := func(step string, r []int64, granted bool, code int64) {
+		t.Helper()
+		if (r[0] == 1) != granted || r[2] != code {
+			t.Errorf("%s: slot script = %v, want granted %v, code %d", step, r, granted, code)
+		}
+	}
+
+	at(0)
+	r := slot()
+	check("a new limit", r, false, 2)
+	if want := t0.UnixMicro(); r[1] != want {
+		t.Errorf("epoch = %d, want Redis's time when it was created, %d", r[1], want)
+	}
+	known = r[1]
+	at(time.Second)
+	r = slot()
+	check("quiet at t0+1s", r, false, 3)
+	if r[1] != (2 * time.Second).Microseconds() {
+		t.Errorf("quiet time left = %dµs, want 2s", r[1])
+	}
+	at(q)
+	check("the quiet time is over", slot(), true, 0)
+	check("second slot", slot(), true, 0)
+	check("limit 2: full", slot(), false, 0)
+
+	// Redis loses everything: the next ask finds the state gone.
+	m.FlushAll()
+	at(q + time.Second)
+	r = slot()
+	check("after FLUSHALL", r, false, 2)
+	if r[1] == known {
+		t.Errorf("epoch after FLUSHALL = %d, the old one; want a new one", r[1])
+	}
+	known = r[1]
+	// This process re-asserts its 2 running calls 500 ms later: the quiet
+	// time restarts from there.
+	at(q + 1500*time.Millisecond)
+	if e := reassert("l1", "l2"); e != known {
+		t.Errorf("reassert returned epoch %d, want %d", e, known)
+	}
+	at(q + 1500*time.Millisecond + q - time.Millisecond)
+	check("quiet until 3s after the re-assertion", slot(), false, 3)
+	at(q + 1500*time.Millisecond + q)
+	check("2 calls re-asserted: full", slot(), false, 0)
+	if got := c.ZCard(ctx, ks.leases).Val(); got != 2 {
+		t.Errorf("leases = %d, want the 2 re-asserted", got)
 	}
 }
