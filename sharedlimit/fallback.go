@@ -36,9 +36,9 @@ var errModeChanged = errors.New("sharedlimit: redis is back")
 // whole share. Each process then holds at most what it held, and the sum
 // stays within the limit.
 type fallback struct {
-	share int       // concurrency share; 0 when not limited
-	held  int       // calls this process ran when Redis went, at most share
-	until time.Time // when held stops applying
+	share int                     // concurrency share; 0 when not limited
+	held  int                     // calls this process ran when Redis went, at most share
+	until time.Time               // when held stops applying
 	rpm   *strategies.TokenBucket // nil when requests are not paced
 	tf    *strategies.TokenFirst  // nil when tokens are not budgeted
 }

@@ -85,7 +85,7 @@ type Shared struct {
 	peers     int       // processes sharing the limit, as last seen
 	epoch     int64     // the epoch of the state in Redis, as last seen
 	live      map[*permit]struct{}
-	leased    int // live permits holding a lease
+	leased    int           // live permits holding a lease
 	freed     chan struct{} // closed and replaced when a slot may have freed
 	gateUntil time.Time
 	closed    bool
