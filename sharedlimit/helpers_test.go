@@ -208,3 +208,15 @@ func freePort(t *testing.T) int {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
 }
+
+// restart stops the server as a crash (SIGKILL) or a clean shutdown without
+// persistence (SIGTERM) would, then, down later, starts an empty one on the
+// same port.
+func (r *privateRedis) restart(sig os.Signal, down time.Duration) {
+	r.t.Helper()
+	r.cmd.Process.Signal(sig)
+	r.cmd.Wait()
+	r.cmd = nil
+	time.Sleep(down)
+	r.start()
+}

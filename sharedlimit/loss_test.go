@@ -1,0 +1,129 @@
+package sharedlimit
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelab/ratelab/strategies"
+)
+
+// TestStateLossNeverExceedsLimit is issue 10's items 1 and 2: three
+// processes (Shared instances, each with its own client) keep 12 workers
+// busy against a shared limit of 6 on a private redis-server, which loses
+// its state mid-run: FLUSHALL, a clean restart without persistence, or
+// kill -9 and a restart a second later. The calls in flight, counted across the processes
+// as they run, never exceed the limit: not during the fallback, not at the
+// moment of recovery, not after; and the processes go back to the shared
+// limit and finish.
+func TestStateLossNeverExceedsLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a redis-server for seconds")
+	}
+	for _, tt := range []struct {
+		name string
+		lose func(r *privateRedis, c *redis.Client)
+	}{
+		{"flushall", func(_ *privateRedis, c *redis.Client) { c.FlushAll(context.Background()) }},
+		{"restart", func(r *privateRedis, _ *redis.Client) { r.restart(syscall.SIGTERM, 0) }},
+		// Down for longer than the lease TTL: the processes fall back to
+		// their shares, then recover.
+		{"kill -9", func(r *privateRedis, _ *redis.Client) { r.restart(syscall.SIGKILL, time.Second) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := startPrivateRedis(t)
+			newClient := func() *redis.Client {
+				c := redis.NewClient(clientOptions(&redis.Options{Addr: srv.addr()}))
+				t.Cleanup(func() { c.Close() })
+				return c
+			}
+			probe := newClient()
+			key := testKey(t, probe)
+			const limit, procs, workers = 6, 3, 4
+			cfg := Config{Key: key, MaxConcurrent: limit, Peers: procs, LeaseTTL: 600 * time.Millisecond, OpTimeout: time.Second}
+			var (
+				inFlight, peak, done atomic.Int64
+				recovered            atomic.Int64
+				stop                 = make(chan struct{})
+				wg                   sync.WaitGroup
+				all                  []*Shared
+			)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			for i := range procs {
+				c := cfg
+				c.Observer = func(e strategies.Event) {
+					if e.Type == EventRedisRecovered {
+						recovered.Add(1)
+					}
+				}
+				s := newShared(t, newClient(), c)
+				all = append(all, s)
+				for w := range workers {
+					rng := rand.New(rand.NewPCG(uint64(i), uint64(w)))
+					wg.Go(func() {
+						for {
+							select {
+							case <-stop:
+								return
+							default:
+							}
+							p, err := s.Acquire(ctx, strategies.Cost{})
+							if err != nil {
+								t.Errorf("Acquire: %v", err)
+								return
+							}
+							n := inFlight.Add(1)
+							for m := peak.Load(); n > m && !peak.CompareAndSwap(m, n); m = peak.Load() {
+							}
+							time.Sleep(time.Duration(5+rng.IntN(30)) * time.Millisecond)
+							inFlight.Add(-1)
+							p.Done(strategies.Outcome{Kind: strategies.Success})
+							done.Add(1)
+						}
+					})
+				}
+			}
+			time.Sleep(time.Second)
+			before := done.Load()
+			if p := peak.Load(); p != limit {
+				t.Errorf("peak in flight before the loss = %d, want the limit %d (the workers are not busy?)", p, limit)
+			}
+			tt.lose(srv, probe)
+			// Run through the loss, the recovery (a process whose connection
+			// was idle when Redis died may never see an error: it finds the
+			// new state at its next heartbeat) and the quiet time.
+			time.Sleep(500 * time.Millisecond)
+			deadline := time.Now().Add(15 * time.Second)
+			for time.Now().Before(deadline) && slices.ContainsFunc(all, func(s *Shared) bool { return s.fallback() != nil }) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if slices.ContainsFunc(all, func(s *Shared) bool { return s.fallback() != nil }) {
+				t.Error("a process is still in its fallback 15 s after Redis came back")
+			}
+			time.Sleep(3 * time.Second)
+			mid := done.Load()
+			time.Sleep(time.Second)
+			close(stop)
+			wg.Wait()
+			t.Logf("%s: calls done %d in the first second, %d in the last; %d fallbacks ended; peak in flight %d of %d",
+				tt.name, before, done.Load()-mid, recovered.Load(), peak.Load(), limit)
+			if p := peak.Load(); p > limit {
+				t.Errorf("peak in flight = %d, want at most the shared limit %d", p, limit)
+			}
+			if done.Load() == mid {
+				t.Error("no call done in the last second: the processes did not go back to the shared limit")
+			}
+			if n := probe.ZCard(ctx, newKeyspace(key).leases).Val(); n != 0 {
+				t.Errorf("leases after every call ended = %d, want 0", n)
+			}
+		})
+	}
+}
