@@ -6,8 +6,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/exec"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -18,20 +16,6 @@ import (
 	"github.com/ratelab/ratelab/internal/redistest"
 	"github.com/ratelab/ratelab/strategies"
 )
-
-// redisServerBinary returns the path of redis-server, with redistest.URL's rule
-// when it is missing.
-func redisServerBinary(t *testing.T) string {
-	t.Helper()
-	path, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("redis-server is not installed on CI; run .ci/start-redis.sh")
-		}
-		t.Skip("no redis-server: run .ci/start-redis.sh to install it")
-	}
-	return path
-}
 
 // clientOptions are the options of every test client: failures show at once
 // instead of after go-redis's retries.
@@ -145,58 +129,14 @@ func (e *events) waitFor(t *testing.T, typ strategies.EventType, d time.Duration
 
 // privateRedis is a redis-server of one test's own, which it may stop and
 // start again on the same port.
-type privateRedis struct {
-	t    *testing.T
-	bin  string
-	port int
-	cmd  *exec.Cmd
-}
+type privateRedis struct{ *redistest.Server }
 
-// startPrivateRedis starts a redis-server on a free loopback port.
-func startPrivateRedis(t *testing.T) *privateRedis {
-	t.Helper()
-	r := &privateRedis{t: t, bin: redisServerBinary(t), port: freePort(t)}
-	r.start()
-	t.Cleanup(r.stop)
-	return r
-}
+func startPrivateRedis(t *testing.T) privateRedis { return privateRedis{redistest.Start(t)} }
 
-func (r *privateRedis) addr() string { return "127.0.0.1:" + strconv.Itoa(r.port) }
-
-// start starts the server and waits until it answers PING.
-func (r *privateRedis) start() {
-	r.t.Helper()
-	r.cmd = exec.Command(r.bin, "--bind", "127.0.0.1", "--port", strconv.Itoa(r.port),
-		"--save", "", "--appendonly", "no")
-	if err := r.cmd.Start(); err != nil {
-		r.t.Fatalf("start redis-server: %v", err)
-	}
-	c := redis.NewClient(clientOptions(&redis.Options{Addr: r.addr()}))
-	defer c.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		err := c.Ping(ctx).Err()
-		cancel()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("redis-server on %s does not answer: %v", r.addr(), err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// stop kills the server, as a crash or a lost network would.
-func (r *privateRedis) stop() {
-	if r.cmd == nil {
-		return
-	}
-	r.cmd.Process.Kill()
-	r.cmd.Wait()
-	r.cmd = nil
-}
+func (r privateRedis) addr() string                              { return r.Addr() }
+func (r privateRedis) stop()                                     { r.Stop() }
+func (r privateRedis) start()                                    { r.StartAgain() }
+func (r privateRedis) restart(sig os.Signal, down time.Duration) { r.Restart(sig, down) }
 
 // freePort returns a loopback port nothing listens on.
 func freePort(t *testing.T) int {
@@ -207,16 +147,4 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
-}
-
-// restart stops the server as a crash (SIGKILL) or a clean shutdown without
-// persistence (SIGTERM) would, then, down later, starts an empty one on the
-// same port.
-func (r *privateRedis) restart(sig os.Signal, down time.Duration) {
-	r.t.Helper()
-	r.cmd.Process.Signal(sig)
-	r.cmd.Wait()
-	r.cmd = nil
-	time.Sleep(down)
-	r.start()
 }

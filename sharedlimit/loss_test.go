@@ -29,13 +29,13 @@ func TestStateLossNeverExceedsLimit(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		name string
-		lose func(r *privateRedis, c *redis.Client)
+		lose func(r privateRedis, c *redis.Client)
 	}{
-		{"flushall", func(_ *privateRedis, c *redis.Client) { c.FlushAll(context.Background()) }},
-		{"restart", func(r *privateRedis, _ *redis.Client) { r.restart(syscall.SIGTERM, 0) }},
+		{"flushall", func(_ privateRedis, c *redis.Client) { c.FlushAll(context.Background()) }},
+		{"restart", func(r privateRedis, _ *redis.Client) { r.restart(syscall.SIGTERM, 0) }},
 		// Down for longer than the lease TTL: the processes fall back to
 		// their shares, then recover.
-		{"kill -9", func(r *privateRedis, _ *redis.Client) { r.restart(syscall.SIGKILL, time.Second) }},
+		{"kill -9", func(r privateRedis, _ *redis.Client) { r.restart(syscall.SIGKILL, time.Second) }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := startPrivateRedis(t)
