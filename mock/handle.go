@@ -190,6 +190,13 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire, d *decis
 	idem := req.Header.Get("Idempotency-Key")
 	retryCount := attemptIndex(req)
 
+	// A shared slot taken for an attempt then refused is given back after
+	// the lock is released: Store calls are network round trips.
+	defer func() {
+		if d.status != 0 {
+			s.releaseShared(d)
+		}
+	}()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
@@ -268,6 +275,18 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire, d *decis
 		s.countFault("overloaded")
 		return reject(wr.overloadStatus(), apiError{msg: "Overloaded"}, 0)
 	}
+	if st := s.cfg.Store; st != nil && s.limits.MaxConcurrent > 0 {
+		limit, ra := s.limits.MaxConcurrent, s.limits.RetryAfter
+		s.mu.Unlock() // one slow store must not stall every key
+		r := s.admitShared(req.Context(), st, key, limit, ra, d, wr)
+		s.mu.Lock()
+		now, ks = time.Now(), s.key(key)
+		ks.lim.sync(now, s.limits)
+		if r != nil {
+			d.snap = ks.lim.snapshot(now, r.limit)
+			return reject(r.status, r.err, r.retryAfter)
+		}
+	}
 	if cap := s.cfg.Capacity.MaxConcurrent; cap > 0 && s.inFlight >= cap {
 		s.metrics.rejections.WithLabelValues("capacity").Inc()
 		return reject(wr.overloadStatus(), apiError{msg: "Overloaded"}, 0)
@@ -275,15 +294,8 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire, d *decis
 
 	p := s.plan(now, c)
 	d.id = s.seq.Add(1)
-	if st := s.cfg.Store; st != nil && s.limits.MaxConcurrent > 0 {
-		if r := s.admitShared(st, now, key, d, p, wr); r != nil {
-			d.snap = ks.lim.snapshot(now, r.limit)
-			return reject(r.status, r.err, r.retryAfter)
-		}
-	}
 	v := ks.lim.admit(now, s.limits, d.id, demand{input: c.input, maxTokens: c.maxTokens, end: p.due(p.n)})
 	if !v.ok {
-		s.releaseShared(d)
 		d.snap = ks.lim.snapshot(now, v.limit)
 		e := apiError{msg: limitMessage(v, c), limit: v.limit}
 		if v.tooLarge {
@@ -396,11 +408,11 @@ func limitMessage(v verdict, c *call) string {
 // release ends an admitted request: frees its slots and settles its output
 // tokens. It is called before the last byte of the response is written.
 func (s *Server) release(d *decision, produced int) {
+	defer s.releaseShared(d) // after the Unlock: a network round trip
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
 	d.ks.lim.release(now, d.id, d.reserved, produced)
-	s.releaseShared(d)
 	s.metrics.inFlight.Dec()
 	s.metrics.outputTokens.Add(float64(produced))
 	if d.gen != s.gen {

@@ -42,6 +42,8 @@ type Server struct {
 	budget                        *decodeBudget
 	seq                           atomic.Uint64 // request counter, for ids
 	text                          []string      // Output.Text's tokens, JSON-escaped; nil for the filler
+	// storeDown: Config.Store failed last; its outage is logged once.
+	storeDown atomic.Bool
 
 	mu       sync.Mutex
 	rng      *rand.Rand

@@ -1,10 +1,17 @@
 package mock
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -15,35 +22,54 @@ import (
 	"github.com/ratelab/ratelab/internal/redistest"
 )
 
-// TestRedisStore replays leases at explicit instants on miniredis's clock.
+// TestRedisStore replays leases at explicit instants on miniredis's clock:
+// a replica's live leases are renewed by its heartbeat, and a crashed
+// replica's come back StoreLeaseTTL after its last renewal.
 func TestRedisStore(t *testing.T) {
 	m := miniredis.RunT(t)
-	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	defer c.Close()
-	st := NewRedisStore(c, "test")
+	newStore := func() *RedisStore {
+		c := redis.NewClient(&redis.Options{Addr: m.Addr()})
+		t.Cleanup(func() { c.Close() })
+		st := NewRedisStore(c, "test")
+		st.beat = 10 * time.Millisecond
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	a, b := newStore(), newStore()
 	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	leases := map[string]string{}
 	steps := []struct {
 		at   time.Duration
-		op   string // "acquire NAME" or "release NAME"
+		st   *RedisStore
+		op   string // "acquire", "release" or "crash"
 		key  string
 		name string
 		ok   bool
 	}{
-		{0, "acquire", "k", "a", true},
-		{0, "acquire", "k", "b", true},
-		{0, "acquire", "k", "c", false},    // limit 2
-		{0, "acquire", "other", "d", true}, // keys are independent
-		{time.Second, "release", "k", "a", true},
-		{time.Second, "acquire", "k", "c", true},
-		{time.Second, "acquire", "k", "e", false},
-		{11 * time.Second, "acquire", "k", "e", true}, // b expired after its 10 s TTL
+		{0, a, "acquire", "k", "a", true},
+		// Keys are independent. (a takes this key's epoch before b runs:
+		// a new key seen while another replica runs is quiet at first.)
+		{0, a, "acquire", "other", "d", true},
+		{0, b, "acquire", "k", "b", true},
+		{0, a, "acquire", "k", "c", false}, // limit 2
+		{time.Second, a, "release", "k", "a", true},
+		{time.Second, a, "acquire", "k", "c", true},
+		{time.Second, a, "acquire", "k", "e", false},
+		{time.Second, b, "crash", "", "", true},
+		{StoreLeaseTTL / 2, a, "acquire", "k", "e", false},
+		// b renewed its lease last at t0+1s; c is renewed by a's heartbeat.
+		{time.Second + StoreLeaseTTL - time.Millisecond, a, "acquire", "k", "e", false},
+		{time.Second + StoreLeaseTTL, a, "acquire", "k", "e", true},
 	}
+	ctx := context.Background()
 	for i, s := range steps {
 		m.SetTime(t0.Add(s.at))
+		if s.op != "crash" {
+			time.Sleep(5 * a.beat) // let the heartbeats renew at this instant
+		}
 		switch s.op {
 		case "acquire":
-			lease, ok, err := st.Acquire(s.key, 2, 10*time.Second)
+			lease, ok, err := s.st.Acquire(ctx, s.key, 2)
 			if err != nil {
 				t.Fatalf("step %d: %v", i, err)
 			}
@@ -52,13 +78,53 @@ func TestRedisStore(t *testing.T) {
 			}
 			leases[s.name] = lease
 		case "release":
-			st.Release(s.key, leases[s.name])
+			s.st.Release(s.key, leases[s.name])
+		case "crash":
+			s.st.Close()
 		}
 	}
 	for _, k := range m.Keys() {
 		if want := "test:{"; len(k) < len(want) || k[:len(want)] != want {
 			t.Errorf("key %q, want it under the prefix with a hash tag", k)
 		}
+	}
+}
+
+// TestRedisStoreEpoch: when Redis loses its state, a replica that finds it
+// lost re-asserts the leases of its running requests and grants no slot for
+// StoreQuiet (miniredis's TTLs move only by FastForward), so that the other
+// replicas re-assert theirs before any count is trusted.
+func TestRedisStoreEpoch(t *testing.T) {
+	m := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	defer c.Close()
+	st := NewRedisStore(c, "test")
+	defer st.Close()
+	ctx := context.Background()
+	for range 2 {
+		if _, ok, err := st.Acquire(ctx, "k", 3); !ok || err != nil {
+			t.Fatalf("Acquire: %v, %v", ok, err)
+		}
+	}
+	m.FlushAll()
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if _, ok, err := st.Acquire(short, "k", 3); ok || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Acquire after FLUSHALL = %v, %v; want it to wait out the quiet time past its deadline", ok, err)
+	}
+	if n := len(m.Keys()); n == 0 {
+		t.Fatal("nothing in Redis after FLUSHALL and a request")
+	}
+	inflight := st.key("k")
+	if got, _ := m.ZMembers(inflight); len(got) != 2 {
+		t.Errorf("leases after FLUSHALL = %v, want the 2 running requests re-asserted", got)
+	}
+	m.FastForward(StoreQuiet)
+	if _, ok, err := st.Acquire(ctx, "k", 3); !ok || err != nil {
+		t.Errorf("Acquire after the quiet time = %v, %v; want the third slot", ok, err)
+	}
+	if _, ok, err := st.Acquire(ctx, "k", 3); ok || err != nil {
+		t.Errorf("Acquire of a fourth slot = %v, %v; want refused: the 2 re-asserted count", ok, err)
 	}
 }
 
@@ -107,7 +173,7 @@ type memStore struct {
 	err      error
 }
 
-func (m *memStore) Acquire(key string, limit int, ttl time.Duration) (string, bool, error) {
+func (m *memStore) Acquire(_ context.Context, key string, limit int) (string, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.err != nil {
@@ -168,6 +234,187 @@ func TestStoreLeases(t *testing.T) {
 					t.Errorf("leases still held after every response: %v", st.held)
 				}
 			})
+		})
+	}
+}
+
+// slowStore is a Store whose Acquire for the key "slow" blocks until its
+// context ends, as a Redis that stopped answering would.
+type slowStore struct{ memStore }
+
+func (s *slowStore) Acquire(ctx context.Context, key string, limit int) (string, bool, error) {
+	if key == "slow" {
+		<-ctx.Done()
+		return "", false, ctx.Err()
+	}
+	return s.memStore.Acquire(ctx, key, limit)
+}
+
+// TestStoreOutsideLock is issue 9's item 4: the Server calls its Store
+// without its lock and with the request's context, so a store that hangs
+// for one key delays that key's requests only, until they give up.
+func TestStoreOutsideLock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := DefaultConfig()
+		cfg.APIKeys = []string{"slow", "fast"}
+		cfg.Limits = Limits{MaxConcurrent: 5}
+		cfg.Store = &slowStore{}
+		ts := startServer(t, cfg)
+		defer ts.stop()
+		ctx, cancel := context.WithCancel(t.Context())
+		slow := make(chan error, 1)
+		go func() {
+			req, _ := http.NewRequestWithContext(ctx, "POST", "http://mock/v1/messages", strings.NewReader(anthropicBody(10, false, "hi")))
+			req.Header.Set("x-api-key", "slow")
+			resp, err := ts.client.Do(req)
+			if err == nil {
+				resp.Body.Close()
+			}
+			slow <- err
+		}()
+		synctest.Wait() // the slow request waits in the store
+		r := ts.do(t, "POST", "/v1/messages", anthropicBody(10, false, "hi"), "x-api-key", "fast")
+		if r.status != http.StatusOK {
+			t.Errorf("another key's request while the store hangs: status %d, want 200", r.status)
+		}
+		select {
+		case err := <-slow:
+			t.Fatalf("the slow key's request ended (%v) before it gave up", err)
+		default:
+		}
+		cancel()
+		if err := <-slow; !errors.Is(err, context.Canceled) {
+			t.Errorf("the slow key's request: %v, want it canceled", err)
+		}
+	})
+}
+
+// countingStore counts the slots its replicas hold between Acquire and
+// Release, across replicas, and keeps the peak.
+type countingStore struct {
+	Store
+	held, peak *atomic.Int64
+}
+
+func (c countingStore) Acquire(ctx context.Context, key string, limit int) (string, bool, error) {
+	lease, ok, err := c.Store.Acquire(ctx, key, limit)
+	if ok {
+		n := c.held.Add(1)
+		for m := c.peak.Load(); n > m && !c.peak.CompareAndSwap(m, n); m = c.peak.Load() {
+		}
+	}
+	return lease, ok, err
+}
+
+func (c countingStore) Release(key, lease string) {
+	c.held.Add(-1) // the request is over: count it out before Redis does
+	c.Store.Release(key, lease)
+}
+
+// TestReplicasStateLoss is issue 10's item 1 for the mock: two replicas
+// sharing a limit of 6 through a private redis-server, kept busy by 12
+// clients, while Redis loses its state: FLUSHALL, a restart without
+// persistence, kill -9 and a restart a second later. The slots held across
+// both replicas never exceed the limit, and both answer 200s again after.
+func TestReplicasStateLoss(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a redis-server for seconds")
+	}
+	for _, tt := range []struct {
+		name string
+		lose func(r *redistest.Server, c *redis.Client)
+	}{
+		{"flushall", func(_ *redistest.Server, c *redis.Client) { c.FlushAll(context.Background()) }},
+		{"restart", func(r *redistest.Server, _ *redis.Client) { r.Restart(syscall.SIGTERM, 0) }},
+		{"kill -9", func(r *redistest.Server, _ *redis.Client) { r.Restart(syscall.SIGKILL, time.Second) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			newClient := func() *redis.Client {
+				c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, DialTimeout: 500 * time.Millisecond})
+				t.Cleanup(func() { c.Close() })
+				return c
+			}
+			probe := newClient()
+			const limit = 6
+			var held, peak atomic.Int64
+			var replicas []*testServer
+			for range 2 {
+				cfg := DefaultConfig()
+				cfg.Limits = Limits{MaxConcurrent: limit}
+				cfg.Latency.PerToken = time.Millisecond
+				st := NewRedisStore(newClient(), "test")
+				t.Cleanup(func() { st.Close() })
+				cfg.Store = countingStore{Store: st, held: &held, peak: &peak}
+				cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+				ts := startServer(t, cfg)
+				t.Cleanup(func() {
+					ts.tr.CloseIdleConnections()
+					ts.Server.Close()
+					ts.ln.Close()
+					<-ts.done
+				})
+				replicas = append(replicas, ts)
+			}
+			var (
+				statuses sync.Map // phase → status → *atomic.Int64
+				phase    atomic.Int64
+				stop     = make(chan struct{})
+				wg       sync.WaitGroup
+			)
+			count := func(status int) {
+				k := fmt.Sprint(phase.Load(), "/", status)
+				v, _ := statuses.LoadOrStore(k, new(atomic.Int64))
+				v.(*atomic.Int64).Add(1)
+			}
+			for i := range 12 {
+				wg.Go(func() {
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						// 10 to 40 tokens at 1 ms each.
+						r, err := replicas[i%2].send("POST", "/v1/messages", anthropicBody(10+3*i, false, "hi"))
+						if err != nil {
+							t.Errorf("send: %v", err)
+							return
+						}
+						count(r.status)
+						if r.status != http.StatusOK {
+							time.Sleep(5 * time.Millisecond)
+						}
+					}
+				})
+			}
+			// A new key is quiet at first while other replicas run (its
+			// epoch's absence may be a lost state): wait for the first 200.
+			for peak.Load() == 0 {
+				time.Sleep(10 * time.Millisecond)
+			}
+			time.Sleep(time.Second)
+			peakBefore := peak.Load()
+			phase.Store(1)
+			tt.lose(srv, probe)
+			time.Sleep(4 * time.Second) // through the heartbeats and the quiet time
+			phase.Store(2)
+			time.Sleep(time.Second)
+			close(stop)
+			wg.Wait()
+			got := map[string]int64{}
+			statuses.Range(func(k, v any) bool { got[k.(string)] = v.(*atomic.Int64).Load(); return true })
+			t.Logf("%s: peak slots held %d of %d (%d before the loss); statuses by phase (0 before, 1 through the loss, 2 the last second): %v",
+				tt.name, peak.Load(), limit, peakBefore, got)
+			if peakBefore != limit {
+				t.Errorf("peak before the loss = %d, want the limit %d (are the clients busy?)", peakBefore, limit)
+			}
+			if p := peak.Load(); p > limit {
+				t.Errorf("peak slots held across the replicas = %d, want at most the shared limit %d", p, limit)
+			}
+			if got["2/200"] == 0 {
+				t.Error("no 200 in the last second: the replicas did not recover")
+			}
 		})
 	}
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratelab/ratelab/internal/redislog"
 	"github.com/ratelab/ratelab/mock"
 )
 
@@ -51,9 +52,12 @@ Flags override the config file.
 Replicas: N mockllm processes behind a load balancer enforce one
 limits.max_concurrent per API key between them when each is started with the
 same --redis URL and --redis-prefix (the per-minute limits stay per
-replica). A crashed replica's slots come back a minute after its calls'
-planned end; while Redis is unreachable, calls are answered overloaded
-(529, or 503 for OpenAI).
+replica). A replica renews its slots every 0.5 s, so a crashed replica's
+come back within 10 s; while Redis is unreachable, calls are answered
+overloaded (529, or 503 for OpenAI). When Redis loses its data (FLUSHALL, a
+restart without persistence) the replicas re-assert their running calls and
+a key grants no slot for 2 s meanwhile (calls arriving then wait): the limit
+holds. A key's first call waits those 2 s too while other replicas run.
 
 Flags:
 `
@@ -238,12 +242,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	cfg.Logger = logger
 	if *redisURL != "" {
+		redislog.Install(logger) // go-redis's own lines: one record per outage
 		client, err := dialRedis(ctx, *redisURL)
 		if err != nil {
 			return err
 		}
 		defer client.Close()
-		cfg.Store = mock.NewRedisStore(client, *redisPrefix)
+		store := mock.NewRedisStore(client, *redisPrefix)
+		defer store.Close()
+		cfg.Store = store
 	}
 	srv, err := mock.New(cfg)
 	if err != nil {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"io"
 	"net"
@@ -98,5 +100,84 @@ func TestRunRedisErrors(t *testing.T) {
 				t.Errorf("stdout = %q, want nothing (nothing served)", stdout.String())
 			}
 		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestRunRedisOutageLog is issue 10's item 13: while Redis is down, every
+// call is answered overloaded, and stderr says so in structured records,
+// once: one from the mock, one from go-redis's pool, not one per call.
+func TestRunRedisOutageLog(t *testing.T) {
+	srv := redistest.Start(t)
+	var stderr syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		err := run(ctx, []string{"--addr", "127.0.0.1:0", "--redis", srv.URL(), "--max-concurrent", "5", "--per-token-latency", "1ms"}, pw, &stderr)
+		pw.Close()
+		done <- err
+	}()
+	defer func() {
+		cancel()
+		<-done
+		redistest.Quiet() // go-redis's logger is global: quiet it for the other tests
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, pr)
+	url := strings.TrimPrefix(strings.TrimSpace(line), "listening on ")
+	body := `{"model":"m","max_tokens":3,"messages":[{"role":"user","content":"hi"}]}`
+	post := func() int {
+		resp, err := http.Post(url+"/v1/messages", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	deadline := time.Now().Add(10 * time.Second) // a new key is quiet at first
+	for post() != http.StatusOK && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	srv.Stop()
+	statuses := map[int]int{}
+	for range 20 {
+		statuses[post()]++
+	}
+	if statuses[529] != 20 {
+		t.Errorf("statuses while Redis is down = %v, want 20 × 529", statuses)
+	}
+	out := stderr.String()
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if !strings.HasPrefix(l, "time=") {
+			t.Errorf("a line outside the structured log: %q", l)
+		}
+	}
+	if n := strings.Count(out, "limit store unavailable"); n != 1 {
+		t.Errorf("%d 'limit store unavailable' records for 20 calls, want 1:\n%s", n, out)
+	}
+	if n := strings.Count(out, "source=go-redis"); n != 1 {
+		t.Errorf("%d go-redis records, want 1:\n%s", n, out)
 	}
 }

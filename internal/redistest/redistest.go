@@ -73,7 +73,10 @@ func DeleteAtEnd(t testing.TB, c *redis.Client, pattern string) {
 	})
 }
 
-func init() { redis.SetLogger(discardLogger{}) }
+func init() { Quiet() }
+
+// Quiet silences go-redis's logger again, after a test installed another.
+func Quiet() { redis.SetLogger(discardLogger{}) }
 
 type discardLogger struct{}
 
