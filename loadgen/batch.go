@@ -473,13 +473,22 @@ const KeyCommandTimeout = 30 * time.Second
 // one line, the key. Its errors never contain the key, nor the command's
 // stdout; they quote the first line of its stderr.
 func CommandKey(ctx context.Context, command string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, KeyCommandTimeout)
+	timeout := KeyCommandTimeout
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
+		timeout = time.Until(dl)
+	}
+	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "sh", "-c", command)
+	cmd := exec.CommandContext(tctx, "sh", "-c", command)
+	// A child of sh that keeps stdout open must not hold Run past the kill.
+	cmd.WaitDelay = time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	key := strings.TrimSpace(stdout.String())
+	if err != nil && errors.Is(tctx.Err(), context.DeadlineExceeded) {
+		return "", provider.Redact(usagef("--api-key-command did not finish within %v and was stopped; check that it does not wait for input", timeout.Round(time.Millisecond)), key)
+	}
 	if err != nil {
 		msg, _, _ := strings.Cut(strings.TrimSpace(stderr.String()), "\n")
 		if msg != "" {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ratelab/ratelab/engine"
 	"github.com/ratelab/ratelab/provider"
@@ -102,6 +103,28 @@ func TestCommandKey(t *testing.T) {
 		if err != nil || got != tt.want {
 			t.Errorf("CommandKey(%q) = %q, %v; want %q", tt.command, got, err, tt.want)
 		}
+	}
+}
+
+// TestCommandKeyTimeout: a key command that never finishes is stopped at
+// the timeout (here the caller's deadline, shorter than
+// KeyCommandTimeout), and the error names the timeout, not "signal: killed";
+// a child that keeps its stdout open does not hold it longer.
+func TestCommandKeyTimeout(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := CommandKey(ctx, "sleep 30 & sleep 30")
+	if err == nil || !strings.Contains(err.Error(), "--api-key-command did not finish within 300ms") {
+		t.Errorf("CommandKey(sleep) error = %v, want it to name the 300ms timeout", err)
+	}
+	if err != nil && strings.Contains(err.Error(), "killed") {
+		t.Errorf("CommandKey(sleep) error = %v, want no 'killed'", err)
+	}
+	// Bounded by the timeout plus exec's WaitDelay (1 s), far below the
+	// 30 s the children would hold stdout.
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("CommandKey(sleep) returned after %v, want soon after the timeout", d)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/ratelab/ratelab/internal/redislog"
 	"github.com/ratelab/ratelab/loadgen"
 )
 
@@ -105,6 +106,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stderr, usage)
 		return &exitError{code: exitUsage}
 	}
+	// Shared limits talk to Redis: go-redis's own lines (a failed dial, dozens
+	// a second while Redis is down) become one slog record per outage.
+	redislog.Install(nil)
 	cmd, rest := args[0], args[1:]
 	switch cmd {
 	case "run":
