@@ -326,13 +326,17 @@ func TestNeverExceedsLimit(t *testing.T) {
 
 // TestLeaseExpiresAfterCrash: while a process renews its leases, nobody
 // else gets the slots, however long its calls; once it stops (a crash), its
-// slots come back after the lease TTL.
+// slots come back after the lease TTL. On miniredis, whose clock the test
+// moves: no real wait for the TTL.
 func TestLeaseExpiresAfterCrash(t *testing.T) {
-	c := realClient(t)
+	m, c := miniClient(t)
 	key := testKey(t, c)
-	// Renewals come every ttl/3: a stall of up to 2/3 ttl on a loaded
-	// machine must not let a live lease lapse.
-	const ttl = time.Second
+	ks := newKeyspace(key)
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	m.SetTime(t0)
+	// Renewals come every ttl/3 of real time; the test moves Redis's clock
+	// by less than a ttl between them.
+	const ttl = 300 * time.Millisecond
 	crashed := newShared(t, c, Config{Key: key, MaxConcurrent: 2, LeaseTTL: ttl})
 	other := newShared(t, c, Config{Key: key, MaxConcurrent: 2, LeaseTTL: ttl})
 	var held []*permit
@@ -343,13 +347,42 @@ func TestLeaseExpiresAfterCrash(t *testing.T) {
 		}
 		held = append(held, p.(*permit))
 	}
+	noSlot := func(when string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		defer cancel()
+		if p, err := other.Acquire(ctx, strategies.Cost{}); err == nil {
+			p.Done(strategies.Outcome{})
+			t.Fatalf("%s: Acquire got a slot of a live process", when)
+		}
+	}
+	// renewedAt waits until both leases were renewed at Redis time now.
+	renewedAt := func(now time.Time) {
+		t.Helper()
+		want := float64(now.Add(ttl).UnixMicro())
+		deadline := time.Now().Add(10 * time.Second)
+		for _, p := range held {
+			for {
+				score, err := m.ZScore(ks.leases, p.lease)
+				if err == nil && score >= want {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("lease %s not renewed at t0+%v (score %v)", p.lease, now.Sub(t0), score)
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}
 
-	// Three TTLs of renewals: the slots stay taken.
-	ctx, cancel := context.WithTimeout(context.Background(), 3*ttl)
-	defer cancel()
-	if p, err := other.Acquire(ctx, strategies.Cost{}); err == nil {
-		p.Done(strategies.Outcome{})
-		t.Fatal("Acquire got a slot of a live process whose calls outlast the lease TTL")
+	// Ten TTLs of Redis time in steps of 2/3 TTL: renewed, the slots stay
+	// taken.
+	now := t0
+	for range 15 {
+		now = now.Add(2 * ttl / 3)
+		m.SetTime(now)
+		renewedAt(now)
+		noSlot("t0+" + now.Sub(t0).String())
 	}
 
 	// The crash: renewals stop, nothing is released.
@@ -357,12 +390,15 @@ func TestLeaseExpiresAfterCrash(t *testing.T) {
 		close(p.stop)
 		<-p.stopped
 	}
-	ctx, cancel = context.WithTimeout(context.Background(), 20*ttl)
-	defer cancel()
+	m.SetTime(now.Add(ttl - time.Millisecond))
+	noSlot("just before the TTL after the crash")
+	m.SetTime(now.Add(ttl))
 	for range 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		p, err := other.Acquire(ctx, strategies.Cost{})
+		cancel()
 		if err != nil {
-			t.Fatalf("Acquire after the holder crashed: %v, want its slots back once the leases expire", err)
+			t.Fatalf("Acquire a TTL after the holder crashed: %v, want its slots back", err)
 		}
 		defer p.Done(strategies.Outcome{Kind: strategies.Success})
 	}
@@ -370,6 +406,7 @@ func TestLeaseExpiresAfterCrash(t *testing.T) {
 		p.done.Store(true)
 		crashed.mu.Lock()
 		delete(crashed.live, p)
+		crashed.leased--
 		crashed.mu.Unlock()
 	}
 }
