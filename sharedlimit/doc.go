@@ -44,11 +44,25 @@
 // operation (or one slower than OpTimeout) makes Shared log a warning and
 // report EventRedisLost, and admit calls through a local fallback sized to
 // this worker's share of each limit (MaxConcurrent/n at least 1, RPM/n,
-// TPM/n, with n from Config.Peers and the workers last seen): fewer calls
-// than the shared limit allows, never an unbounded fan-out. A heartbeat
-// probes Redis every min(LeaseTTL/3, 1s); when it answers, Shared registers
-// a lease for each call still running (including those the fallback let
-// in), releases those of calls that ended meanwhile, reports
-// EventRedisRecovered and applies the shared limits again. Token budgets
-// spent during the fallback are not carried over to the shared budget.
+// TPM/n, with n from Config.Peers and the workers last seen), counting the
+// calls it already runs: until LeaseTTL after the loss it admits a call
+// only in place of one of its own that ended (at most its share), since the
+// others may hold more than theirs and nothing says how much; then its
+// share. A heartbeat probes Redis every min(LeaseTTL/3, 1s); when it
+// answers, Shared re-asserts a lease for each call still running
+// (including those the fallback let in), releases those of calls that
+// ended meanwhile, reports EventRedisRecovered and applies the shared
+// limits again. Token budgets spent during the fallback are not carried
+// over to the shared budget.
+//
+// # When Redis loses its state
+//
+// Each limit's state carries an epoch (ratelab:{KEY}:epoch). When Redis
+// loses it (FLUSHALL, a restart without persistence), the first process to
+// notice (at a slot request or a heartbeat) creates a new one; every process
+// that finds an epoch it does not know, or comes back from a loss,
+// re-asserts the leases of its running calls and quiets the limit
+// (ratelab:{KEY}:quiet) for two heartbeats and a second, in which no slot is
+// granted, so that every live process has re-asserted its calls before a
+// count is trusted again. The processes together never exceed the limit.
 package sharedlimit
