@@ -96,8 +96,13 @@ type sharedWorkers struct {
 
 func newSharedWorkers(t *testing.T, workers, items, limit int, callTime time.Duration, leaseTTL time.Duration) (*sharedWorkers, *serverTally, *redis.Client, string) {
 	t.Helper()
-	url := redistest.URL(t)
-	rc := redistest.Client(t)
+	return newSharedWorkersAt(t, redistest.URL(t), redistest.Client(t), workers, items, limit, callTime, leaseTTL)
+}
+
+// newSharedWorkersAt is newSharedWorkers on the Redis at url, of which rc
+// is a client.
+func newSharedWorkersAt(t *testing.T, url string, rc *redis.Client, workers, items, limit int, callTime time.Duration, leaseTTL time.Duration) (*sharedWorkers, *serverTally, *redis.Client, string) {
+	t.Helper()
 	key := sharedKey(t, rc)
 	dir := t.TempDir()
 	w := &sharedWorkers{t: t, bin: buildLoadgen(t, dir)}
@@ -307,5 +312,45 @@ func TestSharedBatchKillResume(t *testing.T) {
 	}
 	if got := tally.attempts.Load(); got < workers*items || got > workers*items+limit {
 		t.Errorf("mock saw %d attempts, want %d plus at most the %d cut by the kill", got, workers*items, limit)
+	}
+}
+
+// TestSharedBatchRedisFlushed is issue 10's item 1 end to end: 2 loadgen
+// batch processes share a limit of 10 through a private redis-server, which
+// is flushed (FLUSHALL) mid-run while they hold leases. The mock, itself
+// limited to 10 at once, never sees more: 0 429s, every item exactly once.
+// (On main the mock answered 6 429s after the flush.)
+func TestSharedBatchRedisFlushed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	const (
+		workers, items, limit = 2, 150, 10
+		callTime              = 100 * time.Millisecond
+	)
+	srv := redistest.Start(t)
+	opts, _ := redis.ParseURL(srv.URL())
+	rc := redis.NewClient(opts)
+	defer rc.Close()
+	w, tally, _, _ := newSharedWorkersAt(t, srv.URL(), rc, workers, items, limit, callTime, 2*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	sums := make(chan []batchJSON, 1)
+	go func() { sums <- w.runAll(ctx, 0, 1) }()
+	for countLines(w.outs[0])+countLines(w.outs[1]) < 60 && ctx.Err() == nil {
+		time.Sleep(2 * time.Millisecond)
+	}
+	if err := rc.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range <-sums {
+		if s.Completed != items {
+			t.Errorf("worker %d completed %d, want %d", i, s.Completed, items)
+		}
+	}
+	w.checkOutputs(items)
+	t.Logf("mock: %d attempts, %d 429s across the flush", tally.attempts.Load(), tally.throttled.Load())
+	if got := tally.throttled.Load(); got != 0 {
+		t.Errorf("mock answered %d 429s: more than %d calls in flight after the flush", got, limit)
 	}
 }
