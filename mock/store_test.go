@@ -265,7 +265,7 @@ func TestStoreOutsideLock(t *testing.T) {
 		slow := make(chan error, 1)
 		go func() {
 			req, _ := http.NewRequestWithContext(ctx, "POST", "http://mock/v1/messages", strings.NewReader(anthropicBody(10, false, "hi")))
-			req.Header.Set("x-api-key", "slow")
+			setHeaders(req, []string{"x-api-key", "slow"})
 			resp, err := ts.client.Do(req)
 			if err == nil {
 				resp.Body.Close()
