@@ -1,7 +1,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test unit lint vet bench bench-large run fmt clean
+.PHONY: all build test unit lint vet bench bench-large run fmt clean node-deps
 
 all: build test
 
@@ -13,8 +13,21 @@ build:
 ## test: every test, with the race detector (what CI runs). gotestsum prints
 ## go test's usual lines, then a summary that lists every skipped test with
 ## its reason.
-test: lint
+test: lint node-deps
 	$(GO) tool gotestsum --format standard-quiet -- -race -count=1 -timeout 20m $(PKGS)
+
+## node-deps: the JavaScript clients the tests run (the AI SDK, LangChain JS,
+## the Anthropic SDK), installed from their package-lock.json with npm ci
+## whenever node_modules is missing or older than the lock file. Needs npm.
+NODE_DIRS := mock/testdata/node
+node-deps:
+	@command -v npm >/dev/null 2>&1 || { echo "npm not found: the JavaScript client tests will skip"; exit 0; }; \
+	for d in $(NODE_DIRS); do \
+		if [ ! -d $$d/node_modules ] || [ $$d/package-lock.json -nt $$d/node_modules ]; then \
+			echo "npm ci in $$d"; (cd $$d && npm ci --no-audit --no-fund) || exit 1; \
+			touch $$d/node_modules; \
+		fi; \
+	done
 
 ## unit: the tests without the race detector (faster while editing).
 unit:
