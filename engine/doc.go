@@ -11,8 +11,8 @@
 // items: the Source is pulled only when a worker is free, and results are
 // handed to sinks as they finish, never collected. The Recorder keeps the
 // run's accounting in constant space (counters, HdrHistograms and a timeline
-// sampled at Config.Resolution) and Run returns it as a Summary whose fields
-// mirror reports.Result.
+// sampled at Config.Resolution) and Run returns it as a Summary (package
+// measure), which reports.Result embeds as it is.
 //
 // Batch runs a JSONL input through Run, resumable: throttled items and items
 // whose connection failed go back in its queue, and a circuit pauses the

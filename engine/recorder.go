@@ -8,83 +8,24 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/strategies"
 )
 
-// Summary is a run's accounting. Its fields carry the names and units of
-// reports.Result (percentiles in seconds), so that mapping one to the other
-// is a field-by-field copy; Percentiles and Point convert to their reports
-// counterparts with a plain type conversion.
-type Summary struct {
-	Items     int `json:"items"`
-	Completed int `json:"completed"`
-	Failed    int `json:"failed"`
-	// Canceled counts items taken but not finished: in progress when the
-	// run was interrupted, or finished after a sink failed. They are neither
-	// completed nor failed and reached no sink, so a resumed batch makes
-	// them again. Items = Completed + Failed + Canceled, plus, for an
-	// interrupted run, the items Config.Items says were never taken.
-	Canceled int `json:"canceled"`
-
-	Attempts     int64 `json:"attempts"`      // HTTP attempts
-	Throttled    int64 `json:"throttled"`     // 429s
-	Overloaded   int64 `json:"overloaded"`    // 529 / 503
-	ServerErrors int64 `json:"server_errors"` // other 5xx
-	Errors       int64 `json:"errors"`        // other failed attempts (4xx, connection, stream)
-
-	// Invalid counts successful responses Config.Check rejected.
-	Invalid int64 `json:"invalid,omitempty"`
-
-	AttemptsPerCall    float64 `json:"attempts_per_call"`    // attempts / completed
-	ThrottledByAttempt []int64 `json:"throttled_by_attempt"` // [i] = 429s on attempt i+1
-	MaxAttempts        int     `json:"max_attempts"`         // most attempts any item took
-	FailedTokens       int64   `json:"failed_tokens"`        // tokens reserved (Cost.Tokens) by attempts that did not succeed
-	InputTokens        int64   `json:"input_tokens"`         // reported by the server, over all attempts
-	OutputTokens       int64   `json:"output_tokens"`
-
-	WallSeconds float64 `json:"wall_seconds"`
-
-	// Latency percentiles in seconds. EndToEnd and the waits are per
-	// finished item (its totals); Attempt is per attempt. Backoff is all the
-	// time an item spent between its attempts: WaitRetryAfter (the server
-	// asked) plus the retry policy's own backoff.
-	EndToEnd       Percentiles  `json:"end_to_end"`
-	Attempt        Percentiles  `json:"attempt"`
-	WaitSlot       Percentiles  `json:"wait_slot"`
-	WaitTokens     Percentiles  `json:"wait_tokens"`
-	Backoff        Percentiles  `json:"backoff"`
-	WaitRetryAfter Percentiles  `json:"wait_retry_after"`
-	TTFT           *Percentiles `json:"ttft,omitempty"` // streaming only
-
-	FinalLimit float64          `json:"final_limit,omitempty"` // the strategy's limit when the run ended
-	Stats      strategies.Stats `json:"stats"`                 // the strategy's final Stats
-
-	Timeline *Timeline `json:"timeline,omitempty"`
-
-	Incomplete bool `json:"incomplete,omitempty"` // interrupted before every item finished
-}
-
-// Percentiles summarises a latency distribution, in seconds. P50, P90 and
-// P99 come from an HdrHistogram (3 significant digits); Max and Mean are
-// exact.
-type Percentiles struct {
-	Count int64   `json:"count"`
-	P50   float64 `json:"p50"`
-	P90   float64 `json:"p90"`
-	P99   float64 `json:"p99"`
-	Max   float64 `json:"max"`
-	Mean  float64 `json:"mean"`
-}
-
-// Timeline samples a run at a fixed resolution.
-type Timeline struct {
-	ResolutionSeconds float64 `json:"resolution_seconds"`
-	// RequestedResolutionSeconds is the resolution asked for, when it was
-	// too fine to keep (see MaxTimelinePoints and MinResolution) and
-	// ResolutionSeconds is the one used instead; 0 otherwise.
-	RequestedResolutionSeconds float64 `json:"requested_resolution_seconds,omitempty"`
-	Points                     []Point `json:"points"`
-}
+// The measurement types are declared once, in package measure, which
+// reports renders as they are; engine's names for them are aliases.
+type (
+	// Summary is a run's accounting (see measure.Summary).
+	Summary = measure.Summary
+	// Percentiles summarises a latency distribution in seconds: P50, P90
+	// and P99 from an HdrHistogram (3 significant digits), Max and Mean
+	// exact.
+	Percentiles = measure.Percentiles
+	// Timeline samples a run at a fixed resolution (see measure.Timeline).
+	Timeline = measure.Timeline
+	// Point is one timeline sample (see measure.Point).
+	Point = measure.Point
+)
 
 // MaxTimelinePoints bounds a timeline, whatever the run's length and the
 // resolution asked for: when a run reaches it, neighbouring points are
@@ -96,18 +37,6 @@ const MaxTimelinePoints = 2000
 // MinResolution is the finest timeline resolution sampled: a ticker finer
 // than this would spend the run's CPU taking samples.
 const MinResolution = time.Millisecond
-
-// Point is one timeline sample; rates are per second over the interval that
-// ends at T, and the strategy's state is as Stats reported it at T.
-type Point struct {
-	T               float64 `json:"t"` // seconds since the run's start
-	InFlight        int     `json:"in_flight"`
-	CompletionsRate float64 `json:"completions_per_second"`
-	ThrottlesRate   float64 `json:"throttles_per_second"`
-	Limit           float64 `json:"limit"`
-	DelaySeconds    float64 `json:"delay_seconds"`
-	Tokens          float64 `json:"tokens_available"`
-}
 
 // Recorder is the Sink that does a run's accounting: counters, histograms
 // and the timeline. Run makes one per run; it is exported so that its

@@ -22,7 +22,8 @@ import (
 func runStrategy(ctx context.Context, s *Scenario, st *Row, opt Options, key string) (res reports.Result, err error) {
 	tally := new(errorTally)
 	defer func() { res.Expectations = append(st.Expect.Check(&res), st.Expect.allRefusedCheck(&res, tally)...) }()
-	res = reports.Result{Name: st.Name, Kind: st.Kind, Params: st.Params(), Items: s.Items.Count()}
+	res = reports.Result{Name: st.Name, Kind: st.Kind, Params: st.Params()}
+	res.Items = s.Items.Count()
 	events := &eventLog{start: time.Now()}
 	strategy, closeStrategy, err := openStrategy(ctx, st, events.observe)
 	if err != nil {
@@ -69,7 +70,11 @@ func runStrategy(ctx context.Context, s *Scenario, st *Row, opt Options, key str
 	if prog != nil {
 		prog.stop()
 	}
-	fillResult(&res, sum, s.OracleSeconds())
+	// The row is what the engine measured, whole; an early error leaves
+	// the row's own item count.
+	sum.Items = max(sum.Items, res.Items)
+	res.Summary = sum
+	res.SetOracle(s.OracleSeconds())
 	if res.Timeline != nil {
 		res.Timeline.Events, res.Timeline.EventsDropped = events.list()
 	}
@@ -78,45 +83,6 @@ func runStrategy(ctx context.Context, s *Scenario, st *Row, opt Options, key str
 	}
 	return res, err
 }
-
-// fillResult copies an engine summary into a report row and derives the
-// oracle figures.
-func fillResult(r *reports.Result, sum engine.Summary, oracle float64) {
-	r.Items = max(r.Items, sum.Items)
-	r.Completed, r.Failed = sum.Completed, sum.Failed
-	r.Attempts, r.Throttled, r.Overloaded = sum.Attempts, sum.Throttled, sum.Overloaded
-	r.ServerErrors, r.Errors = sum.ServerErrors, sum.Errors
-	r.AttemptsPerCall = sum.AttemptsPerCall
-	r.ThrottledByAttempt = sum.ThrottledByAttempt
-	r.MaxAttempts = sum.MaxAttempts
-	r.FailedTokens, r.InputTokens, r.OutputTokens = sum.FailedTokens, sum.InputTokens, sum.OutputTokens
-	r.WallSeconds = sum.WallSeconds
-	if oracle > 0 {
-		r.OracleSeconds = oracle
-		r.WallOverOracle = sum.WallSeconds / oracle
-	}
-	r.EndToEnd = percentiles(sum.EndToEnd)
-	r.Attempt = percentiles(sum.Attempt)
-	r.WaitSlot = percentiles(sum.WaitSlot)
-	r.WaitTokens = percentiles(sum.WaitTokens)
-	r.Backoff = percentiles(sum.Backoff)
-	if sum.TTFT != nil {
-		p := percentiles(*sum.TTFT)
-		r.TTFT = &p
-	}
-	r.FinalLimit = sum.FinalLimit
-	if tl := sum.Timeline; tl != nil {
-		out := &reports.Timeline{ResolutionSeconds: tl.ResolutionSeconds, RequestedResolutionSeconds: tl.RequestedResolutionSeconds,
-			Points: make([]reports.Point, len(tl.Points))}
-		for i, p := range tl.Points {
-			out.Points[i] = reports.Point(p)
-		}
-		r.Timeline = out
-	}
-	r.Incomplete = sum.Incomplete
-}
-
-func percentiles(p engine.Percentiles) reports.Percentiles { return reports.Percentiles(p) }
 
 // eventLog keeps a strategy's state changes for the report's timeline, at
 // most reports.MaxEvents of them.

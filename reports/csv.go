@@ -75,6 +75,11 @@ var csvColumns = []struct {
 		return strconv.Itoa(n)
 	}},
 	{"incomplete", func(r Report, x Result) string { return strconv.FormatBool(r.Incomplete || x.Incomplete) }},
+	{"canceled", func(_ Report, x Result) string { return strconv.Itoa(x.Canceled) }},
+	{"invalid", func(_ Report, x Result) string { return strconv.FormatInt(x.Invalid, 10) }},
+	{"wait_retry_after_p50", func(_ Report, x Result) string { return number(x.WaitRetryAfter.P50) }},
+	{"wait_retry_after_p99", func(_ Report, x Result) string { return number(x.WaitRetryAfter.P99) }},
+	{"wait_retry_after_max", func(_ Report, x Result) string { return number(x.WaitRetryAfter.Max) }},
 }
 
 // optional formats a value the model omits when zero as an empty cell.

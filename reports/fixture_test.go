@@ -32,24 +32,26 @@ func guideReport() Report {
 		Results: []Result{
 			{
 				Name: "unbounded, retries=2", Kind: "unbounded", Params: map[string]any{"max_retries": 2},
-				Items: 200, Completed: 60, Failed: 140,
-				Attempts: 540, Throttled: 480, AttemptsPerCall: 9, ThrottledByAttempt: []int64{180, 160, 140},
-				MaxAttempts: 3, FailedTokens: 48000, InputTokens: 1200, OutputTokens: 6000,
-				WallSeconds: 2.5, OracleSeconds: 5, WallOverOracle: 0.5,
-				EndToEnd: lat(2.0, 2.5), Attempt: lat(0.4, 0.5),
-				Backoff: Percentiles{Count: 340, P50: 1, P90: 1, P99: 1, Max: 1, Mean: 1},
-				Timeline: sampled(0.25, 10, func(t float64) Point {
-					wave := math.Mod(t, 1) <= 0.5
-					p := Point{Limit: 0}
-					if wave {
-						p.InFlight = 20
-						p.CompletionsRate = 20 / 0.5 * 0.5
-					}
-					if math.Mod(t, 1) == 0.25 {
-						p.ThrottlesRate = 160 / 0.25
-					}
-					return p
-				}),
+				Summary: Summary{Items: 200, Completed: 60, Failed: 140,
+					Attempts: 540, Throttled: 480, AttemptsPerCall: 9, ThrottledByAttempt: []int64{180, 160, 140},
+					MaxAttempts: 3, FailedTokens: 48000, InputTokens: 1200, OutputTokens: 6000,
+					WallSeconds: 2.5,
+					EndToEnd:    lat(2.0, 2.5), Attempt: lat(0.4, 0.5),
+					Backoff:        Percentiles{Count: 340, P50: 1, P90: 1, P99: 1, Max: 1, Mean: 1},
+					WaitRetryAfter: Percentiles{Count: 340, P50: 1, P90: 1, P99: 1, Max: 1, Mean: 1},
+					Timeline: sampled(0.25, 10, func(t float64) Point {
+						wave := math.Mod(t, 1) <= 0.5
+						p := Point{Limit: 0}
+						if wave {
+							p.InFlight = 20
+							p.CompletionsRate = 20 / 0.5 * 0.5
+						}
+						if math.Mod(t, 1) == 0.25 {
+							p.ThrottlesRate = 160 / 0.25
+						}
+						return p
+					})},
+				OracleSeconds: 5, WallOverOracle: 0.5,
 				Expectations: []Check{
 					check("completed", "= 60", "60", true),
 					check("attempts", "= 540", "540", true),
@@ -58,55 +60,58 @@ func guideReport() Report {
 			},
 			{
 				Name: "semaphore-50", Kind: "semaphore", Params: map[string]any{"limit": 50, "max_retries": 2},
-				Items: 200, Completed: 150, Failed: 50, Attempts: 330, Throttled: 180, AttemptsPerCall: 2.2,
-				ThrottledByAttempt: []int64{120, 60}, MaxAttempts: 3,
-				WallSeconds: 4.5, OracleSeconds: 5, WallOverOracle: 0.9, EndToEnd: lat(1.5, 3.5), Attempt: lat(0.5, 0.5),
-				Timeline: sampled(0.25, 18, func(t float64) Point {
-					return Point{InFlight: 20, CompletionsRate: 33, ThrottlesRate: 40, Limit: 50}
-				}),
+				Summary: Summary{Items: 200, Completed: 150, Failed: 50, Attempts: 330, Throttled: 180, AttemptsPerCall: 2.2,
+					ThrottledByAttempt: []int64{120, 60}, MaxAttempts: 3,
+					WallSeconds: 4.5, EndToEnd: lat(1.5, 3.5), Attempt: lat(0.5, 0.5),
+					Timeline: sampled(0.25, 18, func(t float64) Point {
+						return Point{InFlight: 20, CompletionsRate: 33, ThrottlesRate: 40, Limit: 50}
+					})},
+				OracleSeconds: 5, WallOverOracle: 0.9,
 				Expectations: []Check{check("completed", "160..180", "150", false)},
 			},
 			{
 				Name: "semaphore-20", Kind: "semaphore", Params: map[string]any{"limit": 20},
-				Items: 200, Completed: 200, Attempts: 200, AttemptsPerCall: 1, ThrottledByAttempt: []int64{}, MaxAttempts: 1,
-				InputTokens: 4000, OutputTokens: 20000,
-				WallSeconds: 5.0, OracleSeconds: 5, WallOverOracle: 1, EndToEnd: lat(2.75, 5.0), Attempt: lat(0.5, 0.5),
-				WaitSlot: lat(2.25, 4.5),
-				Timeline: sampled(0.25, 20, func(t float64) Point {
-					return Point{InFlight: 20, CompletionsRate: 40, Limit: 20}
-				}),
+				Summary: Summary{Items: 200, Completed: 200, Attempts: 200, AttemptsPerCall: 1, ThrottledByAttempt: []int64{}, MaxAttempts: 1,
+					InputTokens: 4000, OutputTokens: 20000,
+					WallSeconds: 5.0, EndToEnd: lat(2.75, 5.0), Attempt: lat(0.5, 0.5),
+					WaitSlot: lat(2.25, 4.5),
+					Timeline: sampled(0.25, 20, func(t float64) Point {
+						return Point{InFlight: 20, CompletionsRate: 40, Limit: 20}
+					})},
+				OracleSeconds: 5, WallOverOracle: 1,
 				Expectations: []Check{check("completed", "= 200", "200", true), check("throttled", "= 0", "0", true)},
 			},
 			{
 				Name: "adaptive", Kind: "adaptive", Params: map[string]any{"initial": 4},
-				Items: 200, Completed: 200, Attempts: 212, Throttled: 12, AttemptsPerCall: 1.06,
-				ThrottledByAttempt: []int64{12}, MaxAttempts: 2, FinalLimit: 19,
-				WallSeconds: 6.25, OracleSeconds: 5, EndToEnd: lat(3.1, 6.0), Attempt: lat(0.5, 0.52),
-				TTFT: &Percentiles{Count: 212, P50: 0.0052, P90: 0.006, P99: 0.0081, Max: 0.009, Mean: 0.0055},
-				Timeline: sampled(0.25, 25, func(t float64) Point {
-					limit := math.Min(4+4*t, 22)
-					if t > 3 {
-						limit = 19
-					}
-					p := Point{InFlight: int(limit), CompletionsRate: 2 * limit, Limit: limit, Tokens: 1000 * t}
-					if t == 3 {
-						p.ThrottlesRate = 48
-						p.DelaySeconds = 0.2
-					}
-					if t > 3 && t < 4 {
-						p.DelaySeconds = 0.05
-					}
-					return p
-				}),
-				Expectations: []Check{check("attempts/call", "<= 1.10", "1.06", true)},
+				Summary: Summary{Items: 200, Completed: 200, Attempts: 212, Throttled: 12, AttemptsPerCall: 1.06,
+					ThrottledByAttempt: []int64{12}, MaxAttempts: 2, FinalLimit: 19,
+					WallSeconds: 6.25, EndToEnd: lat(3.1, 6.0), Attempt: lat(0.5, 0.52),
+					TTFT: &Percentiles{Count: 212, P50: 0.0052, P90: 0.006, P99: 0.0081, Max: 0.009, Mean: 0.0055},
+					Timeline: sampled(0.25, 25, func(t float64) Point {
+						limit := math.Min(4+4*t, 22)
+						if t > 3 {
+							limit = 19
+						}
+						p := Point{InFlight: int(limit), CompletionsRate: 2 * limit, Limit: limit, Tokens: 1000 * t}
+						if t == 3 {
+							p.ThrottlesRate = 48
+							p.DelaySeconds = 0.2
+						}
+						if t > 3 && t < 4 {
+							p.DelaySeconds = 0.05
+						}
+						return p
+					})},
+				OracleSeconds: 5,
+				Expectations:  []Check{check("attempts/call", "<= 1.10", "1.06", true)},
 			},
 			{
 				Name: "brownout", Kind: "semaphore", Params: map[string]any{"limit": 20},
-				Items: 200, Completed: 200, Attempts: 205, Overloaded: 4, ServerErrors: 1, Errors: 2, AttemptsPerCall: 1.025, MaxAttempts: 2,
-				WallSeconds: 1234.5678, OracleSeconds: 5, EndToEnd: lat(0.0009, 12.5), Attempt: lat(0.5, 9.9),
-				Timeline: sampled(0.5, 16, func(t float64) Point {
-					return Point{InFlight: 20, CompletionsRate: 40 / (1 + t/2), Limit: 20}
-				}),
+				Summary: Summary{Items: 200, Completed: 200, Attempts: 205, Overloaded: 4, ServerErrors: 1, Errors: 2, AttemptsPerCall: 1.025, MaxAttempts: 2,
+					WallSeconds: 1234.5678, EndToEnd: lat(0.0009, 12.5), Attempt: lat(0.5, 9.9),
+					Timeline: sampled(0.5, 16, func(t float64) Point {
+						return Point{InFlight: 20, CompletionsRate: 40 / (1 + t/2), Limit: 20}
+					})}, OracleSeconds: 5,
 			},
 		},
 	}
@@ -122,11 +127,11 @@ func edgeReport() Report {
 		Incomplete: true,
 		Results: []Result{
 			{Name: "no timeline <b>", Kind: "semaphore"},
-			{Name: "empty timeline", Kind: "semaphore", Timeline: &Timeline{ResolutionSeconds: 0.1}},
+			{Name: "empty timeline", Kind: "semaphore", Summary: Summary{Timeline: &Timeline{ResolutionSeconds: 0.1}}},
 			{
-				Name: "one sample | a, \"b\"", Kind: "aimd", Items: 3, Completed: 1, Failed: 0, Attempts: 1, AttemptsPerCall: 1,
-				Incomplete: true, WallSeconds: 0.1, EndToEnd: Percentiles{Count: 1, P50: 0.1, P99: 0.1, Max: 0.1, Mean: 0.1},
-				Timeline:     &Timeline{ResolutionSeconds: 0.1, Points: []Point{{T: 0.1, InFlight: 2, CompletionsRate: 10, Limit: 4, DelaySeconds: 0.5}}},
+				Name: "one sample | a, \"b\"", Kind: "aimd", Summary: Summary{Items: 3, Completed: 1, Failed: 0, Canceled: 2, Attempts: 1, Invalid: 1, AttemptsPerCall: 1,
+					Incomplete: true, WallSeconds: 0.1, EndToEnd: Percentiles{Count: 1, P50: 0.1, P99: 0.1, Max: 0.1, Mean: 0.1},
+					Timeline: &Timeline{ResolutionSeconds: 0.1, Points: []Point{{T: 0.1, InFlight: 2, CompletionsRate: 10, Limit: 4, DelaySeconds: 0.5}}}},
 				Expectations: []Check{{Metric: "completed", Expected: "= 3", Actual: "1 <i>", OK: false}},
 			},
 		},

@@ -199,10 +199,10 @@ func TestHTMLEscapes(t *testing.T) {
 func TestHTMLBadNumbers(t *testing.T) {
 	r := Report{Scenario: "bad numbers", Results: []Result{{
 		Name: "nan", Kind: "semaphore",
-		Timeline: &Timeline{ResolutionSeconds: math.NaN(), Points: []Point{
+		Summary: Summary{Timeline: &Timeline{ResolutionSeconds: math.NaN(), Points: []Point{
 			{T: 0.1, InFlight: 3, CompletionsRate: math.NaN(), Limit: math.Inf(1)},
 			{T: 0.2, InFlight: 4, CompletionsRate: 5, ThrottlesRate: math.Inf(1), DelaySeconds: -1},
-		}},
+		}}},
 	}}}
 	var buf bytes.Buffer
 	if err := HTML(&buf, r); err != nil {
@@ -220,12 +220,12 @@ func TestHTMLLongTimelineIsDecimated(t *testing.T) {
 	const n = 50_000
 	r := Report{Scenario: "long", Results: []Result{{
 		Name: "long", Kind: "aimd",
-		Timeline: sampled(0.1, n, func(t float64) Point {
+		Summary: Summary{Timeline: sampled(0.1, n, func(t float64) Point {
 			return Point{
 				InFlight: int(10 + 10*math.Sin(t)), CompletionsRate: 40 + 5*math.Cos(t/7),
 				ThrottlesRate: math.Max(0, 50*math.Sin(t/3)), Limit: 20, DelaySeconds: 0.01,
 			}
-		}),
+		})},
 	}}}
 	r.Results[0].Timeline.Points[n/2+7].InFlight = 1000 // a spike decimation must keep
 
@@ -273,7 +273,7 @@ func TestHTMLGateBands(t *testing.T) {
 		{T: 1, Type: "gate_close", Until: 2, Reason: "throttle"},
 		{T: 2, Type: "gate_open"},
 	}
-	r := Report{Scenario: "gates", Results: []Result{{Name: "adaptive", Kind: "adaptive", Items: 8, Completed: 8, Timeline: tl}}}
+	r := Report{Scenario: "gates", Results: []Result{{Name: "adaptive", Kind: "adaptive", Summary: Summary{Items: 8, Completed: 8, Timeline: tl}}}}
 	var b bytes.Buffer
 	if err := HTML(&b, r); err != nil {
 		t.Fatal(err)

@@ -105,6 +105,12 @@ func markdownStrategy(w io.Writer, res Result) {
 		facts = append(facts, fmt.Sprintf("Tokens: %s in, %s out, %s reserved by failed attempts.",
 			formatInt(res.InputTokens), formatInt(res.OutputTokens), formatInt(res.FailedTokens)))
 	}
+	if res.Canceled > 0 {
+		facts = append(facts, fmt.Sprintf("Canceled: %s items taken but not finished.", formatInt(res.Canceled)))
+	}
+	if res.Invalid > 0 {
+		facts = append(facts, fmt.Sprintf("Invalid responses (succeeded but rejected by the check): %s.", formatInt(res.Invalid)))
+	}
 	if res.FinalLimit > 0 {
 		facts = append(facts, fmt.Sprintf("Final limit: %s.", formatFixed(res.FinalLimit, 0)))
 	}
@@ -137,7 +143,9 @@ type latencyRow struct {
 
 // latencyRows lists the distributions a result recorded a non-zero time
 // in, in a fixed order; end-to-end always comes first, and nothing at all
-// when even that is empty.
+// when even that is empty. Backoff is all the time between an item's
+// attempts; the row after it is the part the server asked for with
+// retry-after, the rest being the retry policy's own backoff.
 func latencyRows(res Result) []latencyRow {
 	rows := []latencyRow{{"end to end", res.EndToEnd}}
 	for _, l := range []latencyRow{
@@ -145,6 +153,7 @@ func latencyRows(res Result) []latencyRow {
 		{"wait for slot", res.WaitSlot},
 		{"wait for tokens", res.WaitTokens},
 		{"backoff", res.Backoff},
+		{"of which retry-after", res.WaitRetryAfter},
 	} {
 		// A wait that never happened (every sample zero) is noise here.
 		if l.p.Count > 0 && l.p.Max > 0 {

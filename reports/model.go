@@ -1,5 +1,7 @@
 package reports
 
+import "github.com/ratelab/ratelab/measure"
+
 // Report is the result of one scenario run: one Result per strategy, in the
 // scenario file's order. Its JSON form is the contract `loadgen run --format
 // json` prints and report.json holds; changing a field name is a breaking
@@ -12,98 +14,49 @@ type Report struct {
 	Results     []Result `json:"results"`
 }
 
-// Result is one strategy's run.
+// Result is one strategy's run: the row's name, kind and parameters, what
+// the run measured (measure.Summary, embedded as it is, so its fields are
+// Result's fields and its JSON keys are Result's keys), the oracle figures
+// and the expectations checked against it.
 type Result struct {
 	Name   string         `json:"name"`
 	Kind   string         `json:"kind"`
 	Params map[string]any `json:"params,omitempty"`
 
-	Items     int `json:"items"`
-	Completed int `json:"completed"`
-	Failed    int `json:"failed"`
+	measure.Summary
 
-	Attempts     int64 `json:"attempts"`      // HTTP attempts
-	Throttled    int64 `json:"throttled"`     // 429s
-	Overloaded   int64 `json:"overloaded"`    // 529 / 503
-	ServerErrors int64 `json:"server_errors"` // other 5xx
-	Errors       int64 `json:"errors"`        // other failed attempts (4xx, connection, stream)
-
-	AttemptsPerCall    float64 `json:"attempts_per_call"`    // attempts / completed
-	ThrottledByAttempt []int64 `json:"throttled_by_attempt"` // [i] = 429s on attempt i+1
-	MaxAttempts        int     `json:"max_attempts"`         // most attempts any item took
-	FailedTokens       int64   `json:"failed_tokens"`        // tokens reserved by attempts that did not succeed
-	InputTokens        int64   `json:"input_tokens"`
-	OutputTokens       int64   `json:"output_tokens"`
-
-	WallSeconds    float64 `json:"wall_seconds"`
 	OracleSeconds  float64 `json:"oracle_seconds,omitempty"` // ceil(items / limit) × call time, when defined
 	WallOverOracle float64 `json:"wall_over_oracle,omitempty"`
 
-	// Latency percentiles in seconds.
-	EndToEnd   Percentiles  `json:"end_to_end"`
-	Attempt    Percentiles  `json:"attempt"`
-	WaitSlot   Percentiles  `json:"wait_slot"`
-	WaitTokens Percentiles  `json:"wait_tokens"`
-	Backoff    Percentiles  `json:"backoff"`
-	TTFT       *Percentiles `json:"ttft,omitempty"` // streaming only
-
-	FinalLimit float64 `json:"final_limit,omitempty"` // the strategy's limit when the run ended
-
-	Timeline *Timeline `json:"timeline,omitempty"`
-
 	Expectations []Check `json:"expectations,omitempty"`
-	Incomplete   bool    `json:"incomplete,omitempty"` // interrupted before every item finished
 }
 
-// Percentiles summarises a latency distribution, in seconds.
-type Percentiles struct {
-	Count int64   `json:"count"`
-	P50   float64 `json:"p50"`
-	P90   float64 `json:"p90"`
-	P99   float64 `json:"p99"`
-	Max   float64 `json:"max"`
-	Mean  float64 `json:"mean"`
+// SetOracle records the oracle time (ceil(items / limit) × call time) and
+// the wall time's ratio to it; an oracle of 0 (undefined) sets neither.
+func (r *Result) SetOracle(oracle float64) {
+	if oracle > 0 {
+		r.OracleSeconds = oracle
+		r.WallOverOracle = r.WallSeconds / oracle
+	}
 }
 
-// Timeline samples a run at a fixed resolution, and lists the strategy's
-// state changes as they happened.
-type Timeline struct {
-	ResolutionSeconds float64 `json:"resolution_seconds"`
-	// RequestedResolutionSeconds is the resolution asked for when it was too
-	// fine for the run and ResolutionSeconds was used instead (at most
-	// engine.MaxTimelinePoints points are kept); 0 otherwise.
-	RequestedResolutionSeconds float64 `json:"requested_resolution_seconds,omitempty"`
-	Points                     []Point `json:"points"`
-	// Events are the strategy's state changes (a new limit, a new delay, a
-	// retry-after gate closing or opening), in order. A run keeps at most
-	// MaxEvents; EventsDropped counts the rest.
-	Events        []Event `json:"events,omitempty"`
-	EventsDropped int     `json:"events_dropped,omitempty"`
-}
+// The measurement types reports render, under the names reports has always
+// used for them.
+type (
+	// Summary is what a run measured (see measure.Summary).
+	Summary = measure.Summary
+	// Percentiles summarises a latency distribution, in seconds.
+	Percentiles = measure.Percentiles
+	// Timeline samples a run and lists the strategy's state changes.
+	Timeline = measure.Timeline
+	// Point is one timeline sample.
+	Point = measure.Point
+	// Event is one state change of a strategy.
+	Event = measure.Event
+)
 
-// MaxEvents caps the events one timeline keeps, so a long run's report
-// stays small.
-const MaxEvents = 10000
-
-// Event is one state change of a strategy (see strategies.Event).
-type Event struct {
-	T      float64 `json:"t"`               // seconds since the strategy's start
-	Type   string  `json:"type"`            // limit, delay, rate, gate_close, gate_open
-	Value  float64 `json:"value,omitempty"` // the new limit, delay in seconds, or rate
-	Until  float64 `json:"until,omitempty"` // gate_close: when the gate opens, seconds since the start
-	Reason string  `json:"reason,omitempty"`
-}
-
-// Point is one timeline sample; rates are per second over the sample's interval.
-type Point struct {
-	T               float64 `json:"t"` // seconds since the strategy's start
-	InFlight        int     `json:"in_flight"`
-	CompletionsRate float64 `json:"completions_per_second"`
-	ThrottlesRate   float64 `json:"throttles_per_second"`
-	Limit           float64 `json:"limit"`
-	DelaySeconds    float64 `json:"delay_seconds"`
-	Tokens          float64 `json:"tokens_available"`
-}
+// MaxEvents caps the events one timeline keeps (measure.MaxEvents).
+const MaxEvents = measure.MaxEvents
 
 // Check is one evaluated expectation.
 type Check struct {

@@ -163,7 +163,7 @@ func TestReadJSONErrors(t *testing.T) {
 }
 
 func TestJSONRejectsNaN(t *testing.T) {
-	r := Report{Scenario: "x", Results: []Result{{Name: "a", WallSeconds: math.NaN()}}}
+	r := Report{Scenario: "x", Results: []Result{{Name: "a", Summary: Summary{WallSeconds: math.NaN()}}}}
 	if err := JSON(&bytes.Buffer{}, r); err == nil || !strings.HasPrefix(err.Error(), "reports: json:") {
 		t.Errorf("JSON with NaN: error %v, want a reports: json: error", err)
 	}
