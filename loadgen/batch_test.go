@@ -229,7 +229,7 @@ func TestRunBatchAdaptiveState(t *testing.T) {
 		t.Fatalf("state file: %v\n%s", err, data)
 	}
 	e := f.Limits[0]
-	if e.Provider != "anthropic" || e.BaseURL != "embedded-mock" || !strings.HasPrefix(e.KeyFingerprint, "key-") || e.Window <= 0 {
+	if e.Provider != "anthropic" || e.BaseURL != "embedded-mock" || e.KeyFingerprint != strategies.Fingerprint(DefaultAPIKey) || e.Window <= 0 {
 		t.Errorf("state entry = %+v, want the embedded mock, a key fingerprint and a window", e)
 	}
 	t.Logf("learned: limit %d, window %g; first batch: %d attempts, %d 429s", e.Limit, e.Window, first.Run.Attempts, first.Run.Throttled)

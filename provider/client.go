@@ -2,8 +2,6 @@ package provider
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -58,29 +56,25 @@ func (c *Client) Do(ctx context.Context, r Request, attempt int) (Response, stra
 }
 
 // Cost returns what r is expected to consume, for a strategy's Acquire: the
-// provider's name, the key's fingerprint, EstimateTokens(r) and r.MaxTokens.
+// provider's name, the key's fingerprint (strategies.Fingerprint, the format
+// state files and the mock use too), EstimateTokens(r) and r.MaxTokens.
 func (c *Client) Cost(r Request) strategies.Cost {
 	return strategies.Cost{
 		Provider:    c.Provider.Name(),
-		Key:         KeyFingerprint(c.APIKey),
+		Key:         keyFingerprint(c.APIKey),
 		InputTokens: EstimateTokens(r),
 		MaxTokens:   r.MaxTokens,
 	}
 }
 
-// KeyFingerprint identifies an API key without revealing it: "key-" and the
-// first 12 hex digits of its SHA-256, or "" for no key.
-func KeyFingerprint(apiKey string) string {
-	if apiKey == "" {
-		return ""
-	}
-	// A run uses one key for every call: remember the last one rather than
-	// hash it per call.
+// keyFingerprint is strategies.Fingerprint(apiKey), remembered: a run uses
+// one key for every call, so the last one is kept rather than hashed per
+// call.
+func keyFingerprint(apiKey string) string {
 	if fp := lastFingerprint.Load(); fp != nil && fp.key == apiKey {
 		return fp.fp
 	}
-	sum := sha256.Sum256([]byte(apiKey))
-	fp := &fingerprint{key: apiKey, fp: "key-" + hex.EncodeToString(sum[:6])}
+	fp := &fingerprint{key: apiKey, fp: strategies.Fingerprint(apiKey)}
 	lastFingerprint.Store(fp)
 	return fp.fp
 }
@@ -197,5 +191,9 @@ func (c *Client) String() string {
 	if len(c.APIKey) >= 4 {
 		base = strings.ReplaceAll(base, c.APIKey, "[REDACTED]")
 	}
-	return fmt.Sprintf("provider.Client{%s %s key=%s}", name, base, KeyFingerprint(c.APIKey))
+	key := "none"
+	if c.APIKey != "" {
+		key = keyFingerprint(c.APIKey)
+	}
+	return fmt.Sprintf("provider.Client{%s %s key=%s}", name, base, key)
 }

@@ -15,11 +15,36 @@ import (
 )
 
 // Fingerprint returns the fingerprint that stands for an API key in state
-// files, Cost.Key and reports: the first 12 hex digits of the key's SHA-256.
-// It identifies a key without revealing it.
+// files, Cost.Key (provider.Client.Cost) and reports: the first 12 hex digits
+// of the key's SHA-256, for every key including "". It identifies a key
+// without revealing it, and it is the one format client and server agree on:
+// the mock names keys in metrics, stats and Redis by the same string
+// (mock.Fingerprint; the mock imports no client code, so loadgen's
+// TestFingerprintAgrees holds the two equal).
 func Fingerprint(key string) string {
 	sum := sha256.Sum256([]byte(key))
 	return hex.EncodeToString(sum[:6])
+}
+
+// legacyFingerprint reads a key fingerprint as an older release wrote it in
+// a state file, in today's format: provider.Client used to write "key-" and
+// the 12 hex digits, and "" for a client without a key. Anything else is
+// returned as it is.
+func legacyFingerprint(fp string) string {
+	switch {
+	case fp == "":
+		return Fingerprint("")
+	case len(fp) == len("key-")+12 && fp[:4] == "key-":
+		return fp[4:]
+	}
+	return fp
+}
+
+// sameKey reports whether a state file's entry is for key, reading either
+// side's fingerprint in the legacy format too.
+func sameKey(e, key StateKey) bool {
+	return e.Provider == key.Provider && e.BaseURL == key.BaseURL &&
+		legacyFingerprint(e.KeyFingerprint) == legacyFingerprint(key.KeyFingerprint)
 }
 
 // StateKey identifies one learned limit in a state file: the provider, the
@@ -86,23 +111,22 @@ func (a *Adaptive) SetState(provider, key string, s LearnedState) {
 
 // SaveState writes the learned state of key's calls (Cost.Provider =
 // key.Provider, Cost.Key = key.KeyFingerprint) to the state file at path,
-// replacing the entry for key and keeping the others. The file is written
+// replacing the entry for key and keeping the others. An entry an older
+// release wrote with the fingerprint "key-" + 12 hex digits (or "" for no
+// key) is key's entry too, and is rewritten in Fingerprint's format. The file is written
 // whole to a temporary file and renamed into place, with mode 0600.
 func (a *Adaptive) SaveState(path string, key StateKey) error {
 	s := a.State(key.Provider, key.KeyFingerprint)
 	s.StateKey = key
+	s.KeyFingerprint = legacyFingerprint(key.KeyFingerprint)
 	s.Saved = time.Now().UTC().Truncate(time.Second)
 
 	f, err := readStateFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	i := slices.IndexFunc(f.Limits, func(e LearnedState) bool { return e.StateKey == key })
-	if i >= 0 {
-		f.Limits[i] = s
-	} else {
-		f.Limits = append(f.Limits, s)
-	}
+	f.Limits = slices.DeleteFunc(f.Limits, func(e LearnedState) bool { return sameKey(e.StateKey, key) })
+	f.Limits = append(f.Limits, s)
 	slices.SortFunc(f.Limits, func(x, y LearnedState) int {
 		return cmp.Or(cmp.Compare(x.Provider, y.Provider), cmp.Compare(x.BaseURL, y.BaseURL),
 			cmp.Compare(x.KeyFingerprint, y.KeyFingerprint))
@@ -116,7 +140,8 @@ func (a *Adaptive) SaveState(path string, key StateKey) error {
 }
 
 // LoadState reads the state file at path and, if it has an entry for key,
-// starts key's calls from it (see SetState). It reports whether it found one;
+// starts key's calls from it (see SetState). Entries written by older
+// releases, with fingerprints "key-" + 12 hex digits, still match. It reports whether it found one;
 // a missing file is not an error.
 func (a *Adaptive) LoadState(path string, key StateKey) (bool, error) {
 	f, err := readStateFile(path)
@@ -126,7 +151,7 @@ func (a *Adaptive) LoadState(path string, key StateKey) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	i := slices.IndexFunc(f.Limits, func(e LearnedState) bool { return e.StateKey == key })
+	i := slices.IndexFunc(f.Limits, func(e LearnedState) bool { return sameKey(e.StateKey, key) })
 	if i < 0 {
 		return false, nil
 	}

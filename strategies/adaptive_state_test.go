@@ -141,3 +141,57 @@ func TestRestoredStateProbes(t *testing.T) {
 		}
 	}
 }
+
+// TestStateLegacyFingerprint reads a state file an older release wrote,
+// when provider.Client's Cost.Key was "key-" + 12 hex digits (and "" with no
+// key): its entries still apply to today's fingerprints, and saving rewrites
+// them in today's format without leaving the old entry beside the new.
+func TestStateLegacyFingerprint(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	legacy := `{"version": 1, "limits": [
+  {"provider": "anthropic", "base_url": "embedded-mock", "key_fingerprint": "", "limit": 5, "window": 5, "rtt_seconds": 0.5, "saved": "2026-11-30T09:00:00Z"},
+  {"provider": "anthropic", "base_url": "embedded-mock", "key_fingerprint": "key-9f86d081884c", "limit": 20, "window": 18, "rtt_seconds": 0.75, "saved": "2026-11-30T09:00:00Z"}
+]}
+`
+	if err := os.WriteFile(path, []byte(legacy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		apiKey string
+		limit  int
+	}{{"test", 20}, {"", 5}} {
+		key := StateKey{Provider: "anthropic", BaseURL: "embedded-mock", KeyFingerprint: Fingerprint(tt.apiKey)}
+		a := NewAdaptive(AdaptiveConfig{})
+		found, err := a.LoadState(path, key)
+		if err != nil || !found {
+			t.Fatalf("LoadState(%v) = %v, %v; want the legacy entry found", key, found, err)
+		}
+		if got := a.State(key.Provider, key.KeyFingerprint).Limit; got != tt.limit {
+			t.Errorf("key %q: limit %d after LoadState, want %d", tt.apiKey, got, tt.limit)
+		}
+	}
+
+	key := StateKey{Provider: "anthropic", BaseURL: "embedded-mock", KeyFingerprint: Fingerprint("test")}
+	a := NewAdaptive(AdaptiveConfig{})
+	a.SetState(key.Provider, key.KeyFingerprint, LearnedState{Limit: 21})
+	if err := a.SaveState(path, key); err != nil {
+		t.Fatal(err)
+	}
+	f, err := readStateFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fps []string
+	for _, e := range f.Limits {
+		fps = append(fps, e.KeyFingerprint)
+		if strings.HasPrefix(e.KeyFingerprint, "key-") {
+			t.Errorf("entry %+v: legacy fingerprint kept after SaveState", e)
+		}
+		if e.KeyFingerprint == key.KeyFingerprint && e.Limit != 21 {
+			t.Errorf("entry %+v: limit %d, want the saved 21", e, e.Limit)
+		}
+	}
+	if len(f.Limits) != 2 {
+		t.Errorf("fingerprints after SaveState = %q, want the legacy \"\" entry and %q once", fps, key.KeyFingerprint)
+	}
+}

@@ -67,6 +67,8 @@ func ExampleNewAdaptive() {
 		BaseURL:        "https://api.anthropic.com",
 		KeyFingerprint: strategies.Fingerprint(apiKey), // never the key itself
 	}
+	// The cost a provider.Client for that key computes (Client.Cost): its
+	// Key is the same strategies.Fingerprint, so the saved state applies.
 	cost := strategies.Cost{Provider: key.Provider, Key: key.KeyFingerprint}
 
 	s := strategies.NewAdaptive(strategies.AdaptiveConfig{}) // start window 4, ×0.9, probe after 3 round trips
