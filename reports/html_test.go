@@ -300,3 +300,22 @@ func TestHTMLGateBands(t *testing.T) {
 		t.Error("a gate band drawn for a run whose gate never closed")
 	}
 }
+
+// TestRetryAfterWaitShown: the part of backoff the server asked for with
+// retry-after has its own latency row in Markdown and HTML, only for the
+// strategies that waited on one.
+func TestRetryAfterWaitShown(t *testing.T) {
+	rep := guideReport() // only "unbounded, retries=2" waited on retry-after
+	var md, html bytes.Buffer
+	if err := Markdown(&md, rep); err != nil {
+		t.Fatal(err)
+	}
+	if err := HTML(&html, rep); err != nil {
+		t.Fatal(err)
+	}
+	for name, out := range map[string]string{"markdown": md.String(), "html": html.String()} {
+		if n := strings.Count(out, "of which retry-after"); n != 1 {
+			t.Errorf("%s: %d retry-after rows, want 1 (the one strategy that waited)", name, n)
+		}
+	}
+}
