@@ -53,6 +53,7 @@ fmt:
 ## machine is noisy: compare only same-sitting ratios).
 bench:
 	$(GO) test -run '^$$' -bench 'JSONThroughput' -benchtime 10x ./mock/
+	$(GO) test -run '^$$' -bench 'CallAccounting' -benchtime 10x ./mock/
 	$(GO) test -run '^$$' -bench 'StreamPacing' -benchtime 3x ./mock/
 	$(GO) test -run '^$$' -bench 'ParkedStreamMemory' -benchtime 1x ./mock/
 	$(GO) test -run '^$$' -bench 'Overhead' -benchtime 60x ./engine/

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -110,7 +111,11 @@ func TestMetrics(t *testing.T) {
 		cfg.Limits.MaxConcurrent = 1
 		ts := startServer(t, cfg)
 		defer ts.stop()
-		fanOut(t, 3, 0, func(int) (reply, error) { return ts.send("POST", "/v1/messages", anthropicBody(10, false, "hi")) })
+		// Three distinct calls: identical bodies without retry headers would
+		// be one call and its retries (see CallStats).
+		fanOut(t, 3, 0, func(i int) (reply, error) {
+			return ts.send("POST", "/v1/messages", anthropicBody(10, false, fmt.Sprintf("hi %d", i)))
+		})
 		body := string(ts.do(t, "GET", "/metrics", "").body)
 		for _, want := range []string{
 			`mockllm_requests_total{api="anthropic",key="anonymous",status="200"} 1`,
@@ -121,6 +126,10 @@ func TestMetrics(t *testing.T) {
 			`mockllm_request_duration_seconds_bucket{api="anthropic",status="200",le="0.08"} 1`,
 			`mockllm_request_duration_seconds_count{api="anthropic",status="200"} 1`,
 			`mockllm_early_retries_total 0`,
+			`mockllm_calls_total 3`,
+			`mockllm_calls_completed_total 1`,
+			`mockllm_calls_failed 2`,
+			`mockllm_throttled_by_attempt_total{attempt="1"} 2`,
 			"# TYPE mockllm_request_duration_seconds histogram",
 		} {
 			if !strings.Contains(body, want) {

@@ -104,6 +104,7 @@ func (s *Server) prepare(w http.ResponseWriter, req *http.Request, wr wire) *exc
 		return nil
 	}
 	body, held, status, err := s.readBody(w, req)
+	s.calls.arrive(&x.att, req, key, body)
 	var c *call
 	if err == nil {
 		c, err = wr.decode(body, s.cfg.Output.DefaultMaxTokens)
@@ -128,6 +129,7 @@ func (s *Server) prepare(w http.ResponseWriter, req *http.Request, wr wire) *exc
 		case errors.As(err, &re):
 			status, e = re.status, re.e
 		}
+		s.calls.end(&x.att, status, "", 0)
 		wr.writeError(w, status, e, reqID)
 		return nil
 	}
@@ -135,10 +137,12 @@ func (s *Server) prepare(w http.ResponseWriter, req *http.Request, wr wire) *exc
 	d := s.admit(req, c, key, wr, &x.dec)
 	wr.setLimitHeaders(h, d.snap, d.now)
 	if d.abort {
+		s.calls.end(&x.att, 0, "", 0)
 		s.metrics.request(api, 0, s.keyLabel(key))
 		panic(http.ErrAbortHandler)
 	}
 	if d.status != 0 {
+		s.calls.end(&x.att, d.status, d.err.limit, d.retryAfter)
 		if d.retryAfter > 0 {
 			h["Retry-After"] = []string{strconv.FormatInt(int64(d.retryAfter/time.Second), 10)}
 		}
@@ -188,7 +192,6 @@ func (s *Server) countError(key string) {
 // lock, into d, and returns d.
 func (s *Server) admit(req *http.Request, c *call, key string, wr wire, d *decision) *decision {
 	idem := req.Header.Get("Idempotency-Key")
-	retryCount := attemptIndex(req)
 
 	// A shared slot taken for an attempt then refused is given back after
 	// the lock is released: Store calls are network round trips.
@@ -208,11 +211,6 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire, d *decis
 	*d = decision{now: now}
 	s.stats.Attempts++
 	ks.stats.Attempts++
-	if ks.retries.arrived(now, idem, retryCount) {
-		s.stats.EarlyRetries++
-		ks.stats.EarlyRetries++
-		s.metrics.earlyRetries.Inc()
-	}
 	ks.lim.sync(now, s.limits)
 	d.snap = ks.lim.snapshot(now, "")
 
@@ -232,13 +230,12 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire, d *decis
 			s.stats.Errors++
 			ks.stats.Errors++
 		}
-		ks.retries.given(now, ra, idem)
 		return d
 	}
 
 	// Scripted failures: the attempt index comes from the SDK's header or
 	// from counting attempts per Idempotency-Key.
-	attempt := retryCount
+	attempt := attemptIndex(req)
 	if attempt < 0 && idem != "" {
 		if ks.attempts == nil || len(ks.attempts) >= maxGates {
 			ks.attempts = make(map[string]int)
@@ -445,6 +442,7 @@ type exchange struct {
 	emitted int  // output tokens produced so far
 	done    bool // released
 	status  int  // for metrics; 499 when the client went away
+	att     callAttempt
 }
 
 // run paces and writes the response, releasing the request's slot before
@@ -474,6 +472,7 @@ func (x *exchange) release() {
 	if !x.done {
 		x.done = true
 		x.s.release(x.d, x.emitted)
+		x.s.calls.end(&x.att, x.callStatus(), "", 0)
 	}
 }
 

@@ -1,7 +1,6 @@
 package mock
 
 import (
-	"container/heap"
 	"math"
 	"time"
 )
@@ -281,69 +280,6 @@ func (k *keyLimiter) snapshot(now time.Time, exceeded string) snapshot {
 	return s
 }
 
-// gate is a retry-after given to a key: a retry before deadline is early.
-type gate struct{ deadline time.Time }
-
-// gateHeap is a min-heap of gates by deadline.
-type gateHeap []gate
-
-func (h gateHeap) Len() int           { return len(h) }
-func (h gateHeap) Less(i, j int) bool { return h[i].deadline.Before(h[j].deadline) }
-func (h gateHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *gateHeap) Push(x any)        { *h = append(*h, x.(gate)) }
-func (h *gateHeap) Pop() any {
-	old := *h
-	g := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return g
-}
-
-// maxGates bounds the retry-after gates remembered per key, for clients that
-// never retry.
+// maxGates bounds the Idempotency-Keys whose attempts are counted per key
+// for scripted faults, for clients that never retry.
 const maxGates = 1 << 14
-
-// retryTracker measures retry compliance for one key: whether retries
-// arrive after the retry-after their rejection carried.
-type retryTracker struct {
-	gates gateHeap             // anonymous gates, matched to retries earliest first
-	byKey map[string]time.Time // gates of requests that carry an Idempotency-Key
-}
-
-// given records a rejection at now with retry-after ra.
-func (t *retryTracker) given(now time.Time, ra time.Duration, idem string) {
-	if ra <= 0 {
-		return
-	}
-	if idem != "" {
-		if t.byKey == nil || len(t.byKey) >= maxGates {
-			t.byKey = make(map[string]time.Time)
-		}
-		t.byKey[idem] = now.Add(ra)
-		return
-	}
-	if len(t.gates) >= maxGates {
-		t.gates = t.gates[:0]
-	}
-	heap.Push(&t.gates, gate{now.Add(ra)})
-}
-
-// arrived records an attempt at now and reports whether it was an early
-// retry. A retry is an attempt whose Idempotency-Key was rejected before, or
-// one with a positive X-Stainless-Retry-Count; the latter is matched to the
-// gate with the earliest deadline, so it counts as early only if it is
-// early for every outstanding rejection.
-func (t *retryTracker) arrived(now time.Time, idem string, retryCount int) bool {
-	if idem != "" {
-		d, ok := t.byKey[idem]
-		if !ok {
-			return false
-		}
-		delete(t.byKey, idem)
-		return now.Before(d)
-	}
-	if retryCount <= 0 || len(t.gates) == 0 {
-		return false
-	}
-	g := heap.Pop(&t.gates).(gate)
-	return now.Before(g.deadline)
-}

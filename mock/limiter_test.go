@@ -150,29 +150,3 @@ func TestKeyLimiterFixedRetryAfter(t *testing.T) {
 		t.Errorf("admit over the limit = ok %v retry %v, want rejection with the fixed 7s", v.ok, v.retryAfter)
 	}
 }
-
-func TestRetryTracker(t *testing.T) {
-	var rt retryTracker
-	rt.given(t0, 2*time.Second, "")
-	rt.given(t0, 5*time.Second, "")
-	rt.given(t0, 3*time.Second, "idem-1")
-	steps := []struct {
-		now        time.Time
-		idem       string
-		retryCount int
-		wantEarly  bool
-	}{
-		{at(time.Second), "", 0, false},          // a first attempt is not a retry
-		{at(time.Second), "", 1, true},           // matched to the 2s gate
-		{at(5 * time.Second), "", 1, false},      // matched to the 5s gate
-		{at(6 * time.Second), "", 1, false},      // no gate left
-		{at(2 * time.Second), "idem-1", 0, true}, // its own gate: 3s
-		{at(2 * time.Second), "idem-1", 0, false},
-		{at(2 * time.Second), "idem-2", 1, false},
-	}
-	for i, s := range steps {
-		if got := rt.arrived(s.now, s.idem, s.retryCount); got != s.wantEarly {
-			t.Errorf("step %d: arrived(%v, %q, %d) = %v, want %v", i, s.now.Sub(t0), s.idem, s.retryCount, got, s.wantEarly)
-		}
-	}
-}

@@ -23,7 +23,6 @@ type metrics struct {
 	inputTokens  prometheus.Counter // tokens{direction="input"}
 	outputTokens prometheus.Counter // tokens{direction="output"}
 	duration     *prometheus.HistogramVec
-	earlyRetries prometheus.Counter
 	panics       prometheus.Counter
 
 	mu    sync.RWMutex
@@ -58,10 +57,6 @@ func newMetrics() *metrics {
 			Help:    "Time from admission to the end of admitted responses, by API and status.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14), // 5 ms to about 41 s
 		}, []string{"api", "status"}),
-		earlyRetries: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "mockllm_early_retries_total",
-			Help: "Retries that arrived before the retry-after they were given.",
-		}),
 		panics: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "mockllm_handler_panics_total",
 			Help: "Panics recovered in handlers.",
@@ -69,7 +64,7 @@ func newMetrics() *metrics {
 	}
 	m.inputTokens = m.tokens.WithLabelValues("input")
 	m.outputTokens = m.tokens.WithLabelValues("output")
-	m.reg.MustRegister(m.requests, m.inFlight, m.rejections, m.faults, m.tokens, m.duration, m.earlyRetries, m.panics)
+	m.reg.MustRegister(m.requests, m.inFlight, m.rejections, m.faults, m.tokens, m.duration, m.panics)
 	return m
 }
 

@@ -39,6 +39,7 @@ type Server struct {
 	handler                       http.Handler
 	http                          *http.Server
 	metrics                       *metrics
+	calls                         *callLog // attempts grouped into logical calls (calls.go)
 	budget                        *decodeBudget
 	seq                           atomic.Uint64 // request counter, for ids
 	text                          []string      // Output.Text's tokens, JSON-escaped; nil for the filler
@@ -62,7 +63,6 @@ type Server struct {
 // keyState is everything the server tracks per API key.
 type keyState struct {
 	lim      keyLimiter
-	retries  retryTracker
 	attempts map[string]int // attempts seen per Idempotency-Key, for scripts
 	stats    KeyStats
 }
@@ -85,6 +85,7 @@ func New(cfg Config) (*Server, error) {
 		labels:  make(map[string]string, len(cfg.APIKeys)),
 		metrics: newMetrics(),
 		budget:  newDecodeBudget(cmp.Or(cfg.DecodeBudget, DefaultDecodeBudget)),
+		calls:   newCallLog(),
 		base:    cfg.Limits,
 		limits:  cfg.Limits,
 		latency: cfg.Latency,
@@ -102,6 +103,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.anthropicModels = modelIndex(anthropicCatalog, cfg.Models.Extra)
 	s.openaiModels = modelIndex(openaiCatalog, cfg.Models.Extra)
+	s.metrics.reg.MustRegister(s.calls)
 	s.resetLocked()
 	s.handler = s.routes()
 	s.http = &http.Server{
@@ -178,6 +180,7 @@ func (s *Server) resetLocked() {
 	s.perKey = make(map[string]*keyState)
 	s.inFlight = 0
 	s.stats = Stats{}
+	s.calls.reset()
 }
 
 // applySchedule applies the schedule entries due at now. The schedule's

@@ -35,7 +35,7 @@ type Stats struct {
 	// overloaded, slow, cut_stream, stream_error.
 	Faults map[string]int64 `json:"faults,omitempty"`
 	// EarlyRetries counts retries that arrived before the retry-after their
-	// rejection carried; Server.Stats says how a retry is recognized.
+	// call's previous attempt was given (Calls.EarlyRetries).
 	EarlyRetries int64 `json:"early_retries"`
 	InFlight     int   `json:"in_flight"`
 	MaxInFlight  int   `json:"max_in_flight"`
@@ -45,6 +45,8 @@ type Stats struct {
 	// ("anonymous" in open mode): the keys themselves never leave the
 	// server.
 	Keys map[string]KeyStats `json:"keys,omitempty"`
+	// Calls groups the attempts into logical calls (see CallStats).
+	Calls CallStats `json:"calls"`
 }
 
 // KeyStats are the counters of one API key.
@@ -64,21 +66,23 @@ type KeyStats struct {
 
 // Stats returns a copy of the counters.
 //
-// Retry compliance: a 429 (or scripted failure) with retry-after R given to
-// a key at t opens a gate until t+R. An attempt with an Idempotency-Key that
-// was rejected before is matched to its own gate; an attempt with a positive
-// X-Stainless-Retry-Count is matched to the key's gate that opens first. It
-// is an early retry if it arrives before that gate's time.
+// Retry compliance comes from the call accounting (CallStats): a retry is an
+// attempt that joins an earlier call of the same key and body (or
+// Idempotency-Key), and it is early when it arrives before the retry-after
+// the call's previous attempt was given.
 func (s *Server) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.stats
+	st.Calls = s.calls.snapshot()
+	st.EarlyRetries = st.Calls.EarlyRetries
 	st.ThrottledBy = maps.Clone(st.ThrottledBy)
 	st.Faults = maps.Clone(st.Faults)
 	st.Keys = make(map[string]KeyStats, len(s.perKey))
 	for name, ks := range s.perKey {
 		k := ks.stats
 		k.ThrottledBy = maps.Clone(k.ThrottledBy)
+		k.EarlyRetries = s.calls.earlyOf(name)
 		st.Keys[s.keyLabel(name)] = k
 	}
 	return st

@@ -1,0 +1,545 @@
+package mock
+
+import (
+	"hash/maphash"
+	"math"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// CallStats is the server's account of the traffic it received, grouped into
+// logical calls: what a client made of its items, measured from the server
+// side with no help from the client. Server.Calls returns it, /_admin/stats
+// serves it under "calls", /metrics exports its counters, and loadgen builds
+// a command row from it.
+//
+// An attempt is one model request (POST /v1/messages or
+// /v1/chat/completions) that passed authentication; it lasts from its
+// arrival (its body read) until its answer was decided: a rejection, or the
+// release of its slot just before the last byte of its response.
+//
+// # Grouping attempts into calls
+//
+// A retry resends the same request, so attempts are grouped by a fingerprint:
+// the API key and the request body, or the API key and the Idempotency-Key
+// header when one is sent. An attempt joins the oldest call of its
+// fingerprint that has not succeeded and has no attempt in flight (a retry is
+// sent after the previous attempt ended); otherwise it starts a new call. An
+// X-Stainless-Retry-Count of 0 (what the official SDKs send on a first
+// attempt) always starts a new call.
+//
+// Two items that send identical bodies are therefore told apart when the
+// client sends X-Stainless-Retry-Count or distinct Idempotency-Keys, or when
+// their attempts overlap in time. Without those headers, an identical
+// request arriving while an earlier one is waiting to be retried is counted
+// as that earlier call's retry (one call, more attempts), and once a call has
+// succeeded an identical request is a new call. Scenarios make every item
+// distinct ("{i}" in the prompt, ids in the items file), so this only
+// matters for a client that sends the same request twice on purpose.
+//
+// A call that never succeeded is failed; one still waiting for a retry counts
+// as failed until it succeeds. At most MaxOpenCalls failed calls are
+// remembered for retries to join: beyond that they are forgotten (still
+// counted as failed), and a late retry of one of them starts a new call.
+type CallStats struct {
+	Calls     int64 `json:"calls"`     // logical calls
+	Completed int64 `json:"completed"` // calls with a 2xx
+	Failed    int64 `json:"failed"`    // calls with no 2xx and no attempt in flight
+	Attempts  int64 `json:"attempts"`  // attempts
+	Throttled int64 `json:"throttled"` // 429s
+	// ThrottledBy counts 429s by the limit that refused them (max_concurrent,
+	// rpm, itpm, otpm, tpm, script).
+	ThrottledBy  map[string]int64 `json:"throttled_by,omitempty"`
+	Overloaded   int64            `json:"overloaded"`    // 529 (Anthropic) and 503 (OpenAI)
+	ServerErrors int64            `json:"server_errors"` // other 5xx
+	// Errors counts other failed attempts: 4xx other than 429, connection
+	// resets and cut streams (status 0), clients gone before the end (499).
+	Errors int64 `json:"errors"`
+
+	AttemptsPerCall    float64 `json:"attempts_per_call"`    // attempts / completed
+	ThrottledByAttempt []int64 `json:"throttled_by_attempt"` // [i] = 429s on a call's attempt i+1
+	MaxAttempts        int     `json:"max_attempts"`         // most attempts one call took
+	// EarlyRetries counts attempts that arrived before the retry-after their
+	// call's previous attempt was given.
+	EarlyRetries int64 `json:"early_retries"`
+	// PeakConcurrency is the most attempts in flight at once; InFlight is
+	// how many are in flight now.
+	PeakConcurrency int `json:"peak_concurrency"`
+	InFlight        int `json:"in_flight"`
+
+	// First is the first attempt's arrival, Last the end of the last attempt
+	// that ended; Seconds is the time between them.
+	First   time.Time `json:"first,omitzero"`
+	Last    time.Time `json:"last,omitzero"`
+	Seconds float64   `json:"seconds"`
+
+	// Latency is the attempts' duration (arrival to answer), in seconds.
+	Latency Percentiles `json:"latency"`
+
+	// Timeline is the traffic as the server saw it, from First.
+	Timeline CallTimeline `json:"timeline"`
+}
+
+// Percentiles summarises a latency distribution, in seconds. P50, P90 and
+// P99 come from an HdrHistogram (3 significant digits); Max and Mean are
+// exact.
+type Percentiles struct {
+	Count int64   `json:"count"`
+	P50   float64 `json:"p50"`
+	P90   float64 `json:"p90"`
+	P99   float64 `json:"p99"`
+	Max   float64 `json:"max"`
+	Mean  float64 `json:"mean"`
+}
+
+// CallTimeline samples the traffic at a fixed resolution. It starts at
+// CallResolution and doubles whenever it would exceed MaxCallPoints points,
+// so its memory is bounded however long the server runs.
+type CallTimeline struct {
+	ResolutionSeconds float64     `json:"resolution_seconds"`
+	Points            []CallPoint `json:"points"`
+}
+
+// CallPoint is one interval of the timeline: T is its end, in seconds since
+// CallStats.First; InFlight is the attempts in flight at its end; the rates
+// are per second over the interval.
+type CallPoint struct {
+	T               float64 `json:"t"`
+	InFlight        int     `json:"in_flight"`
+	CompletionsRate float64 `json:"completions_per_second"`
+	ThrottlesRate   float64 `json:"throttles_per_second"`
+}
+
+// Bounds of the call accounting's memory.
+const (
+	// MaxOpenCalls is how many failed calls are remembered for a later
+	// retry to join.
+	MaxOpenCalls = 1 << 16
+	// CallResolution is the timeline's initial resolution.
+	CallResolution = 100 * time.Millisecond
+	// MaxCallPoints bounds the timeline's points.
+	MaxCallPoints = 4096
+)
+
+// callAttempt is one attempt in flight. It lives in the exchange (no allocation
+// of its own) from arrive to end.
+type callAttempt struct {
+	fp      uint64
+	key     string
+	call    *openCall // the call it retries; nil for a new call
+	arrival time.Time
+	gen     uint64 // callLog.gen at arrival; 0: not counted
+	n       int    // 1-based attempt number within its call
+}
+
+// openCall is a call that has not succeeded and has no attempt in flight:
+// waiting for a retry, or given up on.
+type openCall struct {
+	gate     time.Time // arrival before this is an early retry
+	attempts int
+	next     *openCall // the next open call of the same fingerprint
+}
+
+// callCounts are the counters of a CallStats, kept twice: since the last
+// Reset (for Stats) and since the server started (for /metrics, whose
+// counters never go down).
+type callCounts struct {
+	calls, completed, busy                int64 // busy: calls with an attempt in flight
+	attempts, throttled, overloaded, s5xx int64
+	errors, early                         int64
+	throttledBy                           map[string]int64
+	throttledByAttempt                    []int64
+	earlyByKey                            map[string]int64
+	maxAttempts, peak, inFlight           int
+
+	latencySum, latencyMax time.Duration
+	latencyZeros           int64
+	latency                *hdrhistogram.Histogram
+
+	first, last time.Time
+	timelineRes time.Duration
+	points      []callTick
+
+	open      map[uint64]*openCall // failed calls a retry may join, by fingerprint
+	openCalls int
+}
+
+// callTick is one timeline interval while it is being counted.
+type callTick struct {
+	inFlight              int
+	completions, throttle int64
+}
+
+// callLog is the Server's call accounting. Its lock is taken after the
+// Server's (Stats and Reset hold s.mu), never before.
+type callLog struct {
+	seed     maphash.Seed
+	disabled bool // set only by benchmarks, before serving
+
+	mu   sync.Mutex
+	gen  uint64 // incremented by reset; attempts of an older generation end uncounted
+	cur  callCounts
+	life struct { // since start, for /metrics
+		calls, completed, early int64
+		throttledByAttempt      []int64
+		peak                    int
+	}
+}
+
+func newCallLog() *callLog {
+	l := &callLog{seed: maphash.MakeSeed()}
+	l.reset()
+	return l
+}
+
+// reset starts a new account; attempts in flight end uncounted.
+func (l *callLog) reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.gen++
+	l.cur = callCounts{timelineRes: CallResolution}
+}
+
+// latency histogram range: 1µs to 1h.
+const (
+	callHistUnit = time.Microsecond
+	callHistMax  = time.Hour
+)
+
+// arrive records the arrival of an attempt by key with body, and fills a.
+func (l *callLog) arrive(a *callAttempt, req *http.Request, key string, body []byte) {
+	if l.disabled {
+		return
+	}
+	retry := attemptIndex(req)
+	var h maphash.Hash
+	h.SetSeed(l.seed)
+	h.WriteString(key)
+	if idem := req.Header.Get("Idempotency-Key"); idem != "" {
+		h.WriteByte(1)
+		h.WriteString(idem)
+	} else {
+		h.WriteByte(0)
+		h.Write(body)
+	}
+	now := time.Now()
+	*a = callAttempt{fp: h.Sum64(), key: key, arrival: now}
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := &l.cur
+	a.gen = l.gen
+	if c.first.IsZero() {
+		c.first = now
+	}
+	if retry != 0 {
+		if oc := c.open[a.fp]; oc != nil {
+			if oc.next == nil {
+				delete(c.open, a.fp)
+			} else {
+				c.open[a.fp] = oc.next
+			}
+			c.openCalls--
+			oc.next = nil
+			a.call = oc
+			if now.Before(oc.gate) {
+				c.early++
+				l.life.early++
+				if c.earlyByKey == nil {
+					c.earlyByKey = make(map[string]int64)
+				}
+				c.earlyByKey[key]++
+			}
+		}
+	}
+	if a.call == nil {
+		c.calls++
+		l.life.calls++
+		a.n = 1
+	} else {
+		a.n = a.call.attempts + 1
+	}
+	c.busy++
+	c.attempts++
+	c.inFlight++
+	c.peak = max(c.peak, c.inFlight)
+	l.life.peak = max(l.life.peak, c.inFlight)
+	c.maxAttempts = max(c.maxAttempts, a.n)
+	c.tick(now).inFlight = c.inFlight
+}
+
+// end records the end of attempt a at now: its status (0: the connection
+// was cut), the limit that refused it and the retry-after it was given.
+func (l *callLog) end(a *callAttempt, status int, limit string, retryAfter time.Duration) {
+	if a.gen == 0 {
+		return // not counted, or ended already
+	}
+	now := time.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if a.gen != l.gen {
+		a.gen = 0
+		return // a reset since its arrival
+	}
+	a.gen = 0
+	c := &l.cur
+	c.inFlight--
+	c.busy--
+	if now.After(c.last) {
+		c.last = now
+	}
+	t := c.tick(now)
+	t.inFlight = c.inFlight
+	c.recordLatency(now.Sub(a.arrival))
+	switch {
+	case status >= 200 && status < 300:
+		c.completed++
+		l.life.completed++
+		t.completions++
+		return
+	case status == http.StatusTooManyRequests:
+		c.throttled++
+		t.throttle++
+		if c.throttledBy == nil {
+			c.throttledBy = make(map[string]int64)
+		}
+		c.throttledBy[limit]++
+		c.throttledByAttempt = countAt(c.throttledByAttempt, a.n-1)
+		l.life.throttledByAttempt = countAt(l.life.throttledByAttempt, a.n-1)
+	case status == 529 || status == http.StatusServiceUnavailable:
+		c.overloaded++
+	case status >= 500:
+		c.s5xx++
+	default:
+		c.errors++
+	}
+	oc := a.call
+	if oc == nil {
+		oc = &openCall{}
+	}
+	oc.attempts = a.n
+	oc.gate = now.Add(retryAfter)
+	c.pushOpen(a.fp, oc)
+}
+
+func countAt(s []int64, i int) []int64 {
+	for len(s) <= i {
+		s = append(s, 0)
+	}
+	s[i]++
+	return s
+}
+
+// pushOpen appends oc to the open calls of fp, oldest first.
+func (c *callCounts) pushOpen(fp uint64, oc *openCall) {
+	if c.openCalls >= MaxOpenCalls {
+		// Forget the failed calls rather than grow: they stay counted as
+		// failed; a late retry of one starts a new call.
+		c.open, c.openCalls = nil, 0
+	}
+	if c.open == nil {
+		c.open = make(map[uint64]*openCall)
+	}
+	c.openCalls++
+	head := c.open[fp]
+	if head == nil {
+		c.open[fp] = oc
+		return
+	}
+	for head.next != nil {
+		head = head.next
+	}
+	head.next = oc
+}
+
+func (c *callCounts) recordLatency(d time.Duration) {
+	if d <= 0 {
+		c.latencyZeros++
+		return
+	}
+	if c.latency == nil {
+		c.latency = hdrhistogram.New(1, int64(callHistMax/callHistUnit), 3)
+	}
+	c.latencySum += d
+	c.latencyMax = max(c.latencyMax, d)
+	c.latency.RecordValue(min(int64(d/callHistUnit), int64(callHistMax/callHistUnit))) //nolint:errcheck // clamped into range
+}
+
+// tick returns the timeline interval holding now, adding the intervals
+// before it (carrying the in-flight count) and halving the resolution when
+// there would be more than MaxCallPoints.
+func (c *callCounts) tick(now time.Time) *callTick {
+	i := int(max(0, now.Sub(c.first)) / c.timelineRes)
+	for i >= MaxCallPoints {
+		c.coarsen()
+		i = int(max(0, now.Sub(c.first)) / c.timelineRes)
+	}
+	for len(c.points) <= i {
+		prev := 0
+		if n := len(c.points); n > 0 {
+			prev = c.points[n-1].inFlight
+		}
+		c.points = append(c.points, callTick{inFlight: prev})
+	}
+	return &c.points[i]
+}
+
+// coarsen doubles the timeline's resolution, merging pairs of intervals.
+func (c *callCounts) coarsen() {
+	c.timelineRes *= 2
+	n := (len(c.points) + 1) / 2
+	for i := range n {
+		m := c.points[2*i]
+		if 2*i+1 < len(c.points) {
+			o := c.points[2*i+1]
+			m = callTick{inFlight: o.inFlight, completions: m.completions + o.completions, throttle: m.throttle + o.throttle}
+		}
+		c.points[i] = m
+	}
+	c.points = c.points[:n]
+}
+
+// snapshot returns the CallStats since the last reset.
+func (l *callLog) snapshot() CallStats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := &l.cur
+	st := CallStats{
+		Calls:              c.calls,
+		Completed:          c.completed,
+		Failed:             c.calls - c.completed - c.busy,
+		Attempts:           c.attempts,
+		Throttled:          c.throttled,
+		Overloaded:         c.overloaded,
+		ServerErrors:       c.s5xx,
+		Errors:             c.errors,
+		ThrottledByAttempt: append([]int64{}, c.throttledByAttempt...),
+		MaxAttempts:        c.maxAttempts,
+		EarlyRetries:       c.early,
+		PeakConcurrency:    c.peak,
+		InFlight:           c.inFlight,
+		First:              c.first,
+		Last:               c.last,
+		Latency:            c.percentiles(),
+	}
+	if len(c.throttledBy) > 0 {
+		st.ThrottledBy = make(map[string]int64, len(c.throttledBy))
+		for k, v := range c.throttledBy {
+			st.ThrottledBy[k] = v
+		}
+	}
+	if c.completed > 0 {
+		st.AttemptsPerCall = float64(c.attempts) / float64(c.completed)
+	}
+	if !c.first.IsZero() && c.last.After(c.first) {
+		st.Seconds = c.last.Sub(c.first).Seconds()
+	}
+	res := c.timelineRes.Seconds()
+	st.Timeline = CallTimeline{ResolutionSeconds: res, Points: make([]CallPoint, len(c.points))}
+	for i, p := range c.points {
+		st.Timeline.Points[i] = CallPoint{
+			T:               float64(i+1) * res,
+			InFlight:        p.inFlight,
+			CompletionsRate: float64(p.completions) / res,
+			ThrottlesRate:   float64(p.throttle) / res,
+		}
+	}
+	return st
+}
+
+// earlyOf returns the early retries of API key key ("" in open mode).
+func (l *callLog) earlyOf(key string) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cur.earlyByKey[key]
+}
+
+func (c *callCounts) percentiles() Percentiles {
+	n := c.attempts - int64(c.inFlight)
+	if n <= 0 {
+		return Percentiles{}
+	}
+	q := func(p float64) float64 {
+		// The zeros are the lowest values: a quantile among them is 0.
+		nonzero := n - c.latencyZeros
+		rank := p / 100 * float64(n)
+		if nonzero <= 0 || c.latency == nil || rank <= float64(c.latencyZeros) {
+			return 0
+		}
+		pp := (rank - float64(c.latencyZeros)) / float64(nonzero) * 100
+		v := float64(c.latency.ValueAtQuantile(pp)) * callHistUnit.Seconds()
+		return math.Min(v, c.latencyMax.Seconds())
+	}
+	return Percentiles{
+		Count: n,
+		P50:   q(50),
+		P90:   q(90),
+		P99:   q(99),
+		Max:   c.latencyMax.Seconds(),
+		Mean:  c.latencySum.Seconds() / float64(n),
+	}
+}
+
+// Calls returns the call accounting since the server started or was last
+// Reset; CallStats documents how attempts are grouped into calls.
+func (s *Server) Calls() CallStats { return s.calls.snapshot() }
+
+// Prometheus export: the lifetime counters, read at scrape time.
+var (
+	descCalls = prometheus.NewDesc("mockllm_calls_total",
+		"Logical calls: attempts grouped by API key and request body (or Idempotency-Key); see mock.CallStats.", nil, nil)
+	descCallsCompleted = prometheus.NewDesc("mockllm_calls_completed_total",
+		"Logical calls that got a 2xx.", nil, nil)
+	descCallsFailed = prometheus.NewDesc("mockllm_calls_failed",
+		"Logical calls since the last reset with no 2xx and no attempt in flight (a call waiting for its retry counts until it succeeds).", nil, nil)
+	descEarly = prometheus.NewDesc("mockllm_early_retries_total",
+		"Retries that arrived before the retry-after their call's previous attempt was given.", nil, nil)
+	descThrottledByAttempt = prometheus.NewDesc("mockllm_throttled_by_attempt_total",
+		"429s by the attempt's number within its logical call (1: first attempts).", []string{"attempt"}, nil)
+	descPeak = prometheus.NewDesc("mockllm_peak_concurrency",
+		"Most model requests in flight at once since the server started.", nil, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (l *callLog) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descCalls, descCallsCompleted, descCallsFailed, descEarly, descThrottledByAttempt, descPeak} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (l *callLog) Collect(ch chan<- prometheus.Metric) {
+	l.mu.Lock()
+	calls, completed, early, peak := l.life.calls, l.life.completed, l.life.early, l.life.peak
+	failed := l.cur.calls - l.cur.completed - l.cur.busy
+	byAttempt := append([]int64{}, l.life.throttledByAttempt...)
+	l.mu.Unlock()
+	ch <- prometheus.MustNewConstMetric(descCalls, prometheus.CounterValue, float64(calls))
+	ch <- prometheus.MustNewConstMetric(descCallsCompleted, prometheus.CounterValue, float64(completed))
+	ch <- prometheus.MustNewConstMetric(descCallsFailed, prometheus.GaugeValue, float64(failed))
+	ch <- prometheus.MustNewConstMetric(descEarly, prometheus.CounterValue, float64(early))
+	for i, n := range byAttempt {
+		ch <- prometheus.MustNewConstMetric(descThrottledByAttempt, prometheus.CounterValue, float64(n), strconv.Itoa(i+1))
+	}
+	ch <- prometheus.MustNewConstMetric(descPeak, prometheus.GaugeValue, float64(peak))
+}
+
+// callStatus is the status an admitted attempt ended with, as its client
+// saw it: 499 when the client went away, 0 for a cut connection, the
+// overload status for a stream that ended in an error event.
+func (x *exchange) callStatus() int {
+	switch p := &x.d.plan; {
+	case x.status == 499:
+		return 499
+	case p.cutAt > 0:
+		return 0
+	case p.failAt > 0:
+		return x.wr.overloadStatus()
+	}
+	return x.status
+}
