@@ -39,6 +39,7 @@ var kinds = map[string]kind{
 	KindAdaptive: kindOf(checkAdaptive, func(c adaptiveSettings, opts ...strategies.Option) strategies.Strategy {
 		return strategies.NewAdaptive(c.AdaptiveConfig, opts...)
 	}),
+	KindCommand: configKind(checkCommandConfig), // run by runCommand (command.go)
 }
 
 // unboundedConfig is the configuration of kind unbounded: nothing.

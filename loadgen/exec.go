@@ -22,6 +22,9 @@ import (
 func runStrategy(ctx context.Context, s *Scenario, st *Row, opt Options, key string) (res reports.Result, err error) {
 	tally := new(errorTally)
 	defer func() { res.Expectations = append(st.Expect.Check(&res), st.Expect.allRefusedCheck(&res, tally)...) }()
+	if st.Kind == KindCommand {
+		return runCommand(ctx, s, st, opt)
+	}
 	res = reports.Result{Name: st.Name, Kind: st.Kind, Params: st.Params()}
 	res.Items = s.Items.Count()
 	events := &eventLog{start: time.Now()}

@@ -57,6 +57,13 @@ type Options struct {
 	Listen ListenFunc
 	// Getenv reads the target's key variable. Nil is os.Getenv.
 	Getenv func(string) string
+	// CommandOut, when set, is where command rows keep their items file and
+	// their program's stdout and stderr (NAME.items.jsonl, NAME.stdout,
+	// NAME.stderr); otherwise a temporary directory, removed after the row.
+	CommandOut string
+	// CommandLog, when set, receives how a command row's program failed,
+	// with the last lines of its output.
+	CommandLog io.Writer
 }
 
 // CheckOnly reports an error naming the first of names that is not one of

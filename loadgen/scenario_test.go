@@ -108,7 +108,7 @@ func TestParseErrors(t *testing.T) {
 		{"server distribution", "items: 10\nserver:\n  output: {tokens: lots}\nstrategies: [{name: a, kind: unbounded}]\n",
 			`x.yaml:3: server.output.tokens: invalid output distribution "lots"`},
 		{"unknown kind", "items: 10\nstrategies:\n  - name: a\n    kind: magic\n",
-			`x.yaml:4: strategies[0].kind: unknown kind "magic" (want one of adaptive, aimd, aimd-delay, per-provider, semaphore, token-bucket, token-first, unbounded)`},
+			`x.yaml:4: strategies[0].kind: unknown kind "magic" (want one of adaptive, aimd, aimd-delay, command, per-provider, semaphore, token-bucket, token-first, unbounded)`},
 		{"parameter of another kind", "items: 10\nstrategies:\n  - name: a\n    kind: unbounded\n    n: 5\n",
 			`x.yaml:5: strategies[0].n: not a parameter of kind unbounded (its parameters: none)`},
 		{"negative", "items: 10\nstrategies:\n  - name: a\n    kind: semaphore\n    n: -3\n",

@@ -29,6 +29,13 @@ type Result struct {
 	WallOverOracle float64 `json:"wall_over_oracle,omitempty"`
 
 	Expectations []Check `json:"expectations,omitempty"`
+
+	// The server's view (the embedded mock's call accounting), for command
+	// rows: retries that came before their retry-after, the most attempts
+	// in flight at once, and how the program ran.
+	EarlyRetries    int64    `json:"early_retries,omitempty"`
+	PeakConcurrency int      `json:"peak_concurrency,omitempty"`
+	Command         *Command `json:"command,omitempty"`
 }
 
 // SetOracle records the oracle time (ceil(items / limit) × call time) and

@@ -30,7 +30,8 @@ Flags (they may come before or after FILE):
   --format NAME     output format: table (default), json, csv or markdown
   --out DIR         also write DIR/report.json (with timelines and histograms),
                     DIR/results.jsonl (one line per item, written as items
-                    finish), DIR/report.md and DIR/report.html
+                    finish), DIR/report.md and DIR/report.html; command rows
+                    keep their items file, stdout and stderr there too
   --only NAMES      run only these strategies: comma-separated names, or one
                     name that itself contains commas; repeatable
   --timeline DUR    timeline resolution (default: the file's timeline, else
@@ -74,7 +75,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
-	opts := loadgen.Options{Timeline: *timeline, Getenv: os.Getenv}
+	opts := loadgen.Options{Timeline: *timeline, Getenv: os.Getenv, CommandOut: *out, CommandLog: stderr}
 	if opts.Only, err = resolveOnly(s, only); err != nil {
 		return usageError("run: --only: %v", err)
 	}

@@ -1,0 +1,400 @@
+package loadgen
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ratelab/ratelab/engine"
+	"github.com/ratelab/ratelab/internal/proc"
+	"github.com/ratelab/ratelab/mock"
+	"github.com/ratelab/ratelab/reports"
+)
+
+// KindCommand is a row that runs the user's own program against a fresh
+// embedded mock and measures it from the server side (CommandConfig).
+const KindCommand = "command"
+
+// CommandConfig is the parameters of a kind: command row:
+//
+//   - name: my batch script
+//     kind: command
+//     command: ["python3", "classify.py", "--concurrency", "20"]
+//     dir: ../examples/clients   # relative to the scenario file
+//     env: {MY_FLAG: "1"}
+//     timeout: 5m
+//     expect: {completed: 200, throttled: 0}
+//
+// The program runs with the variables CommandEnv lists, pointing the
+// official SDKs at the mock. What the row reports comes from the mock's call
+// accounting (mock.CallStats), so no help from the program is needed.
+type CommandConfig struct {
+	// Command is the program and its arguments, executed directly (never
+	// through a shell). A program name without a slash is looked up in
+	// PATH; a relative path is relative to Dir. Required.
+	Command []string `yaml:"command"`
+	// Dir is the working directory, relative to the scenario file. Default:
+	// the scenario file's directory.
+	Dir string `yaml:"dir"`
+	// Env is added to the program's environment, after the variables
+	// loadgen sets (so it may override them).
+	Env map[string]string `yaml:"env"`
+	// Timeout bounds the program's run. Default 10m. When it passes the
+	// program's whole process group is stopped and the row fails.
+	Timeout time.Duration `yaml:"timeout"`
+}
+
+func init() {
+	// Expectations only the server's view can give.
+	Metrics["early_retries"] = Metric{"retries that arrived before their retry-after (server side)",
+		func(r *reports.Result) float64 { return float64(r.EarlyRetries) }}
+	Metrics["concurrency"] = Metric{"most attempts in flight at once (server side)",
+		func(r *reports.Result) float64 { return float64(r.PeakConcurrency) }}
+	Metrics["exit_code"] = Metric{"the command's exit status (-1: killed by a signal)", func(r *reports.Result) float64 {
+		if r.Command == nil {
+			return 0
+		}
+		return float64(r.Command.ExitCode)
+	}}
+}
+
+// commandDir returns the row's working directory.
+func (s *Scenario) commandDir(c *CommandConfig) string {
+	base := "."
+	if s.File != "" {
+		base = filepath.Dir(s.File)
+	}
+	if c.Dir == "" {
+		return base
+	}
+	if filepath.IsAbs(c.Dir) {
+		return c.Dir
+	}
+	return filepath.Join(base, c.Dir)
+}
+
+// checkCommandConfig checks what a command row's parameters say alone.
+func checkCommandConfig(c *CommandConfig, p *problems) {
+	switch {
+	case len(c.Command) == 0:
+		p.bad("command", `required: the program and its arguments, e.g. ["python3", "client.py"]`)
+	case c.Command[0] == "":
+		p.bad("command", "the program name is empty")
+	}
+	keys := make([]string, 0, len(c.Env))
+	for k := range c.Env {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			p.bad("env", "invalid variable name %q", k)
+		}
+	}
+}
+
+// checkCommand validates what a command row needs of its scenario (bad
+// reports a problem at a key of the row) and adds its implicit
+// expectations: unless the row says otherwise, the program must exit 0 and
+// make at least one request.
+func (s *Scenario) checkCommand(st *Row, bad func(key, format string, args ...any)) {
+	c, ok := st.Config.(*CommandConfig)
+	if st.Kind != KindCommand || !ok {
+		return
+	}
+	for _, k := range []string{"max_retries", "requeue", "seed", "shared"} {
+		if st.Set(k) {
+			bad(k, "not a parameter of kind command: the program retries as it does on its own (its parameters: %s)", strings.Join(Kinds[KindCommand], ", "))
+		}
+	}
+	if s.Target != nil {
+		bad("kind", "a command row is measured by the embedded mock; remove target: (or run this row in a scenario without one)")
+	}
+	if len(c.Command) > 0 && c.Command[0] != "" {
+		dir := s.commandDir(c)
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			bad("dir", "%s is not a directory", dir)
+		} else if _, err := proc.Resolve(c.Command[0], dir); err != nil {
+			bad("command", "%v", err)
+		}
+	}
+	if !st.Expect.has("exit_code") {
+		st.Expect = append(st.Expect, Expectation{Key: "exit_code", Metric: "exit_code", Op: OpEq, V: 0})
+	}
+	if !st.Expect.has("attempts") {
+		st.Expect = append(st.Expect, Expectation{Key: "attempts", Metric: "attempts", Op: OpGT, V: 0})
+	}
+}
+
+// has reports whether x compares metric.
+func (x Expect) has(metric string) bool {
+	return slices.ContainsFunc(x, func(e Expectation) bool { return e.Metric == metric })
+}
+
+// CommandEnv returns the variables a command row's program runs with:
+//
+//	ANTHROPIC_BASE_URL   the mock's URL, without /v1 (the Anthropic SDKs add it)
+//	OPENAI_BASE_URL      the mock's URL with /v1 (the OpenAI SDKs expect it)
+//	ANTHROPIC_API_KEY, OPENAI_API_KEY   the scenario's test key
+//	RATELAB_ITEMS_FILE   the items, one JSON object a line, in loadgen batch's
+//	                     input format: id, prompt (or messages), system,
+//	                     max_tokens, and metadata {"model", "provider"}
+//	RATELAB_ITEMS        how many items
+//	RATELAB_PROVIDER, RATELAB_MODEL, RATELAB_MAX_TOKENS   the scenario's request
+func (s *Scenario) CommandEnv(baseURL, itemsFile string) []string {
+	r := s.Request
+	return []string{
+		"ANTHROPIC_BASE_URL=" + strings.TrimSuffix(baseURL, "/"),
+		"OPENAI_BASE_URL=" + providerBase("openai", baseURL),
+		"ANTHROPIC_API_KEY=" + r.APIKey,
+		"OPENAI_API_KEY=" + r.APIKey,
+		"RATELAB_ITEMS_FILE=" + itemsFile,
+		"RATELAB_ITEMS=" + strconv.Itoa(s.Items.Count()),
+		"RATELAB_PROVIDER=" + r.Provider,
+		"RATELAB_MODEL=" + r.Model,
+		"RATELAB_MAX_TOKENS=" + strconv.Itoa(r.MaxTokens),
+	}
+}
+
+// WriteItems writes the scenario's items to w in loadgen batch's input
+// format (engine.BatchInput), one line each: ids "0", "1", …; the model and
+// provider of each item in its metadata.
+func (s *Scenario) WriteItems(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	i := 0
+	for _, g := range s.Groups() {
+		meta, err := json.Marshal(struct {
+			Model    string `json:"model"`
+			Provider string `json:"provider"`
+		}{g.Model, g.Provider})
+		if err != nil {
+			return err
+		}
+		filler := ""
+		if g.PromptTokens > 0 {
+			filler = g.promptText(0)
+		}
+		for range g.Count {
+			prompt := filler
+			if prompt == "" {
+				prompt = g.promptText(i)
+			}
+			in := engine.BatchInput{ID: strconv.Itoa(i), Prompt: prompt, System: g.System, MaxTokens: g.MaxTokens, Metadata: meta}
+			if err := enc.Encode(&in); err != nil {
+				return err
+			}
+			i++
+		}
+	}
+	return bw.Flush()
+}
+
+// runCommand runs a command row: a fresh embedded mock on a loopback port,
+// the program pointed at it, and the row built from the mock's account.
+func runCommand(ctx context.Context, s *Scenario, st *Row, opt Options) (reports.Result, error) {
+	c, ok := st.Config.(*CommandConfig)
+	if !ok {
+		return reports.Result{Name: st.Name, Kind: st.Kind}, fmt.Errorf("loadgen: row %q is not a command row", st.Name)
+	}
+	dir := s.commandDir(c)
+	res := reports.Result{Name: st.Name, Kind: st.Kind, Params: commandParams(c)}
+	res.Items = s.Items.Count()
+	cmd := &reports.Command{Argv: c.Command, Dir: dir}
+	res.Command = cmd
+
+	cfg := s.Server
+	if cfg.Seed == 0 {
+		cfg.Seed = s.Seed
+	}
+	srv, err := mock.New(cfg)
+	if err != nil {
+		return res, fmt.Errorf("%s:%d: server: %w", s.File, s.line("server"), err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return res, fmt.Errorf("embedded mock: %w", err)
+	}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = srv.Serve(ln)
+	}()
+	defer func() {
+		_ = srv.Close()
+		<-served
+	}()
+
+	// The items file and the program's output go to --out when given,
+	// else to a temporary directory removed afterwards.
+	outDir := opt.CommandOut
+	if outDir == "" {
+		tmp, err := os.MkdirTemp("", "ratelab-command-")
+		if err != nil {
+			return res, err
+		}
+		defer os.RemoveAll(tmp)
+		outDir = tmp
+	} else if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return res, err
+	}
+	slug := fileSlug(st.Name)
+	itemsPath, err := filepath.Abs(filepath.Join(outDir, slug+".items.jsonl"))
+	if err != nil {
+		return res, err
+	}
+	if err := writeFile(itemsPath, s.WriteItems); err != nil {
+		return res, fmt.Errorf("items file: %w", err)
+	}
+	var outs []*os.File
+	open := func(ext string) (*os.File, error) {
+		f, err := os.Create(filepath.Join(outDir, slug+ext))
+		if err == nil {
+			outs = append(outs, f)
+		}
+		return f, err
+	}
+	defer func() {
+		for _, f := range outs {
+			f.Close()
+		}
+	}()
+	stdout, err := open(".stdout")
+	if err != nil {
+		return res, err
+	}
+	stderr, err := open(".stderr")
+	if err != nil {
+		return res, err
+	}
+	if opt.CommandOut != "" {
+		cmd.Stdout, cmd.Stderr = stdout.Name(), stderr.Name()
+	}
+
+	env := s.CommandEnv("http://"+ln.Addr().String(), itemsPath)
+	keys := make([]string, 0, len(c.Env))
+	for k := range c.Env {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+c.Env[k])
+	}
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = proc.DefaultTimeout
+	}
+	pr, err := proc.Run(ctx, proc.Spec{Argv: c.Command, Dir: dir, Env: env, Timeout: timeout, Stdout: stdout, Stderr: stderr})
+	if err != nil {
+		return res, fmt.Errorf("command: %w", err)
+	}
+	fillFromServer(&res, srv, s.OracleSeconds())
+	cmd.Status = pr.Describe(timeout)
+	cmd.ExitCode = pr.ExitCode
+	cmd.TimedOut = pr.TimedOut
+	cmd.Seconds = pr.End.Sub(pr.Start).Seconds()
+	if res.Attempts == 0 {
+		cmd.Status += "; made no request"
+	}
+	if !pr.OK() || res.Attempts == 0 {
+		cmd.StdoutTail, cmd.StderrTail = pr.StdoutTail, pr.StderrTail
+		if opt.CommandLog != nil {
+			logCommandFailure(opt.CommandLog, st.Name, cmd)
+		}
+	}
+	if pr.Interrupted {
+		res.Incomplete = true
+		return res, ctx.Err()
+	}
+	return res, nil
+}
+
+// fillFromServer builds a row from the mock's account of the traffic.
+func fillFromServer(r *reports.Result, srv *mock.Server, oracle float64) {
+	st := srv.Stats()
+	c := st.Calls
+	r.Completed = int(min(c.Completed, int64(r.Items)))
+	r.Failed = r.Items - r.Completed
+	r.Attempts, r.Throttled, r.Overloaded = c.Attempts, c.Throttled, c.Overloaded
+	r.ServerErrors, r.Errors = c.ServerErrors, c.Errors
+	r.AttemptsPerCall = c.AttemptsPerCall
+	r.ThrottledByAttempt = c.ThrottledByAttempt
+	r.MaxAttempts = c.MaxAttempts
+	r.InputTokens, r.OutputTokens = st.InputTokens, st.OutputTokens
+	r.WallSeconds = c.Seconds
+	if oracle > 0 {
+		r.OracleSeconds = oracle
+		r.WallOverOracle = c.Seconds / oracle
+	}
+	r.Attempt = reports.Percentiles(c.Latency)
+	r.EarlyRetries = c.EarlyRetries
+	r.PeakConcurrency = c.PeakConcurrency
+	tl := &reports.Timeline{ResolutionSeconds: c.Timeline.ResolutionSeconds, Points: make([]reports.Point, len(c.Timeline.Points))}
+	for i, p := range c.Timeline.Points {
+		tl.Points[i] = reports.Point{T: p.T, InFlight: p.InFlight, CompletionsRate: p.CompletionsRate, ThrottlesRate: p.ThrottlesRate}
+	}
+	r.Timeline = tl
+}
+
+// logCommandFailure writes how a row's program failed, with its last lines.
+func logCommandFailure(w io.Writer, name string, c *reports.Command) {
+	fmt.Fprintf(w, "%s: %s: %s\n", name, strings.Join(c.Argv, " "), c.Status)
+	for _, t := range []struct {
+		name  string
+		lines []string
+	}{{"stdout", c.StdoutTail}, {"stderr", c.StderrTail}} {
+		if len(t.lines) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "  last lines of %s:\n", t.name)
+		for _, l := range t.lines {
+			fmt.Fprintf(w, "    %s\n", l)
+		}
+	}
+}
+
+func commandParams(c *CommandConfig) map[string]any {
+	p := map[string]any{"command": strings.Join(c.Command, " ")}
+	if c.Dir != "" {
+		p["dir"] = c.Dir
+	}
+	if c.Timeout > 0 {
+		p["timeout"] = c.Timeout.String()
+	}
+	return p
+}
+
+// fileSlug turns a row's name into a file name: letters, digits, '-', '.'
+// and '_' kept, the rest '_'.
+func fileSlug(name string) string {
+	b := []byte(name)
+	for i, ch := range b {
+		ok := ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '-' || ch == '.' || ch == '_'
+		if !ok {
+			b[i] = '_'
+		}
+	}
+	if len(b) == 0 {
+		return "command"
+	}
+	return string(b)
+}
+
+func writeFile(path string, fill func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	err = fill(f)
+	return errors.Join(err, f.Close())
+}
