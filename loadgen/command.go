@@ -17,6 +17,7 @@ import (
 
 	"github.com/ratelab/ratelab/engine"
 	"github.com/ratelab/ratelab/internal/proc"
+	"github.com/ratelab/ratelab/internal/strict"
 	"github.com/ratelab/ratelab/mock"
 	"github.com/ratelab/ratelab/reports"
 )
@@ -27,13 +28,14 @@ const KindCommand = "command"
 
 // CommandConfig is the parameters of a kind: command row:
 //
-//   - name: my batch script
-//     kind: command
-//     command: ["python3", "classify.py", "--concurrency", "20"]
-//     dir: ../examples/clients   # relative to the scenario file
-//     env: {MY_FLAG: "1"}
-//     timeout: 5m
-//     expect: {completed: 200, throttled: 0}
+//	strategies:
+//	  - name: my batch script
+//	    kind: command
+//	    command: ["python3", "classify.py", "--concurrency", "20"]
+//	    dir: ../examples/clients   # relative to the scenario file
+//	    env: {MY_FLAG: "1"}
+//	    timeout: 5m
+//	    expect: {completed: 200, throttled: 0}
 //
 // The program runs with the variables CommandEnv lists, pointing the
 // official SDKs at the mock. What the row reports comes from the mock's call
@@ -348,7 +350,10 @@ func fillFromServer(r *reports.Result, srv *mock.Server, oracle float64) {
 
 // logCommandFailure writes how a row's program failed, with its last lines.
 func logCommandFailure(w io.Writer, name string, c *reports.Command) {
-	fmt.Fprintf(w, "%s: %s: %s\n", name, strings.Join(c.Argv, " "), c.Status)
+	if argv := strings.Join(c.Argv, " "); !strings.HasPrefix(argv, strings.TrimSuffix(name, "...")) {
+		name += ": " + argv
+	}
+	fmt.Fprintf(w, "%s: %s\n", name, c.Status)
 	for _, t := range []struct {
 		name  string
 		lines []string
@@ -397,4 +402,62 @@ func writeFile(path string, fill func(io.Writer) error) error {
 	}
 	err = fill(f)
 	return errors.Join(err, f.Close())
+}
+
+// ExecScenario returns the scenario loadgen exec runs: base (a --config
+// file read with LoadBatchConfig, or nil for the defaults: 200 items against
+// mock.DefaultConfig) with one row, the program argv run in dir. The row
+// takes its name, env, timeout and expect from base's first command row
+// when it has one. items, when positive, replaces the item count; server,
+// when set, is applied to the embedded mock's configuration (the mock flags).
+// Its error names what is wrong, as Parse's do.
+func ExecScenario(base *Scenario, argv []string, dir string, items int, server func(*mock.Config)) (*Scenario, error) {
+	if base == nil {
+		var err error
+		if base, err = parse(&Scenario{File: "loadgen exec", batch: true}, []byte("items: 200\n")); err != nil {
+			return nil, err
+		}
+	}
+	s := *base
+	s.batch = false
+	name := strings.Join(argv, " ")
+	if len(name) > 40 {
+		name = name[:37] + "..."
+	}
+	st := Row{Name: name, Kind: KindCommand}
+	c := CommandConfig{}
+	for _, r := range base.Strategies {
+		if rc, ok := r.Config.(*CommandConfig); ok && r.Kind == KindCommand {
+			st, c = r, *rc
+			st.Expect = slices.Clone(r.Expect)
+			break
+		}
+	}
+	c.Command, c.Dir = argv, dir
+	st.Config = &c
+	s.Strategies = []Row{st}
+	if items > 0 {
+		if len(s.Items.Groups) > 1 {
+			return nil, Errors{{File: s.File, Line: s.line("items"), Path: "items", Message: "--items replaces one item group's count; this file has several"}}
+		}
+		g := ItemGroup{}
+		if len(s.Items.Groups) == 1 {
+			g = s.Items.Groups[0]
+		}
+		g.Count = items
+		s.Items.Groups = []ItemGroup{g}
+	}
+	if server != nil {
+		server(&s.Server)
+	}
+	if s.Items.Count() == 0 {
+		s.Items.Groups = []ItemGroup{{Count: 200}}
+	}
+	s.applyDefaults()
+	d := strict.NewDecoder(s.File)
+	s.validate(d)
+	if err := d.Err(); err != nil {
+		return nil, err
+	}
+	return &s, nil
 }

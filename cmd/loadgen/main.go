@@ -5,6 +5,7 @@
 //	loadgen validate scenarios/*.yaml
 //	loadgen compare old/report.json new/report.json
 //	loadgen batch --input items.jsonl --output results.jsonl
+//	loadgen exec --max-concurrent 20 -- python3 my_batch.py
 //
 // Exit codes: 0 success; 1 an expectation failed or compare found a
 // regression; 2 a usage or input error; 130 interrupted.
@@ -89,6 +90,8 @@ Usage:
   loadgen compare OLD.json NEW.json  compare two reports; fail on a regression
   loadgen batch --input ITEMS.jsonl --output RESULTS.jsonl [flags]
                                      run a resumable batch of real calls
+  loadgen exec [flags] -- CMD [ARGS]  run your own program against the mock
+                                     and print its row, measured server-side
   loadgen help [COMMAND]             show a command's help
   loadgen help scenario              the scenario file reference: every key,
                                      its type and default; strategy kinds and
@@ -119,6 +122,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return compareCmd(rest, stdout, stderr)
 	case "batch":
 		return batchCmd(ctx, rest, stdout, stderr)
+	case "exec":
+		return execCmd(ctx, rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		if len(rest) > 0 && cmd == "help" {
 			switch rest[0] {
@@ -130,6 +135,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				return compareCmd([]string{"--help"}, stdout, stderr)
 			case "batch":
 				return batchCmd(ctx, []string{"--help"}, stdout, stderr)
+			case "exec":
+				return execCmd(ctx, []string{"--help"}, stdout, stderr)
 			case "scenario", "scenarios", "schema":
 				return loadgen.WriteSchema(stdout)
 			}
