@@ -138,6 +138,16 @@ func (s *Scenario) checkCommand(st *Row, bad func(key, format string, args ...an
 	}
 }
 
+// holds reports whether r meets every expectation of x on metric.
+func (x Expect) holds(r *reports.Result, metric string) bool {
+	for _, e := range x {
+		if e.Metric == metric && !e.Check(r).OK {
+			return false
+		}
+	}
+	return true
+}
+
 // has reports whether x compares metric.
 func (x Expect) has(metric string) bool {
 	return slices.ContainsFunc(x, func(e Expectation) bool { return e.Metric == metric })
@@ -308,7 +318,9 @@ func runCommand(ctx context.Context, s *Scenario, st *Row, opt Options) (reports
 	if res.Attempts == 0 {
 		cmd.Status += "; made no request"
 	}
-	if !pr.OK() || res.Attempts == 0 {
+	// The last lines are kept, and shown, when the program did not end as
+	// the row expects (by default: exit 0 after making a request).
+	if !st.Expect.holds(&res, "exit_code") || !st.Expect.holds(&res, "attempts") || pr.TimedOut || pr.Interrupted {
 		cmd.StdoutTail, cmd.StderrTail = pr.StdoutTail, pr.StderrTail
 		if opt.CommandLog != nil {
 			logCommandFailure(opt.CommandLog, st.Name, cmd)

@@ -280,3 +280,33 @@ func TestCommandValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestYourClientScenario runs the SDK rows of scenarios/your-client.yaml as
+// real programs: Node with @anthropic-ai/sdk (installed by `npm ci` in
+// examples/clients/node, as .ci/run does) and Go with anthropic-sdk-go. The
+// file's expectations must hold: the bounded ones complete everything at one
+// attempt per call without a 429 and never exceed 20 in flight; Node's
+// unbounded fan-out fails some items and honours every retry-after.
+func TestYourClientScenario(t *testing.T) {
+	if _, err := os.Stat("../examples/clients/node/node_modules/@anthropic-ai/sdk"); err != nil {
+		t.Fatalf("the Node example's dependencies are missing: run npm ci in examples/clients/node (%v)", err)
+	}
+	s, err := Load("../scenarios/your-client.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(t.Context(), s, Options{Only: []string{"node unbounded (SDK)", "node pool(20) (SDK)", "go semaphore(20) (SDK)"}})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if len(rep.Results) != 3 {
+		t.Fatalf("%d results, want 3", len(rep.Results))
+	}
+	for _, f := range Failures(rep) {
+		t.Errorf("%s", f)
+	}
+	for _, r := range rep.Results {
+		t.Logf("%s: %d of %d, %d attempts, %d 429s by attempt %v, %.2f s, peak %d, %s",
+			r.Name, r.Completed, r.Items, r.Attempts, r.Throttled, r.ThrottledByAttempt, r.WallSeconds, r.PeakConcurrency, r.Command.Status)
+	}
+}

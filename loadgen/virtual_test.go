@@ -19,6 +19,15 @@ func runVirtual(t *testing.T, path string, only ...string) reports.Report {
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
+	if len(only) == 0 {
+		// Command rows run real programs, outside virtual time; see
+		// command_test.go.
+		for _, st := range s.Strategies {
+			if st.Kind != KindCommand {
+				only = append(only, st.Name)
+			}
+		}
+	}
 	var rep reports.Report
 	synctest.Test(t, func(t *testing.T) {
 		rep, err = Run(t.Context(), s, Options{Listen: ListenMemory, Only: only})
