@@ -30,7 +30,7 @@ server:
 
 // commandScenario writes a scenario of command rows beside the test's
 // scripts and parses it.
-func commandScenario(t *testing.T, dir, head, rows string) *Scenario {
+func commandScenario(t testing.TB, dir, head, rows string) *Scenario {
 	t.Helper()
 	path := filepath.Join(dir, "scenario.yaml")
 	if err := os.WriteFile(path, []byte(head+"strategies:\n"+rows), 0o644); err != nil {
