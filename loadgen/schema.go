@@ -103,6 +103,11 @@ Top level
       probe_after   float     adaptive: round trips at the limit before probing (3)
       state_file    string    adaptive: where its learned limit is saved and
                               loaded, keyed by provider, URL and key fingerprint
+      command       [string]  command: your program and its arguments (argv,
+                              never a shell), run against a fresh mock
+      dir           string    command: its directory, relative to this file
+      env           {string: string}  command: variables added to its environment
+      timeout       duration  command: then its process group is stopped (10m)
 `
 
 // WriteSchema writes the scenario reference: every key, its type and default,

@@ -246,3 +246,30 @@ func TestAdminStatsCalls(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkCallLogAttempt is the accounting's cost for one attempt (arrive
+// and end, a 200-byte body, distinct bodies as a scenario's items are),
+// run from 2 goroutines so that the lock is contended as on the server.
+// Compare with the mock's time per request in BenchmarkJSONThroughput.
+func BenchmarkCallLogAttempt(b *testing.B) {
+	l := newCallLog()
+	req := httptest.NewRequest("POST", "/v1/messages", nil)
+	req.Header.Set("X-Stainless-Retry-Count", "0")
+	b.ReportAllocs()
+	b.SetParallelism(1)
+	b.RunParallel(func(pb *testing.PB) {
+		body := []byte(`{"model":"claude-haiku-4-5","max_tokens":100,"messages":[{"role":"user","content":"Classify ticket 0000000000. Classify it as billing, bug, feature or other; answer in one word."}]}`)
+		i := 0
+		for pb.Next() {
+			i++
+			copy(body[95:105], strconv.Itoa(1_000_000_000+i))
+			var a callAttempt
+			l.arrive(&a, req, "key", body)
+			status := 200
+			if i%4 == 0 {
+				status = 429
+			}
+			l.end(&a, status, LimitConcurrency, time.Second)
+		}
+	})
+}
