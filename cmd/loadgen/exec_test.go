@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestExec runs the shipped Python client through loadgen exec: its row,
@@ -62,5 +64,20 @@ func TestExecErrors(t *testing.T) {
 		if code != tc.code || !strings.Contains(stderr.String(), tc.want) {
 			t.Errorf("%q: exit %d, stderr %q; want %d and %q", tc.args, code, stderr.String(), tc.code, tc.want)
 		}
+	}
+}
+
+// TestExecInterrupted: Ctrl-C (here, the context ending) stops the program
+// and prints the row measured until then; the exit status is 130.
+func TestExecInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer time.AfterFunc(300*time.Millisecond, cancel).Stop()
+	var stdout, stderr strings.Builder
+	err := run(ctx, []string{"exec", "--items", "1", "--", "sleep", "300"}, &stdout, &stderr)
+	if code := report(err, &stderr); code != exitInterrupted {
+		t.Errorf("exit %d, want %d; stderr %q", code, exitInterrupted, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "sleep 300") {
+		t.Errorf("stdout lacks the row:\n%s", stdout.String())
 	}
 }
