@@ -62,7 +62,7 @@ type CallStats struct {
 	Errors int64 `json:"errors"`
 
 	AttemptsPerCall    float64 `json:"attempts_per_call"`    // attempts / completed
-	ThrottledByAttempt []int64 `json:"throttled_by_attempt"` // [i] = 429s on a call's attempt i+1
+	ThrottledByAttempt []int64 `json:"throttled_by_attempt"` // [i] = 429s on a call's attempt i+1; the last of MaxAttemptIndex counts the rest
 	MaxAttempts        int     `json:"max_attempts"`         // most attempts one call took
 	// EarlyRetries counts attempts that arrived before the retry-after their
 	// call's previous attempt was given.
@@ -124,6 +124,9 @@ const (
 	CallResolution = 100 * time.Millisecond
 	// MaxCallPoints bounds the timeline's points.
 	MaxCallPoints = 4096
+	// MaxAttemptIndex bounds ThrottledByAttempt: 429s on attempts beyond it
+	// are counted in its last entry.
+	MaxAttemptIndex = 100
 )
 
 // callAttempt is one attempt in flight. It lives in the exchange (no allocation
@@ -328,6 +331,7 @@ func (l *callLog) end(a *callAttempt, status int, limit string, retryAfter time.
 }
 
 func countAt(s []int64, i int) []int64 {
+	i = min(i, MaxAttemptIndex-1)
 	for len(s) <= i {
 		s = append(s, 0)
 	}

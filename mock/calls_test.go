@@ -273,3 +273,21 @@ func BenchmarkCallLogAttempt(b *testing.B) {
 		}
 	})
 }
+
+// TestCallsAttemptIndexBounded: a call retried without end does not grow
+// ThrottledByAttempt beyond MaxAttemptIndex.
+func TestCallsAttemptIndexBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newCallLog()
+		for range MaxAttemptIndex + 50 {
+			var a callAttempt
+			l.arrive(&a, httptest.NewRequest("POST", "/v1/messages", nil), "", []byte("same"))
+			l.end(&a, 429, LimitRPM, 0)
+		}
+		c := l.snapshot()
+		if len(c.ThrottledByAttempt) != MaxAttemptIndex || c.ThrottledByAttempt[MaxAttemptIndex-1] != 51 || c.MaxAttempts != MaxAttemptIndex+50 {
+			t.Errorf("by attempt: %d entries, last %d, max attempts %d; want %d, 51, %d",
+				len(c.ThrottledByAttempt), c.ThrottledByAttempt[len(c.ThrottledByAttempt)-1], c.MaxAttempts, MaxAttemptIndex, MaxAttemptIndex+50)
+		}
+	})
+}
