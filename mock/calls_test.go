@@ -114,7 +114,7 @@ func TestCallGrouping(t *testing.T) {
 		}
 		t0 := time.Now()
 		for i, s := range steps {
-			time.Sleep(t0.Add(s.at).Sub(time.Now()))
+			time.Sleep(time.Until(t0.Add(s.at)))
 			req := httptest.NewRequest("POST", "/v1/messages", nil)
 			for j := 0; j+1 < len(s.headers); j += 2 {
 				req.Header.Set(s.headers[j], s.headers[j+1])
