@@ -214,7 +214,7 @@ strategies:
 		`x.yaml:3: server.limits.rpm: want an integer, got "abc"`,
 		`x.yaml:3: server.limits.itpm: must not be negative, got -1`,
 		`x.yaml:5: strategies[0].max_retries: want an integer, got "x"`,
-		`x.yaml:6: strategies[1].kind: unknown kind "magic" (want one of adaptive, aimd, aimd-delay, per-provider, semaphore, token-bucket, token-first, unbounded)`,
+		`x.yaml:6: strategies[1].kind: unknown kind "magic" (want one of adaptive, aimd, aimd-delay, command, per-provider, semaphore, token-bucket, token-first, unbounded)`,
 		`x.yaml:7: strategies[2].name: duplicate strategy name "a" (also strategies[0])`,
 		`x.yaml:7: strategies[2].n: must not be negative, got -3`,
 		`x.yaml:8: strategies[3].rpm: want a number, got "lots"`,
