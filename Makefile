@@ -19,7 +19,7 @@ test: lint node-deps
 ## node-deps: the JavaScript clients the tests run (the AI SDK, LangChain JS,
 ## the Anthropic SDK), installed from their package-lock.json with npm ci
 ## whenever node_modules is missing or older than the lock file. Needs npm.
-NODE_DIRS := mock/testdata/node
+NODE_DIRS := mock/testdata/node examples/clients/node
 node-deps:
 	@command -v npm >/dev/null 2>&1 || { echo "npm not found: the JavaScript client tests will skip"; exit 0; }; \
 	for d in $(NODE_DIRS); do \
