@@ -109,19 +109,5 @@ func execCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return err
 		}
 	}
-	if runErr != nil {
-		if errors.Is(runErr, context.Canceled) {
-			return &exitError{code: exitInterrupted, err: errors.New("interrupted: the row is what was measured until then")}
-		}
-		return runErr
-	}
-	if failures := loadgen.Failures(rep); len(failures) > 0 {
-		if *format != "table" && *format != "markdown" {
-			for _, f := range failures {
-				fmt.Fprintf(stderr, "FAIL %s\n", f)
-			}
-		}
-		return &exitError{code: exitFailed, err: fmt.Errorf("%d expectation(s) failed", len(failures))}
-	}
-	return nil
+	return outcome(rep, runErr, *format, stderr, "interrupted: the row is what was measured until then")
 }

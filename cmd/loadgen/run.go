@@ -122,16 +122,23 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return err
 		}
 	}
+	return outcome(rep, runErr, *format, stderr, "interrupted: the report is incomplete")
+}
+
+// outcome turns a finished run into the command's exit: 130 when it was
+// interrupted (saying so with interrupted), 1 when an expectation failed,
+// else runErr.
+func outcome(rep reports.Report, runErr error, format string, stderr io.Writer, interrupted string) error {
 	if runErr != nil {
 		if errors.Is(runErr, context.Canceled) {
-			return &exitError{code: exitInterrupted, err: errors.New("interrupted: the report is incomplete")}
+			return &exitError{code: exitInterrupted, err: errors.New(interrupted)}
 		}
 		return runErr
 	}
 	if failures := loadgen.Failures(rep); len(failures) > 0 {
 		// The table and Markdown list failures under the rows; machine
 		// formats keep stdout clean, so list them on stderr.
-		if *format != "table" && *format != "markdown" {
+		if format != "table" && format != "markdown" {
 			for _, f := range failures {
 				fmt.Fprintf(stderr, "FAIL %s\n", f)
 			}
