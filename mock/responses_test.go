@@ -85,18 +85,20 @@ func validate(t testing.TB, def string, data []byte) {
 
 // streamEventSchemas maps each event type the mock sends to its schema.
 var streamEventSchemas = map[string]string{
-	"response.created":            "ResponseCreatedEvent",
-	"response.in_progress":        "ResponseInProgressEvent",
-	"response.output_item.added":  "ResponseOutputItemAddedEvent",
-	"response.content_part.added": "ResponseContentPartAddedEvent",
-	"response.output_text.delta":  "ResponseTextDeltaEvent",
-	"response.output_text.done":   "ResponseTextDoneEvent",
-	"response.content_part.done":  "ResponseContentPartDoneEvent",
-	"response.output_item.done":   "ResponseOutputItemDoneEvent",
-	"response.completed":          "ResponseCompletedEvent",
-	"response.incomplete":         "ResponseIncompleteEvent",
-	"response.failed":             "ResponseFailedEvent",
-	"error":                       "ResponseErrorEvent",
+	"response.created":                       "ResponseCreatedEvent",
+	"response.in_progress":                   "ResponseInProgressEvent",
+	"response.output_item.added":             "ResponseOutputItemAddedEvent",
+	"response.content_part.added":            "ResponseContentPartAddedEvent",
+	"response.output_text.delta":             "ResponseTextDeltaEvent",
+	"response.output_text.done":              "ResponseTextDoneEvent",
+	"response.content_part.done":             "ResponseContentPartDoneEvent",
+	"response.output_item.done":              "ResponseOutputItemDoneEvent",
+	"response.function_call_arguments.delta": "ResponseFunctionCallArgumentsDeltaEvent",
+	"response.function_call_arguments.done":  "ResponseFunctionCallArgumentsDoneEvent",
+	"response.completed":                     "ResponseCompletedEvent",
+	"response.incomplete":                    "ResponseIncompleteEvent",
+	"response.failed":                        "ResponseFailedEvent",
+	"error":                                  "ResponseErrorEvent",
 }
 
 // sse is one event as the mock framed it.
