@@ -218,3 +218,84 @@ func sameItem(a, b outputItem) bool {
 	bb, _ := json.Marshal(b)
 	return string(ab) == string(bb)
 }
+
+// TestResponsesContentCut: faults.malformed cuts a function call's
+// arguments and a structured answer to invalid JSON, and max_output_tokens
+// below the document's length makes the response incomplete; the bodies
+// and events still match the OpenAPI schema, and usage counts what was
+// sent.
+func TestResponsesContentCut(t *testing.T) {
+	cases := []struct {
+		name, config, fields, status string
+	}{
+		{"malformed-tool", "faults: {malformed: 1}\n", contentTools + `,"tool_choice":{"type":"function","name":"get_weather"},"max_output_tokens":4000`, "completed"},
+		{"malformed-schema", "faults: {malformed: 1}\n", `"text":{"format":{"type":"json_schema","name":"invoice","schema":` + extractSchema + `}},"max_output_tokens":4000`, "completed"},
+		{"capped-tool", "", contentTools + `,"tool_choice":{"type":"function","name":"get_weather"},"max_output_tokens":16`, "incomplete"},
+		{"capped-schema", "", `"text":{"format":{"type":"json_schema","name":"invoice","schema":` + extractSchema + `}},"max_output_tokens":16`, "incomplete"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := startMock(t, sdkLatency+tc.config)
+				body := `{"model":"gpt-5-mini","input":"Weather in Paris?",` + tc.fields
+				status, _, b := h.post(t, "/v1/responses", body+`}`)
+				if status != 200 {
+					t.Fatalf("status %d: %s", status, b)
+				}
+				validate(t, "Response", b)
+				var r contentResponse
+				json.Unmarshal(b, &r)
+				if r.Status != tc.status || len(r.Output) != 1 || r.Output[0].Status != tc.status {
+					t.Fatalf("status %q, want %q for the response and its item: %s", r.Status, tc.status, b)
+				}
+				doc := r.Output[0].doc()
+				if json.Valid([]byte(doc)) {
+					t.Errorf("document %s is valid JSON, want it cut", doc)
+				}
+				if want := mock.EstimateTokens(doc); r.Usage.OutputTokens != want {
+					t.Errorf("output_tokens %d, want %d (what was sent)", r.Usage.OutputTokens, want)
+				}
+				if strings.HasPrefix(tc.name, "capped") && r.Usage.OutputTokens != 16 {
+					t.Errorf("output_tokens %d, want max_output_tokens 16", r.Usage.OutputTokens)
+				}
+				status, _, sb := h.post(t, "/v1/responses", body+`,"stream":true}`)
+				if status != 200 {
+					t.Fatalf("stream: status %d: %s", status, sb)
+				}
+				evs := parseEvents(t, sb)
+				if last := evs[len(evs)-1].event; last != "response."+tc.status {
+					t.Errorf("stream: last event %q, want response.%s", last, tc.status)
+				}
+			})
+		})
+	}
+}
+
+// TestResponsesContentBadRequest: what content.go cannot serve is a 400 in
+// the API's envelope naming the field.
+func TestResponsesContentBadRequest(t *testing.T) {
+	cases := []struct{ name, fields, param, msg string }{
+		{"tool-schema", `"tools":[{"type":"function","name":"f","parameters":{"type":"object","properties":{"a":{"not":{"type":"string"}}},"required":["a"]}}]`, "tools.0.parameters", `"not"`},
+		{"format-schema", `"text":{"format":{"type":"json_schema","name":"s","schema":{"type":"object","properties":{"a":{"not":{"type":"string"}}},"required":["a"]}}}`, "text.format.schema", `"not"`},
+		{"allowed-none", `"tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"allowed_tools","mode":"required","tools":[{"type":"function","name":"g"}]}`, "tool_choice.tools", "no function"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := startMock(t, sdkLatency)
+				status, _, b := h.post(t, "/v1/responses", `{"model":"gpt-5-mini","input":"x",`+tc.fields+`}`)
+				if status != 400 {
+					t.Fatalf("status %d, want 400: %s", status, b)
+				}
+				validate(t, "ErrorResponse", b)
+				var e struct {
+					Error struct{ Message, Param string }
+				}
+				json.Unmarshal(b, &e)
+				if e.Error.Param != tc.param || !strings.Contains(e.Error.Message, tc.msg) {
+					t.Errorf("error %s, want param %q and a message with %s", b, tc.param, tc.msg)
+				}
+			})
+		})
+	}
+}
