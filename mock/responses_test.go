@@ -665,6 +665,8 @@ var responsesSeeds = []string{
 	`{"model":"gpt-5-mini","input":"x","text":{"format":{"type":"json_schema","name":"s","schema":{"type":"object"},"description":"d"},"verbosity":"low"}}`,
 	`{"model":"gpt-5-mini","input":"x","text":{"format":{"type":"json_object"}},"reasoning":{"effort":"low","summary":"auto"},"metadata":{"a":"b"},"user":"u","safety_identifier":"s","prompt_cache_key":"k","truncation":"auto","top_logprobs":3,"max_tool_calls":2,"store":false}`,
 	`{"model":"gpt-5-mini","input":[{"type":"item_reference","id":"x"}]}`,
+	`{"model":"gpt-5-mini","input":"x","stream":true,"tools":[{"type":"function","name":"f","parameters":{"type":"object","required":["a"],"properties":{"a":{"type":"array","items":{"enum":["\"q\"","é"]},"minItems":1}}}}],"tool_choice":{"type":"function","name":"f"}}`,
+	`{"model":"gpt-5-mini","input":"x","stream":true,"max_output_tokens":16,"text":{"format":{"type":"json_schema","name":"s","schema":{"type":"object","required":["n"],"properties":{"n":{"type":"string","minLength":90}}}}}}`,
 	`{"model":"gpt-5-mini","input":"x","previous_response_id":"resp_1"}`,
 	`{"model":"gpt-5-mini","input":"x","max_output_tokens":15}`,
 	`{"model":"gpt-5-mini","input":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}`,
