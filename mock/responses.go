@@ -32,9 +32,10 @@ import (
 // a message whose text is a JSON document valid against text.format's
 // schema, or text. A response cut at max_output_tokens has status
 // incomplete (incomplete_details.reason max_output_tokens) and its stream
-// ends with response.incomplete rather than response.completed. An injected stream error ends the stream with
-// response.failed. Nothing is stored: previous_response_id, conversation and
-// item_reference name responses the mock never kept, and get the API's 400.
+// ends with response.incomplete rather than response.completed. An
+// injected stream error ends the stream with response.failed. Nothing is
+// stored: previous_response_id, conversation and item_reference name
+// responses the mock never kept, and get the API's 400.
 type responses struct{ openai }
 
 func (responses) name() string { return "openai-responses" }
