@@ -2,10 +2,14 @@ package mock_test
 
 import (
 	"context"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,7 +18,9 @@ import (
 
 // TestNodeClients runs testdata/node/clients.mjs — the Vercel AI SDK and
 // LangChain JS, unchanged — against a mock configured as mockllm serves by
-// default (natural stops). It needs node and the packages `npm ci`
+// default (natural stops). The mock's metrics then show that every request
+// succeeded and that the AI SDK's default OpenAI provider used the
+// Responses API: its five checks, one request each. It needs node and the packages `npm ci`
 // installs in testdata/node (.ci/run does); it skips, saying which, only
 // when node is absent.
 func TestNodeClients(t *testing.T) {
@@ -52,4 +58,50 @@ func TestNodeClients(t *testing.T) {
 	if err != nil {
 		t.Fatalf("node clients.mjs: %v", err)
 	}
+
+	ok, failed := requestsByAPI(t, base)
+	t.Logf("successful requests by API: %v", ok)
+	if len(failed) > 0 {
+		t.Errorf("requests that did not succeed, by API and status: %v", failed)
+	}
+	if ok["openai-responses"] != 5 {
+		t.Errorf("%d successful /v1/responses requests, want 5 (the default provider's checks); by API: %v", ok["openai-responses"], ok)
+	}
+}
+
+// requestsByAPI reads mockllm_requests_total from the mock's /metrics:
+// successful requests by API, and the others by API and status.
+func requestsByAPI(t *testing.T, base string) (ok, failed map[string]int) {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET /metrics: %d %v", resp.StatusCode, err)
+	}
+	ok, failed = map[string]int{}, map[string]int{}
+	label := func(line, name string) string {
+		_, v, _ := strings.Cut(line, name+`="`)
+		v, _, _ = strings.Cut(v, `"`)
+		return v
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(line, "mockllm_requests_total{") {
+			continue
+		}
+		n, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err != nil {
+			t.Fatalf("/metrics line %q: %v", line, err)
+		}
+		api, status := label(line, "api"), label(line, "status")
+		if status == "200" {
+			ok[api] += int(n)
+		} else {
+			failed[api+" "+status] += int(n)
+		}
+	}
+	return ok, failed
 }

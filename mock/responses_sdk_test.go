@@ -13,6 +13,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	ooption "github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
+	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/ratelab/ratelab/mock"
 )
@@ -290,8 +291,8 @@ func TestSDKResponsesErrors(t *testing.T) {
 
 // TestSDKResponsesTools: function tools, a forced tool choice and a
 // json_schema text format go through the SDK's own param types; the mock
-// accepts them and the Response repeats them. (The answer is still text:
-// tool calls and structured output are not generated yet.)
+// accepts them and the Response repeats them. (The forced choice wins over
+// the format: the answer is a function call; see TestSDKResponsesToolCall.)
 func TestSDKResponsesTools(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := startMock(t, sdkLatency)
@@ -324,4 +325,175 @@ func TestSDKResponsesTools(t *testing.T) {
 func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// weatherToolParams is a Responses request offering get_weather (the
+// weatherSchema of the content tests) with the given tool choice.
+func weatherToolParams(t *testing.T, choice responses.ResponseNewParamsToolChoiceUnion) responses.ResponseNewParams {
+	p := responses.ResponseNewParams{
+		Model:           sdkOpenAIModel,
+		Input:           responses.ResponseNewParamsInputUnion{OfString: openai.String("Weather in Paris?")},
+		MaxOutputTokens: openai.Int(2000),
+		Tools:           []responses.ToolUnionParam{responses.ToolParamOfFunction("get_weather", mustMap(t, weatherSchema), true)},
+		ToolChoice:      choice,
+	}
+	return p
+}
+
+// accumulate reads a Responses stream to its end through the SDK's
+// ResponseAccumulator, validating each event against the OpenAPI schema,
+// and returns the reconstructed response (the terminal event's), the
+// accumulator's snapshot of the first output item (built from the item and
+// argument events), the concatenated deltas, and the virtual time of the
+// stream's last delta.
+func accumulate(t *testing.T, stream interface {
+	Next() bool
+	Current() responses.ResponseStreamEventUnion
+	Err() error
+	Close() error
+}, start time.Time) (*responses.Response, responses.ResponseAccumulatedOutput, string, time.Duration) {
+	t.Helper()
+	defer stream.Close()
+	var acc responses.ResponseAccumulator
+	var last time.Duration
+	var deltas strings.Builder
+	for stream.Next() {
+		ev := stream.Current()
+		def, ok := streamEventSchemas[ev.Type]
+		if !ok {
+			t.Errorf("event type %q: not one the mock sends", ev.Type)
+			continue
+		}
+		validate(t, def, []byte(ev.RawJSON()))
+		if strings.HasSuffix(ev.Type, ".delta") {
+			last = time.Since(start)
+			deltas.WriteString(ev.Delta)
+		}
+		var se responses.ResponsesServerEventUnion
+		if err := json.Unmarshal([]byte(ev.RawJSON()), &se); err != nil {
+			t.Fatalf("event %s: %v", ev.RawJSON(), err)
+		}
+		if err := acc.AddEvent(se); err != nil {
+			t.Fatalf("ResponseAccumulator.AddEvent(%s): %v", ev.Type, err)
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatalf("stream: %v", err)
+	}
+	r, err := acc.ReconstructedResponse()
+	if err != nil {
+		t.Fatalf("ReconstructedResponse: %v", err)
+	}
+	snap := acc.Snapshot()
+	if len(snap.Output) != 1 {
+		t.Fatalf("accumulator: %d output items, want 1", len(snap.Output))
+	}
+	return r, snap.Output[0], deltas.String(), last
+}
+
+// TestSDKResponsesToolCall: a forced tool choice (named or required)
+// through Responses.New answers with one function_call item whose
+// arguments are valid against the tool's schema, counted as output tokens
+// and paced like text; the stream, accumulated by the SDK's
+// ResponseAccumulator, gives the same call with the same arguments, its
+// last delta at the instant the JSON answer came.
+func TestSDKResponsesToolCall(t *testing.T) {
+	forced := map[string]responses.ResponseNewParamsToolChoiceUnion{
+		"named":    {OfFunctionTool: &responses.ToolChoiceFunctionParam{Name: "get_weather"}},
+		"required": {OfToolChoiceMode: openai.Opt(responses.ToolChoiceOptionsRequired)},
+	}
+	for name, choice := range forced {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := startMock(t, contentConfig)
+				c := h.openai()
+				params := weatherToolParams(t, choice)
+				start := time.Now()
+				r, err := c.Responses.New(t.Context(), params)
+				if err != nil {
+					t.Fatalf("Responses.New: %v", err)
+				}
+				took := time.Since(start)
+				validate(t, "Response", []byte(r.RawJSON()))
+				if r.Status != responses.ResponseStatusCompleted || len(r.Output) != 1 || r.Output[0].Type != "function_call" {
+					t.Fatalf("status %q, output %s; want completed with one function_call", r.Status, mustJSON(r.Output))
+				}
+				call := r.Output[0].AsFunctionCall()
+				if call.Name != "get_weather" || !strings.HasPrefix(call.CallID, "call_") || r.OutputText() != "" {
+					t.Errorf("call %s, text %q; want get_weather with a call_ id and no text", call.RawJSON(), r.OutputText())
+				}
+				checkValid(t, "arguments", weatherSchema, []byte(call.Arguments))
+				want := int64(mock.EstimateTokens(call.Arguments))
+				if r.Usage.OutputTokens != want {
+					t.Errorf("output_tokens = %d, want %d", r.Usage.OutputTokens, want)
+				}
+				if wantT := time.Duration(want) * 5 * time.Millisecond; took != wantT {
+					t.Errorf("took %v, want %v (5 ms a token)", took, wantT)
+				}
+
+				start = time.Now()
+				sr, acc, deltas, last := accumulate(t, c.Responses.NewStreaming(t.Context(), params), start)
+				if acc.Type != "function_call" || acc.Name != call.Name || acc.CallID != call.CallID || acc.Arguments != call.Arguments || deltas != call.Arguments {
+					t.Errorf("stream: accumulated %+v, deltas %s; want the JSON answer's call %s", acc, deltas, call.RawJSON())
+				}
+				if len(sr.Output) != 1 || sr.Output[0].Type != "function_call" {
+					t.Fatalf("stream: output %s, want one function_call", mustJSON(sr.Output))
+				}
+				if g := sr.Output[0].AsFunctionCall(); g.Name != call.Name || g.CallID != call.CallID || g.Arguments != call.Arguments {
+					t.Errorf("stream: accumulated %s, want %s", g.RawJSON(), call.RawJSON())
+				}
+				if sr.Usage.OutputTokens != want {
+					t.Errorf("stream: output_tokens = %d, want %d", sr.Usage.OutputTokens, want)
+				}
+				if last != took {
+					t.Errorf("stream: last delta after %v, the JSON answer after %v; want equal", last, took)
+				}
+			})
+		})
+	}
+}
+
+// TestSDKResponsesStructuredOutput: text.format json_schema through the
+// SDK's param types answers with a message whose OutputText is a JSON
+// document valid against the schema, streamed or not; json_object answers
+// a JSON object.
+func TestSDKResponsesStructuredOutput(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := startMock(t, contentConfig)
+		c := h.openai()
+		params := responses.ResponseNewParams{
+			Model: sdkOpenAIModel,
+			Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("Extract the invoice.")},
+			Text: responses.ResponseTextConfigParam{Format: responses.ResponseFormatTextConfigUnionParam{
+				OfJSONSchema: &responses.ResponseFormatTextJSONSchemaConfigParam{Name: "invoice", Strict: openai.Bool(true), Schema: mustMap(t, extractSchema)},
+			}},
+		}
+		r, err := c.Responses.New(t.Context(), params)
+		if err != nil {
+			t.Fatalf("Responses.New: %v", err)
+		}
+		validate(t, "Response", []byte(r.RawJSON()))
+		if r.Status != responses.ResponseStatusCompleted {
+			t.Errorf("status %q, want completed", r.Status)
+		}
+		checkValid(t, "json_schema output", extractSchema, []byte(r.OutputText()))
+		if want := int64(mock.EstimateTokens(r.OutputText())); r.Usage.OutputTokens != want {
+			t.Errorf("output_tokens = %d, want %d", r.Usage.OutputTokens, want)
+		}
+		sr, acc, deltas, _ := accumulate(t, c.Responses.NewStreaming(t.Context(), params), time.Now())
+		if sr.OutputText() != r.OutputText() || deltas != r.OutputText() || acc.Text[0] != r.OutputText() {
+			t.Errorf("stream: output %q, deltas %q, accumulated %q; want the JSON answer's %q", sr.OutputText(), deltas, acc.Text[0], r.OutputText())
+		}
+
+		params.Text = responses.ResponseTextConfigParam{Format: responses.ResponseFormatTextConfigUnionParam{OfJSONObject: &shared.ResponseFormatJSONObjectParam{}}}
+		r, err = c.Responses.New(t.Context(), params)
+		if err != nil {
+			t.Fatalf("Responses.New json_object: %v", err)
+		}
+		validate(t, "Response", []byte(r.RawJSON()))
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(r.OutputText()), &obj); err != nil {
+			t.Errorf("json_object: output %q is not a JSON object: %v", r.OutputText(), err)
+		}
+	})
 }

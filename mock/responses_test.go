@@ -85,18 +85,20 @@ func validate(t testing.TB, def string, data []byte) {
 
 // streamEventSchemas maps each event type the mock sends to its schema.
 var streamEventSchemas = map[string]string{
-	"response.created":            "ResponseCreatedEvent",
-	"response.in_progress":        "ResponseInProgressEvent",
-	"response.output_item.added":  "ResponseOutputItemAddedEvent",
-	"response.content_part.added": "ResponseContentPartAddedEvent",
-	"response.output_text.delta":  "ResponseTextDeltaEvent",
-	"response.output_text.done":   "ResponseTextDoneEvent",
-	"response.content_part.done":  "ResponseContentPartDoneEvent",
-	"response.output_item.done":   "ResponseOutputItemDoneEvent",
-	"response.completed":          "ResponseCompletedEvent",
-	"response.incomplete":         "ResponseIncompleteEvent",
-	"response.failed":             "ResponseFailedEvent",
-	"error":                       "ResponseErrorEvent",
+	"response.created":                       "ResponseCreatedEvent",
+	"response.in_progress":                   "ResponseInProgressEvent",
+	"response.output_item.added":             "ResponseOutputItemAddedEvent",
+	"response.content_part.added":            "ResponseContentPartAddedEvent",
+	"response.output_text.delta":             "ResponseTextDeltaEvent",
+	"response.output_text.done":              "ResponseTextDoneEvent",
+	"response.content_part.done":             "ResponseContentPartDoneEvent",
+	"response.output_item.done":              "ResponseOutputItemDoneEvent",
+	"response.function_call_arguments.delta": "ResponseFunctionCallArgumentsDeltaEvent",
+	"response.function_call_arguments.done":  "ResponseFunctionCallArgumentsDoneEvent",
+	"response.completed":                     "ResponseCompletedEvent",
+	"response.incomplete":                    "ResponseIncompleteEvent",
+	"response.failed":                        "ResponseFailedEvent",
+	"error":                                  "ResponseErrorEvent",
 }
 
 // sse is one event as the mock framed it.
@@ -663,6 +665,8 @@ var responsesSeeds = []string{
 	`{"model":"gpt-5-mini","input":"x","text":{"format":{"type":"json_schema","name":"s","schema":{"type":"object"},"description":"d"},"verbosity":"low"}}`,
 	`{"model":"gpt-5-mini","input":"x","text":{"format":{"type":"json_object"}},"reasoning":{"effort":"low","summary":"auto"},"metadata":{"a":"b"},"user":"u","safety_identifier":"s","prompt_cache_key":"k","truncation":"auto","top_logprobs":3,"max_tool_calls":2,"store":false}`,
 	`{"model":"gpt-5-mini","input":[{"type":"item_reference","id":"x"}]}`,
+	`{"model":"gpt-5-mini","input":"x","stream":true,"tools":[{"type":"function","name":"f","parameters":{"type":"object","required":["a"],"properties":{"a":{"type":"array","items":{"enum":["\"q\"","é"]},"minItems":1}}}}],"tool_choice":{"type":"function","name":"f"}}`,
+	`{"model":"gpt-5-mini","input":"x","stream":true,"max_output_tokens":16,"text":{"format":{"type":"json_schema","name":"s","schema":{"type":"object","required":["n"],"properties":{"n":{"type":"string","minLength":90}}}}}}`,
 	`{"model":"gpt-5-mini","input":"x","previous_response_id":"resp_1"}`,
 	`{"model":"gpt-5-mini","input":"x","max_output_tokens":15}`,
 	`{"model":"gpt-5-mini","input":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}`,

@@ -1,6 +1,8 @@
 // Popular JavaScript clients, unchanged, against the mock: the Vercel AI SDK
 // (generateText, streamText, forced tools, Output.object) with its Anthropic
-// and OpenAI (Chat Completions) providers, and LangChain JS
+// provider and both OpenAI providers — the default `openai(model)`, which
+// calls the Responses API, and `openai.chat(model)` (Chat Completions) —
+// and LangChain JS
 // withStructuredOutput for both. mock/node_test.go starts the mock and runs
 // this with ANTHROPIC_BASE_URL (no /v1) and OPENAI_BASE_URL (with /v1).
 // Any failure exits non-zero with the check that failed.
@@ -18,6 +20,7 @@ const openai = createOpenAI({ baseURL: openaiBase, apiKey: "sk-test" });
 const models = {
   anthropic: anthropic("claude-sonnet-4-5"),
   openai: openai.chat("gpt-4o-mini"),
+  "openai-responses": openai("gpt-4o-mini"),
 };
 
 const invoice = z.object({
