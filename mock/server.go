@@ -45,6 +45,8 @@ type Server struct {
 	text                          []string      // Output.Text's tokens, JSON-escaped; nil for the filler
 	// storeDown: Config.Store failed last; its outage is logged once.
 	storeDown atomic.Bool
+	// draining: Shutdown or Close was called; /readyz answers 503.
+	draining atomic.Bool
 
 	mu       sync.Mutex
 	rng      *rand.Rand
@@ -132,12 +134,14 @@ func (s *Server) Serve(ln net.Listener) error {
 // Shutdown stops accepting connections and waits for in-flight responses
 // to finish or for ctx to end, like http.Server.Shutdown.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.draining.Store(true)
 	return s.http.Shutdown(ctx)
 }
 
 // Close closes the listeners and every connection at once, ending
 // in-flight responses.
 func (s *Server) Close() error {
+	s.draining.Store(true)
 	return s.http.Close()
 }
 
@@ -248,6 +252,8 @@ func (s *Server) routes() http.Handler {
 	s.modelRoutes(r)
 	s.adminRoutes(r.PathPrefix("/_admin/").Subrouter())
 	r.Handle("/metrics", s.metricsAuth(s.metrics.handler())).Methods(http.MethodGet)
+	r.HandleFunc("/healthz", s.healthz).Methods(http.MethodGet, http.MethodHead)
+	r.HandleFunc("/readyz", s.readyz).Methods(http.MethodGet, http.MethodHead)
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		s.routeError(w, req, http.StatusNotFound, fmt.Sprintf("not found: %s %s", req.Method, req.URL.Path))
 	})
@@ -256,6 +262,8 @@ func (s *Server) routes() http.Handler {
 		switch req.URL.Path {
 		case "/v1/models", "/metrics", "/_admin/stats":
 			allow = http.MethodGet
+		case "/healthz", "/readyz":
+			allow = "GET, HEAD"
 		case "/_admin/limits", "/_admin/latency", "/_admin/faults":
 			allow = "GET, PUT"
 		default:
@@ -267,6 +275,26 @@ func (s *Server) routes() http.Handler {
 		s.routeError(w, req, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed for %s; use %s", req.Method, req.URL.Path, allow))
 	})
 	return s.limitHeaders(s.recoverPanics(s.fastRoutes(r)))
+}
+
+// healthz is the liveness probe: the process serves requests. It needs no
+// credential and counts in no statistics.
+func (s *Server) healthz(w http.ResponseWriter, req *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	io.WriteString(w, "ok\n")
+}
+
+// readyz is the readiness probe: 200 while the server accepts calls, 503
+// from the moment Shutdown or Close is called, so a load balancer stops
+// sending calls while the in-flight ones drain.
+func (s *Server) readyz(w http.ResponseWriter, req *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if s.draining.Load() {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, "shutting down\n")
+		return
+	}
+	io.WriteString(w, "ready\n")
 }
 
 // fastRoutes dispatches the model endpoints before the router: they

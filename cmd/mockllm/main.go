@@ -21,6 +21,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratelab/ratelab/internal/buildinfo"
 	"github.com/ratelab/ratelab/internal/redislog"
 	"github.com/ratelab/ratelab/mock"
 )
@@ -40,14 +41,16 @@ mockllm is a mock of the Anthropic Messages API (POST /v1/messages,
 /v1/messages/count_tokens) and the OpenAI Chat Completions API
 (POST /v1/chat/completions) that enforces per-key rate limits, paces output
 tokens, and injects faults. It also serves GET /v1/models[/ID], an admin API
-under /_admin/ (limits, latency, faults, stats, reset) and /metrics.
+under /_admin/ (limits, latency, faults, stats, reset), /metrics, and the
+probes GET /healthz (200 while the process serves) and GET /readyz (200 while
+it accepts calls, 503 once shutting down).
 
 Point an SDK at it: ANTHROPIC_BASE_URL=http://HOST:PORT,
 OPENAI_BASE_URL=http://HOST:PORT/v1. The first line on stdout is
 "listening on http://HOST:PORT". SIGINT or SIGTERM shuts it down gracefully:
 in-flight responses finish (up to --shutdown-timeout), then it exits 0.
 
-Flags override the config file.
+Flags override the environment, which overrides the config file.
 
 Replicas: N mockllm processes behind a load balancer enforce one
 limits.max_concurrent per API key between them when each is started with the
@@ -145,39 +148,20 @@ func redactURL(raw string) string {
 	return u.String()
 }
 
-// stringList is a repeatable string flag.
-type stringList []string
-
-func (l *stringList) String() string     { return strings.Join(*l, ",") }
-func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
-
-// run is the whole command: it parses args, serves until ctx ends, then
-// shuts down gracefully.
+// run is the whole command: it parses args (and the MOCKLLM_ environment
+// variables), serves until ctx ends, then shuts down gracefully.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("mockllm", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
 		configPath      = fs.String("config", "", "YAML config `file` (see below)")
 		addr            = fs.String("addr", "127.0.0.1:8080", "listen `address`; 127.0.0.1:0 picks a free port")
-		maxConcurrent   = fs.Int("max-concurrent", 0, "per-key concurrent requests (limits.max_concurrent; 0 = unlimited)")
-		rpm             = fs.Int("rpm", 0, "per-key requests per minute (limits.rpm)")
-		itpm            = fs.Int("itpm", 0, "per-key input tokens per minute (limits.itpm)")
-		otpm            = fs.Int("otpm", 0, "per-key output tokens per minute (limits.otpm)")
-		tpm             = fs.Int("tpm", 0, "per-key tokens per minute, OpenAI style (limits.tpm)")
-		perToken        = fs.Duration("per-token-latency", 0, "latency per output token (latency.per_token; default 5ms)")
-		ttft            = fs.Duration("ttft", 0, "fixed time to first token (latency.ttft)")
-		retryAfter      = fs.Duration("retry-after", 0, "retry-after sent with 429s (limits.retry_after; 0 = computed from the limit)")
-		adminToken      = fs.String("admin-token", "", "token required by /_admin/, and by /metrics unless --metrics-token is set (admin_token)")
-		metricsToken    = fs.String("metrics-token", "", "bearer token required by /metrics (metrics_token; the admin token works too)")
-		seed            = fs.Int64("seed", 0, "seed of jitter, output lengths and faults (seed)")
 		redisURL        = fs.String("redis", "", "share limits.max_concurrent with the replicas using this Redis `URL` (redis://HOST:PORT/DB)")
 		redisPrefix     = fs.String("redis-prefix", "mockllm", "prefix of the Redis keys: replicas with the same prefix share their limits")
-		maxHeaderBytes  = fs.Int("max-header-bytes", 0, "largest request line and headers; larger requests get 431 (max_header_bytes; 0 = 64 KiB)")
-		decodeBudget    = fs.Int64("decode-budget", 0, "request body `bytes` decoded at once over all requests; beyond, requests wait, then get 429 (decode_budget; 0 = 128 MiB)")
 		shutdownTimeout = fs.Duration("shutdown-timeout", 30*time.Second, "how long in-flight responses may take to finish on shutdown")
-		apiKeys         stringList
+		version         = fs.Bool("version", false, "print the version and VCS revision, and exit")
+		mockFlags       = mock.AddFlags(fs) // every flag that sets a mock.Config field
 	)
-	fs.Var(&apiKeys, "api-key", "accepted API `key` (repeatable; none = open)")
 	// flag reports a parse error itself on stderr; the returned error adds
 	// the hint. --help prints everything, to stdout, and nothing to stderr.
 	fs.Usage = func() {}
@@ -186,6 +170,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			fmt.Fprint(stdout, usageHead)
 			fs.SetOutput(stdout)
 			fs.PrintDefaults()
+			fmt.Fprint(stdout, envUsage(fs))
 			fmt.Fprint(stdout, usageTail)
 			return nil
 		}
@@ -193,6 +178,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q; see mockllm --help", fs.Args())
+	}
+	if *version {
+		fmt.Fprintln(stdout, buildinfo.String("mockllm"))
+		return nil
+	}
+	if err := setFromEnv(fs, os.LookupEnv); err != nil {
+		return err
 	}
 
 	cfg := mock.DefaultConfig()
@@ -207,38 +199,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		// answers end naturally unless the file pins output.length.
 		cfg.Output.Length = mock.LengthNatural
 	}
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "max-concurrent":
-			cfg.Limits.MaxConcurrent = *maxConcurrent
-		case "rpm":
-			cfg.Limits.RPM = *rpm
-		case "itpm":
-			cfg.Limits.ITPM = *itpm
-		case "otpm":
-			cfg.Limits.OTPM = *otpm
-		case "tpm":
-			cfg.Limits.TPM = *tpm
-		case "per-token-latency":
-			cfg.Latency.PerToken = *perToken
-		case "ttft":
-			cfg.Latency.TTFT = *ttft
-		case "retry-after":
-			cfg.Limits.RetryAfter = *retryAfter
-		case "api-key":
-			cfg.APIKeys = apiKeys
-		case "admin-token":
-			cfg.AdminToken = *adminToken
-		case "metrics-token":
-			cfg.MetricsToken = *metricsToken
-		case "seed":
-			cfg.Seed = *seed
-		case "max-header-bytes":
-			cfg.MaxHeaderBytes = *maxHeaderBytes
-		case "decode-budget":
-			cfg.DecodeBudget = *decodeBudget
-		}
-	})
+	mockFlags.Apply(&cfg)
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	cfg.Logger = logger
 	if *redisURL != "" {
