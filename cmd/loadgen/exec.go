@@ -36,7 +36,8 @@ Flags:
   mock flags, as mockllm's, over the file's server block:
   --max-concurrent N  --rpm N  --itpm N  --otpm N  --tpm N
   --per-token-latency DUR  --ttft DUR  --retry-after DUR  --api-key K
-  --admin-token T  --seed N
+  --admin-token T  --metrics-token T  --seed N  --max-header-bytes N
+  --decode-budget BYTES
 
 Unless the row expects otherwise, CMD must exit 0 and make a request.
 Ctrl-C stops CMD's process group and prints what was measured.

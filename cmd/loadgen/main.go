@@ -21,6 +21,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/ratelab/ratelab/internal/buildinfo"
 	"github.com/ratelab/ratelab/internal/redislog"
 	"github.com/ratelab/ratelab/loadgen"
 )
@@ -92,6 +93,7 @@ Usage:
                                      run a resumable batch of real calls
   loadgen exec [flags] -- CMD [ARGS]  run your own program against the mock
                                      and print its row, measured server-side
+  loadgen --version                  print the version and VCS revision
   loadgen help [COMMAND]             show a command's help
   loadgen help scenario              the scenario file reference: every key,
                                      its type and default; strategy kinds and
@@ -124,6 +126,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return batchCmd(ctx, rest, stdout, stderr)
 	case "exec":
 		return execCmd(ctx, rest, stdout, stderr)
+	case "version", "-version", "--version":
+		fmt.Fprintln(stdout, buildinfo.String("loadgen"))
+		return nil
 	case "help", "-h", "-help", "--help":
 		if len(rest) > 0 && cmd == "help" {
 			switch rest[0] {
