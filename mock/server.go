@@ -118,8 +118,8 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Handler returns the server's HTTP handler: the model endpoints, /_admin/
-// and /metrics.
+// Handler returns the server's HTTP handler: the model endpoints, /_admin/,
+// /metrics, /healthz and /readyz.
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Serve accepts connections on ln and serves them until Shutdown or Close,

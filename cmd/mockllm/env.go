@@ -47,7 +47,10 @@ func setFromEnv(fs *flag.FlagSet, lookup func(string) (string, bool)) error {
 			values = strings.Split(v, ",")
 		}
 		for _, one := range values {
-			if e := fs.Set(f.Name, strings.TrimSpace(one)); e != nil {
+			if one = strings.TrimSpace(one); one == "" {
+				continue // "k1,,k2" or a trailing comma: no empty key
+			}
+			if e := fs.Set(f.Name, one); e != nil {
 				err = fmt.Errorf("environment variable %s: invalid value %q for --%s: %v", name, v, f.Name, e)
 				return
 			}

@@ -40,7 +40,7 @@ func TestEnvPrecedence(t *testing.T) {
 	t.Setenv("MOCKLLM_ITPM", "")            // empty: unset, the file's stays
 	t.Setenv("MOCKLLM_MAX_CONCURRENT", "7") // the flag wins
 	t.Setenv("MOCKLLM_RETRY_AFTER", "2s")   // env only
-	t.Setenv("MOCKLLM_API_KEY", "k1, k2")
+	t.Setenv("MOCKLLM_API_KEY", "k1, k2,")
 	url := start(t, "--max-concurrent", "9")
 	got := limits(t, url)
 	want := map[string]any{"max_concurrent": 9.0, "rpm": 50.0, "itpm": 1000.0, "retry_after": "2s"}
