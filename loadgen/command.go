@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/engine"
+	"github.com/ratelab/ratelab/internal/fielderr"
 	"github.com/ratelab/ratelab/internal/proc"
 	"github.com/ratelab/ratelab/internal/strict"
 	"github.com/ratelab/ratelab/mock"
@@ -57,17 +59,37 @@ type CommandConfig struct {
 }
 
 func init() {
-	// Expectations only the server's view can give.
+	// Expectations only the server's view can give: measured on every row
+	// against the embedded mock, unknown against a target (where
+	// checkServerSide refuses them at validate time).
 	Metrics["early_retries"] = Metric{"retries that arrived before their retry-after (server side)",
-		func(r *reports.Result) float64 { return float64(r.EarlyRetries) }}
+		func(r *reports.Result) float64 { v, _ := r.Server(); return float64(v.EarlyRetries) }}
 	Metrics["concurrency"] = Metric{"most attempts in flight at once (server side)",
-		func(r *reports.Result) float64 { return float64(r.PeakConcurrency) }}
+		func(r *reports.Result) float64 { v, _ := r.Server(); return float64(v.PeakConcurrency) }}
 	Metrics["exit_code"] = Metric{"the command's exit status (-1: killed by a signal)", func(r *reports.Result) float64 {
 		if r.Command == nil {
 			return 0
 		}
 		return float64(r.Command.ExitCode)
 	}}
+}
+
+// serverSide names the metrics only the embedded mock's call accounting
+// measures (reports.ServerView): against a target they are unknown.
+var serverSide = map[string]bool{"early_retries": true, "concurrency": true}
+
+// checkServerSide refuses, against a target, an expectation on a metric
+// only the embedded mock measures: it could never be checked, and reading
+// it as 0 would let it pass whatever the client did.
+func (s *Scenario) checkServerSide(st *Row, bad func(key, format string, args ...any)) {
+	if s.Target == nil {
+		return
+	}
+	for _, e := range st.Expect {
+		if serverSide[e.Metric] {
+			bad(fielderr.Join("expect", e.Key), "not measurable against target: (%s is counted by the embedded mock, which this run does not use); remove it or the target", e.Metric)
+		}
+	}
 }
 
 // commandDir returns the row's working directory.
@@ -351,13 +373,18 @@ func fillFromServer(r *reports.Result, srv *mock.Server, oracle float64) {
 		r.WallOverOracle = c.Seconds / oracle
 	}
 	r.Attempt = reports.Percentiles(c.Latency)
-	r.EarlyRetries = c.EarlyRetries
-	r.PeakConcurrency = c.PeakConcurrency
+	r.ServerView = serverView(c)
 	tl := &reports.Timeline{ResolutionSeconds: c.Timeline.ResolutionSeconds, Points: make([]reports.Point, len(c.Timeline.Points))}
 	for i, p := range c.Timeline.Points {
 		tl.Points[i] = reports.Point{T: p.T, InFlight: p.InFlight, CompletionsRate: p.CompletionsRate, ThrottlesRate: p.ThrottlesRate}
 	}
 	r.Timeline = tl
+}
+
+// serverView is the figures only the server knows, from the mock's account:
+// the same for built-in and command rows.
+func serverView(c mock.CallStats) *reports.ServerView {
+	return &reports.ServerView{EarlyRetries: c.EarlyRetries, PeakConcurrency: c.PeakConcurrency, ThrottledBy: maps.Clone(c.ThrottledBy)}
 }
 
 // logCommandFailure writes how a row's program failed, with its last lines.

@@ -78,6 +78,11 @@ func runStrategy(ctx context.Context, s *Scenario, st *Row, opt Options, key str
 	sum.Items = max(sum.Items, res.Items)
 	res.Summary = sum
 	res.SetOracle(s.OracleSeconds())
+	if tg.srv != nil {
+		// The server's view, as command rows have it, so that
+		// max_concurrency and max_early_retries mean the same on every row.
+		res.ServerView = serverView(tg.srv.Calls())
+	}
 	if res.Timeline != nil {
 		res.Timeline.Events, res.Timeline.EventsDropped = events.list()
 	}

@@ -75,6 +75,9 @@ func (e Expectation) Holds(v float64) bool {
 
 // Check evaluates the expectation against a strategy's result.
 func (e Expectation) Check(r *reports.Result) reports.Check {
+	if _, ok := r.Server(); serverSide[e.Metric] && !ok {
+		return reports.Check{Metric: e.Key, Expected: e.String(), Actual: "not measured (no server view against a target)"}
+	}
 	m := Metrics[e.Metric]
 	v := m.Value(r)
 	return reports.Check{Metric: e.Key, Expected: e.String(), Actual: formatNumber(v), OK: e.Holds(v)}

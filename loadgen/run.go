@@ -153,6 +153,9 @@ type target struct {
 	baseURL string
 	http    *http.Client
 	close   func()
+	// srv is the embedded mock, whose call accounting gives the row its
+	// server-side figures; nil against a target.
+	srv *mock.Server
 }
 
 // startTarget starts a fresh embedded mock (or points at s.Target) and
@@ -191,6 +194,7 @@ func startTarget(s *Scenario, opt Options, concurrency int) (*target, error) {
 		base = "http://mock.invalid" // the dial function ignores the address
 	}
 	return &target{
+		srv:     srv,
 		baseURL: base,
 		http:    &http.Client{Transport: tr},
 		close: func() {

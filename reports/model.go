@@ -30,12 +30,36 @@ type Result struct {
 
 	Expectations []Check `json:"expectations,omitempty"`
 
-	// The server's view (the embedded mock's call accounting), for command
-	// rows: retries that came before their retry-after, the most attempts
-	// in flight at once, and how the program ran.
-	EarlyRetries    int64    `json:"early_retries,omitempty"`
-	PeakConcurrency int      `json:"peak_concurrency,omitempty"`
-	Command         *Command `json:"command,omitempty"`
+	// The server's view (the embedded mock's call accounting): present on
+	// every row run against the embedded mock, built-in or command, and nil
+	// against a target, where the server cannot be asked. Embedded so its
+	// keys are Result's keys; absent from the JSON when unknown.
+	*ServerView
+
+	// Command is how a command row's program ran; nil on other rows.
+	Command *Command `json:"command,omitempty"`
+}
+
+// ServerView is what the embedded mock measured of a row, from its call
+// accounting (mock.CallStats): the same figures for every kind of row.
+type ServerView struct {
+	// EarlyRetries counts attempts that arrived before the retry-after
+	// their call was given.
+	EarlyRetries int64 `json:"early_retries"`
+	// PeakConcurrency is the most attempts in flight at once.
+	PeakConcurrency int `json:"peak_concurrency"`
+	// ThrottledBy counts 429s by the limit that refused them
+	// ("concurrency", "rpm", "itpm", …).
+	ThrottledBy map[string]int64 `json:"throttled_by,omitempty"`
+}
+
+// Server returns the server's view of the row, and whether there is one
+// (false against a target).
+func (r Result) Server() (ServerView, bool) {
+	if r.ServerView == nil {
+		return ServerView{}, false
+	}
+	return *r.ServerView, true
 }
 
 // SetOracle records the oracle time (ceil(items / limit) × call time) and
