@@ -80,6 +80,44 @@ var csvColumns = []struct {
 	{"wait_retry_after_p50", func(_ Report, x Result) string { return number(x.WaitRetryAfter.P50) }},
 	{"wait_retry_after_p99", func(_ Report, x Result) string { return number(x.WaitRetryAfter.P99) }},
 	{"wait_retry_after_max", func(_ Report, x Result) string { return number(x.WaitRetryAfter.Max) }},
+	// The server's view (empty against a target) and a command row's
+	// program (empty on other rows).
+	{"early_retries", func(_ Report, x Result) string {
+		if v, ok := x.Server(); ok {
+			return strconv.FormatInt(v.EarlyRetries, 10)
+		}
+		return ""
+	}},
+	{"peak_concurrency", func(_ Report, x Result) string {
+		if v, ok := x.Server(); ok {
+			return strconv.Itoa(v.PeakConcurrency)
+		}
+		return ""
+	}},
+	{"command_status", func(_ Report, x Result) string {
+		if x.Command == nil {
+			return ""
+		}
+		return x.Command.Status
+	}},
+	{"command_exit_code", func(_ Report, x Result) string {
+		if x.Command == nil {
+			return ""
+		}
+		return strconv.Itoa(x.Command.ExitCode)
+	}},
+	{"command_timed_out", func(_ Report, x Result) string {
+		if x.Command == nil {
+			return ""
+		}
+		return strconv.FormatBool(x.Command.TimedOut)
+	}},
+	{"command_seconds", func(_ Report, x Result) string {
+		if x.Command == nil {
+			return ""
+		}
+		return number(x.Command.Seconds)
+	}},
 }
 
 // optional formats a value the model omits when zero as an empty cell.

@@ -52,6 +52,7 @@ func guideReport() Report {
 						return p
 					})},
 				OracleSeconds: 5, WallOverOracle: 0.5,
+				ServerView: &ServerView{PeakConcurrency: 200, ThrottledBy: map[string]int64{"max_concurrent": 480}},
 				Expectations: []Check{
 					check("completed", "= 60", "60", true),
 					check("attempts", "= 540", "540", true),
@@ -67,6 +68,7 @@ func guideReport() Report {
 						return Point{InFlight: 20, CompletionsRate: 33, ThrottlesRate: 40, Limit: 50}
 					})},
 				OracleSeconds: 5, WallOverOracle: 0.9,
+				ServerView:   &ServerView{PeakConcurrency: 50, ThrottledBy: map[string]int64{"max_concurrent": 180}},
 				Expectations: []Check{check("completed", "160..180", "150", false)},
 			},
 			{
@@ -79,6 +81,7 @@ func guideReport() Report {
 						return Point{InFlight: 20, CompletionsRate: 40, Limit: 20}
 					})},
 				OracleSeconds: 5, WallOverOracle: 1,
+				ServerView:   &ServerView{PeakConcurrency: 20},
 				Expectations: []Check{check("completed", "= 200", "200", true), check("throttled", "= 0", "0", true)},
 			},
 			{
@@ -104,6 +107,7 @@ func guideReport() Report {
 					})},
 				OracleSeconds: 5,
 				Expectations:  []Check{check("attempts/call", "<= 1.10", "1.06", true)},
+				ServerView:    &ServerView{PeakConcurrency: 22, ThrottledBy: map[string]int64{"max_concurrent": 12}},
 			},
 			{
 				Name: "brownout", Kind: "semaphore", Params: map[string]any{"limit": 20},
@@ -112,6 +116,24 @@ func guideReport() Report {
 					Timeline: sampled(0.5, 16, func(t float64) Point {
 						return Point{InFlight: 20, CompletionsRate: 40 / (1 + t/2), Limit: 20}
 					})}, OracleSeconds: 5,
+				ServerView: &ServerView{PeakConcurrency: 20},
+			},
+			{
+				// A user's program measured by the mock alone: no client
+				// latencies, and retries sooner than retry-after.
+				Name: "python unbounded", Kind: "command", Params: map[string]any{"command": "python3 unbounded.py --retries 2"},
+				Summary: Summary{Items: 200, Completed: 60, Failed: 140, Attempts: 540, Throttled: 480, AttemptsPerCall: 9,
+					ThrottledByAttempt: []int64{180, 160, 140}, MaxAttempts: 3, WallSeconds: 2.52, Attempt: lat(0.4, 0.5),
+					Timeline: sampled(0.25, 10, func(t float64) Point {
+						return Point{InFlight: 20, CompletionsRate: 24}
+					})},
+				OracleSeconds: 5, WallOverOracle: 0.504,
+				ServerView: &ServerView{EarlyRetries: 12, PeakConcurrency: 200, ThrottledBy: map[string]int64{"max_concurrent": 480}},
+				Command: &Command{Argv: []string{"python3", "unbounded.py", "--retries", "2"}, Dir: "examples/clients",
+					Status: "exited 1", ExitCode: 1, Seconds: 2.7134,
+					Stdout: "out/python_unbounded.stdout", Stderr: "out/python_unbounded.stderr",
+					StderrTail: []string{"RateLimitError: 429 Too Many Requests"}},
+				Expectations: []Check{check("exit_code", "= 1", "1", true), check("early_retries", "<= 20", "12", true)},
 			},
 		},
 	}
@@ -133,6 +155,15 @@ func edgeReport() Report {
 					Incomplete: true, WallSeconds: 0.1, EndToEnd: Percentiles{Count: 1, P50: 0.1, P99: 0.1, Max: 0.1, Mean: 0.1},
 					Timeline: &Timeline{ResolutionSeconds: 0.1, Points: []Point{{T: 0.1, InFlight: 2, CompletionsRate: 10, Limit: 4, DelaySeconds: 0.5}}}},
 				Expectations: []Check{{Metric: "completed", Expected: "= 3", Actual: "1 <i>", OK: false}},
+			},
+			{
+				// A hanging program, stopped at its timeout, with markup
+				// and backticks in its argv.
+				Name: "hangs `x` <b>", Kind: "command", Summary: Summary{Items: 3, Failed: 3, Attempts: 2, Errors: 2, WallSeconds: 0.2},
+				ServerView: &ServerView{PeakConcurrency: 2},
+				Command: &Command{Argv: []string{"sh", "-c", "sleep 9 `x` | <b>"}, Status: "timed out after 5m0s (process group stopped)",
+					ExitCode: -1, TimedOut: true, Seconds: 300},
+				Expectations: []Check{{Metric: "exit_code", Expected: "= 0", Actual: "-1", OK: false}},
 			},
 		},
 	}

@@ -19,7 +19,7 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 
 // HTML writes r as one self-contained HTML page, report.html: it loads no
 // scripts, fonts or stylesheets and works offline. It holds the summary
-// table (the same columns as Table) with failed expectations, a note on
+// table (Table's columns, then the server's view: wideColumns) with failed expectations, a note on
 // reading the charts, and per strategy its key figures, an SVG chart, its
 // latency percentiles and its expectations. The chart stacks panels on one
 // time axis, each with its own scale: calls in flight against the
@@ -75,6 +75,10 @@ type htmlStrategy struct {
 	Chart     *svgChart
 	Latency   []htmlLatency
 	Throttled string
+	// ThrottledBy is 429s by limit; Command and CommandRun say what a
+	// command row ran and how (commandLine).
+	ThrottledBy         string
+	Command, CommandRun string
 }
 
 type htmlStat struct{ Label, Value string }
@@ -87,14 +91,15 @@ type htmlLatency struct {
 
 func newHTMLPage(r Report) htmlPage {
 	p := htmlPage{Report: r, Target: targetName(r), CSSColors: seriesCSS()}
-	for _, c := range summaryColumns {
+	cols := wideColumns(r.Results)
+	for _, c := range cols {
 		p.Header = append(p.Header, htmlHeader{Label: c.long, Title: c.title, Number: c.number})
 	}
 	p.Checks, _ = expectationTally(r)
 	for i, res := range r.Results {
 		anchor := "strategy-" + strconv.Itoa(i+1)
 		row := htmlRow{Anchor: anchor, Incomplete: res.Incomplete}
-		for _, c := range summaryColumns {
+		for _, c := range cols {
 			row.Cells = append(row.Cells, htmlCell{Text: c.cell(res), Number: c.number})
 		}
 		for _, c := range res.Expectations {
@@ -128,6 +133,16 @@ func newHTMLStrategy(anchor string, res Result) htmlStrategy {
 	if res.FinalLimit > 0 {
 		s.Stats = append(s.Stats, htmlStat{"final limit", formatFixed(res.FinalLimit, 0)})
 	}
+	if v, ok := res.Server(); ok {
+		s.Stats = append(s.Stats, htmlStat{"peak concurrency", formatInt(v.PeakConcurrency)},
+			htmlStat{"early retries", formatInt(v.EarlyRetries)})
+	}
+	if c := res.Command; c != nil {
+		s.Command = strings.Join(c.Argv, " ")
+		s.CommandRun = commandLine(res)
+		s.Stats = append(s.Stats, htmlStat{"program", c.Status})
+	}
+	s.ThrottledBy = throttledByLimit(res)
 	for _, l := range latencyRows(res) {
 		s.Latency = append(s.Latency, htmlLatency{
 			Name: l.name, Count: formatInt(l.p.Count),

@@ -9,7 +9,8 @@ import (
 )
 
 // Markdown writes r as GitHub-flavoured Markdown: a title naming the
-// scenario, the summary table (the same columns as Table), the expectation
+// scenario, the summary table (Table's columns, then peak concurrency and
+// early retries when the server measured them: wideColumns), the expectation
 // tally, and then a section per strategy with its kind and parameters, its
 // latency percentiles, 429s by attempt number, token counts and each
 // expectation's result. Text from the report is escaped, so a strategy name
@@ -25,9 +26,10 @@ func Markdown(w io.Writer, r Report) error {
 		fmt.Fprint(ew, "> **Incomplete:** the run was interrupted; the figures cover what finished.\n\n")
 	}
 
-	header := make([]string, len(summaryColumns))
-	rule := make([]string, len(summaryColumns))
-	for i, c := range summaryColumns {
+	cols := wideColumns(r.Results)
+	header := make([]string, len(cols))
+	rule := make([]string, len(cols))
+	for i, c := range cols {
 		header[i] = c.long
 		rule[i] = "---"
 		if c.number {
@@ -37,8 +39,8 @@ func Markdown(w io.Writer, r Report) error {
 	mdRow(ew, header)
 	mdRow(ew, rule)
 	for _, res := range r.Results {
-		cells := make([]string, len(summaryColumns))
-		for i, c := range summaryColumns {
+		cells := make([]string, len(cols))
+		for i, c := range cols {
 			cells[i] = mdEscape(c.cell(res))
 		}
 		if res.Incomplete {
@@ -95,6 +97,22 @@ func markdownStrategy(w io.Writer, res Result) {
 	}
 
 	var facts []string
+	if c := res.Command; c != nil {
+		in := ""
+		if c.Dir != "" {
+			in = " in " + mdCode(c.Dir)
+		}
+		facts = append(facts, fmt.Sprintf("Command: %s%s %s.", mdCode(strings.Join(c.Argv, " ")), in, mdEscape(commandLine(res))))
+		if c.Stdout != "" || c.Stderr != "" {
+			facts = append(facts, fmt.Sprintf("Output: %s, %s.", mdCode(c.Stdout), mdCode(c.Stderr)))
+		}
+	}
+	if v, ok := res.Server(); ok {
+		facts = append(facts, fmt.Sprintf("Server side: peak concurrency %s, early retries %s.", formatInt(v.PeakConcurrency), formatInt(v.EarlyRetries)))
+	}
+	if s := throttledByLimit(res); s != "" {
+		facts = append(facts, "429s by limit: "+mdEscape(s)+".")
+	}
 	if s := throttledByAttempt(res.ThrottledByAttempt); s != "" {
 		facts = append(facts, "429s by attempt: "+s+".")
 	}
@@ -142,12 +160,18 @@ type latencyRow struct {
 }
 
 // latencyRows lists the distributions a result recorded a non-zero time
-// in, in a fixed order; end-to-end always comes first, and nothing at all
-// when even that is empty. Backoff is all the time between an item's
+// in, in a fixed order; end-to-end always comes first (except on command
+// rows, which have none), and nothing at all when only an empty end-to-end
+// would be left. Backoff is all the time between an item's
 // attempts; the row after it is the part the server asked for with
 // retry-after, the rest being the retry policy's own backoff.
 func latencyRows(res Result) []latencyRow {
-	rows := []latencyRow{{"end to end", res.EndToEnd}}
+	var rows []latencyRow
+	if res.EndToEnd.Count > 0 || res.Command == nil {
+		// A command row has no end-to-end time: only the program knows
+		// when an item started.
+		rows = append(rows, latencyRow{"end to end", res.EndToEnd})
+	}
 	for _, l := range []latencyRow{
 		{"attempt", res.Attempt},
 		{"wait for slot", res.WaitSlot},
@@ -163,7 +187,7 @@ func latencyRows(res Result) []latencyRow {
 	if res.TTFT != nil && res.TTFT.Count > 0 {
 		rows = append(rows, latencyRow{"time to first token", *res.TTFT})
 	}
-	if res.EndToEnd.Count == 0 && len(rows) == 1 {
+	if len(rows) == 0 || res.EndToEnd.Count == 0 && res.Command == nil && len(rows) == 1 {
 		return nil
 	}
 	return rows
@@ -204,6 +228,26 @@ var mdEscaper = strings.NewReplacer(
 	`<`, `\<`, `>`, `\>`, `|`, `\|`, `&`, `\&`, `~`, `\~`, `#`, `\#`,
 	"\r\n", " ", "\n", " ", "\r", " ",
 )
+
+// mdCode makes s an inline code span: a fence of more backticks than s
+// holds in a row, so no content can close it; line breaks folded.
+func mdCode(s string) string {
+	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+	run, longest := 0, 0
+	for _, ch := range s {
+		if ch == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", longest+1)
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") || longest > 0 {
+		return fence + " " + s + " " + fence
+	}
+	return fence + s + fence
+}
 
 // mdEscape makes s safe as Markdown inline text or a table cell.
 func mdEscape(s string) string { return mdEscaper.Replace(s) }

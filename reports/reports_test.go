@@ -241,7 +241,11 @@ func TestCompareMatchesByName(t *testing.T) {
 	for i, j := 0, len(nw.Results)-1; i < j; i, j = i+1, j-1 {
 		nw.Results[i], nw.Results[j] = nw.Results[j], nw.Results[i]
 	}
-	nw.Results[0].Name = "brownout-2"
+	for i := range nw.Results {
+		if nw.Results[i].Name == "brownout" {
+			nw.Results[i].Name = "brownout-2"
+		}
+	}
 	c, err := Compare(old, nw, 0.1)
 	if err != nil {
 		t.Fatal(err)
@@ -252,8 +256,8 @@ func TestCompareMatchesByName(t *testing.T) {
 	if got, want := strings.Join(c.Added, ","), "brownout-2"; got != want {
 		t.Errorf("Added = %q, want %q", got, want)
 	}
-	if got := len(c.Strategies); got != 4 {
-		t.Errorf("%d matched strategies, want 4", got)
+	if got, want := len(c.Strategies), len(old.Results)-1; got != want {
+		t.Errorf("%d matched strategies, want %d", got, want)
 	}
 	for _, s := range c.Strategies {
 		for _, m := range s.Metrics {
@@ -321,6 +325,64 @@ func TestSmoothingWindow(t *testing.T) {
 	for _, tt := range tests {
 		if got := smoothingWindow(tt.res, tt.span); got != tt.want {
 			t.Errorf("smoothingWindow(%v, %v) = %d, want %d", tt.res, tt.span, got, tt.want)
+		}
+	}
+}
+
+// TestServerView checks where the server's view shows: Markdown and HTML
+// columns only when some row has it, "-" on a row without it, the terminal
+// table's notes naming early retries and how a command ran, and CSV cells
+// empty when unknown.
+func TestServerView(t *testing.T) {
+	known := Result{Name: "sem", Kind: "semaphore", Summary: Summary{Items: 10, Completed: 10, Attempts: 12, Throttled: 2},
+		ServerView: &ServerView{EarlyRetries: 2, PeakConcurrency: 7}}
+	unknown := Result{Name: "remote", Kind: "semaphore", Summary: Summary{Items: 10, Completed: 10, Attempts: 10}}
+	cmd := Result{Name: "cli", Kind: "command", Summary: Summary{Items: 10, Attempts: 10, WallSeconds: 1.5},
+		ServerView: &ServerView{PeakConcurrency: 10},
+		Command:    &Command{Argv: []string{"./cli"}, Status: "exited 0", Seconds: 2}}
+
+	if got := len(wideColumns([]Result{unknown})); got != len(summaryColumns) {
+		t.Errorf("without a server view: %d columns, want %d", got, len(summaryColumns))
+	}
+	var md bytes.Buffer
+	if err := Markdown(&md, Report{Scenario: "s", Results: []Result{known, unknown}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| peak concurrency | early retries |", "| 7 | 2 |\n", "| - | - |\n"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md.String())
+		}
+	}
+
+	var tab bytes.Buffer
+	if err := Table(&tab, Report{Scenario: "s", Results: []Result{known, unknown, cmd}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"sem: 2 early retries (sent before the retry-after they were given)\n",
+		"cli: command ran 2.00 s, exited 0; its requests spanned 1.50 s (first request to last response)\n",
+	} {
+		if !strings.Contains(tab.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, tab.String())
+		}
+	}
+	if strings.Contains(tab.String(), "remote:") || strings.Contains(tab.String(), "peak") {
+		t.Errorf("table names a row with nothing to say, or peak concurrency:\n%s", tab.String())
+	}
+	for _, l := range strings.Split(tab.String(), "\n") {
+		if n := len([]rune(l)); n > 120 && !strings.HasPrefix(l, "───") {
+			t.Errorf("table line of %d columns: %q", n, l)
+		}
+	}
+
+	var csv bytes.Buffer
+	if err := CSV(&csv, Report{Scenario: "s", Results: []Result{known, unknown, cmd}}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(csv.String()), "\n")
+	for i, want := range []string{",2,7,,,,", ",,,,,,", ",0,10,exited 0,0,false,2"} {
+		if !strings.HasSuffix(lines[i+1], want) {
+			t.Errorf("csv row %d = %q, want it to end %q", i+1, lines[i+1], want)
 		}
 	}
 }

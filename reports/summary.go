@@ -1,6 +1,11 @@
 package reports
 
-import "fmt"
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
 
 // A column is one column of the per-strategy summary that the table,
 // Markdown and HTML renderers share, so the three always agree.
@@ -86,4 +91,67 @@ func expectationTally(r Report) (total, failed int) {
 // failedCheckLine describes one failed expectation in one line of text.
 func failedCheckLine(strategy string, c Check) string {
 	return fmt.Sprintf("%s: %s: expected %s, got %s", strategy, c.Metric, c.Expected, c.Actual)
+}
+
+// serverColumns are the server's view of a row (ServerView). Markdown and
+// HTML append them to summaryColumns when any row has that view; the
+// terminal table, already about 120 columns wide, leaves them out and names
+// the rows with early retries under the table instead (see serverNotes).
+var serverColumns = []column{
+	{"peak", "peak concurrency", "most attempts in flight at once, as the server counted them", true, func(r Result) string {
+		v, ok := r.Server()
+		if !ok {
+			return "-"
+		}
+		return formatInt(v.PeakConcurrency)
+	}},
+	{"early", "early retries", "attempts that arrived before the retry-after their call was given, as the server counted them", true, func(r Result) string {
+		v, ok := r.Server()
+		if !ok {
+			return "-"
+		}
+		return formatInt(v.EarlyRetries)
+	}},
+}
+
+// wideColumns are the summary columns of Markdown and HTML: summaryColumns,
+// then serverColumns when any result has a server view (a run against a
+// target has none, and a column of dashes says nothing).
+func wideColumns(results []Result) []column {
+	for _, r := range results {
+		if _, ok := r.Server(); ok {
+			return append(slices.Clip(summaryColumns), serverColumns...)
+		}
+	}
+	return summaryColumns
+}
+
+// commandLine describes how a command row's program ran, in one clause
+// without a final period: its own run time (start to exit), how it ended,
+// and the span of its requests as the server saw them (the row's wall
+// time); "" for other rows.
+func commandLine(r Result) string {
+	c := r.Command
+	if c == nil {
+		return ""
+	}
+	s := fmt.Sprintf("ran %s s, %s", formatFixed(c.Seconds, 2), c.Status)
+	if r.Attempts > 0 {
+		s += fmt.Sprintf("; its requests spanned %s s (first request to last response)", formatFixed(r.WallSeconds, 2))
+	}
+	return s
+}
+
+// throttledByLimit formats 429s by the limit that refused them as
+// "max_concurrent 480, rpm 12", in limit order; "" when unknown or none.
+func throttledByLimit(r Result) string {
+	v, _ := r.Server()
+	keys := slices.Sorted(maps.Keys(v.ThrottledBy))
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		if n := v.ThrottledBy[k]; n > 0 {
+			parts = append(parts, k+" "+formatInt(n))
+		}
+	}
+	return strings.Join(parts, ", ")
 }

@@ -37,6 +37,7 @@ func Table(w io.Writer, r Report) error {
 	if anyIncomplete(r.Results) {
 		fmt.Fprintln(ew, "* interrupted before every item finished")
 	}
+	writeServerNotes(ew, r.Results)
 	writeExpectationSummary(ew, r)
 	if ew.err != nil {
 		return fmt.Errorf("reports: table: %w", ew.err)
@@ -123,6 +124,31 @@ func (t plainTable) render(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeServerNotes writes, under the table, what its columns leave out for
+// width: for each command row how its program ran, and for each row with
+// early retries how many (a client that retries before the retry-after it
+// was given is a defect worth a line; zero, the normal case, is not
+// printed). Peak concurrency is in Markdown, HTML, JSON and CSV.
+func writeServerNotes(w io.Writer, results []Result) {
+	first := true
+	note := func(format string, args ...any) {
+		if first {
+			fmt.Fprintln(w)
+			first = false
+		}
+		fmt.Fprintf(w, format, args...)
+	}
+	for _, res := range results {
+		if l := commandLine(res); l != "" {
+			note("%s: command %s\n", res.Name, l)
+		}
+		if v, ok := res.Server(); ok && v.EarlyRetries > 0 {
+			note("%s: %s early %s (sent before the retry-after they were given)\n",
+				res.Name, formatInt(v.EarlyRetries), plural(int(v.EarlyRetries), "retry", "retries"))
+		}
+	}
 }
 
 // writeExpectationSummary writes one line per failed expectation, or one
