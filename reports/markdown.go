@@ -119,7 +119,10 @@ func markdownStrategy(w io.Writer, res Result) {
 	if res.MaxAttempts > 0 {
 		facts = append(facts, fmt.Sprintf("Most attempts for one item: %s.", formatInt(res.MaxAttempts)))
 	}
-	if res.InputTokens > 0 || res.OutputTokens > 0 || res.FailedTokens > 0 {
+	if res.Command != nil && (res.InputTokens > 0 || res.OutputTokens > 0) {
+		// The server counts the tokens it used, not what a client reserved.
+		facts = append(facts, fmt.Sprintf("Tokens: %s in, %s out.", formatInt(res.InputTokens), formatInt(res.OutputTokens)))
+	} else if res.InputTokens > 0 || res.OutputTokens > 0 || res.FailedTokens > 0 {
 		facts = append(facts, fmt.Sprintf("Tokens: %s in, %s out, %s reserved by failed attempts.",
 			formatInt(res.InputTokens), formatInt(res.OutputTokens), formatInt(res.FailedTokens)))
 	}

@@ -354,6 +354,16 @@ func TestServerView(t *testing.T) {
 		}
 	}
 
+	md.Reset()
+	withTokens := cmd
+	withTokens.InputTokens, withTokens.OutputTokens = 300, 6000
+	if err := Markdown(&md, Report{Scenario: "s", Results: []Result{withTokens}}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "Tokens: 300 in, 6,000 out.") || strings.Contains(md.String(), "reserved") {
+		t.Errorf("command row's tokens: want the server's counts and no reserved tokens, which it cannot know:\n%s", md.String())
+	}
+
 	var tab bytes.Buffer
 	if err := Table(&tab, Report{Scenario: "s", Results: []Result{known, unknown, cmd}}); err != nil {
 		t.Fatal(err)
