@@ -16,16 +16,24 @@ const promptRSSEnv = "RATELAB_PROMPT_RSS_TOKENS"
 
 const promptRSSItems = 10
 
-// TestPromptRSSChild is BenchmarkPromptRSS's child; it does nothing unless
-// promptRSSEnv is set.
-func TestPromptRSSChild(t *testing.T) {
-	v := os.Getenv(promptRSSEnv)
-	if v == "" {
-		t.Skip("the child of BenchmarkPromptRSS")
+// TestMain turns the test binary into BenchmarkPromptRSS's child when
+// promptRSSEnv is set: it runs one scenario whose prompts have that many
+// tokens, and exits without running any test.
+func TestMain(m *testing.M) {
+	if v := os.Getenv(promptRSSEnv); v != "" {
+		if err := promptRSSChild(v); err != nil {
+			fmt.Fprintln(os.Stderr, "prompt RSS child:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
+	os.Exit(m.Run())
+}
+
+func promptRSSChild(v string) error {
 	tokens, err := strconv.Atoi(v)
 	if err != nil {
-		t.Fatal(err)
+		return fmt.Errorf("%s=%q: %w", promptRSSEnv, v, err)
 	}
 	s, err := Parse("rss.yaml", fmt.Appendf(nil, `name: rss
 items: %d
@@ -33,15 +41,16 @@ request: {prompt_tokens: %d, max_tokens: 10}
 strategies: [{name: all, kind: unbounded}]
 `, promptRSSItems, tokens))
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	rep, err := Run(context.Background(), s, Options{Listen: ListenMemory})
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	if r := rep.Results[0]; r.Completed != promptRSSItems {
-		t.Fatalf("completed %d of %d", r.Completed, promptRSSItems)
+		return fmt.Errorf("completed %d of %d", r.Completed, promptRSSItems)
 	}
+	return nil
 }
 
 // BenchmarkPromptRSS runs a scenario of 10 concurrent calls with prompts of
@@ -61,7 +70,7 @@ func BenchmarkPromptRSS(b *testing.B) {
 		b.Run(fmt.Sprint(tokens), func(b *testing.B) {
 			var peakMB float64
 			for b.Loop() {
-				cmd := exec.Command(os.Args[0], "-test.run=^TestPromptRSSChild$")
+				cmd := exec.Command(os.Args[0])
 				cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", promptRSSEnv, tokens))
 				if out, err := cmd.CombinedOutput(); err != nil {
 					b.Fatalf("child: %v\n%s", err, out)
