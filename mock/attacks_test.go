@@ -2,11 +2,13 @@ package mock
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -251,5 +253,58 @@ func TestHostileWire(t *testing.T) {
 		if r := ts.do(t, "POST", "/v1/messages", okBody); r.status != 200 {
 			t.Errorf("well-formed request after the hostile ones: status %d, want 200", r.status)
 		}
+	})
+}
+
+// FuzzAdminPut: no body PUT to a runtime setting panics the server or gets
+// a 5xx; a body that is accepted leaves a setting whose GET form is itself
+// accepted unchanged (what the server prints, it takes back); a body that
+// is refused changes nothing.
+func FuzzAdminPut(f *testing.F) {
+	for _, seed := range []string{
+		``, `{}`, `null`, `[]`, `"x"`, `{"rpm":`, `{"rpm": 2, "retry_after": "3s"}`, "per_token: 1ms\nttft: 10ms\n",
+		`{"rpm": -1}`, `{"rmp": 1}`, `{"rpm": 1e300}`, `{"rpm": 99999999999999999999}`, `{"rpm": "2"}`,
+		`{"retry_after": "2562047h"}`, `{"retry_after": "-1s"}`, `{"per_token": "9223372036854775807ns"}`,
+		`{"ttft": "1e9h"}`, `{"per_token": 5}`, "per_token: !!binary AAAA\n", "rpm: &a 1\ntpm: *a\n",
+		"a: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: [*c,*c,*c,*c,*c,*c,*c,*c,*c]\n",
+		strings.Repeat("[", 10000), "\xff\xfe\x00", `{"rate": 2, "status": 529}`, `{"rate": -0.5}`, `{"rate": 1.5}`,
+	} {
+		for setting := range 3 {
+			f.Add(uint8(setting), []byte(seed))
+		}
+	}
+	s, err := New(DefaultConfig())
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { s.Close() })
+	h := s.Handler()
+	serve := func(method, path string, body []byte) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(method, path, bytes.NewReader(body)))
+		return rec
+	}
+	f.Fuzz(func(t *testing.T, setting uint8, body []byte) {
+		path := "/_admin/" + []string{"limits", "latency", "faults"}[int(setting)%3]
+		before := serve("GET", path, nil).Body.Bytes()
+		rec := serve("PUT", path, body)
+		if rec.Code >= 500 {
+			t.Fatalf("PUT %s %q: status %d, want no 5xx: %s", path, body, rec.Code, rec.Body.Bytes())
+		}
+		if rec.Code != 200 {
+			if after := serve("GET", path, nil).Body.Bytes(); !bytes.Equal(after, before) {
+				t.Errorf("PUT %s %q refused (%d) but changed the setting from %s to %s", path, body, rec.Code, before, after)
+			}
+			return
+		}
+		got := serve("GET", path, nil).Body.Bytes()
+		if again := serve("PUT", path, got); again.Code != 200 || !bytes.Equal(serve("GET", path, nil).Body.Bytes(), got) {
+			t.Errorf("PUT %s of its own GET form %s: status %d %s, want 200 and no change", path, got, again.Code, again.Body.Bytes())
+		}
+		// Restore the defaults, so that the next input starts from them.
+		def := DefaultConfig()
+		s.SetLimits(def.Limits)
+		s.SetLatency(def.Latency)
+		s.SetFaults(def.Faults)
 	})
 }
