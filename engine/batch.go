@@ -335,7 +335,7 @@ func (b *Batch) Run(ctx context.Context) (BatchSummary, error) {
 		}
 		r.Attempts += q.finish(r.Index)
 		if err := jsonl.Put(r); err != nil {
-			return fmt.Errorf("%s: %w", b.Output, err)
+			return err // names the output already (an *os.PathError)
 		}
 		sum.Remaining--
 		if r.OK() {

@@ -35,14 +35,14 @@ func (j *JSONL) Put(r Result) error {
 	defer j.mu.Unlock()
 	j.buf.Reset()
 	if err := j.enc.Encode(r); err != nil { // Encode ends the line
-		return fmt.Errorf("engine: encode result %d: %w", r.Index, err)
+		return fmt.Errorf("encode result %d: %w", r.Index, err)
 	}
 	if _, err := j.w.Write(j.buf.Bytes()); err != nil {
-		return fmt.Errorf("engine: write result %d: %w", r.Index, err)
+		return fmt.Errorf("write result %d: %w", r.Index, err)
 	}
 	if f, ok := j.w.(interface{ Flush() error }); ok {
 		if err := f.Flush(); err != nil {
-			return fmt.Errorf("engine: flush result %d: %w", r.Index, err)
+			return fmt.Errorf("flush result %d: %w", r.Index, err)
 		}
 	}
 	return nil
