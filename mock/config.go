@@ -220,8 +220,9 @@ type Faults struct {
 	// [{attempts: 2, status: 529}, {attempts: 1, status: 429}] attempts 0
 	// and 1 get 529, attempt 2 gets 429 and attempt 3 goes through. The
 	// attempt index is X-Stainless-Retry-Count, or else the number of
-	// earlier attempts with the same Idempotency-Key; a request with
-	// neither header is not scripted.
+	// earlier attempts of the same logical call, grouped by API key and
+	// Idempotency-Key as in CallStats; a request with neither header is
+	// not scripted.
 	Script []ScriptStep `yaml:"script"`
 }
 

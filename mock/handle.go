@@ -134,7 +134,7 @@ func (s *Server) prepare(w http.ResponseWriter, req *http.Request, wr wire) *exc
 		return nil
 	}
 
-	d := s.admit(req, c, key, wr, &x.dec)
+	d := s.admit(req, c, key, wr, x.att.n, &x.dec)
 	wr.setLimitHeaders(h, d.snap, d.now)
 	if d.abort {
 		s.calls.end(&x.att, 0, "", 0)
@@ -189,10 +189,9 @@ func (s *Server) countError(key string) {
 }
 
 // admit runs the admission steps that need the server's state, under its
-// lock, into d, and returns d.
-func (s *Server) admit(req *http.Request, c *call, key string, wr wire, d *decision) *decision {
-	idem := req.Header.Get("Idempotency-Key")
-
+// lock, into d, and returns d. n is the attempt's number within its logical
+// call (callAttempt.n; 0 when the call accounting is off).
+func (s *Server) admit(req *http.Request, c *call, key string, wr wire, n int, d *decision) *decision {
 	// A shared slot taken for an attempt then refused is given back after
 	// the lock is released: Store calls are network round trips.
 	defer func() {
@@ -233,15 +232,12 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire, d *decis
 		return d
 	}
 
-	// Scripted failures: the attempt index comes from the SDK's header or
-	// from counting attempts per Idempotency-Key.
+	// Scripted failures: the attempt index comes from the SDK's header or,
+	// for a client sending an Idempotency-Key, from the call accounting,
+	// which groups attempts by that key (calls.go).
 	attempt := attemptIndex(req)
-	if attempt < 0 && idem != "" {
-		if ks.attempts == nil || len(ks.attempts) >= maxGates {
-			ks.attempts = make(map[string]int)
-		}
-		attempt = ks.attempts[idem]
-		ks.attempts[idem]++
+	if attempt < 0 && n > 0 && req.Header.Get("Idempotency-Key") != "" {
+		attempt = n - 1
 	}
 	if attempt >= 0 {
 		index := attempt

@@ -279,7 +279,3 @@ func (k *keyLimiter) snapshot(now time.Time, exceeded string) snapshot {
 	}
 	return s
 }
-
-// maxGates bounds the Idempotency-Keys whose attempts are counted per key
-// for scripted faults, for clients that never retry.
-const maxGates = 1 << 14

@@ -64,9 +64,8 @@ type Server struct {
 
 // keyState is everything the server tracks per API key.
 type keyState struct {
-	lim      keyLimiter
-	attempts map[string]int // attempts seen per Idempotency-Key, for scripts
-	stats    KeyStats
+	lim   keyLimiter
+	stats KeyStats
 }
 
 // New returns a Server for cfg, or the error cfg.Validate reports.
