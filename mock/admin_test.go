@@ -136,6 +136,14 @@ func TestMetrics(t *testing.T) {
 				t.Errorf("/metrics lacks %q:\n%s", want, body)
 			}
 		}
+		// An unknown model is counted by the status it was answered with.
+		if r := ts.do(t, "POST", "/v1/messages", strings.Replace(anthropicBody(10, false, "hi"), "claude-sonnet-4-5", "claude-nope", 1)); r.status != 404 {
+			t.Fatalf("unknown model: %d %s, want 404", r.status, r.body)
+		}
+		body = string(ts.do(t, "GET", "/metrics", "").body)
+		if want := `mockllm_requests_total{api="anthropic",key="anonymous",status="404"} 1`; !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q:\n%s", want, body)
+		}
 	})
 }
 

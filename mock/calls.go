@@ -53,7 +53,7 @@ type CallStats struct {
 	Attempts  int64 `json:"attempts"`  // attempts
 	Throttled int64 `json:"throttled"` // 429s
 	// ThrottledBy counts 429s by the limit that refused them (max_concurrent,
-	// rpm, itpm, otpm, tpm, script).
+	// rpm, itpm, otpm, tpm, script, decode_budget).
 	ThrottledBy  map[string]int64 `json:"throttled_by,omitempty"`
 	Overloaded   int64            `json:"overloaded"`    // 529 (Anthropic) and 503 (OpenAI)
 	ServerErrors int64            `json:"server_errors"` // other 5xx

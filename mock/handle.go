@@ -98,7 +98,7 @@ func (s *Server) prepare(w http.ResponseWriter, req *http.Request, wr wire) *exc
 		return nil
 	}
 	if e := s.checkVersion(req, wr); e != nil {
-		s.countError(key)
+		s.countRefused(key, http.StatusBadRequest, "")
 		s.metrics.request(api, http.StatusBadRequest, s.keyLabel(key))
 		wr.writeError(w, http.StatusBadRequest, *e, reqID)
 		return nil
@@ -118,18 +118,21 @@ func (s *Server) prepare(w http.ResponseWriter, req *http.Request, wr wire) *exc
 		s.compose(c) // tool call and structured output documents (content.go)
 	}
 	if err != nil {
-		s.countError(key)
-		s.metrics.request(api, status, s.keyLabel(key))
 		var br *badRequest
 		var re *requestError
 		e := apiError{msg: err.Error()}
+		var retryAfter time.Duration
 		switch {
 		case errors.As(err, &br):
 			e.param, e.code = br.param, br.code
 		case errors.As(err, &re):
 			status, e = re.status, re.e
+		case status == http.StatusTooManyRequests:
+			e.limit, retryAfter = LimitDecodeBudget, time.Second // readBody's retry-after: 1
 		}
-		s.calls.end(&x.att, status, "", 0)
+		s.countRefused(key, status, e.limit)
+		s.metrics.request(api, status, s.keyLabel(key))
+		s.calls.end(&x.att, status, e.limit, retryAfter)
 		wr.writeError(w, status, e, reqID)
 		return nil
 	}
@@ -177,15 +180,34 @@ func (s *Server) keyLabel(key string) string {
 	return Fingerprint(key)
 }
 
-// countError counts an attempt answered 400 or 413.
-func (s *Server) countError(key string) {
+// countRefused counts an attempt refused before admission: 400, 404, 413,
+// or 429 for the decode budget.
+func (s *Server) countRefused(key string, status int, limit string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ks := s.key(key)
 	s.stats.Attempts++
-	s.stats.Errors++
 	ks.stats.Attempts++
-	ks.stats.Errors++
+	s.countRefusal(ks, status, limit)
+}
+
+// countRefusal counts a refused attempt of ks by its status, and a 429 by
+// the limit that refused it. s.mu is held.
+func (s *Server) countRefusal(ks *keyState, status int, limit string) {
+	switch {
+	case status == http.StatusTooManyRequests:
+		s.stats.Throttled++
+		ks.stats.Throttled++
+		inc(&s.stats.ThrottledBy, limit)
+		inc(&ks.stats.ThrottledBy, limit)
+		s.metrics.rejections.WithLabelValues(limit).Inc()
+	case status == 529 || status == http.StatusServiceUnavailable:
+		s.stats.Overloaded++
+		ks.stats.Overloaded++
+	default:
+		s.stats.Errors++
+		ks.stats.Errors++
+	}
 }
 
 // admit runs the admission steps that need the server's state, under its
@@ -215,20 +237,7 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire, n int, d
 
 	reject := func(status int, e apiError, ra time.Duration) *decision {
 		d.status, d.err, d.retryAfter = status, e, ra
-		switch {
-		case status == http.StatusTooManyRequests:
-			s.stats.Throttled++
-			ks.stats.Throttled++
-			inc(&s.stats.ThrottledBy, e.limit)
-			inc(&ks.stats.ThrottledBy, e.limit)
-			s.metrics.rejections.WithLabelValues(e.limit).Inc()
-		case status == 529 || status == http.StatusServiceUnavailable:
-			s.stats.Overloaded++
-			ks.stats.Overloaded++
-		default:
-			s.stats.Errors++
-			ks.stats.Errors++
-		}
+		s.countRefusal(ks, status, e.limit)
 		return d
 	}
 

@@ -299,6 +299,13 @@ func TestDecodeBudget(t *testing.T) {
 		if waited := time.Since(start); waited != BodyTimeout {
 			t.Errorf("waited %v for the budget, want BodyTimeout %v", waited, BodyTimeout)
 		}
+		// Counted once, as a 429 by the decode budget, in both accounts.
+		st := ts.Stats()
+		if st.Throttled != 1 || st.ThrottledBy[LimitDecodeBudget] != 1 || st.Errors != 0 ||
+			st.Calls.Throttled != 1 || st.Calls.ThrottledBy[LimitDecodeBudget] != 1 || st.Calls.Errors != 0 {
+			t.Errorf("stats after the budget's 429: throttled %d by %v errors %d; calls throttled %d by %v errors %d; want 1 by decode_budget, 0 errors in both",
+				st.Throttled, st.ThrottledBy, st.Errors, st.Calls.Throttled, st.Calls.ThrottledBy, st.Calls.Errors)
+		}
 		// A request waiting for the budget gets it when it is given back.
 		done := make(chan reply)
 		go func() { done <- ts.do(t, "POST", "/v1/messages/count_tokens", body, "Anthropic-Version", "2023-06-01") }()

@@ -13,6 +13,9 @@ const (
 	LimitOTPM        = "otpm"
 	LimitTPM         = "tpm"
 	LimitScript      = "script" // a 429 injected by Faults.Script
+	// LimitDecodeBudget is a 429 for a request body that waited
+	// BodyTimeout for its share of Config.DecodeBudget.
+	LimitDecodeBudget = "decode_budget"
 )
 
 // bucket is a token bucket holding up to capacity tokens that refills

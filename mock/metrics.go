@@ -42,7 +42,7 @@ func newMetrics() *metrics {
 		}),
 		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mockllm_rejections_total",
-			Help: "Requests rejected by limit: max_concurrent, rpm, itpm, otpm, tpm, script (429) or capacity (529/503).",
+			Help: "Requests rejected by limit: max_concurrent, rpm, itpm, otpm, tpm, script, decode_budget (429) or capacity (529/503).",
 		}, []string{"limit"}),
 		faults: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mockllm_faults_total",

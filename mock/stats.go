@@ -22,14 +22,13 @@ type Stats struct {
 	Admitted  int64 `json:"admitted"`  // requests that passed every limit and got a response
 	Throttled int64 `json:"throttled"` // 429s
 	// ThrottledBy counts 429s by limit: max_concurrent, rpm, itpm, otpm,
-	// tpm, script.
+	// tpm, script, decode_budget.
 	ThrottledBy map[string]int64 `json:"throttled_by,omitempty"`
 	// Overloaded counts 529s (Anthropic) and 503s (OpenAI): capacity,
 	// injected and scripted.
 	Overloaded int64 `json:"overloaded"`
 	// Errors counts other error answers: 400, 404 (unknown model), 413,
-	// 429 for a decode budget that stayed full, injected 500s and scripted
-	// statuses other than 429, 503 and 529.
+	// injected 500s and scripted statuses other than 429, 503 and 529.
 	Errors int64 `json:"errors"`
 	// Faults counts injected faults by name: script, reset, error_500,
 	// overloaded, slow, cut_stream, stream_error.
