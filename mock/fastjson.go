@@ -353,6 +353,13 @@ func setBool(p *bool, v []byte) bool {
 	return ok
 }
 
+// setRaw keeps v, a field encoding/json would store as a json.RawMessage,
+// null included.
+func setRaw(p *json.RawMessage, v []byte) bool {
+	*p = v
+	return true
+}
+
 func setMessages(p *[]message, v []byte) bool {
 	m, ok := fastMessages(v)
 	if ok {
@@ -385,22 +392,17 @@ func (req *anthropicRequest) fastDecode(body []byte) bool {
 		case "messages":
 			ok = seen.first(4) && setMessages(&req.Messages, v)
 		case "system":
-			ok = seen.first(8)
-			req.System = v
+			ok = seen.first(8) && setRaw(&req.System, v)
 		case "tools":
-			ok = seen.first(16)
-			req.Tools = v
+			ok = seen.first(16) && setRaw(&req.Tools, v)
 		case "stream":
 			ok = seen.first(32) && setBool(&req.Stream, v)
 		case "tool_choice":
-			ok = seen.first(64)
-			req.ToolChoice = v
+			ok = seen.first(64) && setRaw(&req.ToolChoice, v)
 		case "output_config":
-			ok = seen.first(128)
-			req.OutputConfig = v
+			ok = seen.first(128) && setRaw(&req.OutputConfig, v)
 		case "output_format":
-			ok = seen.first(256)
-			req.OutputFormat = v
+			ok = seen.first(256) && setRaw(&req.OutputFormat, v)
 		default:
 			// stop_sequences goes to encoding/json.
 			ok = !foldsTo(k, "model", "max_tokens", "messages", "system", "tools", "stream",
@@ -439,21 +441,17 @@ func (req *openaiRequest) fastDecode(body []byte) bool {
 		case "messages":
 			ok = seen.first(8) && setMessages(&req.Messages, v)
 		case "tools":
-			ok = seen.first(16)
-			req.Tools = v
+			ok = seen.first(16) && setRaw(&req.Tools, v)
 		case "stream":
 			ok = seen.first(32) && setBool(&req.Stream, v)
 		case "stream_options":
 			ok = isNull(v) && seen.first(64)
 		case "tool_choice":
-			ok = seen.first(128)
-			req.ToolChoice = v
+			ok = seen.first(128) && setRaw(&req.ToolChoice, v)
 		case "response_format":
-			ok = seen.first(256)
-			req.ResponseFormat = v
+			ok = seen.first(256) && setRaw(&req.ResponseFormat, v)
 		case "stop":
-			ok = seen.first(512)
-			req.Stop = v
+			ok = seen.first(512) && setRaw(&req.Stop, v)
 		default:
 			// n, logprobs and top_logprobs go to encoding/json.
 			ok = !foldsTo(k, "model", "messages", "max_completion_tokens", "max_tokens", "stream", "stream_options", "tools",
