@@ -118,17 +118,10 @@ func (s *Server) prepare(w http.ResponseWriter, req *http.Request, wr wire) *exc
 		s.compose(c) // tool call and structured output documents (content.go)
 	}
 	if err != nil {
-		var br *badRequest
-		var re *requestError
-		e := apiError{msg: err.Error()}
+		status, e := refusal(err, status)
 		var retryAfter time.Duration
-		switch {
-		case errors.As(err, &br):
-			e.param, e.code = br.param, br.code
-		case errors.As(err, &re):
-			status, e = re.status, re.e
-		case status == http.StatusTooManyRequests:
-			e.limit, retryAfter = LimitDecodeBudget, time.Second // readBody's retry-after: 1
+		if e.limit == LimitDecodeBudget {
+			retryAfter = time.Second // readBody's retry-after: 1
 		}
 		s.countRefused(key, status, e.limit)
 		s.metrics.request(api, status, s.keyLabel(key))
@@ -178,6 +171,24 @@ func (s *Server) keyLabel(key string) string {
 		return l
 	}
 	return Fingerprint(key)
+}
+
+// refusal is the answer to a request refused before admission: err from
+// readBody (answered with status), a decoder (a badRequest) or
+// checkRequest (a requestError, which carries its own status).
+func refusal(err error, status int) (int, apiError) {
+	var br *badRequest
+	var re *requestError
+	e := apiError{msg: err.Error()}
+	switch {
+	case errors.As(err, &br):
+		e.param, e.code = br.param, br.code
+	case errors.As(err, &re):
+		status, e = re.status, re.e
+	case status == http.StatusTooManyRequests:
+		e.limit = LimitDecodeBudget
+	}
+	return status, e
 }
 
 // countRefused counts an attempt refused before admission: 400, 404, 413,

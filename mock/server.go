@@ -765,23 +765,18 @@ func (s *Server) countTokens(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	body, held, status, err := s.readBody(w, req)
-	if err != nil {
-		wr.writeError(w, status, apiError{msg: err.Error()}, id)
-		return
-	}
-	c, err := decodeAnthropic(body, false)
+	var c *call
 	if err == nil {
-		err = s.checkRequest(body, wr, c)
+		c, err = decodeAnthropic(body, false)
+		status = http.StatusBadRequest
+		if err == nil {
+			err = s.checkRequest(body, wr, c)
+		}
+		s.budget.release(held)
 	}
-	s.budget.release(held)
-	var br *badRequest
-	var re *requestError
-	switch {
-	case errors.As(err, &br):
-		wr.writeError(w, http.StatusBadRequest, apiError{msg: err.Error(), param: br.param, code: br.code}, id)
-		return
-	case errors.As(err, &re):
-		wr.writeError(w, re.status, re.e, id)
+	if err != nil {
+		status, e := refusal(err, status)
+		wr.writeError(w, status, e, id)
 		return
 	}
 	writeJSONBody(w, http.StatusOK, struct {
