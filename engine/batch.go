@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/internal/fielderr"
+	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/provider"
 	"github.com/ratelab/ratelab/strategies"
 )
@@ -231,7 +232,7 @@ type BatchSummary struct {
 	// Run is the engine's summary of this run: attempts, 429s, tokens, wall
 	// time, the strategy's final limit. Its Completed and Failed count
 	// every round of a re-queued item; the fields above do not.
-	Run Summary `json:"run"`
+	Run measure.Summary `json:"run"`
 }
 
 // AllOK reports whether every item of the input has a successful result.

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/provider"
 	"github.com/ratelab/ratelab/strategies"
 )
@@ -249,12 +250,12 @@ var errFatal = errors.New("engine: run aborted")
 // Incomplete, with ctx's error. A source or sink error stops the run the same
 // way and is returned. A panic in a worker (a bug in a strategy, client or
 // sink) stops the run and is re-raised in Run's goroutine as a *PanicError.
-func Run(ctx context.Context, cfg Config, src Source) (Summary, error) {
+func Run(ctx context.Context, cfg Config, src Source) (measure.Summary, error) {
 	if cfg.Client == nil || cfg.Strategy == nil {
-		return Summary{}, errors.New("engine: Config.Client and Config.Strategy are required")
+		return measure.Summary{}, errors.New("engine: Config.Client and Config.Strategy are required")
 	}
 	if src == nil {
-		return Summary{}, errors.New("engine: nil source")
+		return measure.Summary{}, errors.New("engine: nil source")
 	}
 	r := newRun(ctx, cfg)
 	return r.run(src)
@@ -312,7 +313,7 @@ func newRun(ctx context.Context, cfg Config) *run {
 	return r
 }
 
-func (r *run) run(src Source) (sum Summary, err error) {
+func (r *run) run(src Source) (sum measure.Summary, err error) {
 	start := time.Now()
 	r.rec.start(start)
 	sampler := r.rec.sample(start)

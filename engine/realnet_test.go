@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/mock"
 	"github.com/ratelab/ratelab/provider"
 	"github.com/ratelab/ratelab/strategies"
@@ -39,7 +40,7 @@ func TestRealNetwork(t *testing.T) {
 	go srv.Serve(ln)
 	defer srv.Close()
 
-	run := func(slots int) Summary {
+	run := func(slots int) measure.Summary {
 		tr := provider.NewTransport(slots)
 		defer tr.CloseIdleConnections()
 		client := &provider.Client{Provider: provider.Anthropic{}, BaseURL: "http://" + ln.Addr().String(), APIKey: "k", HTTP: &http.Client{Transport: tr}}

@@ -12,21 +12,6 @@ import (
 	"github.com/ratelab/ratelab/strategies"
 )
 
-// The measurement types are declared once, in package measure, which
-// reports renders as they are; engine's names for them are aliases.
-type (
-	// Summary is a run's accounting (see measure.Summary).
-	Summary = measure.Summary
-	// Percentiles summarises a latency distribution in seconds: P50, P90
-	// and P99 from an HdrHistogram (3 significant digits), Max and Mean
-	// exact.
-	Percentiles = measure.Percentiles
-	// Timeline samples a run at a fixed resolution (see measure.Timeline).
-	Timeline = measure.Timeline
-	// Point is one timeline sample (see measure.Point).
-	Point = measure.Point
-)
-
 // MaxTimelinePoints bounds a timeline, whatever the run's length and the
 // resolution asked for: when a run reaches it, neighbouring points are
 // merged in pairs and the resolution doubles, so a timeline holds between
@@ -51,11 +36,11 @@ type Recorder struct {
 
 	mu          sync.Mutex
 	startT      time.Time
-	sum         Summary
+	sum         measure.Summary
 	tickDone    int64 // completions since the last timeline point
 	tickThrottl int64 // 429s since the last timeline point
 	lastSample  time.Time
-	points      []Point
+	points      []measure.Point
 
 	endToEnd, attempt, waitSlot, waitTokens, backoff, waitRetryAfter, ttft histogram
 }
@@ -156,7 +141,7 @@ func (r *Recorder) point(now time.Time) {
 	st := r.strategy.Stats()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	p := Point{
+	p := measure.Point{
 		T:            now.Sub(r.startT).Seconds(),
 		InFlight:     int(max(r.inFlight.Load(), 0)),
 		Limit:        st.Limit,
@@ -273,7 +258,7 @@ func (s *sampler) stop(end time.Time) {
 }
 
 // summary derives the Summary at the run's end.
-func (r *Recorder) summary(end time.Time) Summary {
+func (r *Recorder) summary(end time.Time) measure.Summary {
 	st := r.strategy.Stats()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -296,7 +281,7 @@ func (r *Recorder) summary(end time.Time) Summary {
 	s.Stats = st
 	s.FinalLimit = st.Limit
 	if r.resolution > 0 {
-		s.Timeline = &Timeline{ResolutionSeconds: r.resolution.Seconds(), Points: append([]Point(nil), r.points...)}
+		s.Timeline = &measure.Timeline{ResolutionSeconds: r.resolution.Seconds(), Points: append([]measure.Point(nil), r.points...)}
 		if r.resolution != r.requested {
 			s.Timeline.RequestedResolutionSeconds = r.requested.Seconds()
 		}
@@ -336,9 +321,9 @@ func (h *histogram) record(d time.Duration) {
 	h.h.RecordValue(min(int64(d/histUnit), int64(histMax/histUnit))) //nolint:errcheck // clamped into range
 }
 
-func (h *histogram) percentiles() Percentiles {
+func (h *histogram) percentiles() measure.Percentiles {
 	if h.count == 0 {
-		return Percentiles{}
+		return measure.Percentiles{}
 	}
 	q := func(p float64) float64 {
 		// The zeros are the lowest values: a quantile that falls among
@@ -352,7 +337,7 @@ func (h *histogram) percentiles() Percentiles {
 		v := float64(h.h.ValueAtQuantile(pp)) * histUnit.Seconds()
 		return math.Min(v, h.max.Seconds())
 	}
-	return Percentiles{
+	return measure.Percentiles{
 		Count: h.count,
 		P50:   q(50),
 		P90:   q(90),

@@ -6,6 +6,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/provider"
 	"github.com/ratelab/ratelab/strategies"
 )
@@ -15,19 +16,19 @@ func TestHistogramPercentiles(t *testing.T) {
 	tests := []struct {
 		name   string
 		values []time.Duration
-		want   Percentiles
+		want   measure.Percentiles
 	}{
-		{"empty", nil, Percentiles{}},
-		{"zeros", []time.Duration{0, 0, 0}, Percentiles{Count: 3}},
-		{"one", []time.Duration{500 * ms}, Percentiles{Count: 1, P50: 0.5, P90: 0.5, P99: 0.5, Max: 0.5, Mean: 0.5}},
+		{"empty", nil, measure.Percentiles{}},
+		{"zeros", []time.Duration{0, 0, 0}, measure.Percentiles{Count: 3}},
+		{"one", []time.Duration{500 * ms}, measure.Percentiles{Count: 1, P50: 0.5, P90: 0.5, P99: 0.5, Max: 0.5, Mean: 0.5}},
 		{"half zeros", []time.Duration{0, 0, 0, 0, 0, ms, 2 * ms, 3 * ms, 4 * ms, 10 * ms},
-			Percentiles{Count: 10, P50: 0, P90: 0.004, P99: 0.010, Max: 0.010, Mean: 0.002}},
+			measure.Percentiles{Count: 10, P50: 0, P90: 0.004, P99: 0.010, Max: 0.010, Mean: 0.002}},
 		{"hundred", func() (v []time.Duration) {
 			for i := 1; i <= 100; i++ {
 				v = append(v, time.Duration(i)*ms)
 			}
 			return v
-		}(), Percentiles{Count: 100, P50: 0.050, P90: 0.090, P99: 0.099, Max: 0.100, Mean: 0.0505}},
+		}(), measure.Percentiles{Count: 100, P50: 0.050, P90: 0.090, P99: 0.099, Max: 0.100, Mean: 0.0505}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

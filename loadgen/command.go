@@ -20,6 +20,7 @@ import (
 	"github.com/ratelab/ratelab/internal/fielderr"
 	"github.com/ratelab/ratelab/internal/proc"
 	"github.com/ratelab/ratelab/internal/strict"
+	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/mock"
 	"github.com/ratelab/ratelab/reports"
 )
@@ -372,11 +373,11 @@ func fillFromServer(r *reports.Result, srv *mock.Server, oracle float64) {
 		r.OracleSeconds = oracle
 		r.WallOverOracle = c.Seconds / oracle
 	}
-	r.Attempt = reports.Percentiles(c.Latency)
+	r.Attempt = measure.Percentiles(c.Latency)
 	r.ServerView = serverView(c)
-	tl := &reports.Timeline{ResolutionSeconds: c.Timeline.ResolutionSeconds, Points: make([]reports.Point, len(c.Timeline.Points))}
+	tl := &measure.Timeline{ResolutionSeconds: c.Timeline.ResolutionSeconds, Points: make([]measure.Point, len(c.Timeline.Points))}
 	for i, p := range c.Timeline.Points {
-		tl.Points[i] = reports.Point{T: p.T, InFlight: p.InFlight, CompletionsRate: p.CompletionsRate, ThrottlesRate: p.ThrottlesRate}
+		tl.Points[i] = measure.Point{T: p.T, InFlight: p.InFlight, CompletionsRate: p.CompletionsRate, ThrottlesRate: p.ThrottlesRate}
 	}
 	r.Timeline = tl
 }

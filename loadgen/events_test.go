@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
 )
 
@@ -59,7 +60,7 @@ func TestTimelineEvents(t *testing.T) {
 	})
 }
 
-func timelineEvents(t *testing.T, rep reports.Report) []reports.Event {
+func timelineEvents(t *testing.T, rep reports.Report) []measure.Event {
 	t.Helper()
 	if len(rep.Results) != 1 || rep.Results[0].Timeline == nil {
 		t.Fatalf("want one result with a timeline, got %d results", len(rep.Results))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/engine"
+	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
 	"github.com/ratelab/ratelab/strategies"
 )
@@ -93,31 +94,31 @@ func runStrategy(ctx context.Context, s *Scenario, st *Row, opt Options, key str
 }
 
 // eventLog keeps a strategy's state changes for the report's timeline, at
-// most reports.MaxEvents of them.
+// most measure.MaxEvents of them.
 type eventLog struct {
 	start   time.Time
 	mu      sync.Mutex
-	events  []reports.Event
+	events  []measure.Event
 	dropped int
 }
 
 // observe is the strategy's Observer.
 func (l *eventLog) observe(e strategies.Event) {
 	since := func(t time.Time) float64 { return max(0, t.Sub(l.start).Seconds()) }
-	ev := reports.Event{T: since(e.Time), Type: string(e.Type), Value: e.Value, Reason: e.Reason}
+	ev := measure.Event{T: since(e.Time), Type: string(e.Type), Value: e.Value, Reason: e.Reason}
 	if !e.Until.IsZero() {
 		ev.Until = since(e.Until)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.events) >= reports.MaxEvents {
+	if len(l.events) >= measure.MaxEvents {
 		l.dropped++
 		return
 	}
 	l.events = append(l.events, ev)
 }
 
-func (l *eventLog) list() ([]reports.Event, int) {
+func (l *eventLog) list() ([]measure.Event, int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.events, l.dropped

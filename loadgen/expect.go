@@ -13,6 +13,7 @@ import (
 	"github.com/ratelab/ratelab/engine"
 	"github.com/ratelab/ratelab/internal/fielderr"
 	"github.com/ratelab/ratelab/internal/strict"
+	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
 )
 
@@ -206,7 +207,7 @@ type Metric struct {
 	Value func(*reports.Result) float64
 }
 
-func pct(get func(*reports.Result) reports.Percentiles, q func(reports.Percentiles) float64) func(*reports.Result) float64 {
+func pct(get func(*reports.Result) measure.Percentiles, q func(measure.Percentiles) float64) func(*reports.Result) float64 {
 	return func(r *reports.Result) float64 { return q(get(r)) }
 }
 
@@ -229,11 +230,11 @@ var Metrics = map[string]Metric{
 	"oracle_seconds":    {"the oracle's ideal time", func(r *reports.Result) float64 { return r.OracleSeconds }},
 	"wall_over_oracle":  {"wall time / oracle time", func(r *reports.Result) float64 { return r.WallOverOracle }},
 	"final_limit":       {"the strategy's limit at the end", func(r *reports.Result) float64 { return r.FinalLimit }},
-	"end_to_end_p50":    {"median item time, s", pct(func(r *reports.Result) reports.Percentiles { return r.EndToEnd }, func(p reports.Percentiles) float64 { return p.P50 })},
-	"end_to_end_p99":    {"p99 item time, s", pct(func(r *reports.Result) reports.Percentiles { return r.EndToEnd }, func(p reports.Percentiles) float64 { return p.P99 })},
-	"end_to_end_max":    {"slowest item, s", pct(func(r *reports.Result) reports.Percentiles { return r.EndToEnd }, func(p reports.Percentiles) float64 { return p.Max })},
-	"attempt_p50":       {"median attempt latency, s", pct(func(r *reports.Result) reports.Percentiles { return r.Attempt }, func(p reports.Percentiles) float64 { return p.P50 })},
-	"attempt_p99":       {"p99 attempt latency, s", pct(func(r *reports.Result) reports.Percentiles { return r.Attempt }, func(p reports.Percentiles) float64 { return p.P99 })},
+	"end_to_end_p50":    {"median item time, s", pct(func(r *reports.Result) measure.Percentiles { return r.EndToEnd }, func(p measure.Percentiles) float64 { return p.P50 })},
+	"end_to_end_p99":    {"p99 item time, s", pct(func(r *reports.Result) measure.Percentiles { return r.EndToEnd }, func(p measure.Percentiles) float64 { return p.P99 })},
+	"end_to_end_max":    {"slowest item, s", pct(func(r *reports.Result) measure.Percentiles { return r.EndToEnd }, func(p measure.Percentiles) float64 { return p.Max })},
+	"attempt_p50":       {"median attempt latency, s", pct(func(r *reports.Result) measure.Percentiles { return r.Attempt }, func(p measure.Percentiles) float64 { return p.P50 })},
+	"attempt_p99":       {"p99 attempt latency, s", pct(func(r *reports.Result) measure.Percentiles { return r.Attempt }, func(p measure.Percentiles) float64 { return p.P99 })},
 	"throttled_first": {"429s on first attempts", func(r *reports.Result) float64 {
 		if len(r.ThrottledByAttempt) == 0 {
 			return 0

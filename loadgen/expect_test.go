@@ -10,6 +10,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
 )
 
@@ -89,7 +90,7 @@ func TestExpectCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := reports.Result{Summary: reports.Summary{Completed: 10, AttemptsPerCall: 1.1, WallSeconds: 1.5}}
+	r := reports.Result{Summary: measure.Summary{Completed: 10, AttemptsPerCall: 1.1, WallSeconds: 1.5}}
 	checks := s.Strategies[0].Expect.Check(&r)
 	want := []reports.Check{
 		{Metric: "completed", Expected: "= 10", Actual: "10", OK: true},

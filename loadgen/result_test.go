@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
 )
 
@@ -49,7 +50,7 @@ func TestResultKeepsRetryAfterWaits(t *testing.T) {
 			t.Errorf("JSON row has no %q", k)
 		}
 	}
-	var got reports.Percentiles
+	var got measure.Percentiles
 	if err := json.Unmarshal(row["wait_retry_after"], &got); err != nil || got != w {
 		t.Errorf("JSON wait_retry_after = %s (%v), want %+v", row["wait_retry_after"], err, w)
 	}

@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"github.com/ratelab/ratelab/measure"
 	"math"
 	"strconv"
 	"strings"
@@ -99,7 +100,7 @@ type svgLegend struct {
 // draw. A sample describes the interval (T−resolution, T]: 429 bars and the
 // limit and delay steps span it; in flight and the completions average are
 // lines through the sample instants.
-func buildChart(tl *Timeline) *svgChart {
+func buildChart(tl *measure.Timeline) *svgChart {
 	if tl == nil || len(tl.Points) == 0 {
 		return nil
 	}
@@ -128,17 +129,17 @@ func buildChart(tl *Timeline) *svgChart {
 		}
 	}
 
-	col := func(f func(Point) float64) []float64 {
+	col := func(f func(measure.Point) float64) []float64 {
 		v := make([]float64, len(pts))
 		for i, p := range pts {
 			v[i] = f(p)
 		}
 		return v
 	}
-	ts := col(func(p Point) float64 { return p.T })
-	inFlight := col(func(p Point) float64 { return float64(p.InFlight) })
-	limit := col(func(p Point) float64 { return p.Limit })
-	completions := col(func(p Point) float64 { return p.CompletionsRate })
+	ts := col(func(p measure.Point) float64 { return p.T })
+	inFlight := col(func(p measure.Point) float64 { return float64(p.InFlight) })
+	limit := col(func(p measure.Point) float64 { return p.Limit })
+	completions := col(func(p measure.Point) float64 { return p.CompletionsRate })
 	// Completions arrive in bursts (a wave of calls ends together), so the
 	// raw rate at a fine resolution is a comb of spikes; its trend, which is
 	// what tells a healthy run from a slowing provider, shows in a rolling
@@ -149,8 +150,8 @@ func buildChart(tl *Timeline) *svgChart {
 	if window > 1 {
 		completionsLabel += ", " + strconv.FormatFloat(math.Round(float64(window)*res*1000)/1000, 'f', -1, 64) + " s average"
 	}
-	throttles := col(func(p Point) float64 { return p.ThrottlesRate })
-	delay := col(func(p Point) float64 { return p.DelaySeconds })
+	throttles := col(func(p measure.Point) float64 { return p.ThrottlesRate })
+	delay := col(func(p measure.Point) float64 { return p.DelaySeconds })
 
 	y := 0.0
 	addPanel := func(title, unit string, height float64, ymax float64, series func(yOf func(float64) float64, base float64) []svgSeries, legend []svgLegend) {
@@ -261,7 +262,7 @@ func buildChart(tl *Timeline) *svgChart {
 // gateBands draws each retry-after gate closure in events as a rectangle
 // spanning the plot's height, with TOP and BOTTOM left for the panel to fill
 // in; it returns "" when no gate closed.
-func gateBands(events []Event, x func(float64) float64) string {
+func gateBands(events []measure.Event, x func(float64) float64) string {
 	var b strings.Builder
 	for _, e := range events {
 		if e.Type != "gate_close" || !(e.Until > e.T) {

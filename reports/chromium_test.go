@@ -3,6 +3,7 @@ package reports
 import (
 	"bytes"
 	"context"
+	"github.com/ratelab/ratelab/measure"
 	"image"
 	"image/png"
 	"os"
@@ -99,10 +100,10 @@ func TestHTMLInChromiumPixels(t *testing.T) {
 	r := Report{
 		Scenario: "pixels",
 		Results: []Result{{
-			Name: "aimd", Kind: "aimd", Summary: Summary{Items: 200, Completed: 200, Attempts: 230, Throttled: 30,
-				Timeline: sampled(0.1, 60, func(t float64) Point {
+			Name: "aimd", Kind: "aimd", Summary: measure.Summary{Items: 200, Completed: 200, Attempts: 230, Throttled: 30,
+				Timeline: sampled(0.1, 60, func(t float64) measure.Point {
 					limit := 8 + float64(int(t*10)%20)
-					p := Point{InFlight: int(limit * 0.6), Limit: limit, CompletionsRate: 10 + 20*t, DelaySeconds: 0.05 + 0.01*t}
+					p := measure.Point{InFlight: int(limit * 0.6), Limit: limit, CompletionsRate: 10 + 20*t, DelaySeconds: 0.05 + 0.01*t}
 					if int(t*10)%20 >= 17 {
 						p.ThrottlesRate = 60
 					}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
 )
 
@@ -14,7 +15,7 @@ func ExampleFormat() {
 		return
 	}
 	r := reports.Report{Scenario: "demo", Results: []reports.Result{
-		{Name: "semaphore-20", Kind: "semaphore", Summary: reports.Summary{Items: 200, Completed: 200, Attempts: 200, AttemptsPerCall: 1, WallSeconds: 5}},
+		{Name: "semaphore-20", Kind: "semaphore", Summary: measure.Summary{Items: 200, Completed: 200, Attempts: 200, AttemptsPerCall: 1, WallSeconds: 5}},
 	}}
 	if err := render(os.Stdout, r); err != nil {
 		fmt.Println(err)
@@ -29,10 +30,10 @@ func ExampleFormat() {
 
 func ExampleCompare() {
 	old := reports.Report{Scenario: "20-concurrent", Results: []reports.Result{
-		{Name: "semaphore-20", Summary: reports.Summary{Completed: 200, Attempts: 200, AttemptsPerCall: 1, WallSeconds: 5.0}},
+		{Name: "semaphore-20", Summary: measure.Summary{Completed: 200, Attempts: 200, AttemptsPerCall: 1, WallSeconds: 5.0}},
 	}}
 	new := reports.Report{Scenario: "20-concurrent", Results: []reports.Result{
-		{Name: "semaphore-20", Summary: reports.Summary{Completed: 200, Attempts: 260, Throttled: 60, AttemptsPerCall: 1.3, WallSeconds: 5.1}},
+		{Name: "semaphore-20", Summary: measure.Summary{Completed: 200, Attempts: 260, Throttled: 60, AttemptsPerCall: 1.3, WallSeconds: 5.1}},
 	}}
 	c, err := reports.Compare(old, new, 0.10)
 	if err != nil {

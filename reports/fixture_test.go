@@ -1,11 +1,14 @@
 package reports
 
-import "math"
+import (
+	"github.com/ratelab/ratelab/measure"
+	"math"
+)
 
 // sampled builds a timeline of n samples at res seconds, the i-th sample
 // taken at (i+1)·res by at.
-func sampled(res float64, n int, at func(t float64) Point) *Timeline {
-	tl := &Timeline{ResolutionSeconds: res, Points: make([]Point, n)}
+func sampled(res float64, n int, at func(t float64) measure.Point) *measure.Timeline {
+	tl := &measure.Timeline{ResolutionSeconds: res, Points: make([]measure.Point, n)}
 	for i := range n {
 		t := math.Round(float64(i+1)*res*1000) / 1000
 		p := at(t)
@@ -19,8 +22,8 @@ func sampled(res float64, n int, at func(t float64) Point) *Timeline {
 // with synthetic timelines of the right shape, plus an adaptive strategy
 // that has a delay and a brownout row whose provider slows down.
 func guideReport() Report {
-	lat := func(p50, p99 float64) Percentiles {
-		return Percentiles{Count: 200, P50: p50, P90: (p50 + p99) / 2, P99: p99, Max: p99 * 1.02, Mean: p50 * 1.05}
+	lat := func(p50, p99 float64) measure.Percentiles {
+		return measure.Percentiles{Count: 200, P50: p50, P90: (p50 + p99) / 2, P99: p99, Max: p99 * 1.02, Mean: p50 * 1.05}
 	}
 	check := func(metric, expected, actual string, ok bool) Check {
 		return Check{Metric: metric, Expected: expected, Actual: actual, OK: ok}
@@ -32,16 +35,16 @@ func guideReport() Report {
 		Results: []Result{
 			{
 				Name: "unbounded, retries=2", Kind: "unbounded", Params: map[string]any{"max_retries": 2},
-				Summary: Summary{Items: 200, Completed: 60, Failed: 140,
+				Summary: measure.Summary{Items: 200, Completed: 60, Failed: 140,
 					Attempts: 540, Throttled: 480, AttemptsPerCall: 9, ThrottledByAttempt: []int64{180, 160, 140},
 					MaxAttempts: 3, FailedTokens: 48000, InputTokens: 1200, OutputTokens: 6000,
 					WallSeconds: 2.5,
 					EndToEnd:    lat(2.0, 2.5), Attempt: lat(0.4, 0.5),
-					Backoff:        Percentiles{Count: 340, P50: 1, P90: 1, P99: 1, Max: 1, Mean: 1},
-					WaitRetryAfter: Percentiles{Count: 340, P50: 1, P90: 1, P99: 1, Max: 1, Mean: 1},
-					Timeline: sampled(0.25, 10, func(t float64) Point {
+					Backoff:        measure.Percentiles{Count: 340, P50: 1, P90: 1, P99: 1, Max: 1, Mean: 1},
+					WaitRetryAfter: measure.Percentiles{Count: 340, P50: 1, P90: 1, P99: 1, Max: 1, Mean: 1},
+					Timeline: sampled(0.25, 10, func(t float64) measure.Point {
 						wave := math.Mod(t, 1) <= 0.5
-						p := Point{Limit: 0}
+						p := measure.Point{Limit: 0}
 						if wave {
 							p.InFlight = 20
 							p.CompletionsRate = 20 / 0.5 * 0.5
@@ -61,11 +64,11 @@ func guideReport() Report {
 			},
 			{
 				Name: "semaphore-50", Kind: "semaphore", Params: map[string]any{"limit": 50, "max_retries": 2},
-				Summary: Summary{Items: 200, Completed: 150, Failed: 50, Attempts: 330, Throttled: 180, AttemptsPerCall: 2.2,
+				Summary: measure.Summary{Items: 200, Completed: 150, Failed: 50, Attempts: 330, Throttled: 180, AttemptsPerCall: 2.2,
 					ThrottledByAttempt: []int64{120, 60}, MaxAttempts: 3,
 					WallSeconds: 4.5, EndToEnd: lat(1.5, 3.5), Attempt: lat(0.5, 0.5),
-					Timeline: sampled(0.25, 18, func(t float64) Point {
-						return Point{InFlight: 20, CompletionsRate: 33, ThrottlesRate: 40, Limit: 50}
+					Timeline: sampled(0.25, 18, func(t float64) measure.Point {
+						return measure.Point{InFlight: 20, CompletionsRate: 33, ThrottlesRate: 40, Limit: 50}
 					})},
 				OracleSeconds: 5, WallOverOracle: 0.9,
 				ServerView:   &ServerView{PeakConcurrency: 50, ThrottledBy: map[string]int64{"max_concurrent": 180}},
@@ -73,12 +76,12 @@ func guideReport() Report {
 			},
 			{
 				Name: "semaphore-20", Kind: "semaphore", Params: map[string]any{"limit": 20},
-				Summary: Summary{Items: 200, Completed: 200, Attempts: 200, AttemptsPerCall: 1, ThrottledByAttempt: []int64{}, MaxAttempts: 1,
+				Summary: measure.Summary{Items: 200, Completed: 200, Attempts: 200, AttemptsPerCall: 1, ThrottledByAttempt: []int64{}, MaxAttempts: 1,
 					InputTokens: 4000, OutputTokens: 20000,
 					WallSeconds: 5.0, EndToEnd: lat(2.75, 5.0), Attempt: lat(0.5, 0.5),
 					WaitSlot: lat(2.25, 4.5),
-					Timeline: sampled(0.25, 20, func(t float64) Point {
-						return Point{InFlight: 20, CompletionsRate: 40, Limit: 20}
+					Timeline: sampled(0.25, 20, func(t float64) measure.Point {
+						return measure.Point{InFlight: 20, CompletionsRate: 40, Limit: 20}
 					})},
 				OracleSeconds: 5, WallOverOracle: 1,
 				ServerView:   &ServerView{PeakConcurrency: 20},
@@ -86,16 +89,16 @@ func guideReport() Report {
 			},
 			{
 				Name: "adaptive", Kind: "adaptive", Params: map[string]any{"initial": 4},
-				Summary: Summary{Items: 200, Completed: 200, Attempts: 212, Throttled: 12, AttemptsPerCall: 1.06,
+				Summary: measure.Summary{Items: 200, Completed: 200, Attempts: 212, Throttled: 12, AttemptsPerCall: 1.06,
 					ThrottledByAttempt: []int64{12}, MaxAttempts: 2, FinalLimit: 19,
 					WallSeconds: 6.25, EndToEnd: lat(3.1, 6.0), Attempt: lat(0.5, 0.52),
-					TTFT: &Percentiles{Count: 212, P50: 0.0052, P90: 0.006, P99: 0.0081, Max: 0.009, Mean: 0.0055},
-					Timeline: sampled(0.25, 25, func(t float64) Point {
+					TTFT: &measure.Percentiles{Count: 212, P50: 0.0052, P90: 0.006, P99: 0.0081, Max: 0.009, Mean: 0.0055},
+					Timeline: sampled(0.25, 25, func(t float64) measure.Point {
 						limit := math.Min(4+4*t, 22)
 						if t > 3 {
 							limit = 19
 						}
-						p := Point{InFlight: int(limit), CompletionsRate: 2 * limit, Limit: limit, Tokens: 1000 * t}
+						p := measure.Point{InFlight: int(limit), CompletionsRate: 2 * limit, Limit: limit, Tokens: 1000 * t}
 						if t == 3 {
 							p.ThrottlesRate = 48
 							p.DelaySeconds = 0.2
@@ -111,10 +114,10 @@ func guideReport() Report {
 			},
 			{
 				Name: "brownout", Kind: "semaphore", Params: map[string]any{"limit": 20},
-				Summary: Summary{Items: 200, Completed: 200, Attempts: 205, Overloaded: 4, ServerErrors: 1, Errors: 2, AttemptsPerCall: 1.025, MaxAttempts: 2,
+				Summary: measure.Summary{Items: 200, Completed: 200, Attempts: 205, Overloaded: 4, ServerErrors: 1, Errors: 2, AttemptsPerCall: 1.025, MaxAttempts: 2,
 					WallSeconds: 1234.5678, EndToEnd: lat(0.0009, 12.5), Attempt: lat(0.5, 9.9),
-					Timeline: sampled(0.5, 16, func(t float64) Point {
-						return Point{InFlight: 20, CompletionsRate: 40 / (1 + t/2), Limit: 20}
+					Timeline: sampled(0.5, 16, func(t float64) measure.Point {
+						return measure.Point{InFlight: 20, CompletionsRate: 40 / (1 + t/2), Limit: 20}
 					})}, OracleSeconds: 5,
 				ServerView: &ServerView{PeakConcurrency: 20},
 			},
@@ -122,10 +125,10 @@ func guideReport() Report {
 				// A user's program measured by the mock alone: no client
 				// latencies, and retries sooner than retry-after.
 				Name: "python unbounded", Kind: "command", Params: map[string]any{"command": "python3 unbounded.py --retries 2"},
-				Summary: Summary{Items: 200, Completed: 60, Failed: 140, Attempts: 540, Throttled: 480, AttemptsPerCall: 9,
+				Summary: measure.Summary{Items: 200, Completed: 60, Failed: 140, Attempts: 540, Throttled: 480, AttemptsPerCall: 9,
 					ThrottledByAttempt: []int64{180, 160, 140}, MaxAttempts: 3, WallSeconds: 2.52, Attempt: lat(0.4, 0.5),
-					Timeline: sampled(0.25, 10, func(t float64) Point {
-						return Point{InFlight: 20, CompletionsRate: 24}
+					Timeline: sampled(0.25, 10, func(t float64) measure.Point {
+						return measure.Point{InFlight: 20, CompletionsRate: 24}
 					})},
 				OracleSeconds: 5, WallOverOracle: 0.504,
 				ServerView: &ServerView{EarlyRetries: 12, PeakConcurrency: 200, ThrottledBy: map[string]int64{"max_concurrent": 480}},
@@ -149,17 +152,17 @@ func edgeReport() Report {
 		Incomplete: true,
 		Results: []Result{
 			{Name: "no timeline <b>", Kind: "semaphore"},
-			{Name: "empty timeline", Kind: "semaphore", Summary: Summary{Timeline: &Timeline{ResolutionSeconds: 0.1}}},
+			{Name: "empty timeline", Kind: "semaphore", Summary: measure.Summary{Timeline: &measure.Timeline{ResolutionSeconds: 0.1}}},
 			{
-				Name: "one sample | a, \"b\"", Kind: "aimd", Summary: Summary{Items: 3, Completed: 1, Failed: 0, Canceled: 2, Attempts: 1, Invalid: 1, AttemptsPerCall: 1,
-					Incomplete: true, WallSeconds: 0.1, EndToEnd: Percentiles{Count: 1, P50: 0.1, P99: 0.1, Max: 0.1, Mean: 0.1},
-					Timeline: &Timeline{ResolutionSeconds: 0.1, Points: []Point{{T: 0.1, InFlight: 2, CompletionsRate: 10, Limit: 4, DelaySeconds: 0.5}}}},
+				Name: "one sample | a, \"b\"", Kind: "aimd", Summary: measure.Summary{Items: 3, Completed: 1, Failed: 0, Canceled: 2, Attempts: 1, Invalid: 1, AttemptsPerCall: 1,
+					Incomplete: true, WallSeconds: 0.1, EndToEnd: measure.Percentiles{Count: 1, P50: 0.1, P99: 0.1, Max: 0.1, Mean: 0.1},
+					Timeline: &measure.Timeline{ResolutionSeconds: 0.1, Points: []measure.Point{{T: 0.1, InFlight: 2, CompletionsRate: 10, Limit: 4, DelaySeconds: 0.5}}}},
 				Expectations: []Check{{Metric: "completed", Expected: "= 3", Actual: "1 <i>", OK: false}},
 			},
 			{
 				// A hanging program, stopped at its timeout, with markup
 				// and backticks in its argv.
-				Name: "hangs `x` <b>", Kind: "command", Summary: Summary{Items: 3, Failed: 3, Attempts: 2, Errors: 2, WallSeconds: 0.2},
+				Name: "hangs `x` <b>", Kind: "command", Summary: measure.Summary{Items: 3, Failed: 3, Attempts: 2, Errors: 2, WallSeconds: 0.2},
 				ServerView: &ServerView{PeakConcurrency: 2},
 				Command: &Command{Argv: []string{"sh", "-c", "sleep 9 `x` | <b>"}, Status: "timed out after 5m0s (process group stopped)",
 					ExitCode: -1, TimedOut: true, Seconds: 300},

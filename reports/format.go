@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"github.com/ratelab/ratelab/measure"
 	"io"
 	"math"
 	"strconv"
@@ -122,7 +123,7 @@ func formatLatency(sec float64) string {
 
 // formatPercentile formats one percentile of p, or "-" when p recorded
 // nothing.
-func formatPercentile(p Percentiles, v float64) string {
+func formatPercentile(p measure.Percentiles, v float64) string {
 	if p.Count == 0 {
 		return "-"
 	}

@@ -3,6 +3,7 @@ package reports
 import (
 	"bytes"
 	"flag"
+	"github.com/ratelab/ratelab/measure"
 	"os"
 	"path/filepath"
 	"testing"
@@ -80,7 +81,7 @@ func TestCompareGolden(t *testing.T) {
 			r.Results[3].Completed = 150       // -25 %
 			r.Results[4].EndToEnd.P99 = 14.375 // +15 %
 			r.Results = r.Results[1:]          // drops unbounded
-			r.Results = append(r.Results, Result{Name: "token-first", Summary: Summary{Completed: 200, Attempts: 200}})
+			r.Results = append(r.Results, Result{Name: "token-first", Summary: measure.Summary{Completed: 200, Attempts: 200}})
 		}, 0.10, true},
 	}
 	for _, tt := range tests {

@@ -2,6 +2,7 @@ package reports
 
 import (
 	"bytes"
+	"github.com/ratelab/ratelab/measure"
 	"math"
 	"slices"
 	"strconv"
@@ -12,7 +13,7 @@ import (
 // wantSeries lists the series a chart of tl must draw: in flight and
 // completions always; the limit, 429s and delay when they are ever
 // non-zero.
-func wantSeries(tl *Timeline) []string {
+func wantSeries(tl *measure.Timeline) []string {
 	want := []string{seriesInFlight, seriesCompletions}
 	var limit, throttles, delay bool
 	for _, p := range tl.Points {
@@ -199,7 +200,7 @@ func TestHTMLEscapes(t *testing.T) {
 func TestHTMLBadNumbers(t *testing.T) {
 	r := Report{Scenario: "bad numbers", Results: []Result{{
 		Name: "nan", Kind: "semaphore",
-		Summary: Summary{Timeline: &Timeline{ResolutionSeconds: math.NaN(), Points: []Point{
+		Summary: measure.Summary{Timeline: &measure.Timeline{ResolutionSeconds: math.NaN(), Points: []measure.Point{
 			{T: 0.1, InFlight: 3, CompletionsRate: math.NaN(), Limit: math.Inf(1)},
 			{T: 0.2, InFlight: 4, CompletionsRate: 5, ThrottlesRate: math.Inf(1), DelaySeconds: -1},
 		}}},
@@ -220,8 +221,8 @@ func TestHTMLLongTimelineIsDecimated(t *testing.T) {
 	const n = 50_000
 	r := Report{Scenario: "long", Results: []Result{{
 		Name: "long", Kind: "aimd",
-		Summary: Summary{Timeline: sampled(0.1, n, func(t float64) Point {
-			return Point{
+		Summary: measure.Summary{Timeline: sampled(0.1, n, func(t float64) measure.Point {
+			return measure.Point{
 				InFlight: int(10 + 10*math.Sin(t)), CompletionsRate: 40 + 5*math.Cos(t/7),
 				ThrottlesRate: math.Max(0, 50*math.Sin(t/3)), Limit: 20, DelaySeconds: 0.01,
 			}
@@ -264,16 +265,16 @@ func TestHTMLLongTimelineIsDecimated(t *testing.T) {
 // TestHTMLGateBands checks that retry-after gate closures are drawn as bands
 // over the concurrency panel at their times, and only when a gate closed.
 func TestHTMLGateBands(t *testing.T) {
-	tl := &Timeline{ResolutionSeconds: 1}
+	tl := &measure.Timeline{ResolutionSeconds: 1}
 	for i := 1; i <= 4; i++ {
-		tl.Points = append(tl.Points, Point{T: float64(i), InFlight: 5, Limit: 10, CompletionsRate: 2})
+		tl.Points = append(tl.Points, measure.Point{T: float64(i), InFlight: 5, Limit: 10, CompletionsRate: 2})
 	}
-	tl.Events = []Event{
+	tl.Events = []measure.Event{
 		{T: 1, Type: "limit", Value: 10},
 		{T: 1, Type: "gate_close", Until: 2, Reason: "throttle"},
 		{T: 2, Type: "gate_open"},
 	}
-	r := Report{Scenario: "gates", Results: []Result{{Name: "adaptive", Kind: "adaptive", Summary: Summary{Items: 8, Completed: 8, Timeline: tl}}}}
+	r := Report{Scenario: "gates", Results: []Result{{Name: "adaptive", Kind: "adaptive", Summary: measure.Summary{Items: 8, Completed: 8, Timeline: tl}}}}
 	var b bytes.Buffer
 	if err := HTML(&b, r); err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"github.com/ratelab/ratelab/measure"
 	"io"
 	"maps"
 	"slices"
@@ -159,7 +160,7 @@ func markdownStrategy(w io.Writer, res Result) {
 // A latencyRow is one recorded latency distribution with its display name.
 type latencyRow struct {
 	name string
-	p    Percentiles
+	p    measure.Percentiles
 }
 
 // latencyRows lists the distributions a result recorded a non-zero time

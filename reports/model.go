@@ -71,24 +71,6 @@ func (r *Result) SetOracle(oracle float64) {
 	}
 }
 
-// The measurement types reports render, under the names reports has always
-// used for them.
-type (
-	// Summary is what a run measured (see measure.Summary).
-	Summary = measure.Summary
-	// Percentiles summarises a latency distribution, in seconds.
-	Percentiles = measure.Percentiles
-	// Timeline samples a run and lists the strategy's state changes.
-	Timeline = measure.Timeline
-	// Point is one timeline sample.
-	Point = measure.Point
-	// Event is one state change of a strategy.
-	Event = measure.Event
-)
-
-// MaxEvents caps the events one timeline keeps (measure.MaxEvents).
-const MaxEvents = measure.MaxEvents
-
 // Check is one evaluated expectation.
 type Check struct {
 	Metric   string `json:"metric"`

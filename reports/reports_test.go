@@ -3,6 +3,7 @@ package reports
 import (
 	"bytes"
 	"errors"
+	"github.com/ratelab/ratelab/measure"
 	"math"
 	"strings"
 	"testing"
@@ -163,7 +164,7 @@ func TestReadJSONErrors(t *testing.T) {
 }
 
 func TestJSONRejectsNaN(t *testing.T) {
-	r := Report{Scenario: "x", Results: []Result{{Name: "a", Summary: Summary{WallSeconds: math.NaN()}}}}
+	r := Report{Scenario: "x", Results: []Result{{Name: "a", Summary: measure.Summary{WallSeconds: math.NaN()}}}}
 	if err := JSON(&bytes.Buffer{}, r); err == nil || !strings.HasPrefix(err.Error(), "reports: json:") {
 		t.Errorf("JSON with NaN: error %v, want a reports: json: error", err)
 	}
@@ -334,10 +335,10 @@ func TestSmoothingWindow(t *testing.T) {
 // table's notes naming early retries and how a command ran, and CSV cells
 // empty when unknown.
 func TestServerView(t *testing.T) {
-	known := Result{Name: "sem", Kind: "semaphore", Summary: Summary{Items: 10, Completed: 10, Attempts: 12, Throttled: 2},
+	known := Result{Name: "sem", Kind: "semaphore", Summary: measure.Summary{Items: 10, Completed: 10, Attempts: 12, Throttled: 2},
 		ServerView: &ServerView{EarlyRetries: 2, PeakConcurrency: 7}}
-	unknown := Result{Name: "remote", Kind: "semaphore", Summary: Summary{Items: 10, Completed: 10, Attempts: 10}}
-	cmd := Result{Name: "cli", Kind: "command", Summary: Summary{Items: 10, Attempts: 10, WallSeconds: 1.5},
+	unknown := Result{Name: "remote", Kind: "semaphore", Summary: measure.Summary{Items: 10, Completed: 10, Attempts: 10}}
+	cmd := Result{Name: "cli", Kind: "command", Summary: measure.Summary{Items: 10, Attempts: 10, WallSeconds: 1.5},
 		ServerView: &ServerView{PeakConcurrency: 10},
 		Command:    &Command{Argv: []string{"./cli"}, Status: "exited 0", Seconds: 2}}
 

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/engine"
+	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/mock"
 )
 
@@ -586,7 +587,7 @@ func TestBatchJSONSummary(t *testing.T) {
 	var got struct {
 		Output, Strategy, Target string
 		Items, Completed, Failed int
-		Run                      engine.Summary
+		Run                      measure.Summary
 	}
 	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
 		t.Fatalf("summary is not JSON: %v\n%s", err, stdout)

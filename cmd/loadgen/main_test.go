@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/loadgen"
+	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/mock"
 	"github.com/ratelab/ratelab/reports"
 )
@@ -298,9 +299,9 @@ func TestCompare(t *testing.T) {
 		}
 		return p
 	}
-	base := reports.Report{Scenario: "s", Results: []reports.Result{{Name: "a", Summary: reports.Summary{Items: 10, Completed: 10, Attempts: 10, WallSeconds: 5}}}}
+	base := reports.Report{Scenario: "s", Results: []reports.Result{{Name: "a", Summary: measure.Summary{Items: 10, Completed: 10, Attempts: 10, WallSeconds: 5}}}}
 	worse := base
-	worse.Results = []reports.Result{{Name: "a", Summary: reports.Summary{Items: 10, Completed: 10, Attempts: 15, Throttled: 5, WallSeconds: 5}}}
+	worse.Results = []reports.Result{{Name: "a", Summary: measure.Summary{Items: 10, Completed: 10, Attempts: 15, Throttled: 5, WallSeconds: 5}}}
 	oldPath, newPath := write("old.json", base), write("new.json", worse)
 	tests := []struct {
 		name string
