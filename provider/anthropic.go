@@ -1,10 +1,8 @@
 package provider
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -43,21 +41,16 @@ type anthropicRequest struct {
 // NewRequest builds POST {base}/v1/messages with x-api-key, anthropic-version
 // and X-Stainless-Retry-Count, as the official SDKs send them.
 func (a Anthropic) NewRequest(ctx context.Context, baseURL, apiKey string, r Request, attempt int) (*http.Request, error) {
-	body, err := json.Marshal(anthropicRequest{
+	req, h, err := newPost(ctx, "anthropic", joinURL(baseURL, a.DefaultBaseURL(), "/v1/messages"), anthropicRequest{
 		Model:     r.Model,
 		MaxTokens: r.MaxTokens,
 		System:    r.System,
 		Messages:  nonNil(r.Messages),
 		Stream:    r.Stream,
-	})
+	}, r, attempt)
 	if err != nil {
-		return nil, fmt.Errorf("provider: encode anthropic request: %w", err)
+		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, joinURL(baseURL, a.DefaultBaseURL(), "/v1/messages"), bytes.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("provider: anthropic request: %w", err)
-	}
-	h := commonHeaders(req, r, attempt)
 	if apiKey != "" {
 		h["X-Api-Key"] = []string{apiKey}
 	}
@@ -76,7 +69,7 @@ var anthropicWire = wireFormat{
 	requestID:  "Request-Id",
 	limits:     AnthropicLimits,
 	parseError: parseAnthropicError,
-	stream:     decodeAnthropicStream,
+	event:      anthropicEvent,
 	body:       decodeAnthropicBody,
 }
 
@@ -119,63 +112,43 @@ func anthropicText(content gjson.Result) string {
 	return b.String()
 }
 
-// decodeAnthropicStream reads the Messages event stream to message_stop. Usage in
-// message_delta is cumulative, so it replaces rather than adds. An error
-// event ends the attempt as Failed with the 200 it started with: no SDK
-// retries once a stream has begun.
-func decodeAnthropicStream(resp *http.Response, sent time.Time, out Response, o strategies.Outcome) (Response, strategies.Outcome) {
-	sr := NewSSEReader(resp.Body)
-	var text strings.Builder
-	end := func(o strategies.Outcome) (Response, strategies.Outcome) {
-		out.Text = text.String()
-		o.Usage = out.Usage
-		return out, o
+// anthropicEvent reads one event of the Messages stream, which ends at
+// message_stop. Usage in message_delta is cumulative, so it replaces rather
+// than adds. An error event ends the attempt as Failed.
+func anthropicEvent(s *stream, ev Event) bool {
+	typ, ok := s.typed(ev)
+	if !ok {
+		return true
 	}
-	for {
-		ev, err := sr.Next()
-		if err != nil {
-			return end(streamCut(resp, o, err))
+	switch typ {
+	case "message_start":
+		f := gjson.GetManyBytes(ev.Data, "message.id", "message.usage.input_tokens", "message.usage.output_tokens")
+		s.out.ID = f[0].String()
+		s.out.Usage = strategies.Usage{InputTokens: int(f[1].Int()), OutputTokens: int(f[2].Int())}
+	case "content_block_delta":
+		f := gjson.GetManyBytes(ev.Data, "delta.type", "delta.text")
+		if f[0].String() == "text_delta" {
+			s.delta(f[1].String())
 		}
-		if !gjson.ValidBytes(ev.Data) {
-			return end(invalid(o, fmt.Errorf("event %q: %w", ev.Event, errNotJSON)))
+	case "message_delta":
+		f := gjson.GetManyBytes(ev.Data, "delta.stop_reason", "usage.output_tokens", "usage.input_tokens")
+		if v := f[0].String(); v != "" {
+			s.out.StopReason = v
 		}
-		typ := ev.Event
-		if typ == "" {
-			typ = gjson.GetBytes(ev.Data, "type").String()
+		if f[1].Exists() {
+			s.out.Usage.OutputTokens = int(f[1].Int())
 		}
-		switch typ {
-		case "message_start":
-			f := gjson.GetManyBytes(ev.Data, "message.id", "message.usage.input_tokens", "message.usage.output_tokens")
-			out.ID = f[0].String()
-			out.Usage = strategies.Usage{InputTokens: int(f[1].Int()), OutputTokens: int(f[2].Int())}
-		case "content_block_delta":
-			f := gjson.GetManyBytes(ev.Data, "delta.type", "delta.text")
-			if f[0].String() == "text_delta" && f[1].String() != "" {
-				if out.TTFT == 0 {
-					out.TTFT = max(time.Since(sent), 1)
-				}
-				text.WriteString(f[1].String())
-			}
-		case "message_delta":
-			f := gjson.GetManyBytes(ev.Data, "delta.stop_reason", "usage.output_tokens", "usage.input_tokens")
-			if v := f[0].String(); v != "" {
-				out.StopReason = v
-			}
-			if f[1].Exists() {
-				out.Usage.OutputTokens = int(f[1].Int())
-			}
-			if v := f[2].Int(); v > 0 {
-				out.Usage.InputTokens = int(v)
-			}
-		case "message_stop":
-			return end(o)
-		case "error":
-			f := gjson.GetManyBytes(ev.Data, "error.type", "error.message")
-			o.Kind = strategies.Failed
-			o.Err = &APIError{Status: resp.StatusCode, Type: f[0].String(), Message: f[1].String(), RequestID: out.RequestID}
-			return end(o)
+		if v := f[2].Int(); v > 0 {
+			s.out.Usage.InputTokens = int(v)
 		}
+	case "message_stop":
+		return true
+	case "error":
+		f := gjson.GetManyBytes(ev.Data, "error.type", "error.message")
+		s.fail(f[0].String(), f[1].String())
+		return true
 	}
+	return false
 }
 
 func parseAnthropicError(body []byte) (typ, msg string, ok bool) {

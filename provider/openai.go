@@ -65,15 +65,10 @@ func (p OpenAI) NewRequest(ctx context.Context, baseURL, apiKey string, r Reques
 	if r.Stream {
 		body.StreamOptions = &streamOptions{IncludeUsage: true}
 	}
-	b, err := json.Marshal(body)
+	req, h, err := newPost(ctx, "openai", joinURL(baseURL, p.DefaultBaseURL(), "/chat/completions"), body, r, attempt)
 	if err != nil {
-		return nil, fmt.Errorf("provider: encode openai request: %w", err)
+		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, joinURL(baseURL, p.DefaultBaseURL(), "/chat/completions"), bytes.NewReader(b))
-	if err != nil {
-		return nil, fmt.Errorf("provider: openai request: %w", err)
-	}
-	h := commonHeaders(req, r, attempt)
 	if apiKey != "" {
 		h["Authorization"] = []string{"Bearer " + apiKey}
 	}
@@ -108,7 +103,7 @@ var openAIWire = wireFormat{
 	requestID:  "X-Request-Id",
 	limits:     OpenAILimits,
 	parseError: parseOpenAIError,
-	stream:     decodeOpenAIStream,
+	event:      openAIChunk,
 	body:       decodeOpenAIBody,
 }
 
@@ -144,60 +139,43 @@ func openAIUsage(u gjson.Result) strategies.Usage {
 	return strategies.Usage{InputTokens: int(f[0].Int()), OutputTokens: int(f[1].Int())}
 }
 
-// decodeOpenAIStream reads data-only chunks to data: [DONE]. The usage chunk
-// (choices: []) comes just before [DONE] when the request asked for it; a
-// frame with a top-level "error" ends the attempt as Failed with the 200 the
-// stream started with.
-func decodeOpenAIStream(resp *http.Response, sent time.Time, out Response, o strategies.Outcome) (Response, strategies.Outcome) {
-	sr := NewSSEReader(resp.Body)
-	var text strings.Builder
-	end := func(o strategies.Outcome) (Response, strategies.Outcome) {
-		out.Text = text.String()
-		o.Usage = out.Usage
-		return out, o
+// openAIChunk reads one chunk of the data-only stream, which ends at
+// data: [DONE]. The usage chunk (choices: []) comes just before [DONE] when
+// the request asked for it; a chunk with a top-level "error" ends the
+// attempt as Failed.
+func openAIChunk(s *stream, ev Event) bool {
+	if bytes.HasPrefix(ev.Data, []byte("[DONE]")) {
+		return true
 	}
-	for {
-		ev, err := sr.Next()
-		if err != nil {
-			return end(streamCut(resp, o, err))
-		}
-		if bytes.HasPrefix(ev.Data, []byte("[DONE]")) {
-			return end(o)
-		}
-		if !gjson.ValidBytes(ev.Data) {
-			return end(invalid(o, fmt.Errorf("chunk: %w", errNotJSON)))
-		}
-		f := gjson.GetManyBytes(ev.Data, "error", "id", "choices", "usage")
-		if f[0].IsObject() {
-			var e openAIErrorBody
-			json.Unmarshal([]byte(f[0].Raw), &e) //nolint:errcheck // valid JSON; missing fields stay empty
-			o.Kind = strategies.Failed
-			o.Err = &APIError{Status: resp.StatusCode, Type: e.typ(), Message: e.Message, RequestID: out.RequestID}
-			return end(o)
-		}
-		if out.ID == "" {
-			out.ID = f[1].String()
-		}
-		f[2].ForEach(func(_, ch gjson.Result) bool {
-			if ch.Get("index").Int() != 0 {
-				return true
-			}
-			c := gjson.GetMany(ch.Raw, "delta.content", "finish_reason")
-			if v := c[0].String(); v != "" {
-				if out.TTFT == 0 {
-					out.TTFT = max(time.Since(sent), 1)
-				}
-				text.WriteString(v)
-			}
-			if v := c[1].String(); v != "" {
-				out.StopReason = v
-			}
-			return false
-		})
-		if f[3].IsObject() {
-			out.Usage = openAIUsage(f[3])
-		}
+	if !gjson.ValidBytes(ev.Data) {
+		s.o = invalid(s.o, fmt.Errorf("chunk: %w", errNotJSON))
+		return true
 	}
+	f := gjson.GetManyBytes(ev.Data, "error", "id", "choices", "usage")
+	if f[0].IsObject() {
+		var e openAIErrorBody
+		json.Unmarshal([]byte(f[0].Raw), &e) //nolint:errcheck // valid JSON; missing fields stay empty
+		s.fail(e.typ(), e.Message)
+		return true
+	}
+	if s.out.ID == "" {
+		s.out.ID = f[1].String()
+	}
+	f[2].ForEach(func(_, ch gjson.Result) bool {
+		if ch.Get("index").Int() != 0 {
+			return true
+		}
+		c := gjson.GetMany(ch.Raw, "delta.content", "finish_reason")
+		s.delta(c[0].String())
+		if v := c[1].String(); v != "" {
+			s.out.StopReason = v
+		}
+		return false
+	})
+	if f[3].IsObject() {
+		s.out.Usage = openAIUsage(f[3])
+	}
+	return false
 }
 
 func parseOpenAIError(body []byte) (typ, msg string, ok bool) {

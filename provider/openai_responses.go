@@ -1,10 +1,7 @@
 package provider
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -68,15 +65,10 @@ func (p OpenAIResponses) NewRequest(ctx context.Context, baseURL, apiKey string,
 	for i, m := range r.Messages {
 		body.Input[i] = responseItem{Type: "message", Role: m.Role, Content: m.Content}
 	}
-	b, err := json.Marshal(body)
+	req, h, err := newPost(ctx, "openai-responses", joinURL(baseURL, p.DefaultBaseURL(), "/responses"), body, r, attempt)
 	if err != nil {
-		return nil, fmt.Errorf("provider: encode openai-responses request: %w", err)
+		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, joinURL(baseURL, p.DefaultBaseURL(), "/responses"), bytes.NewReader(b))
-	if err != nil {
-		return nil, fmt.Errorf("provider: openai-responses request: %w", err)
-	}
-	h := commonHeaders(req, r, attempt)
 	if apiKey != "" {
 		h["Authorization"] = []string{"Bearer " + apiKey}
 	}
@@ -94,7 +86,7 @@ var responsesWire = wireFormat{
 	requestID:  "X-Request-Id",
 	limits:     OpenAILimits,
 	parseError: parseOpenAIError,
-	stream:     decodeResponsesStream,
+	event:      responsesEvent,
 	body:       decodeResponsesBody,
 }
 
@@ -154,70 +146,47 @@ func responsesUsage(u gjson.Result) strategies.Usage {
 	return strategies.Usage{InputTokens: int(f[0].Int()), OutputTokens: int(f[1].Int())}
 }
 
-// decodeResponsesStream reads the event stream to its terminal event:
+// responsesEvent reads one event of the Responses stream, which ends at
 // response.completed or response.incomplete (a success, with the final
-// usage), response.failed or error (Failed). The text is the sum of the
-// output_text deltas.
-func decodeResponsesStream(resp *http.Response, sent time.Time, out Response, o strategies.Outcome) (Response, strategies.Outcome) {
-	sr := NewSSEReader(resp.Body)
-	var text strings.Builder
-	end := func(o strategies.Outcome) (Response, strategies.Outcome) {
-		out.Text = text.String()
-		o.Usage = out.Usage
-		return out, o
+// usage), or response.failed or error (Failed).
+func responsesEvent(s *stream, ev Event) bool {
+	typ, ok := s.typed(ev)
+	if !ok {
+		return true
 	}
-	for {
-		ev, err := sr.Next()
-		if err != nil {
-			return end(streamCut(resp, o, err))
+	switch typ {
+	case "response.created":
+		s.out.ID = gjson.GetBytes(ev.Data, "response.id").String()
+	case "response.output_text.delta":
+		s.delta(gjson.GetBytes(ev.Data, "delta").String())
+	case "response.completed", "response.incomplete":
+		r := gjson.GetBytes(ev.Data, "response")
+		if id := r.Get("id").String(); id != "" {
+			s.out.ID = id
 		}
-		if !gjson.ValidBytes(ev.Data) {
-			return end(invalid(o, fmt.Errorf("event %q: %w", ev.Event, errNotJSON)))
-		}
-		typ := ev.Event
+		s.out.Usage = responsesUsage(r.Get("usage"))
+		s.out.StopReason = responsesStopReason(r)
+		return true
+	case "response.failed":
+		f := gjson.GetManyBytes(ev.Data, "response.error.code", "response.error.message")
+		s.fail(f[0].String(), f[1].String())
+		return true
+	case "error":
+		// The documented event has code and message at the top level;
+		// some servers nest them under "error" as Chat Completions does.
+		f := gjson.GetManyBytes(ev.Data, "code", "message", "error.code", "error.message", "error.type")
+		typ, msg := f[0].String(), f[1].String()
 		if typ == "" {
-			typ = gjson.GetBytes(ev.Data, "type").String()
+			typ = f[2].String()
 		}
-		switch typ {
-		case "response.created":
-			out.ID = gjson.GetBytes(ev.Data, "response.id").String()
-		case "response.output_text.delta":
-			if d := gjson.GetBytes(ev.Data, "delta").String(); d != "" {
-				if out.TTFT == 0 {
-					out.TTFT = max(time.Since(sent), 1)
-				}
-				text.WriteString(d)
-			}
-		case "response.completed", "response.incomplete":
-			r := gjson.GetBytes(ev.Data, "response")
-			if id := r.Get("id").String(); id != "" {
-				out.ID = id
-			}
-			out.Usage = responsesUsage(r.Get("usage"))
-			out.StopReason = responsesStopReason(r)
-			return end(o)
-		case "response.failed":
-			f := gjson.GetManyBytes(ev.Data, "response.error.code", "response.error.message")
-			o.Kind = strategies.Failed
-			o.Err = &APIError{Status: resp.StatusCode, Type: f[0].String(), Message: f[1].String(), RequestID: out.RequestID}
-			return end(o)
-		case "error":
-			// The documented event has code and message at the top level;
-			// some servers nest them under "error" as Chat Completions does.
-			f := gjson.GetManyBytes(ev.Data, "code", "message", "error.code", "error.message", "error.type")
-			e := &APIError{Status: resp.StatusCode, Type: f[0].String(), Message: f[1].String(), RequestID: out.RequestID}
-			if e.Type == "" {
-				e.Type = f[2].String()
-			}
-			if e.Type == "" {
-				e.Type = f[4].String()
-			}
-			if e.Message == "" {
-				e.Message = f[3].String()
-			}
-			o.Kind = strategies.Failed
-			o.Err = e
-			return end(o)
+		if typ == "" {
+			typ = f[4].String()
 		}
+		if msg == "" {
+			msg = f[3].String()
+		}
+		s.fail(typ, msg)
+		return true
 	}
+	return false
 }

@@ -2,6 +2,8 @@ package provider
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -31,6 +33,21 @@ var (
 		return v
 	}()
 )
+
+// newPost builds POST url with body as JSON and the headers every provider
+// sends (commonHeaders), which it returns for the provider's own (auth).
+// name is the provider's, for errors.
+func newPost(ctx context.Context, name, url string, body any, r Request, attempt int) (*http.Request, http.Header, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, nil, fmt.Errorf("provider: encode %s request: %w", name, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
+	if err != nil {
+		return nil, nil, fmt.Errorf("provider: %s request: %w", name, err)
+	}
+	return req, commonHeaders(req, r, attempt), nil
+}
 
 // commonHeaders sets the headers every provider sends and returns the
 // request's header map, with canonical keys.
@@ -74,8 +91,9 @@ type wireFormat struct {
 	requestID  string // the header carrying the request id
 	limits     func(http.Header, time.Time) strategies.Limits
 	parseError func(body []byte) (typ, msg string, ok bool)
-	// stream reads an event stream to its end.
-	stream func(resp *http.Response, sent time.Time, out Response, o strategies.Outcome) (Response, strategies.Outcome)
+	// event reads one event of a stream into s and says whether it was the
+	// last; decodeStream owns the reading loop.
+	event func(s *stream, ev Event) (last bool)
 	// body reads a successful JSON response, already checked to be valid,
 	// into out. (By value: a pointer passed to a func value escapes.)
 	body func(v gjson.Result, out Response) Response
@@ -93,7 +111,7 @@ func decode(resp *http.Response, sent time.Time, f *wireFormat) (Response, strat
 		return finish(resp, sent, out, o)
 	}
 	if isEventStream(resp) {
-		out, o = f.stream(resp, sent, out, o)
+		out, o = decodeStream(resp, sent, out, o, f.event)
 		return finish(resp, sent, out, o)
 	}
 	body, err := readBody(resp)
@@ -106,6 +124,68 @@ func decode(resp *http.Response, sent time.Time, f *wireFormat) (Response, strat
 	out = f.body(gjson.ParseBytes(body), out)
 	o.Usage = out.Usage
 	return finish(resp, sent, out, o)
+}
+
+// stream is what an event stream's events build up.
+type stream struct {
+	resp *http.Response
+	sent time.Time
+	out  Response
+	o    strategies.Outcome
+	text strings.Builder
+}
+
+// decodeStream reads an event stream with event until event says it read
+// the last one or the stream ends (streamCut). The text is the sum of the
+// deltas.
+func decodeStream(resp *http.Response, sent time.Time, out Response, o strategies.Outcome, event func(*stream, Event) bool) (Response, strategies.Outcome) {
+	s := stream{resp: resp, sent: sent, out: out, o: o}
+	sr := NewSSEReader(resp.Body)
+	for {
+		ev, err := sr.Next()
+		if err != nil {
+			s.o = streamCut(resp, s.o, err)
+			break
+		}
+		if event(&s, ev) {
+			break
+		}
+	}
+	s.out.Text = s.text.String()
+	s.o.Usage = s.out.Usage
+	return s.out, s.o
+}
+
+// delta appends a text delta, noting the time to the first one.
+func (s *stream) delta(d string) {
+	if d == "" {
+		return
+	}
+	if s.out.TTFT == 0 {
+		s.out.TTFT = max(time.Since(s.sent), 1)
+	}
+	s.text.WriteString(d)
+}
+
+// fail ends the attempt as Failed, with the status the stream started
+// with: no SDK retries once a stream has begun.
+func (s *stream) fail(typ, msg string) {
+	s.o.Kind = strategies.Failed
+	s.o.Err = &APIError{Status: s.resp.StatusCode, Type: typ, Message: msg, RequestID: s.out.RequestID}
+}
+
+// typed returns the type of an event of a typed stream (Anthropic's, the
+// Responses API's): its event field, else its data's "type"; false, the
+// attempt ended as Invalid, when its data is not JSON.
+func (s *stream) typed(ev Event) (string, bool) {
+	if !gjson.ValidBytes(ev.Data) {
+		s.o = invalid(s.o, fmt.Errorf("event %q: %w", ev.Event, errNotJSON))
+		return "", false
+	}
+	if ev.Event != "" {
+		return ev.Event, true
+	}
+	return gjson.GetBytes(ev.Data, "type").String(), true
 }
 
 func isEventStream(resp *http.Response) bool {
