@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -34,18 +33,21 @@ func realClient(t testing.TB) *redis.Client {
 	if err != nil {
 		t.Fatalf("RATELAB_REDIS_URL: %v", err)
 	}
-	c := redis.NewClient(clientOptions(opts))
-	t.Cleanup(func() { c.Close() })
-	return c
+	return newClient(t, opts)
 }
 
 // miniClient returns a client of a new in-process miniredis.
 func miniClient(t *testing.T) (*miniredis.Miniredis, *redis.Client) {
 	t.Helper()
 	m := miniredis.RunT(t)
-	c := redis.NewClient(clientOptions(&redis.Options{Addr: m.Addr()}))
+	return m, newClient(t, &redis.Options{Addr: m.Addr()})
+}
+
+// newClient returns a client with clientOptions, closed when the test ends.
+func newClient(t testing.TB, opts *redis.Options) *redis.Client {
+	c := redis.NewClient(clientOptions(opts))
 	t.Cleanup(func() { c.Close() })
-	return m, c
+	return c
 }
 
 // testKey returns a limit name unique to this test run, and deletes its keys
@@ -126,17 +128,6 @@ func (e *events) waitFor(t *testing.T, typ strategies.EventType, d time.Duration
 		}
 	}
 }
-
-// privateRedis is a redis-server of one test's own, which it may stop and
-// start again on the same port.
-type privateRedis struct{ *redistest.Server }
-
-func startPrivateRedis(t *testing.T) privateRedis { return privateRedis{redistest.Start(t)} }
-
-func (r privateRedis) addr() string                              { return r.Addr() }
-func (r privateRedis) stop()                                     { r.Stop() }
-func (r privateRedis) start()                                    { r.StartAgain() }
-func (r privateRedis) restart(sig os.Signal, down time.Duration) { r.Restart(sig, down) }
 
 // freePort returns a loopback port nothing listens on.
 func freePort(t *testing.T) int {

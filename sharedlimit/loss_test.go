@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratelab/ratelab/internal/redistest"
 	"github.com/ratelab/ratelab/strategies"
 )
 
@@ -29,22 +30,18 @@ func TestStateLossNeverExceedsLimit(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		name string
-		lose func(r privateRedis, c *redis.Client)
+		lose func(r *redistest.Server, c *redis.Client)
 	}{
-		{"flushall", func(_ privateRedis, c *redis.Client) { c.FlushAll(context.Background()) }},
-		{"restart", func(r privateRedis, _ *redis.Client) { r.restart(syscall.SIGTERM, 0) }},
+		{"flushall", func(_ *redistest.Server, c *redis.Client) { c.FlushAll(context.Background()) }},
+		{"restart", func(r *redistest.Server, _ *redis.Client) { r.Restart(syscall.SIGTERM, 0) }},
 		// Down for longer than the lease TTL: the processes fall back to
 		// their shares, then recover.
-		{"kill -9", func(r privateRedis, _ *redis.Client) { r.restart(syscall.SIGKILL, time.Second) }},
+		{"kill -9", func(r *redistest.Server, _ *redis.Client) { r.Restart(syscall.SIGKILL, time.Second) }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := startPrivateRedis(t)
-			newClient := func() *redis.Client {
-				c := redis.NewClient(clientOptions(&redis.Options{Addr: srv.addr()}))
-				t.Cleanup(func() { c.Close() })
-				return c
-			}
-			probe := newClient()
+			srv := redistest.Start(t)
+			client := func() *redis.Client { return newClient(t, &redis.Options{Addr: srv.Addr()}) }
+			probe := client()
 			key := testKey(t, probe)
 			const limit, procs, workers = 6, 3, 4
 			cfg := Config{Key: key, MaxConcurrent: limit, Peers: procs, LeaseTTL: 600 * time.Millisecond, OpTimeout: time.Second}
@@ -64,7 +61,7 @@ func TestStateLossNeverExceedsLimit(t *testing.T) {
 						recovered.Add(1)
 					}
 				}
-				s := newShared(t, newClient(), c)
+				s := newShared(t, client(), c)
 				all = append(all, s)
 				for w := range workers {
 					rng := rand.New(rand.NewPCG(uint64(i), uint64(w)))

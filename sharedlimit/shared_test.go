@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratelab/ratelab/internal/redistest"
 	"github.com/ratelab/ratelab/strategies"
 )
 
@@ -498,13 +499,9 @@ func TestGateAcrossProcesses(t *testing.T) {
 // back to its share of the limit (never more), warns, and when Redis is back
 // registers the calls it let in, so the shared count is right again.
 func TestFallbackAndRecovery(t *testing.T) {
-	srv := startPrivateRedis(t)
-	newClient := func() *redis.Client {
-		c := redis.NewClient(clientOptions(&redis.Options{Addr: srv.addr()}))
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
-	probe := newClient()
+	srv := redistest.Start(t)
+	client := func() *redis.Client { return newClient(t, &redis.Options{Addr: srv.Addr()}) }
+	probe := client()
 	key := testKey(t, probe)
 	ks := newKeyspace(key)
 	// A killed server refuses connections at once; OpTimeout only guards
@@ -513,8 +510,8 @@ func TestFallbackAndRecovery(t *testing.T) {
 	evA, evB := newEvents(), newEvents()
 	cfgA, cfgB := cfg, cfg
 	cfgA.Observer, cfgB.Observer = evA.observe, evB.observe
-	a := newShared(t, newClient(), cfgA)
-	b := newShared(t, newClient(), cfgB)
+	a := newShared(t, client(), cfgA)
+	b := newShared(t, client(), cfgB)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 
@@ -531,7 +528,7 @@ func TestFallbackAndRecovery(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 
-	srv.stop()
+	srv.Stop()
 	lost := evA.waitFor(t, EventRedisLost, 5*time.Second)
 	if lost.Value != 2 || lost.Reason == "" {
 		t.Errorf("redis_lost event = %+v, want Value 2 (4 slots / 2 peers) and the error", lost)
@@ -558,7 +555,7 @@ func TestFallbackAndRecovery(t *testing.T) {
 
 	evA.drain()
 	evB.drain()
-	srv.start() // an empty Redis, as after a restart
+	srv.StartAgain() // an empty Redis, as after a restart
 	evA.waitFor(t, EventRedisRecovered, 10*time.Second)
 	evB.waitFor(t, EventRedisRecovered, 10*time.Second)
 	if st := a.Stats(); st.Limit != 4 {
