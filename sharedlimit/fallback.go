@@ -181,22 +181,17 @@ func (s *Shared) lose(err error) {
 		return
 	}
 	peers := max(s.peers, s.cfg.Peers, 1)
-	s.fb = newFallback(s.cfg, peers, s.leased, now)
+	running := s.leased
+	s.fb = newFallback(s.cfg, peers, running, now)
 	share, held := s.fb.share, s.fb.held
 	s.stats.Limit = float64(share)
 	s.emitLocked(strategies.Event{Time: now, Type: EventRedisLost, Value: float64(share), Reason: err.Error()})
 	s.mu.Unlock()
 	s.cfg.Logger.Warn("sharedlimit: redis lost; admitting calls to this process's share of the limit until it is back",
-		"key", s.cfg.Key, "peers", peers, "max_concurrent", share, "running", s.leasedNow(),
+		"key", s.cfg.Key, "peers", peers, "max_concurrent", share, "running", running,
 		"held_for", s.cfg.LeaseTTL, "held", held,
 		"rpm", s.cfg.RPM/float64(peers), "tpm", s.cfg.TPM/float64(peers), "err", err)
 	s.wake()
-}
-
-func (s *Shared) leasedNow() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.leased
 }
 
 // monitor beats every s.beat until Close: the heartbeat counts the peers,
