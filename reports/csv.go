@@ -82,42 +82,34 @@ var csvColumns = []struct {
 	{"wait_retry_after_max", func(_ Report, x Result) string { return number(x.WaitRetryAfter.Max) }},
 	// The server's view (empty against a target) and a command row's
 	// program (empty on other rows).
-	{"early_retries", func(_ Report, x Result) string {
+	{"early_retries", fromServer(func(v ServerView) string { return strconv.FormatInt(v.EarlyRetries, 10) })},
+	{"peak_concurrency", fromServer(func(v ServerView) string { return strconv.Itoa(v.PeakConcurrency) })},
+	{"command_status", fromCommand(func(c *Command) string { return c.Status })},
+	{"command_exit_code", fromCommand(func(c *Command) string { return strconv.Itoa(c.ExitCode) })},
+	{"command_timed_out", fromCommand(func(c *Command) string { return strconv.FormatBool(c.TimedOut) })},
+	{"command_seconds", fromCommand(func(c *Command) string { return number(c.Seconds) })},
+}
+
+// fromServer is a column of the server's view: an empty cell on a row
+// without one (a run against a target).
+func fromServer(f func(ServerView) string) func(Report, Result) string {
+	return func(_ Report, x Result) string {
 		if v, ok := x.Server(); ok {
-			return strconv.FormatInt(v.EarlyRetries, 10)
+			return f(v)
 		}
 		return ""
-	}},
-	{"peak_concurrency", func(_ Report, x Result) string {
-		if v, ok := x.Server(); ok {
-			return strconv.Itoa(v.PeakConcurrency)
-		}
-		return ""
-	}},
-	{"command_status", func(_ Report, x Result) string {
+	}
+}
+
+// fromCommand is a column of a command row's program: an empty cell on
+// other rows.
+func fromCommand(f func(*Command) string) func(Report, Result) string {
+	return func(_ Report, x Result) string {
 		if x.Command == nil {
 			return ""
 		}
-		return x.Command.Status
-	}},
-	{"command_exit_code", func(_ Report, x Result) string {
-		if x.Command == nil {
-			return ""
-		}
-		return strconv.Itoa(x.Command.ExitCode)
-	}},
-	{"command_timed_out", func(_ Report, x Result) string {
-		if x.Command == nil {
-			return ""
-		}
-		return strconv.FormatBool(x.Command.TimedOut)
-	}},
-	{"command_seconds", func(_ Report, x Result) string {
-		if x.Command == nil {
-			return ""
-		}
-		return number(x.Command.Seconds)
-	}},
+		return f(x.Command)
+	}
 }
 
 // optional formats a value the model omits when zero as an empty cell.
