@@ -42,6 +42,19 @@ strategies:
   - {name: sem4, kind: semaphore, n: 4}
 `
 
+// slowBatchArgs returns the arguments of a slowBatch run of n items
+// against the embedded mock, its output file, and a context that ends the
+// test's processes after two minutes at most.
+func slowBatchArgs(t *testing.T, n int) (ctx context.Context, out string, args []string) {
+	t.Helper()
+	out = filepath.Join(t.TempDir(), "results.jsonl")
+	args = []string{"batch", "--input", batchItems(t, n, 10), "--output", out, "--target", "mock",
+		"--config", writeFile(t, "batch.yaml", slowBatch), "--state-file", ""}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx, out, args
+}
+
 // startBatch starts bin with args and waits until out holds at least lines
 // complete lines or the process ended. Receive from the returned channel
 // instead of calling cmd.Wait.
@@ -96,12 +109,7 @@ func completeLines(t *testing.T, path string) ([]byte, map[string]engine.Result)
 // missing, and every id is in the output once.
 func tenKills(t *testing.T, bin string) {
 	const n = 1000
-	dir := t.TempDir()
-	in := batchItems(t, n, 10)
-	out := filepath.Join(dir, "results.jsonl")
-	args := []string{"batch", "--input", in, "--output", out, "--target", "mock", "--config", writeFile(t, "batch.yaml", slowBatch), "--state-file", ""}
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
+	ctx, out, args := slowBatchArgs(t, n)
 
 	var prev []byte
 	var prevIDs map[string]engine.Result
@@ -163,12 +171,7 @@ func equalResult(a, b engine.Result) bool {
 // written each id at most once and asks for a rerun.
 func secondWriter(t *testing.T, bin string) {
 	const n = 1000
-	dir := t.TempDir()
-	in := batchItems(t, n, 10)
-	out := filepath.Join(dir, "results.jsonl")
-	args := []string{"batch", "--input", in, "--output", out, "--target", "mock", "--config", writeFile(t, "batch.yaml", slowBatch), "--state-file", ""}
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
+	ctx, out, args := slowBatchArgs(t, n)
 
 	first, ended, firstOut := startBatch(t, ctx, bin, args, out, 1)
 	second := exec.CommandContext(ctx, bin, args...)
