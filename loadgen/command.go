@@ -59,36 +59,12 @@ type CommandConfig struct {
 	Timeout time.Duration `yaml:"timeout"`
 }
 
-func init() {
-	// Expectations only the server's view can give: measured on every row
-	// against the embedded mock, unknown against a target (where
-	// checkServerSide refuses them at validate time).
-	Metrics["early_retries"] = Metric{"retries that arrived before their retry-after (server side)",
-		func(r *reports.Result) float64 { v, _ := r.Server(); return float64(v.EarlyRetries) }}
-	Metrics["concurrency"] = Metric{"most attempts in flight at once (server side)",
-		func(r *reports.Result) float64 { v, _ := r.Server(); return float64(v.PeakConcurrency) }}
-	Metrics["exit_code"] = Metric{"the command's exit status (-1: killed by a signal)", func(r *reports.Result) float64 {
-		if r.Command == nil {
-			return 0
-		}
-		return float64(r.Command.ExitCode)
-	}}
-}
-
-// serverSide names the metrics only the embedded mock's call accounting
-// measures (reports.ServerView): against a target they are unknown.
-var serverSide = map[string]bool{"early_retries": true, "concurrency": true}
-
-// checkServerSide refuses, against a target, an expectation on a metric
-// only the embedded mock measures: it could never be checked, and reading
-// it as 0 would let it pass whatever the client did.
-func (s *Scenario) checkServerSide(st *Row, bad func(key, format string, args ...any)) {
-	if s.Target == nil {
-		return
-	}
+// checkMeasurable refuses an expectation on a metric the row cannot
+// measure (Scenario.unmeasurable).
+func (s *Scenario) checkMeasurable(st *Row, bad func(key, format string, args ...any)) {
 	for _, e := range st.Expect {
-		if serverSide[e.Metric] {
-			bad(fielderr.Join("expect", e.Key), "not measurable against target: (%s is counted by the embedded mock, which this run does not use); remove it or the target", e.Metric)
+		if why := s.unmeasurable(st, e.Metric); why != "" {
+			bad(fielderr.Join("expect", e.Key), "%s", why)
 		}
 	}
 }

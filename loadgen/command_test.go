@@ -271,6 +271,17 @@ func TestCommandValidate(t *testing.T) {
 		{`  - {name: a, kind: command, command: [sh], max_retries: 3}`, "strategies[0].max_retries: not a parameter of kind command"},
 		{`  - {name: a, kind: command, command: [sh], timeout: -1s}`, "strategies[0].timeout: must not be negative"},
 		{`  - {name: a, kind: semaphore, n: 2, command: [sh]}`, "strategies[0].command: not a parameter of kind semaphore"},
+		// What only loadgen's client measures cannot be expected of a
+		// command row, nor a program's exit status of a built-in row: the
+		// value would read 0 whatever happened.
+		{`  - {name: a, kind: command, command: [sh], expect: {failed_tokens: 0}}`,
+			"strategies[0].expect.failed_tokens: not measurable on a command row"},
+		{`  - {name: a, kind: command, command: [sh], expect: {max_end_to_end_p99: 5}}`,
+			"strategies[0].expect.max_end_to_end_p99: not measurable on a command row"},
+		{`  - {name: a, kind: command, command: [sh], expect: {final_limit: 20}}`,
+			"strategies[0].expect.final_limit: not measurable on a command row"},
+		{`  - {name: a, kind: semaphore, n: 2, expect: {exit_code: 0}}`,
+			"strategies[0].expect.exit_code: only a command row has exit_code"},
 	} {
 		path := filepath.Join(dir, "s.yaml")
 		os.WriteFile(path, []byte("items: 1\nstrategies:\n"+tc.rows+"\n"), 0o644)

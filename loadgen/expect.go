@@ -76,7 +76,7 @@ func (e Expectation) Holds(v float64) bool {
 
 // Check evaluates the expectation against a strategy's result.
 func (e Expectation) Check(r *reports.Result) reports.Check {
-	if _, ok := r.Server(); serverSide[e.Metric] && !ok {
+	if _, ok := r.Server(); Metrics[e.Metric].By == ByServer && !ok {
 		return reports.Check{Metric: e.Key, Expected: e.String(), Actual: "not measured (no server view against a target)"}
 	}
 	m := Metrics[e.Metric]
@@ -205,6 +205,45 @@ func formatNumber(v float64) string {
 type Metric struct {
 	Doc   string
 	Value func(*reports.Result) float64
+	// By is who measures it, and so the rows on which it is known.
+	By Measurer
+}
+
+// Measurer is who measures a metric.
+type Measurer int
+
+const (
+	// ByAny is a metric every row has.
+	ByAny Measurer = iota
+	// ByServer is the embedded mock's call accounting
+	// (reports.ServerView): unknown against a target.
+	ByServer
+	// ByClient is loadgen's own client (the engine): unknown on a command
+	// row, whose client is the user's program, seen only from the server.
+	ByClient
+	// ByCommand is a command row's program: known on command rows only.
+	ByCommand
+)
+
+// unmeasurable says why metric cannot be measured on row st of s, or ""
+// when it can: an expectation on it would read 0 and pass or fail whatever
+// the client did.
+func (s *Scenario) unmeasurable(st *Row, metric string) string {
+	switch Metrics[metric].By {
+	case ByServer:
+		if s.Target != nil {
+			return fmt.Sprintf("not measurable against target: (%s is counted by the embedded mock, which this run does not use); remove it or the target", metric)
+		}
+	case ByClient:
+		if st.Kind == KindCommand {
+			return fmt.Sprintf("not measurable on a command row: %s is counted by loadgen's own client, and a command row sees your program only from the server", metric)
+		}
+	case ByCommand:
+		if st.Kind != KindCommand {
+			return fmt.Sprintf("only a command row has %s (the exit status of its program)", metric)
+		}
+	}
+	return ""
 }
 
 func pct(get func(*reports.Result) measure.Percentiles, q func(measure.Percentiles) float64) func(*reports.Result) float64 {
@@ -213,33 +252,43 @@ func pct(get func(*reports.Result) measure.Percentiles, q func(measure.Percentil
 
 // Metrics are the names an expect entry can compare.
 var Metrics = map[string]Metric{
-	"items":             {"items in the batch", func(r *reports.Result) float64 { return float64(r.Items) }},
-	"completed":         {"items that succeeded", func(r *reports.Result) float64 { return float64(r.Completed) }},
-	"failed":            {"items that failed after their retries", func(r *reports.Result) float64 { return float64(r.Failed) }},
-	"attempts":          {"HTTP attempts", func(r *reports.Result) float64 { return float64(r.Attempts) }},
-	"throttled":         {"429 responses", func(r *reports.Result) float64 { return float64(r.Throttled) }},
-	"overloaded":        {"529/503 responses", func(r *reports.Result) float64 { return float64(r.Overloaded) }},
-	"server_errors":     {"other 5xx responses", func(r *reports.Result) float64 { return float64(r.ServerErrors) }},
-	"errors":            {"other failed attempts", func(r *reports.Result) float64 { return float64(r.Errors) }},
-	"attempts_per_call": {"attempts per completed item", func(r *reports.Result) float64 { return r.AttemptsPerCall }},
-	"max_attempts":      {"most attempts any item took", func(r *reports.Result) float64 { return float64(r.MaxAttempts) }},
-	"failed_tokens":     {"tokens reserved by attempts that did not succeed", func(r *reports.Result) float64 { return float64(r.FailedTokens) }},
-	"input_tokens":      {"input tokens used", func(r *reports.Result) float64 { return float64(r.InputTokens) }},
-	"output_tokens":     {"output tokens used", func(r *reports.Result) float64 { return float64(r.OutputTokens) }},
-	"wall_seconds":      {"wall time of the strategy's run", func(r *reports.Result) float64 { return r.WallSeconds }},
-	"oracle_seconds":    {"the oracle's ideal time", func(r *reports.Result) float64 { return r.OracleSeconds }},
-	"wall_over_oracle":  {"wall time / oracle time", func(r *reports.Result) float64 { return r.WallOverOracle }},
-	"final_limit":       {"the strategy's limit at the end", func(r *reports.Result) float64 { return r.FinalLimit }},
-	"end_to_end_p50":    {"median item time, s", pct(func(r *reports.Result) measure.Percentiles { return r.EndToEnd }, func(p measure.Percentiles) float64 { return p.P50 })},
-	"end_to_end_p99":    {"p99 item time, s", pct(func(r *reports.Result) measure.Percentiles { return r.EndToEnd }, func(p measure.Percentiles) float64 { return p.P99 })},
-	"end_to_end_max":    {"slowest item, s", pct(func(r *reports.Result) measure.Percentiles { return r.EndToEnd }, func(p measure.Percentiles) float64 { return p.Max })},
-	"attempt_p50":       {"median attempt latency, s", pct(func(r *reports.Result) measure.Percentiles { return r.Attempt }, func(p measure.Percentiles) float64 { return p.P50 })},
-	"attempt_p99":       {"p99 attempt latency, s", pct(func(r *reports.Result) measure.Percentiles { return r.Attempt }, func(p measure.Percentiles) float64 { return p.P99 })},
-	"throttled_first": {"429s on first attempts", func(r *reports.Result) float64 {
+	"items":             {Doc: "items in the batch", Value: func(r *reports.Result) float64 { return float64(r.Items) }},
+	"completed":         {Doc: "items that succeeded", Value: func(r *reports.Result) float64 { return float64(r.Completed) }},
+	"failed":            {Doc: "items that failed after their retries", Value: func(r *reports.Result) float64 { return float64(r.Failed) }},
+	"attempts":          {Doc: "HTTP attempts", Value: func(r *reports.Result) float64 { return float64(r.Attempts) }},
+	"throttled":         {Doc: "429 responses", Value: func(r *reports.Result) float64 { return float64(r.Throttled) }},
+	"overloaded":        {Doc: "529/503 responses", Value: func(r *reports.Result) float64 { return float64(r.Overloaded) }},
+	"server_errors":     {Doc: "other 5xx responses", Value: func(r *reports.Result) float64 { return float64(r.ServerErrors) }},
+	"errors":            {Doc: "other failed attempts", Value: func(r *reports.Result) float64 { return float64(r.Errors) }},
+	"attempts_per_call": {Doc: "attempts per completed item", Value: func(r *reports.Result) float64 { return r.AttemptsPerCall }},
+	"max_attempts":      {Doc: "most attempts any item took", Value: func(r *reports.Result) float64 { return float64(r.MaxAttempts) }},
+	"failed_tokens":     {Doc: "tokens reserved by attempts that did not succeed", Value: func(r *reports.Result) float64 { return float64(r.FailedTokens) }, By: ByClient},
+	"input_tokens":      {Doc: "input tokens used", Value: func(r *reports.Result) float64 { return float64(r.InputTokens) }},
+	"output_tokens":     {Doc: "output tokens used", Value: func(r *reports.Result) float64 { return float64(r.OutputTokens) }},
+	"wall_seconds":      {Doc: "wall time of the strategy's run", Value: func(r *reports.Result) float64 { return r.WallSeconds }},
+	"oracle_seconds":    {Doc: "the oracle's ideal time", Value: func(r *reports.Result) float64 { return r.OracleSeconds }},
+	"wall_over_oracle":  {Doc: "wall time / oracle time", Value: func(r *reports.Result) float64 { return r.WallOverOracle }},
+	"final_limit":       {Doc: "the strategy's limit at the end", Value: func(r *reports.Result) float64 { return r.FinalLimit }, By: ByClient},
+	"end_to_end_p50":    {Doc: "median item time, s", Value: pct(func(r *reports.Result) measure.Percentiles { return r.EndToEnd }, func(p measure.Percentiles) float64 { return p.P50 }), By: ByClient},
+	"end_to_end_p99":    {Doc: "p99 item time, s", Value: pct(func(r *reports.Result) measure.Percentiles { return r.EndToEnd }, func(p measure.Percentiles) float64 { return p.P99 }), By: ByClient},
+	"end_to_end_max":    {Doc: "slowest item, s", Value: pct(func(r *reports.Result) measure.Percentiles { return r.EndToEnd }, func(p measure.Percentiles) float64 { return p.Max }), By: ByClient},
+	"attempt_p50":       {Doc: "median attempt latency, s", Value: pct(func(r *reports.Result) measure.Percentiles { return r.Attempt }, func(p measure.Percentiles) float64 { return p.P50 })},
+	"attempt_p99":       {Doc: "p99 attempt latency, s", Value: pct(func(r *reports.Result) measure.Percentiles { return r.Attempt }, func(p measure.Percentiles) float64 { return p.P99 })},
+	"throttled_first": {Doc: "429s on first attempts", Value: func(r *reports.Result) float64 {
 		if len(r.ThrottledByAttempt) == 0 {
 			return 0
 		}
 		return float64(r.ThrottledByAttempt[0])
+	}},
+	"early_retries": {Doc: "retries that arrived before their retry-after (server side)", By: ByServer,
+		Value: func(r *reports.Result) float64 { v, _ := r.Server(); return float64(v.EarlyRetries) }},
+	"concurrency": {Doc: "most attempts in flight at once (server side)", By: ByServer,
+		Value: func(r *reports.Result) float64 { v, _ := r.Server(); return float64(v.PeakConcurrency) }},
+	"exit_code": {Doc: "the command's exit status (-1: killed by a signal)", By: ByCommand, Value: func(r *reports.Result) float64 {
+		if r.Command == nil {
+			return 0
+		}
+		return float64(r.Command.ExitCode)
 	}},
 }
 

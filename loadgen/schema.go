@@ -3,7 +3,6 @@ package loadgen
 import (
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 )
 
@@ -124,12 +123,7 @@ func WriteSchema(w io.Writer) error {
 		fmt.Fprintf(&b, "  %-13s %s\n", k, params)
 	}
 	b.WriteString("\nMetrics for expect\n")
-	names := make([]string, 0, len(Metrics))
-	for k := range Metrics {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
+	for _, k := range metricNames() {
 		fmt.Fprintf(&b, "  %-18s %s\n", k, Metrics[k].Doc)
 	}
 	_, err := io.WriteString(w, b.String())

@@ -363,7 +363,7 @@ func (s *Scenario) validate(d *strict.Decoder) {
 			continue
 		}
 		s.checkCommand(st, func(k, format string, args ...any) { bad(key(k), format, args...) })
-		s.checkServerSide(st, func(k, format string, args ...any) { bad(key(k), format, args...) })
+		s.checkMeasurable(st, func(k, format string, args ...any) { bad(key(k), format, args...) })
 		if st.Shared != nil {
 			for _, pr := range st.Shared.check(st.Kind) {
 				bad(fielderr.Join(key("shared"), pr.key), "%s", pr.msg)
