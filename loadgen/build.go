@@ -1,11 +1,13 @@
 package loadgen
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"sort"
 
 	"github.com/ratelab/ratelab/internal/strict"
+	"github.com/ratelab/ratelab/reports"
 	"github.com/ratelab/ratelab/strategies"
 )
 
@@ -39,7 +41,7 @@ var kinds = map[string]kind{
 	KindAdaptive: kindOf(checkAdaptive, func(c adaptiveSettings, opts ...strategies.Option) strategies.Strategy {
 		return strategies.NewAdaptive(c.AdaptiveConfig, opts...)
 	}),
-	KindCommand: configKind(checkCommandConfig), // run by runCommand (command.go)
+	KindCommand: runKind(checkCommandConfig, runCommand),
 }
 
 // unboundedConfig is the configuration of kind unbounded: nothing.
@@ -64,8 +66,12 @@ type kind struct {
 	// check validates a decoded configuration, reporting through p.
 	check func(cfg any, p *problems)
 	// build makes the strategy; nil for a kind whose rows are not a client
-	// strategy (its own code runs them from the decoded configuration).
+	// strategy.
 	build func(cfg any, opts []strategies.Option) strategies.Strategy
+	// run runs a row of a kind that is not a client strategy, from its
+	// decoded configuration (Row.Config); nil for a strategy kind, whose
+	// rows the engine runs.
+	run func(ctx context.Context, s *Scenario, st *Row, opt Options) (reports.Result, error)
 }
 
 // configKind makes a kind from its configuration type C, whose yaml tags
@@ -83,6 +89,14 @@ func configKind[C any](check func(*C, *problems)) kind {
 func kindOf[C any](check func(*C, *problems), build func(C, ...strategies.Option) strategies.Strategy) kind {
 	k := configKind(check)
 	k.build = func(cfg any, opts []strategies.Option) strategies.Strategy { return build(*cfg.(*C), opts...) }
+	return k
+}
+
+// runKind makes a kind that is not a client strategy from its
+// configuration type C, its checks and what runs its rows.
+func runKind[C any](check func(*C, *problems), run func(context.Context, *Scenario, *Row, Options) (reports.Result, error)) kind {
+	k := configKind(check)
+	k.run = run
 	return k
 }
 

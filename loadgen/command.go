@@ -92,12 +92,7 @@ func checkCommandConfig(c *CommandConfig, p *problems) {
 	case c.Command[0] == "":
 		p.bad("command", "the program name is empty")
 	}
-	keys := make([]string, 0, len(c.Env))
-	for k := range c.Env {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(c.Env)) {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
 			p.bad("env", "invalid variable name %q", k)
 		}
@@ -293,12 +288,7 @@ func runCommand(ctx context.Context, s *Scenario, st *Row, opt Options) (reports
 	}
 
 	env := s.CommandEnv("http://"+ln.Addr().String(), itemsPath)
-	keys := make([]string, 0, len(c.Env))
-	for k := range c.Env {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(c.Env)) {
 		env = append(env, k+"="+c.Env[k])
 	}
 	timeout := c.Timeout
@@ -345,10 +335,7 @@ func fillFromServer(r *reports.Result, srv *mock.Server, oracle float64) {
 	r.MaxAttempts = c.MaxAttempts
 	r.InputTokens, r.OutputTokens = st.InputTokens, st.OutputTokens
 	r.WallSeconds = c.Seconds
-	if oracle > 0 {
-		r.OracleSeconds = oracle
-		r.WallOverOracle = c.Seconds / oracle
-	}
+	r.SetOracle(oracle)
 	r.Attempt = measure.Percentiles(c.Latency)
 	r.ServerView = serverView(c)
 	tl := &measure.Timeline{ResolutionSeconds: c.Timeline.ResolutionSeconds, Points: make([]measure.Point, len(c.Timeline.Points))}

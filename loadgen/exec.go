@@ -23,8 +23,8 @@ import (
 func runStrategy(ctx context.Context, s *Scenario, st *Row, opt Options, key string) (res reports.Result, err error) {
 	tally := new(errorTally)
 	defer func() { res.Expectations = append(st.Expect.Check(&res), st.Expect.allRefusedCheck(&res, tally)...) }()
-	if st.Kind == KindCommand {
-		return runCommand(ctx, s, st, opt)
+	if run := kinds[st.Kind].run; run != nil {
+		return run(ctx, s, st, opt)
 	}
 	res = reports.Result{Name: st.Name, Kind: st.Kind, Params: st.Params()}
 	res.Items = s.Items.Count()
