@@ -235,17 +235,29 @@ func TestCommandTimeout(t *testing.T) {
 }
 
 // TestCommandInterrupted: ending the context stops the program and returns
-// the rows that finished, the interrupted one marked incomplete.
+// the rows that finished, the interrupted one marked incomplete. The
+// context ends once the slow program has started (it creates a file), not
+// after a guessed delay that a loaded machine could outlast.
 func TestCommandInterrupted(t *testing.T) {
 	dir := t.TempDir()
 	s := commandScenario(t, dir, "items: 1\n", `
   - {name: quick, kind: command, command: ["true"], expect: {attempts: 0}}
-  - {name: slow, kind: command, command: [sleep, "300"]}
+  - {name: slow, kind: command, command: [sh, -c, "touch started; exec sleep 300"]}
 `)
-	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	// A bound in case the program never starts: the run then ends with
+	// DeadlineExceeded, which fails the test rather than hanging it.
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			if _, err := os.Stat(filepath.Join(dir, "started")); err == nil {
+				cancel()
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
 	rep, err := Run(ctx, s, Options{})
-	if !errors.Is(err, context.DeadlineExceeded) {
+	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run error = %v, want the context's", err)
 	}
 	if len(rep.Results) != 2 || rep.Results[0].Incomplete || !rep.Results[1].Incomplete || !rep.Incomplete {

@@ -67,13 +67,23 @@ func TestExecErrors(t *testing.T) {
 	}
 }
 
-// TestExecInterrupted: Ctrl-C (here, the context ending) stops the program
-// and prints the row measured until then; the exit status is 130.
+// TestExecInterrupted: Ctrl-C (here, the context ending once the program
+// has started: it creates a file) stops the program and prints the row
+// measured until then; the exit status is 130.
 func TestExecInterrupted(t *testing.T) {
-	ctx, cancel := context.WithCancel(t.Context())
-	defer time.AfterFunc(300*time.Millisecond, cancel).Stop()
+	started := filepath.Join(t.TempDir(), "started")
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // in case the program never starts
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			if _, err := os.Stat(started); err == nil {
+				cancel()
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
 	var stdout, stderr strings.Builder
-	err := run(ctx, []string{"exec", "--items", "1", "--", "sleep", "300"}, &stdout, &stderr)
+	err := run(ctx, []string{"exec", "--items", "1", "--", "sh", "-c", `touch "$0"; exec sleep 300`, started}, &stdout, &stderr)
 	if code := report(err, &stderr); code != exitInterrupted {
 		t.Errorf("exit %d, want %d; stderr %q", code, exitInterrupted, stderr.String())
 	}
