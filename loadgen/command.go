@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -219,27 +218,13 @@ func runCommand(ctx context.Context, s *Scenario, st *Row, opt Options) (reports
 	cmd := &reports.Command{Argv: c.Command, Dir: dir}
 	res.Command = cmd
 
-	cfg := s.Server
-	if cfg.Seed == 0 {
-		cfg.Seed = s.Seed
-	}
-	srv, err := mock.New(cfg)
+	// The same embedded mock as every other row's, on a real socket
+	// whatever opt.Listen says: the program is another process.
+	tg, err := startTarget(s, Options{Listen: ListenTCP}, 1)
 	if err != nil {
-		return res, fmt.Errorf("%s:%d: server: %w", s.File, s.line("server"), err)
+		return res, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return res, fmt.Errorf("embedded mock: %w", err)
-	}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = srv.Serve(ln)
-	}()
-	defer func() {
-		_ = srv.Close()
-		<-served
-	}()
+	defer tg.close()
 
 	// The items file and the program's output go to --out when given,
 	// else to a temporary directory removed afterwards.
@@ -287,7 +272,7 @@ func runCommand(ctx context.Context, s *Scenario, st *Row, opt Options) (reports
 		cmd.Stdout, cmd.Stderr = stdout.Name(), stderr.Name()
 	}
 
-	env := s.CommandEnv("http://"+ln.Addr().String(), itemsPath)
+	env := s.CommandEnv(tg.baseURL, itemsPath)
 	for _, k := range slices.Sorted(maps.Keys(c.Env)) {
 		env = append(env, k+"="+c.Env[k])
 	}
@@ -299,7 +284,7 @@ func runCommand(ctx context.Context, s *Scenario, st *Row, opt Options) (reports
 	if err != nil {
 		return res, fmt.Errorf("command: %w", err)
 	}
-	fillFromServer(&res, srv, s.OracleSeconds())
+	fillFromServer(&res, tg.srv, s.OracleSeconds())
 	cmd.Status = pr.Describe(timeout)
 	cmd.ExitCode = pr.ExitCode
 	cmd.TimedOut = pr.TimedOut
