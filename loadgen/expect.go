@@ -225,6 +225,20 @@ const (
 	ByCommand
 )
 
+// String says where a metric is known, for loadgen help scenario; "" for
+// every row.
+func (m Measurer) String() string {
+	switch m {
+	case ByServer:
+		return "server side: not against a target"
+	case ByClient:
+		return "loadgen's client: not on command rows"
+	case ByCommand:
+		return "command rows only"
+	}
+	return ""
+}
+
 // unmeasurable says why metric cannot be measured on row st of s, or ""
 // when it can: an expectation on it would read 0 and pass or fail whatever
 // the client did.
@@ -280,11 +294,11 @@ var Metrics = map[string]Metric{
 		}
 		return float64(r.ThrottledByAttempt[0])
 	}},
-	"early_retries": {Doc: "retries that arrived before their retry-after (server side)", By: ByServer,
+	"early_retries": {Doc: "retries that arrived before their retry-after", By: ByServer,
 		Value: func(r *reports.Result) float64 { v, _ := r.Server(); return float64(v.EarlyRetries) }},
-	"concurrency": {Doc: "most attempts in flight at once (server side)", By: ByServer,
+	"concurrency": {Doc: "most attempts in flight at once", By: ByServer,
 		Value: func(r *reports.Result) float64 { v, _ := r.Server(); return float64(v.PeakConcurrency) }},
-	"exit_code": {Doc: "the command's exit status (-1: killed by a signal)", By: ByCommand, Value: func(r *reports.Result) float64 {
+	"exit_code": {Doc: "the command's exit status, -1 when killed by a signal", By: ByCommand, Value: func(r *reports.Result) float64 {
 		if r.Command == nil {
 			return 0
 		}

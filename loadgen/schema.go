@@ -124,7 +124,12 @@ func WriteSchema(w io.Writer) error {
 	}
 	b.WriteString("\nMetrics for expect\n")
 	for _, k := range metricNames() {
-		fmt.Fprintf(&b, "  %-18s %s\n", k, Metrics[k].Doc)
+		m := Metrics[k]
+		if where := m.By.String(); where != "" {
+			fmt.Fprintf(&b, "  %-18s %s (%s)\n", k, m.Doc, where)
+		} else {
+			fmt.Fprintf(&b, "  %-18s %s\n", k, m.Doc)
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

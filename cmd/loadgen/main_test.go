@@ -71,7 +71,8 @@ func TestHelp(t *testing.T) {
 		{[]string{"run", "--help"}, []string{"--format NAME"}},
 		{[]string{"validate", "-h"}, []string{"Usage: loadgen validate FILE..."}},
 		{[]string{"compare", "--help"}, []string{"--threshold"}},
-		{[]string{"help", "scenario"}, []string{"api_key_env", "max_retries", "aimd-delay", "wall_over_oracle", "state_file"}},
+		{[]string{"help", "scenario"}, []string{"api_key_env", "max_retries", "aimd-delay", "wall_over_oracle", "state_file",
+			"failed_tokens      tokens reserved by attempts that did not succeed (loadgen's client: not on command rows)", "exit_code          the command's exit status, -1 when killed by a signal (command rows only)"}},
 	}
 	for _, tt := range tests {
 		out, stderr, code := runCLI(t, t.Context(), tt.args...)
