@@ -202,9 +202,7 @@ func parse(s *Scenario, data []byte) (*Scenario, error) {
 	s.lines = d.Lines()
 	s.applyDefaults()
 	s.validate(d)
-	for _, e := range s.validateLimits() {
-		d.Invalidf(e.Path, "%s", e.Message)
-	}
+	s.validateLimits(d)
 	if err := d.Err(); err != nil {
 		return nil, err
 	}

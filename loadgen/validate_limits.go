@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ratelab/ratelab/internal/strict"
 	"github.com/ratelab/ratelab/mock"
 )
 
@@ -74,16 +75,11 @@ const requestOverhead = 4 << 10
 // provider accepts (LimitsOf) and what the embedded mock accepts, without
 // building a single prompt: a prompt_tokens of a hundred million would
 // otherwise pass validation and then be built, gigabytes at a time.
-func (s *Scenario) validateLimits() Errors {
-	var errs Errors
-	seen := make(map[string]bool) // a problem of the shared request is reported once
-	bad := func(path, format string, args ...any) {
-		if seen[path] {
-			return
-		}
-		seen[path] = true
-		errs = append(errs, &Error{File: s.File, Line: s.line(path), Path: path, Message: fmt.Sprintf(format, args...)})
-	}
+//
+// Problems go to d as validation problems, each path once (so a problem of
+// the request every group shares is reported once).
+func (s *Scenario) validateLimits(d *strict.Decoder) {
+	bad := d.Invalidf
 	groups := s.Groups()
 	if len(groups) == 0 { // a batch's config: its request alone
 		stream := s.Request.Stream
@@ -144,7 +140,6 @@ func (s *Scenario) validateLimits() Errors {
 				thousands(bytes+requestOverhead), thousands(mock.MaxBodyBytes))
 		}
 	}
-	return errs
 }
 
 // promptSize returns the input tokens (as the mock and provider.EstimateTokens
