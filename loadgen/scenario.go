@@ -202,7 +202,6 @@ func parse(s *Scenario, data []byte) (*Scenario, error) {
 	s.lines = d.Lines()
 	s.applyDefaults()
 	s.validate(d)
-	s.validateLimits(d)
 	if err := d.Err(); err != nil {
 		return nil, err
 	}

@@ -263,7 +263,9 @@ func checkAdaptive(c *adaptiveSettings, p *problems) {
 
 // validate checks the scenario's meaning, reporting through d, the
 // decoder that read it: a value that failed to decode is not judged again,
-// and a key gets one message.
+// and a key gets one message. It ends with the provider's and the mock's
+// request limits (validateLimits), so every way a scenario is made —
+// a file, or loadgen exec's — is held to them.
 func (s *Scenario) validate(d *strict.Decoder) {
 	bad := d.Invalidf
 
@@ -382,6 +384,7 @@ func (s *Scenario) validate(d *strict.Decoder) {
 			bad(e.Path, "%s", e.Message)
 		}
 	}
+	s.validateLimits(d)
 }
 
 // validProvider reports whether p names a provider of the provider
