@@ -45,23 +45,12 @@ type BatchInput struct {
 	Metadata json.RawMessage `json:"metadata,omitempty"`
 }
 
-// InputError is one problem with one line of a batch's input:
+// InputError is one problem with one line of a batch's input, in the one
+// field-error type every configuration and input file of ratelab reports
+// (File, Line, Path: the key at fault, empty for the whole line; Message):
 //
 //	items.jsonl:12: max_tokens: must be positive, got -1
-type InputError struct {
-	File  string `json:"file"`
-	Line  int    `json:"line"`            // 1-based
-	Field string `json:"field,omitempty"` // the key at fault; empty for the whole line
-	Msg   string `json:"message"`
-}
-
-// Error formats e as FILE:LINE: FIELD: MSG.
-func (e *InputError) Error() string {
-	if e.Field == "" {
-		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
-	}
-	return fmt.Sprintf("%s:%d: %s: %s", e.File, e.Line, e.Field, e.Msg)
-}
+type InputError = fielderr.Error
 
 // MaxInputErrors is how many input problems InputErrors lists; the rest are
 // only counted, so that a file of a million bad lines costs no memory.
@@ -626,12 +615,12 @@ func (b *Batch) validate(ctx context.Context, sum *BatchSummary) (map[idKey]idSt
 		}
 		k := keyOf(in.ID)
 		if prev, dup := ids[k]; dup {
-			bad.add(&InputError{File: b.Input, Line: line, Field: "id",
-				Msg: fmt.Sprintf("duplicate id %q (first on line %d)", in.ID, prev.line)})
+			bad.add(&InputError{File: b.Input, Line: line, Path: "id",
+				Message: fmt.Sprintf("duplicate id %q (first on line %d)", in.ID, prev.line)})
 			return true
 		}
 		if line > 1<<31-1 {
-			bad.add(&InputError{File: b.Input, Line: line, Msg: "too many lines"})
+			bad.add(&InputError{File: b.Input, Line: line, Message: "too many lines"})
 			return false
 		}
 		ids[k] = idState{line: int32(line)}
@@ -704,7 +693,7 @@ var inputKeys = []string{"id", "prompt", "messages", "system", "max_tokens", "me
 // "unknown key \"promt\" (did you mean prompt?)".
 func decodeInput(file string, line int, data []byte) (*BatchInput, *InputError) {
 	bad := func(field, format string, args ...any) *InputError {
-		return &InputError{File: file, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)}
+		return &InputError{File: file, Line: line, Path: field, Message: fmt.Sprintf(format, args...)}
 	}
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || data[0] != '{' {

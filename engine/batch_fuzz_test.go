@@ -32,7 +32,7 @@ func FuzzBatchInputLine(f *testing.F) {
 			t.Fatalf("decodeInput(%q) = %v, %v: want exactly one", line, in, ie)
 		}
 		if ie != nil {
-			if ie.Line != 1 || ie.File != "items.jsonl" || ie.Msg == "" {
+			if ie.Line != 1 || ie.File != "items.jsonl" || ie.Message == "" {
 				t.Fatalf("decodeInput(%q): error %+v lacks its place or message", line, ie)
 			}
 			return
