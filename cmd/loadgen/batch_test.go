@@ -216,6 +216,23 @@ func TestBatchBadInput(t *testing.T) {
 	if got := results(t, out); len(got) != 2 || len(got["a"]) != 1 || got["a"][0].Text == "" || len(got["b"]) != 1 {
 		t.Errorf("--skip-invalid: output %v, want one success each for a and b", got)
 	}
+
+	// --format json lists the skipped lines in the field-error shape.
+	out2 := filepath.Join(dir, "out2.jsonl")
+	stdout, _, _ := runCLI(t, t.Context(), "batch", "--input", in, "--output", out2, "--base-url", url, "--state-file", "", "--skip-invalid", "--format", "json")
+	var sum struct {
+		Invalid struct {
+			Errors []map[string]any `json:"errors"`
+			Total  int              `json:"total"`
+		} `json:"invalid"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
+		t.Fatalf("--format json: %v\n%s", err, stdout)
+	}
+	if inv := sum.Invalid; inv.Total != 2 || len(inv.Errors) != 2 || inv.Errors[0]["line"] != 2.0 || inv.Errors[1]["path"] != "id" ||
+		inv.Errors[0]["file"] != in || inv.Errors[0]["message"] == nil {
+		t.Errorf("--format json: invalid = %+v, want 2 errors with file, line, path and message", inv)
+	}
 }
 
 // TestBatchRequeueTightLimit runs a batch with no retries against a limit
