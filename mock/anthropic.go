@@ -33,6 +33,9 @@ type anthropicRequest struct {
 	StopSequences []string        `json:"stop_sequences"`
 	OutputConfig  json.RawMessage `json:"output_config"` // {format: {type: json_schema, schema}}
 	OutputFormat  json.RawMessage `json:"output_format"` // the beta form: {type: json_schema, schema}
+	// Sampling, for strictness's range checks only.
+	Temperature json.RawMessage `json:"temperature"`
+	TopP        json.RawMessage `json:"top_p"`
 }
 
 func (anthropic) decode(body []byte, _ int) (*call, error) {
@@ -52,11 +55,14 @@ func decodeAnthropic(body []byte, needMax bool) (*call, error) {
 			return nil, err
 		}
 	}
-	c := &call{}
+	c := &call{temperature: req.Temperature, topP: req.TopP}
 	if err := checkModel(req.Model); err != nil {
 		return nil, err
 	}
 	c.model = req.Model
+	if len(req.Messages) > 0 {
+		c.firstRole = req.Messages[0].Role
+	}
 	if needMax {
 		if req.MaxTokens == absentInt {
 			return nil, invalid("max_tokens", "field required")

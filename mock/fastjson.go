@@ -403,10 +403,14 @@ func (req *anthropicRequest) fastDecode(body []byte) bool {
 			ok = seen.first(128) && setRaw(&req.OutputConfig, v)
 		case "output_format":
 			ok = seen.first(256) && setRaw(&req.OutputFormat, v)
+		case "temperature":
+			ok = seen.first(512) && setRaw(&req.Temperature, v)
+		case "top_p":
+			ok = seen.first(1024) && setRaw(&req.TopP, v)
 		default:
 			// stop_sequences goes to encoding/json.
 			ok = !foldsTo(k, "model", "max_tokens", "messages", "system", "tools", "stream",
-				"tool_choice", "output_config", "output_format", "stop_sequences")
+				"tool_choice", "output_config", "output_format", "stop_sequences", "temperature", "top_p")
 		}
 		if !ok {
 			return false
@@ -452,10 +456,14 @@ func (req *openaiRequest) fastDecode(body []byte) bool {
 			ok = seen.first(256) && setRaw(&req.ResponseFormat, v)
 		case "stop":
 			ok = seen.first(512) && setRaw(&req.Stop, v)
+		case "temperature":
+			ok = seen.first(1024) && setRaw(&req.Temperature, v)
+		case "top_p":
+			ok = seen.first(2048) && setRaw(&req.TopP, v)
 		default:
 			// n, logprobs and top_logprobs go to encoding/json.
 			ok = !foldsTo(k, "model", "messages", "max_completion_tokens", "max_tokens", "stream", "stream_options", "tools",
-				"tool_choice", "response_format", "stop", "n", "logprobs", "top_logprobs")
+				"tool_choice", "response_format", "stop", "n", "logprobs", "top_logprobs", "temperature", "top_p")
 		}
 		if !ok {
 			return false

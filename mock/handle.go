@@ -110,7 +110,7 @@ func (s *Server) prepare(w http.ResponseWriter, req *http.Request, wr wire) *exc
 		c, err = wr.decode(body, s.cfg.Output.DefaultMaxTokens)
 		status = http.StatusBadRequest
 		if err == nil {
-			err = s.checkRequest(body, wr, c)
+			err = s.checkRequest(wr, c)
 		}
 		s.budget.release(held)
 	}

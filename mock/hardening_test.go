@@ -465,3 +465,55 @@ func BenchmarkDecodeBudgetPeakHeap(b *testing.B) {
 		}
 	}
 }
+
+// TestStrictSampling: temperature, top_p and the first turn are checked on
+// what the decoder read, the same through the fast decoder and through
+// encoding/json (stop_sequences and n send a body there), and not at all
+// (not even the type) with strict: false.
+func TestStrictSampling(t *testing.T) {
+	const (
+		msgs = `"messages":[{"role":"user","content":"hi"}]`
+		ant  = `{"model":"claude-sonnet-4-5","max_tokens":4,` + msgs
+		oai  = `{"model":"gpt-4o-mini",` + msgs
+	)
+	for _, slow := range []bool{false, true} {
+		antTail, oaiTail := "}", "}"
+		if slow {
+			antTail, oaiTail = `,"stop_sequences":["zz"]}`, `,"n":1}`
+		}
+		for _, tt := range []struct {
+			name, path, body string
+			want             int
+			has              string
+		}{
+			{"anthropic in range", "/v1/messages", ant + `,"temperature":1,"top_p":0` + antTail, 200, ""},
+			{"anthropic null", "/v1/messages", ant + `,"temperature":null` + antTail, 200, ""},
+			{"anthropic temperature 1.5", "/v1/messages", ant + `,"temperature":1.5` + antTail, 400, "temperature: range: 0..1, got 1.5"},
+			{"anthropic top_p -0.1", "/v1/messages", ant + `,"top_p":-0.1` + antTail, 400, "top_p: range: 0..1, got -0.1"},
+			{"anthropic temperature a string", "/v1/messages", ant + `,"temperature":"hot"` + antTail, 400, "temperature: want a number"},
+			{"anthropic assistant first", "/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":4,"messages":[{"role":"assistant","content":"hi"}]` + antTail, 400, `the first message must use the \"user\" role, got \"assistant\"`},
+			{"openai temperature 2", "/v1/chat/completions", oai + `,"temperature":2` + oaiTail, 200, ""},
+			{"openai temperature 2.5", "/v1/chat/completions", oai + `,"temperature":2.5` + oaiTail, 400, "decimal_above_max_value"},
+			{"openai top_p -1", "/v1/chat/completions", oai + `,"top_p":-1` + oaiTail, 400, "decimal_below_min_value"},
+			{"openai assistant first", "/v1/chat/completions", `{"model":"gpt-4o-mini","messages":[{"role":"assistant","content":"hi"}]` + oaiTail, 200, ""},
+		} {
+			for _, strict := range []bool{true, false} {
+				s, err := New(Config{Strict: &strict})
+				if err != nil {
+					t.Fatal(err)
+				}
+				req := httptest.NewRequest("POST", tt.path, strings.NewReader(tt.body))
+				req.Header.Set("Anthropic-Version", "2023-06-01")
+				rec := httptest.NewRecorder()
+				s.Handler().ServeHTTP(rec, req)
+				want, has := tt.want, tt.has
+				if !strict {
+					want, has = 200, ""
+				}
+				if rec.Code != want || !strings.Contains(rec.Body.String(), has) {
+					t.Errorf("%s (encoding/json %v, strict %v): %d %s, want %d containing %q", tt.name, slow, strict, rec.Code, rec.Body, want, has)
+				}
+			}
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package mock
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -303,9 +304,13 @@ type requestError struct {
 func (e *requestError) Error() string { return e.e.msg }
 
 // checkRequest runs the checks on a decoded model request that the
-// decoders do not: strictness's body checks, then the model name.
-func (s *Server) checkRequest(body []byte, wr wire, c *call) error {
-	if e := s.checkBody(body, wr); e != nil {
+// decoders do not: strictness's sampling checks, then the model name.
+func (s *Server) checkRequest(wr wire, c *call) error {
+	e := s.checkSampling(wr, c)
+	// temperature and top_p point into the request body: drop them so a
+	// long call does not keep the body alive.
+	c.temperature, c.topP = nil, nil
+	if e != nil {
 		return &requestError{http.StatusBadRequest, *e}
 	}
 	if !s.acceptsModel(wr, c.model) {
@@ -330,12 +335,11 @@ func (s *Server) checkVersion(req *http.Request, wr wire) *apiError {
 	return nil
 }
 
-// checkBody is strictness's body check, on a body the API's decoder
-// accepted: temperature and top_p in range (Anthropic [0, 1] and [0, 1];
-// OpenAI [0, 2] and [0, 1]), and an Anthropic conversation starting with a
-// user turn. It scans the top level of the body rather than adding fields
-// to the decoders, which every API shares.
-func (s *Server) checkBody(body []byte, wr wire) *apiError {
+// checkSampling is strictness's check of what the decoder read:
+// temperature and top_p in range (Anthropic [0, 1] and [0, 1]; OpenAI
+// [0, 2] and [0, 1]), and an Anthropic conversation starting with a user
+// turn.
+func (s *Server) checkSampling(wr wire, c *call) *apiError {
 	if !s.strict() {
 		return nil
 	}
@@ -344,34 +348,29 @@ func (s *Server) checkBody(body []byte, wr wire) *apiError {
 	if isAnthropic {
 		maxTemp = 1
 	}
-	// The decoder accepted body: it is valid JSON holding an object.
-	i := skipWS(body, 0)
-	if i >= len(body) || body[i] != '{' {
+	if c.temperature != nil {
+		if e := checkRange(c.temperature, "temperature", maxTemp, isAnthropic); e != nil {
+			return e
+		}
+	}
+	if c.topP != nil {
+		if e := checkRange(c.topP, "top_p", 1, isAnthropic); e != nil {
+			return e
+		}
+	}
+	if isAnthropic && c.firstRole != "" && c.firstRole != "user" {
+		return &apiError{msg: fmt.Sprintf("messages: the first message must use the \"user\" role, got %q", c.firstRole), param: "messages.0.role"}
+	}
+	return nil
+}
+
+// rawFloat is a decoded number as the JSON it was, for checkRange; nil
+// when absent.
+func rawFloat(v *float64) json.RawMessage {
+	if v == nil {
 		return nil
 	}
-	it := jsonIter{b: body, i: i + 1}
-	for {
-		k, v, ok := it.member()
-		if !ok {
-			return nil
-		}
-		switch string(k) {
-		case "temperature":
-			if e := checkRange(v, "temperature", maxTemp, isAnthropic); e != nil {
-				return e
-			}
-		case "top_p":
-			if e := checkRange(v, "top_p", 1, isAnthropic); e != nil {
-				return e
-			}
-		case "messages":
-			if isAnthropic && len(v) > 0 && v[0] == '[' {
-				if role := firstRole(v); role != "" && role != "user" {
-					return &apiError{msg: fmt.Sprintf("messages: the first message must use the \"user\" role, got %q", role), param: "messages.0.role"}
-				}
-			}
-		}
-	}
+	return strconv.AppendFloat(nil, *v, 'g', -1, 64)
 }
 
 // checkRange checks a number in [0, hi]; null is absent.
@@ -393,26 +392,4 @@ func checkRange(v []byte, name string, hi float64, anthropicStyle bool) *apiErro
 		return &apiError{msg: fmt.Sprintf("Invalid '%s': decimal below minimum value. Expected a value >= 0, but got %g instead.", name, x), param: name, code: "decimal_below_min_value"}
 	}
 	return &apiError{msg: fmt.Sprintf("Invalid '%s': decimal above maximum value. Expected a value <= %g, but got %g instead.", name, hi, x), param: name, code: "decimal_above_max_value"}
-}
-
-// firstRole is the role of the first message of a messages array, or "".
-func firstRole(v []byte) string {
-	it := jsonIter{b: v, i: 1}
-	e, ok := it.element()
-	if !ok || e[0] != '{' {
-		return ""
-	}
-	mi := jsonIter{b: e, i: 1}
-	for {
-		k, val, ok := mi.member()
-		if !ok {
-			return ""
-		}
-		if string(k) == "role" {
-			if r, ok := plainString(val); ok {
-				return internRole(r)
-			}
-			return ""
-		}
-	}
 }

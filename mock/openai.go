@@ -39,6 +39,9 @@ type openaiRequest struct {
 	N              int64           `json:"n"`
 	Logprobs       bool            `json:"logprobs"`
 	TopLogprobs    int64           `json:"top_logprobs"`
+	// Sampling, for strictness's range checks only.
+	Temperature json.RawMessage `json:"temperature"`
+	TopP        json.RawMessage `json:"top_p"`
 }
 
 var openaiRoles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true, "function": true}
@@ -54,7 +57,7 @@ func (openai) decode(body []byte, defaultMax int) (*call, error) {
 			return nil, err
 		}
 	}
-	c := &call{}
+	c := &call{temperature: req.Temperature, topP: req.TopP}
 	if err := checkModel(req.Model); err != nil {
 		return nil, err
 	}

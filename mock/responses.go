@@ -143,7 +143,8 @@ func (responses) decode(body []byte, defaultMax int) (*call, error) {
 	if err := checkModel(req.Model); err != nil {
 		return nil, err
 	}
-	c := &call{model: req.Model, stream: req.Stream, maxTokens: defaultMax}
+	c := &call{model: req.Model, stream: req.Stream, maxTokens: defaultMax,
+		temperature: rawFloat(req.Temperature), topP: rawFloat(req.TopP)}
 	if c.maxTokens == 0 {
 		c.maxTokens = defaultMaxTokens
 	}

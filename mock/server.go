@@ -770,7 +770,7 @@ func (s *Server) countTokens(w http.ResponseWriter, req *http.Request) {
 		c, err = decodeAnthropic(body, false)
 		status = http.StatusBadRequest
 		if err == nil {
-			err = s.checkRequest(body, wr, c)
+			err = s.checkRequest(wr, c)
 		}
 		s.budget.release(held)
 	}

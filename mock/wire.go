@@ -26,6 +26,11 @@ type call struct {
 	// responses is the Responses API's part of the request; nil for the
 	// other APIs.
 	responses *responsesCall
+	// temperature and top_p as sent (nil when absent), and the first
+	// message's role: what strictness checks (checkSampling) once the
+	// decoder has read them.
+	temperature, topP json.RawMessage
+	firstRole         string
 }
 
 // badRequest is a 400 naming the offending field.
