@@ -8,6 +8,7 @@ import (
 
 	"github.com/ratelab/ratelab/internal/strict"
 	"github.com/ratelab/ratelab/mock"
+	"github.com/ratelab/ratelab/reports"
 )
 
 // ModelLimits are what a provider accepts for one model: the context window
@@ -115,10 +116,10 @@ func (s *Scenario) validateLimits(d *strict.Decoder) {
 				g.MaxTokens, g.Provider, least)
 		} else if g.MaxTokens > lim.MaxOutput {
 			bad(from("max_tokens"), "%s is more than %s %s (at most %s output tokens); every call would be refused with 400 invalid_request_error",
-				thousands(g.MaxTokens), whose, accept, thousands(lim.MaxOutput))
+				reports.FormatInt(int64(g.MaxTokens)), whose, accept, reports.FormatInt(int64(lim.MaxOutput)))
 			out = 0
 		} else if s.Target == nil && g.MaxTokens > mock.MaxOutputTokens {
-			bad(from("max_tokens"), "%s is more than the embedded mock accepts (at most %s)", thousands(g.MaxTokens), thousands(mock.MaxOutputTokens))
+			bad(from("max_tokens"), "%s is more than the embedded mock accepts (at most %s)", reports.FormatInt(int64(g.MaxTokens)), reports.FormatInt(int64(mock.MaxOutputTokens)))
 			out = 0
 		}
 		in, bytes := promptSize(g, s.Items.Count())
@@ -129,15 +130,15 @@ func (s *Scenario) validateLimits(d *strict.Decoder) {
 		if in+out > lim.Context {
 			plus := ""
 			if out > 0 {
-				plus = " plus max_tokens " + thousands(out)
+				plus = " plus max_tokens " + reports.FormatInt(int64(out))
 			}
 			bad(from(key), "about %s input tokens%s is more than the %s-token context window of %s; every call would be refused",
-				thousands(in), plus, thousands(lim.Context), whose)
+				reports.FormatInt(int64(in)), plus, reports.FormatInt(int64(lim.Context)), whose)
 			continue
 		}
 		if bytes+requestOverhead > mock.MaxBodyBytes {
 			bad(from(key), "a request of about %s bytes is more than the %s the API accepts (413 request_too_large)",
-				thousands(bytes+requestOverhead), thousands(mock.MaxBodyBytes))
+				reports.FormatInt(int64(bytes+requestOverhead)), reports.FormatInt(int64(mock.MaxBodyBytes)))
 		}
 	}
 }
@@ -160,22 +161,4 @@ func promptSize(g ItemGroup, n int) (tokens, bytes int) {
 		bytes += 6 * len(g.System)
 	}
 	return tokens, bytes
-}
-
-// thousands formats n with thousands separators: 2,147,483,648.
-func thousands(n int) string {
-	s := strconv.Itoa(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
 }

@@ -76,6 +76,11 @@ func groupDigits(s string) string {
 	return b.String()
 }
 
+// FormatInt formats n with thousands separators as every report does:
+// 1100 → "1,100". Other packages' messages use it to print counts the
+// same way.
+func FormatInt(n int64) string { return formatInt(n) }
+
 // formatInt formats n with thousands separators: 1100 → "1,100".
 func formatInt[T ~int | ~int64](n T) string {
 	return groupDigits(strconv.FormatInt(int64(n), 10))
