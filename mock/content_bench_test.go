@@ -169,7 +169,11 @@ func BenchmarkToolCallHandler(b *testing.B) {
 			}
 			n := strconv.Itoa(resp.Usage.OutputTokens + resp.Usage.CompletionTokens)
 			same := strings.Replace(strings.Replace(tool, max+"1024", max+n, 1), forced, none, 1)
-			text := `{"model":"gpt-4o-mini",` + max + n + `,"messages":[{"role":"user","content":"Extract the invoice."}]}`
+			model := benchModel
+			if api == "openai" {
+				model = "gpt-4o-mini"
+			}
+			text := `{"model":"` + model + `",` + max + n + `,"messages":[{"role":"user","content":"Extract the invoice."}]}`
 			bodies := []string{tool, text, same}
 			var took [3]time.Duration
 			b.ReportAllocs()

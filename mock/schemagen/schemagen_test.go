@@ -289,3 +289,57 @@ func TestAppendJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestExactPlan: Compile tells which schemas the generator satisfies by
+// construction (their documents are not validated again) from those whose
+// documents Generate must validate.
+func TestExactPlan(t *testing.T) {
+	for _, tc := range []struct {
+		schema string
+		exact  bool
+	}{
+		{schema20, true},
+		{validSchemas["formats"], true},
+		{validSchemas["refs"], true},
+		{validSchemas["recursive"], true},
+		{validSchemas["anyOf"], true},
+		{validSchemas["allOfRef"], true},
+		{validSchemas["enum"], true},
+		{validSchemas["addlSchema"], true},
+		{validSchemas["strict"], false}, // uniqueItems
+		{validSchemas["minProps"], false},
+		{`{"type":"object","additionalProperties":false,"required":["a"]}`, false},
+		{`{"type":"string","format":"date","maxLength":4}`, false},
+		{`{"type":"string","format":"semver"}`, false}, // a format the generator does not know
+		{`{"type":"array","prefixItems":[{"type":"string"}],"items":false,"minItems":2}`, false},
+		{`{"type":"object","properties":{"a":{"type":"array","uniqueItems":true}}}`, false}, // below the root
+		{`{"enum":[1,2],"type":"string"}`, false},
+		{`{"const":3,"minimum":5}`, false},
+	} {
+		s, err := Compile([]byte(tc.schema))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.schema, err)
+		}
+		if got := s.nodes[s.root].exact; got != tc.exact {
+			t.Errorf("%.80s: exact = %v, want %v", tc.schema, got, tc.exact)
+		}
+	}
+}
+
+// TestInexactValidated: a schema that is not exact still never yields an
+// invalid document: Generate validates it and reports ErrNoInstance.
+func TestInexactValidated(t *testing.T) {
+	for _, raw := range []string{
+		`{"type":"array","uniqueItems":true,"minItems":3,"items":{"type":"boolean"}}`,
+		`{"type":"string","format":"date","maxLength":4}`,
+		`{"enum":[1,2],"type":"string"}`,
+	} {
+		s, err := Compile([]byte(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, err := s.Generate(rand.New(rand.NewPCG(1, 1))); !errors.Is(err, ErrNoInstance) {
+			t.Errorf("%s: got %v, %v; want ErrNoInstance", raw, v, err)
+		}
+	}
+}
