@@ -58,6 +58,8 @@ bench:
 	$(GO) test -run '^$$' -bench 'CommandPythonSemaphore' -benchtime 3x ./loadgen/
 	$(GO) test -run '^$$' -bench 'StreamPacing' -benchtime 3x ./mock/
 	$(GO) test -run '^$$' -bench 'ParkedStreamMemory' -benchtime 1x ./mock/
+	$(GO) test -run '^$$' -bench 'ToolCall' -benchtime 1x -count 3 ./mock/
+	$(GO) test -run '^$$' -bench 'Generate20' -benchmem ./mock/schemagen/
 	$(GO) test -run '^$$' -bench 'Overhead' -benchtime 60x ./engine/
 	$(GO) test -run '^$$' -bench 'Run100k' -benchtime 3x ./engine/
 	$(GO) test -run '^$$' -bench . -benchmem ./strategies/ ./provider/
