@@ -15,7 +15,7 @@ import (
 // Its errors, rate-limit headers, request id and overload status are Chat
 // Completions' (the embedded openai); it has its own request shape, Response
 // object and event stream. Shapes follow the OpenAPI document of
-// github.com/openai/openai-openapi (testdata/openai-responses.schema.json
+// github.com/openai/openai-openapi (testdata/openai.schema.json
 // holds the extracted schemas the tests validate every body and event
 // against).
 //

@@ -23,10 +23,10 @@ import (
 
 // The Responses API tests validate every body and event the mock serves on
 // /v1/responses against the official OpenAPI schema, extracted into
-// testdata/openai-responses.schema.json (its x-source names the repository
+// testdata/openai.schema.json (its x-source names the repository
 // and commit; testdata/openapi/extract.go regenerates it).
 
-const responsesSchemaFile = "testdata/openai-responses.schema.json"
+const responsesSchemaFile = "testdata/openai.schema.json"
 
 var responsesSchema = struct {
 	once     sync.Once
@@ -53,7 +53,7 @@ func schemaFor(t testing.TB, def string) *jsonschema.Schema {
 			return
 		}
 		s.compiler = jsonschema.NewCompiler()
-		s.err = s.compiler.AddResource("https://ratelab.test/openai-responses.schema.json", doc)
+		s.err = s.compiler.AddResource("https://ratelab.test/openai.schema.json", doc)
 	})
 	if s.err != nil {
 		t.Fatalf("loading the OpenAPI schema: %v", s.err)
@@ -63,7 +63,7 @@ func schemaFor(t testing.TB, def string) *jsonschema.Schema {
 	if sch, ok := s.compiled[def]; ok {
 		return sch
 	}
-	sch, err := s.compiler.Compile("https://ratelab.test/openai-responses.schema.json#/$defs/" + def)
+	sch, err := s.compiler.Compile("https://ratelab.test/openai.schema.json#/$defs/" + def)
 	if err != nil {
 		t.Fatalf("compiling %s: %v", def, err)
 	}

@@ -52,7 +52,7 @@ func TestResponsesNewRequest(t *testing.T) {
 // schema of OpenAI's OpenAPI document, as extracted for the mock's tests.
 func validateCreateResponse(t *testing.T, body []byte) {
 	t.Helper()
-	const file = "../mock/testdata/openai-responses.schema.json"
+	const file = "../mock/testdata/openai.schema.json"
 	f, err := os.Open(file)
 	if err != nil {
 		t.Fatal(err)

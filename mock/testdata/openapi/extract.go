@@ -1,5 +1,5 @@
-// Command extract writes the JSON Schema that the mock's Responses API tests
-// validate against: the named schemas of OpenAI's OpenAPI document
+// Command extract writes the JSON Schema that the mock's OpenAI tests
+// (Responses, Chat Completions, models, errors) validate against: the named schemas of OpenAI's OpenAPI document
 // (github.com/openai/openai-openapi, openapi.json) and every schema they
 // reference, as one JSON Schema 2020-12 document with the schemas under
 // $defs. Annotations that do not validate anything (description, example,
@@ -7,7 +7,7 @@
 //
 //	git -C openai-openapi show COMMIT:openapi.json > openapi.json
 //	go run ./mock/testdata/openapi -spec openapi.json -commit COMMIT \
-//	    -out mock/testdata/openai-responses.schema.json
+//	    -out mock/testdata/openai.schema.json
 //
 // It lives under testdata so that go build ./... and go test ./... skip it.
 package main
@@ -22,8 +22,13 @@ import (
 	"strings"
 )
 
-// roots are the objects the mock serves on /v1/responses.
+// roots are the objects the mock serves on /v1/responses,
+// /v1/chat/completions and /v1/models.
 var roots = []string{
+	"CreateChatCompletionResponse",
+	"CreateChatCompletionStreamResponse",
+	"Model",
+	"ListModelsResponse",
 	"Response",
 	"ErrorResponse",
 	"ResponseCreatedEvent",
@@ -48,7 +53,7 @@ const refPrefix = "#/components/schemas/"
 func main() {
 	spec := flag.String("spec", "openapi.json", "OpenAPI document (JSON)")
 	commit := flag.String("commit", "", "commit of github.com/openai/openai-openapi the document comes from")
-	out := flag.String("out", "openai-responses.schema.json", "output file")
+	out := flag.String("out", "openai.schema.json", "output file")
 	flag.Parse()
 	if err := run(*spec, *commit, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "extract:", err)
@@ -90,7 +95,7 @@ func run(spec, commit, out string) error {
 	}
 	result := map[string]any{
 		"$schema":  "https://json-schema.org/draft/2020-12/schema",
-		"$comment": fmt.Sprintf("Extracted by mock/testdata/openapi/extract.go from openapi.json (API version %s) of https://github.com/openai/openai-openapi at commit %s: the schemas of x-roots and every schema they reference; descriptions, examples, titles, discriminators and x- extensions removed.", doc.Info.Version, commit),
+		"$comment": fmt.Sprintf("Extracted by mock/testdata/openapi/extract.go from openapi.json (API version %s) of https://github.com/openai/openai-openapi at commit %s: the schemas of x-roots and every schema they reference; descriptions, examples, titles, discriminators and x- extensions removed; nullable: true written as JSON Schema (null added to type or enum).", doc.Info.Version, commit),
 		"x-source": map[string]string{"repository": "https://github.com/openai/openai-openapi", "commit": commit, "path": "openapi.json", "api_version": doc.Info.Version},
 		"x-roots":  roots,
 		"$defs":    defs,
@@ -160,9 +165,36 @@ func clean(s any, def string, ref func(string)) any {
 			out[k] = sub
 		case schemaValues[k]:
 			out[k] = clean(v, def, ref)
+		case k == "nullable":
+			// handled below
 		default:
 			out[k] = v
 		}
 	}
+	if m["nullable"] == true {
+		return allowNull(out)
+	}
 	return out
+}
+
+// allowNull is s with null allowed: the OpenAPI 3.0 keyword nullable: true,
+// which the document still uses in 3.1 (the API sends null there, e.g. a
+// stream chunk's finish_reason) and which JSON Schema ignores. A type
+// gains "null", an enum gains null; a schema without a type (a $ref, an
+// anyOf) becomes anyOf itself or null.
+func allowNull(s map[string]any) any {
+	switch t := s["type"].(type) {
+	case string:
+		s["type"] = []any{t, "null"}
+	case []any:
+		if !slices.Contains(t, any("null")) {
+			s["type"] = append(t, "null")
+		}
+	default:
+		return map[string]any{"anyOf": []any{s, map[string]any{"type": "null"}}}
+	}
+	if e, ok := s["enum"].([]any); ok && !slices.Contains(e, nil) {
+		s["enum"] = append(e, nil)
+	}
+	return s
 }
