@@ -39,6 +39,7 @@ type Recorder struct {
 	sum         measure.Summary
 	tickDone    int64 // completions since the last timeline point
 	tickThrottl int64 // 429s since the last timeline point
+	tickPeak    int64 // most attempts under way since the last timeline point
 	lastSample  time.Time
 	points      []measure.Point
 
@@ -62,7 +63,15 @@ func (r *Recorder) start(t time.Time) {
 	r.startT, r.lastSample = t, t
 }
 
-func (r *Recorder) attemptStarted() { r.inFlight.Add(1) }
+// attemptStarted counts an attempt under way. The interval's peak is kept
+// under mu, so a point sees every start before it, and the next interval
+// every start after it: a burst shorter than the resolution still shows.
+func (r *Recorder) attemptStarted() {
+	n := r.inFlight.Add(1)
+	r.mu.Lock()
+	r.tickPeak = max(r.tickPeak, n)
+	r.mu.Unlock()
+}
 
 // Attempt counts one attempt that has ended: by kind, by attempt number,
 // its latency, the tokens it used and, when it did not succeed, the tokens
@@ -141,9 +150,11 @@ func (r *Recorder) point(now time.Time) {
 	st := r.strategy.Stats()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	inFlight := max(r.inFlight.Load(), 0)
 	p := measure.Point{
 		T:            now.Sub(r.startT).Seconds(),
-		InFlight:     int(max(r.inFlight.Load(), 0)),
+		InFlight:     int(inFlight),
+		MaxInFlight:  int(max(r.tickPeak, inFlight)),
 		Limit:        st.Limit,
 		DelaySeconds: st.Delay,
 		Tokens:       st.Tokens,
@@ -152,7 +163,7 @@ func (r *Recorder) point(now time.Time) {
 		p.CompletionsRate = float64(r.tickDone) / dt
 		p.ThrottlesRate = float64(r.tickThrottl) / dt
 	}
-	r.tickDone, r.tickThrottl, r.lastSample = 0, 0, now
+	r.tickDone, r.tickThrottl, r.tickPeak, r.lastSample = 0, 0, inFlight, now
 	r.points = append(r.points, p)
 	if len(r.points) >= MaxTimelinePoints {
 		r.coarsen()
@@ -178,6 +189,7 @@ func (r *Recorder) coarsen() {
 			b.CompletionsRate = (a.CompletionsRate*da + b.CompletionsRate*db) / dt
 			b.ThrottlesRate = (a.ThrottlesRate*da + b.ThrottlesRate*db) / dt
 		}
+		b.MaxInFlight = max(a.MaxInFlight, b.MaxInFlight)
 		out = append(out, b)
 		prev = b.T
 	}
@@ -254,6 +266,7 @@ func (s *sampler) stop(end time.Time) {
 		p.ThrottlesRate += float64(r.tickThrottl) / dt
 	}
 	p.InFlight = int(max(r.inFlight.Load(), 0))
+	p.MaxInFlight = max(p.MaxInFlight, int(r.tickPeak))
 	r.tickDone, r.tickThrottl = 0, 0
 }
 

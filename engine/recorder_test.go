@@ -104,3 +104,52 @@ func TestTimelineBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestTimelineMaxInFlight: a point carries the most attempts under way
+// during its interval, not only the count at its instant, so a burst that
+// ends within one interval (200 attempts started at once, 180 refused at
+// once) is still seen; an interval with no start carries the level it
+// began with; merging two intervals keeps the larger peak.
+func TestTimelineMaxInFlight(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ms := time.Millisecond
+	r := NewRecorder(strategies.NewUnbounded(), 50*ms)
+	r.start(t0)
+	r.point(t0)
+	end := func(n int, kind strategies.Kind) {
+		for range n {
+			r.Attempt(Attempt{Outcome: strategies.Outcome{Kind: kind}})
+		}
+	}
+	for range 200 {
+		r.attemptStarted()
+	}
+	end(180, strategies.Throttled)
+	r.point(t0.Add(50 * ms))  // the burst: 200 at once, 20 left
+	r.point(t0.Add(100 * ms)) // nothing started: the 20 held throughout
+	end(20, strategies.Success)
+	r.point(t0.Add(150 * ms)) // the 20 end within it
+	r.point(t0.Add(200 * ms)) // idle
+	for range 5 {
+		r.attemptStarted()
+	}
+	end(5, strategies.Success)
+	r.point(t0.Add(250 * ms)) // 5 start and end within it
+
+	want := []struct{ inFlight, max int }{{0, 0}, {20, 200}, {20, 20}, {0, 20}, {0, 0}, {0, 5}}
+	if len(r.points) != len(want) {
+		t.Fatalf("%d points, want %d", len(r.points), len(want))
+	}
+	for i, w := range want {
+		if p := r.points[i]; p.InFlight != w.inFlight || p.MaxInFlight != w.max {
+			t.Errorf("point %d (t=%.2f s): in flight %d, max %d; want %d, %d", i, p.T, p.InFlight, p.MaxInFlight, w.inFlight, w.max)
+		}
+	}
+
+	r.coarsen() // (0.05, 0.1] with (0.1, 0.15] … keeps each pair's peak
+	for i, w := range []int{0, 200, 20, 5} {
+		if p := r.points[i]; p.MaxInFlight != w {
+			t.Errorf("coarsened point %d (t=%.2f s): max in flight %d, want %d", i, p.T, p.MaxInFlight, w)
+		}
+	}
+}

@@ -100,6 +100,7 @@ const MaxEvents = 10000
 type Point struct {
 	T               float64 `json:"t"` // seconds since the run's start
 	InFlight        int     `json:"in_flight"`
+	MaxInFlight     int     `json:"max_in_flight,omitempty"` // the most in flight during the interval; 0 when not sampled
 	CompletionsRate float64 `json:"completions_per_second"`
 	ThrottlesRate   float64 `json:"throttles_per_second"`
 	Limit           float64 `json:"limit"`

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -87,6 +88,7 @@ func TestHTMLInChromiumDOM(t *testing.T) {
 			dom := runChromium(t, bin, writeReport(t, r), "--dump-dom")
 			doc := parseDOM(t, dom, false)
 			checkCharts(t, doc, r)
+			checkCompare(t, doc, r)
 			checkSelfContained(t, doc)
 		})
 	}
@@ -156,4 +158,71 @@ func countColors(img image.Image, colors map[string]string) map[string]int {
 		}
 	}
 	return counts
+}
+
+// TestHTMLInChromiumCompare takes two screenshots of the comparison
+// section, one of the overlaid timelines alone and one of the bars alone,
+// and checks each strategy's colour is painted in both: its in-flight and
+// completions lines (far more pixels than a stray edge could make) and its
+// bars. A strategy without a timeline has bars but no line.
+func TestHTMLInChromiumCompare(t *testing.T) {
+	bin := chromium(t)
+	r := Report{Scenario: "compare"}
+	for i := range 4 {
+		level := float64(10 * (i + 1)) // apart, so no line hides another
+		r.Results = append(r.Results, Result{Name: "strategy " + strconv.Itoa(i+1), Kind: "semaphore",
+			Summary: measure.Summary{Items: 100, Completed: 100, Attempts: int64(100 + 30*i), Throttled: int64(5 + 20*i), WallSeconds: float64(3 + i),
+				Timeline: sampled(0.1, 30+10*i, func(float64) measure.Point {
+					return measure.Point{InFlight: int(level), CompletionsRate: level / 2}
+				})}})
+	}
+	r.Results = append(r.Results, Result{Name: "no timeline", Kind: "command",
+		Summary: measure.Summary{Items: 100, Completed: 100, Attempts: 150, Throttled: 50, WallSeconds: 4}})
+	var buf bytes.Buffer
+	if err := HTML(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	colors := map[string]string{}
+	for i, res := range r.Results {
+		colors[res.Name] = strategyColor(i + 1)
+	}
+	for _, part := range []struct {
+		id        string
+		min       int
+		timelines bool
+	}{{"compare-timeline", 600, true}, {"compare-totals", 600, false}} {
+		t.Run(part.id, func(t *testing.T) {
+			// Only the one figure is shown: nothing else can paint a colour.
+			only := "<style>main > :not(#compare), #compare > :not(#" + part.id + ") { display: none }</style></head>"
+			page := filepath.Join(t.TempDir(), "report.html")
+			if err := os.WriteFile(page, []byte(strings.Replace(buf.String(), "</head>", only, 1)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			shot := filepath.Join(t.TempDir(), "shot.png")
+			runChromium(t, bin, page, "--screenshot="+shot, "--window-size=1200,900")
+			f, err := os.Open(shot)
+			if err != nil {
+				t.Fatalf("chromium wrote no screenshot: %v", err)
+			}
+			defer f.Close()
+			img, err := png.Decode(f)
+			if err != nil {
+				t.Fatalf("decode screenshot: %v", err)
+			}
+			counts := countColors(img, colors)
+			for _, res := range r.Results {
+				got := counts[res.Name]
+				if part.timelines && res.Timeline == nil {
+					if got > 20 {
+						t.Errorf("%s has no timeline, but %d pixels of its colour were painted", res.Name, got)
+					}
+					continue
+				}
+				if got < part.min {
+					t.Errorf("%s (%s): %d pixels painted, want at least %d", res.Name, colors[res.Name], got, part.min)
+				}
+			}
+			t.Logf("painted pixels per strategy: %v", counts)
+		})
+	}
 }

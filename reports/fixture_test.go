@@ -52,6 +52,9 @@ func guideReport() Report {
 						if math.Mod(t, 1) == 0.25 {
 							p.ThrottlesRate = 160 / 0.25
 						}
+						if t == 0.25 {
+							p.MaxInFlight = 200 // the burst at the start, refused within the interval
+						}
 						return p
 					})},
 				OracleSeconds: 5, WallOverOracle: 0.5,

@@ -6,6 +6,7 @@ import (
 	"github.com/ratelab/ratelab/measure"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -102,4 +103,21 @@ func TestCompareGolden(t *testing.T) {
 			golden(t, tt.name+".txt", buf.Bytes())
 		})
 	}
+}
+
+// TestHTMLCompareGolden holds the guide's comparison section, the part of
+// report.html whose numbers matter most to read right (the shared axis,
+// each strategy's series, the bars and their labels), to a reviewed copy.
+func TestHTMLCompareGolden(t *testing.T) {
+	var buf bytes.Buffer
+	if err := HTML(&buf, guideReport()); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	start := strings.Index(page, `<section id="compare"`)
+	end := strings.Index(page[max(start, 0):], "</section>")
+	if start < 0 || end < 0 {
+		t.Fatalf("report.html has no comparison section")
+	}
+	golden(t, "guide.compare.html", []byte(page[start:start+end+len("</section>")]+"\n"))
 }

@@ -19,18 +19,22 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 
 // HTML writes r as one self-contained HTML page, report.html: it loads no
 // scripts, fonts or stylesheets and works offline. It holds the summary
-// table (Table's columns, then the server's view: wideColumns) with failed expectations, a note on
-// reading the charts, and per strategy its key figures, an SVG chart, its
-// latency percentiles and its expectations. The chart stacks panels on one
-// time axis, each with its own scale: calls in flight against the
-// strategy's limit; completions per second (a rolling average of about a
-// second); 429s per second; and the pacing delay for strategies that have
-// one. A healthy run shows in-flight
-// flat at the limit with steady completions; a provider slowing down shows
-// in-flight pinned while completions fall. Each strategy's time axis spans
-// its own run. Long timelines are thinned to about two points per unit of
-// width, keeping every peak. Every string from the report is escaped by
-// html/template.
+// table (Table's columns, then the server's view: wideColumns) with failed
+// expectations; for two strategies or more, a comparison: every strategy's
+// timeline overlaid on one time axis (peak calls in flight, completions per
+// second), one colour per strategy, and bars of wall time, attempts and
+// 429s per strategy; a note on reading the charts; and per strategy its
+// key figures, an SVG chart, its latency percentiles and its expectations.
+// The chart stacks panels on one time axis, each with its own scale: the
+// most calls in flight in each interval against the strategy's limit;
+// completions per second and 429s per second, averaged over the second
+// before each instant (smoothRate); and the pacing delay for strategies
+// that have one. A healthy run shows in-flight flat at the limit with
+// steady completions; a provider slowing down shows in-flight pinned while
+// completions fall. Each strategy's time axis spans its own run; the
+// comparison's spans the longest. Long timelines are thinned to about two
+// points per unit of width, keeping every peak. Every string from the
+// report is escaped by html/template.
 func HTML(w io.Writer, r Report) error {
 	if err := htmlTemplate.Execute(w, newHTMLPage(r)); err != nil {
 		return fmt.Errorf("reports: html: %w", err)
@@ -48,6 +52,7 @@ type htmlPage struct {
 	Checks       int
 	FailedChecks []string
 	Strategies   []htmlStrategy
+	Compare      *htmlCompare // nil for fewer than two strategies
 }
 
 type htmlHeader struct {
@@ -90,7 +95,7 @@ type htmlLatency struct {
 }
 
 func newHTMLPage(r Report) htmlPage {
-	p := htmlPage{Report: r, Target: targetName(r), CSSColors: seriesCSS()}
+	p := htmlPage{Report: r, Target: targetName(r), CSSColors: seriesCSS(len(r.Results)), Compare: newHTMLCompare(r.Results)}
 	cols := wideColumns(r.Results)
 	for _, c := range cols {
 		p.Header = append(p.Header, htmlHeader{Label: c.long, Title: c.title, Number: c.number})
@@ -115,7 +120,7 @@ func newHTMLPage(r Report) htmlPage {
 }
 
 func newHTMLStrategy(anchor string, res Result) htmlStrategy {
-	s := htmlStrategy{Anchor: anchor, Result: res, Chart: buildChart(res.Timeline)}
+	s := htmlStrategy{Anchor: anchor, Result: res, Chart: buildChart(res.Name, res.Timeline)}
 	if len(res.Params) > 0 {
 		s.ParamText = formatParams(res.Params)
 	}
@@ -154,13 +159,16 @@ func newHTMLStrategy(anchor string, res Result) htmlStrategy {
 	return s
 }
 
-// seriesCSS styles each series in its colour. The values are this package's
-// constants, so marking them trusted CSS is safe.
-func seriesCSS() template.CSS {
+// seriesCSS styles each series in its colour, then each of n strategies in
+// its own for the comparison (those rules come last, so a strategy's colour
+// wins over its series'). The values are this package's constants, so
+// marking them trusted CSS is safe.
+func seriesCSS(n int) template.CSS {
 	var b strings.Builder
 	for _, key := range []string{seriesInFlight, seriesLimit, seriesCompletions, seriesThrottles, seriesDelay} {
 		c := seriesColors[key]
 		fmt.Fprintf(&b, ".s-%s{--c:%s}\n", key, c)
 	}
+	b.WriteString(strategyCSS(n))
 	return template.CSS(b.String())
 }

@@ -147,6 +147,7 @@ func TestHTMLStructure(t *testing.T) {
 				}
 			}
 			checkCharts(t, doc, tt.report)
+			checkCompare(t, doc, tt.report)
 			checkSelfContained(t, doc)
 		})
 	}
@@ -204,7 +205,21 @@ func TestHTMLBadNumbers(t *testing.T) {
 			{T: 0.1, InFlight: 3, CompletionsRate: math.NaN(), Limit: math.Inf(1)},
 			{T: 0.2, InFlight: 4, CompletionsRate: 5, ThrottlesRate: math.Inf(1), DelaySeconds: -1},
 		}}},
+	}, {
+		Name: "negative resolution", Kind: "semaphore",
+		Summary: measure.Summary{Timeline: &measure.Timeline{ResolutionSeconds: -0.1, Points: []measure.Point{
+			{T: 0.1, InFlight: 3, MaxInFlight: -4, CompletionsRate: 10},
+			{T: 0.2, InFlight: 4, CompletionsRate: -5, ThrottlesRate: math.NaN()},
+		}}},
 	}}}
+	for _, res := range r.Results {
+		d := newTimelineData(res.Timeline)
+		for i := range d.T {
+			if d.Completions[i] < 0 || d.Throttles[i] < 0 || math.IsNaN(d.Completions[i]) || math.IsNaN(d.Throttles[i]) {
+				t.Errorf("%s: at %v s completions %v/s, 429s %v/s; want finite rates of at least 0", res.Name, d.T[i], d.Completions[i], d.Throttles[i])
+			}
+		}
+	}
 	var buf bytes.Buffer
 	if err := HTML(&buf, r); err != nil {
 		t.Fatal(err)
@@ -257,8 +272,10 @@ func TestHTMLLongTimelineIsDecimated(t *testing.T) {
 		t.Fatalf("no y tick labelled 1,000: the axis ignored the spike")
 	}
 	y, _ := strconv.ParseFloat(y1000, 64)
-	if want := "," + strconv.FormatFloat(y-4, 'f', -1, 64); !strings.Contains(series[seriesInFlight], want) {
-		t.Errorf("in-flight path never reaches y %s: decimation lost the spike", want[1:])
+	// A step path reaches a height with V (or its first M x,y).
+	want := strconv.FormatFloat(y-4, 'f', -1, 64)
+	if d := series[seriesInFlight]; !strings.Contains(d, "V"+want+"H") && !strings.Contains(d, ","+want+"H") {
+		t.Errorf("in-flight path never reaches y %s: decimation lost the spike", want)
 	}
 }
 
@@ -318,5 +335,17 @@ func TestRetryAfterWaitShown(t *testing.T) {
 		if n := strings.Count(out, "of which retry-after"); n != 1 {
 			t.Errorf("%s: %d retry-after rows, want 1 (the one strategy that waited)", name, n)
 		}
+	}
+}
+
+// TestHTMLStartsWithDoctype: the template's definitions leave nothing
+// before the doctype.
+func TestHTMLStartsWithDoctype(t *testing.T) {
+	var buf bytes.Buffer
+	if err := HTML(&buf, guideReport()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(buf.String(), "<!DOCTYPE html>\n") {
+		t.Errorf("report.html starts %q, want the doctype", buf.String()[:min(40, buf.Len())])
 	}
 }

@@ -284,52 +284,6 @@ func TestTableWidth(t *testing.T) {
 	}
 }
 
-func TestMovingAverage(t *testing.T) {
-	tests := []struct {
-		in   []float64
-		k    int
-		want []float64
-	}{
-		{[]float64{1, 2, 3}, 1, []float64{1, 2, 3}},
-		{[]float64{0, 3, 0, 3, 0}, 3, []float64{1.5, 1, 2, 1, 1.5}},
-		{[]float64{0, 4, 0, 4, 0, 4}, 2, []float64{0, 2, 2, 2, 2, 2}},
-		{[]float64{2, math.NaN(), 2}, 3, []float64{1, 4.0 / 3, 1}},
-		{nil, 5, []float64{}},
-	}
-	for _, tt := range tests {
-		got := movingAverage(tt.in, tt.k)
-		if len(got) != len(tt.want) {
-			t.Errorf("movingAverage(%v, %d) = %v, want %v", tt.in, tt.k, got, tt.want)
-			continue
-		}
-		for i := range got {
-			if math.Abs(got[i]-tt.want[i]) > 1e-9 {
-				t.Errorf("movingAverage(%v, %d) = %v, want %v", tt.in, tt.k, got, tt.want)
-				break
-			}
-		}
-	}
-}
-
-func TestSmoothingWindow(t *testing.T) {
-	tests := []struct {
-		res, span float64
-		want      int
-	}{
-		{0.1, 5, 10},  // one second
-		{0.1, 2.5, 5}, // a fifth of a short run
-		{0.1, 0.1, 1},
-		{0.25, 60, 4},
-		{0, 10, 1}, // unknown resolution: no smoothing
-		{math.NaN(), 10, 1},
-	}
-	for _, tt := range tests {
-		if got := smoothingWindow(tt.res, tt.span); got != tt.want {
-			t.Errorf("smoothingWindow(%v, %v) = %d, want %d", tt.res, tt.span, got, tt.want)
-		}
-	}
-}
-
 // TestServerView checks where the server's view shows: Markdown and HTML
 // columns only when some row has it, "-" on a row without it, the terminal
 // table's notes naming early retries and how a command ran, and CSV cells
