@@ -96,13 +96,22 @@ const defaultRTT = time.Second
 //     for a throttle's server delay only when the window cannot be the
 //     answer: the response's rate-limit headers show a dimension with
 //     nothing remaining (a per-minute budget is spent: closed until the
-//     later of its reset and the delay), the server held none of our other
+//     later of its reset and the delay; for the requests budget, until the
+//     delay, and the copy of the budget paces the calls after it; such a
+//     refusal is the rate's and teaches no limit), the server held none of our other
 //     calls, or the server refuses again a call sent after the window was
 //     cut, before it has held any such call. A refused probe never closes it.
-//   - Rate-limit headers. A response with a dimension's remaining count at 0
-//     closes the gate until that dimension's reset. A published requests
-//     limit (per minute) caps the window at the calls that rate allows per
-//     round trip, and seeds it there while slow start is still running.
+//   - Rate-limit headers. A published requests limit (per minute) is a
+//     budget the law keeps a copy of: a bucket holding up to the limit and
+//     refilling at it, set from each response to the requests remaining
+//     less the calls sent since the one answered, and spent by one per
+//     attempt. A call starts only with a request in the copy, so where the
+//     rate binds the calls are paced to it, and where the bucket holds
+//     more than the run needs (a minute's refill covers a short batch) the
+//     rate does not limit the window at all. While slow start is still
+//     running, a newly published limit seeds the window at the calls the
+//     rate starts per round trip. A response with a token dimension's
+//     remaining count at 0 closes the gate until that dimension's reset.
 //   - An overload (529/503) is the provider's, not the key's: it decreases the
 //     window by Decrease once per round trip and closes the gate for its
 //     server delay, but teaches no limit.
@@ -241,6 +250,7 @@ func (a *Adaptive) publishLocked(now time.Time) {
 // adaptiveAttempt is what adaptiveLaw remembers of an attempt in flight.
 type adaptiveAttempt struct {
 	seq   uint64    // dispatch number
+	batch uint64    // the dispatch number of the first sent at the same instant
 	n     int       // the key's attempts in flight at dispatch, this one included
 	probe bool      // dispatched above the learned limit
 	start time.Time // dispatch time
@@ -260,6 +270,9 @@ type adaptiveLaw struct {
 	inFlight  int
 	starts    []time.Time // dispatch times of the attempts in flight, in order
 	seq       uint64      // dispatches so far
+	// batch is the first dispatch at lastDispatch, the time of the last.
+	batch        uint64
+	lastDispatch time.Time
 	cut       uint64      // the last attempt dispatched before the last decrease
 	// recovering: the window was cut for a throttle and the server has held
 	// none of the calls sent since.
@@ -271,6 +284,11 @@ type adaptiveLaw struct {
 	probeAt    time.Time     // when a probe above limit may go
 	gate       gate
 	rpm        int64     // published requests per minute; 0 if none
+	// requests is the law's copy of the published requests budget, nil
+	// while none is published; synced is the attempt whose response last
+	// set it, by number.
+	requests *budget
+	synced   uint64
 	last       time.Time // when the window last grew (or was found not to); zero before the first call
 	shown      int       // the capacity last reported in an event
 	events     []Event
@@ -294,9 +312,9 @@ func (l *adaptiveLaw) hold() time.Duration {
 	return time.Duration(l.cfg.ProbeAfter * float64(l.rtt()))
 }
 
-// headerCap returns the window a published requests-per-minute limit allows:
-// the calls that rate starts per round trip. 0 when none is published.
-func (l *adaptiveLaw) headerCap() int {
+// rateWindow returns the calls a published requests-per-minute limit starts
+// per round trip. 0 when none is published.
+func (l *adaptiveLaw) rateWindow() int {
 	if l.rpm <= 0 {
 		return 0
 	}
@@ -306,9 +324,6 @@ func (l *adaptiveLaw) headerCap() int {
 // capacity returns how many attempts may be in flight at now.
 func (l *adaptiveLaw) capacity(now time.Time) int {
 	c := int(l.window)
-	if hc := l.headerCap(); hc > 0 {
-		c = min(c, hc)
-	}
 	if l.limit > 0 && c >= l.limit {
 		c = l.limit
 		if !now.Before(l.probeAt) && l.probeAllowed() {
@@ -320,14 +335,11 @@ func (l *adaptiveLaw) capacity(now time.Time) int {
 
 // top returns how far the window may grow with what is in flight now: to one
 // above the calls in flight (past that the window is no longer full), and
-// no further than the learned limit, the published rate and Max.
+// no further than the learned limit and Max.
 func (l *adaptiveLaw) top() float64 {
 	t := float64(min(l.inFlight+1, l.cfg.Max))
 	if l.limit > 0 {
 		t = min(t, float64(l.limit))
-	}
-	if hc := l.headerCap(); hc > 0 {
-		t = min(t, float64(hc))
 	}
 	return t
 }
@@ -408,6 +420,9 @@ func (l *adaptiveLaw) admit(now time.Time) (ok bool, wait time.Duration, gated b
 		return false, d, true
 	}
 	if l.inFlight < l.capacity(now) {
+		if d := l.untilRequest(now); d > 0 {
+			return false, d, false
+		}
 		return true, 0, false
 	}
 	wait = l.untilGrowth()
@@ -419,14 +434,34 @@ func (l *adaptiveLaw) admit(now time.Time) (ok bool, wait time.Duration, gated b
 	return false, wait, false
 }
 
+// untilRequest returns how long until the copy of the published requests
+// budget holds a request; 0 if it does now or none is published.
+func (l *adaptiveLaw) untilRequest(now time.Time) time.Duration {
+	if l.requests == nil {
+		return 0
+	}
+	have := l.requests.available(now)
+	if have >= 1 {
+		return 0
+	}
+	return max(time.Duration(math.Ceil((1-have)/l.requests.rate*float64(time.Second))), time.Nanosecond)
+}
+
 // dispatch records an attempt starting at now and returns it. The caller
 // has called admit (or finish) at now.
 func (l *adaptiveLaw) dispatch(now time.Time) adaptiveAttempt {
+	if l.requests != nil {
+		l.requests.take(now, 1) // a retry inside its slot may leave it in debt
+	}
 	l.seq++
+	if l.seq == 1 || !now.Equal(l.lastDispatch) {
+		l.batch, l.lastDispatch = l.seq, now
+	}
 	l.inFlight++
 	l.starts = append(l.starts, now)
 	a := adaptiveAttempt{
 		seq:       l.seq,
+		batch:     l.batch,
 		n:         l.inFlight,
 		probe:     l.limit > 0 && l.inFlight > l.limit,
 		start:     now,
@@ -462,7 +497,7 @@ func (l *adaptiveLaw) finish(now time.Time, a adaptiveAttempt, o Outcome, done b
 	if a.seq == l.probe {
 		l.probe = 0
 	}
-	l.headers(now, o.Limits)
+	l.headers(now, a, o.Limits)
 	switch o.Kind {
 	case Success:
 		l.success(now, a, o)
@@ -518,6 +553,17 @@ func (l *adaptiveLaw) success(now time.Time, a adaptiveAttempt, o Outcome) {
 // in flight, after of them sent after a.
 func (l *adaptiveLaw) throttled(now time.Time, a adaptiveAttempt, o Outcome, others, after int) {
 	l.throttles++
+	if r := o.Limits.Requests; r.Known() && r.Remaining <= 0 {
+		// The published requests budget is spent (headers has synced the
+		// copy of it to that): a refusal for the rate, which the window
+		// does not answer and which teaches nothing of the calls the
+		// server holds at once. Wait for the server's delay; the copy
+		// paces what follows.
+		if o.HasRetryAfter {
+			l.closeGate(now, now.Add(max(0, o.RetryAfter)), "requests spent")
+		}
+		return
+	}
 	if a.probe && a.seq > l.cut && l.limit > 0 {
 		// The limit has not risen: stay at it and probe again later. (With
 		// no limit, another probe was held since and slow start resumed:
@@ -592,19 +638,37 @@ func (l *adaptiveLaw) overloaded(now time.Time, a adaptiveAttempt, o Outcome) {
 	}
 }
 
-// headers learns from a response's rate-limit headers.
-func (l *adaptiveLaw) headers(now time.Time, h Limits) {
-	for _, d := range [...]Limit{h.Requests, h.Tokens, h.InputTokens, h.OutputTokens} {
+// headers learns from the rate-limit headers of the response to a.
+func (l *adaptiveLaw) headers(now time.Time, a adaptiveAttempt, h Limits) {
+	for _, d := range [...]Limit{h.Tokens, h.InputTokens, h.OutputTokens} {
 		if d.Known() && d.Remaining <= 0 {
 			l.closeGate(now, d.Reset, "remaining 0")
 		}
 	}
-	if r := h.Requests; r.Known() && r.Limit != l.rpm {
+	r := h.Requests
+	if !r.Known() {
+		return
+	}
+	if r.Limit != l.rpm {
 		l.rpm = r.Limit
+		if l.requests == nil {
+			l.requests = newBudget(now, float64(r.Limit), int(r.Limit))
+		}
+		l.requests.advance(now)
+		l.requests.rate, l.requests.burst = float64(r.Limit)/60, float64(r.Limit)
 		if l.slowStart {
-			l.window = min(max(l.window, float64(l.headerCap())), float64(l.cfg.Max))
+			l.window = min(max(l.window, float64(l.rateWindow())), float64(l.cfg.Max))
 		}
 		l.note(now, "headers")
+	}
+	if a.seq > l.synced {
+		// What the server had left when it admitted a, less what we sent
+		// with a (at the same instant: those may have reached it after a)
+		// and since. It may have admitted some of those before a, so this
+		// errs low, and the refill since a's admission is left out too.
+		l.synced = a.seq
+		l.requests.advance(now)
+		l.requests.tokens = min(float64(r.Remaining)-float64(l.seq-a.batch), l.requests.burst)
 	}
 }
 

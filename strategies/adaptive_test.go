@@ -33,6 +33,7 @@ type adaptiveWant struct {
 	inFlight  int
 	slowStart bool
 	gate      time.Duration // the gate's wait at the step's time
+	requests  float64       // the copy of a published requests budget, rounded to 3 decimals
 }
 
 func (l *adaptiveLaw) got(now time.Time) adaptiveWant {
@@ -43,7 +44,15 @@ func (l *adaptiveLaw) got(now time.Time) adaptiveWant {
 		inFlight:  l.inFlight,
 		slowStart: l.slowStart,
 		gate:      l.gate.wait(now),
+		requests:  requestsLeft(l, now),
 	}
+}
+
+func requestsLeft(l *adaptiveLaw, now time.Time) float64 {
+	if l.requests == nil {
+		return 0
+	}
+	return math.Round(l.requests.available(now)*1000) / 1000
 }
 
 var (
@@ -311,15 +320,58 @@ func TestAdaptiveLaw(t *testing.T) {
 			},
 		},
 		{
-			name: "a published requests limit seeds and caps the window",
+			name: "a published requests limit seeds the window; a bucket with plenty left does not cap it",
 			steps: []adaptiveStep{
 				{dispatch: 1, want: adaptiveWant{window: 4, capacity: 4, inFlight: 1, slowStart: true}},
 				// 1,200 per minute, one call per second each: 20 at once.
 				{at: s, end: 1, o: Outcome{Kind: Success, Latency: s, Limits: Limits{
 					Requests: Limit{Limit: 1200, Remaining: 1199, Reset: stepT0.Add(2 * s)},
-				}}, want: adaptiveWant{window: 20, capacity: 20, slowStart: true}},
-				{at: s, dispatch: 20, want: adaptiveWant{window: 20, capacity: 20, inFlight: 20, slowStart: true}},
-				{at: 2 * s, fill: true, want: adaptiveWant{window: 20, capacity: 20, inFlight: 20, slowStart: true}},
+				}}, want: adaptiveWant{window: 20, capacity: 20, slowStart: true, requests: 1199}},
+				{at: s, dispatch: 20, want: adaptiveWant{window: 20, capacity: 20, inFlight: 20, slowStart: true, requests: 1179}},
+				// The bucket holds far more than 20 a second: the window
+				// goes on doubling while full (it used to stop at 20, which
+				// against a concurrency limit above the rate per round trip
+				// left the run paced by a budget it never spent).
+				{at: 2 * s, fill: true, want: adaptiveWant{window: 40, capacity: 40, inFlight: 40, slowStart: true, requests: 1179}},
+			},
+		},
+		{
+			name: "a published requests budget nearly spent paces the calls to the rate",
+			cfg:  AdaptiveConfig{Initial: 8},
+			steps: []adaptiveStep{
+				{dispatch: 3, want: adaptiveWant{window: 8, capacity: 8, inFlight: 3, slowStart: true}},
+				// 60 per minute with 4 left when #1 was admitted, less #2
+				// and #3 sent with it: 2.
+				{at: s, end: 1, o: Outcome{Kind: Success, Latency: s, Limits: Limits{
+					Requests: Limit{Limit: 60, Remaining: 4, Reset: stepT0.Add(56 * s)},
+				}}, want: adaptiveWant{window: 8, capacity: 8, inFlight: 2, slowStart: true, requests: 2}},
+				{at: s, dispatch: 2, want: adaptiveWant{window: 8, capacity: 8, inFlight: 4, slowStart: true}},
+				// Then one a second, as the bucket refills, though the
+				// window has room.
+				{at: 3 * s, fill: true, want: adaptiveWant{window: 8, capacity: 8, inFlight: 6, slowStart: true}},
+				// #3's response, sent after #1, syncs again: 2 left at its
+				// admission, less the 6 sent with it (#1 and #2: the server
+				// may have taken them after #3) and since. (The server has
+				// 1: the copy counts #1 and #2 twice and leaves out the 3 s
+				// of refill since #3's admission, which it cannot date; it
+				// errs low.)
+				{at: 3 * s, end: 3, o: Outcome{Kind: Success, Latency: 3 * s, Limits: Limits{
+					Requests: Limit{Limit: 60, Remaining: 2, Reset: stepT0.Add(58 * s)},
+				}}, want: adaptiveWant{window: 8, capacity: 8, inFlight: 5, slowStart: true, requests: -4}},
+				// A response to a call sent before #3 does not sync.
+				{at: 3 * s, end: 2, o: Outcome{Kind: Success, Latency: 3 * s, Limits: Limits{
+					Requests: Limit{Limit: 60, Remaining: 50, Reset: stepT0.Add(10 * s)},
+				}}, want: adaptiveWant{window: 8, capacity: 8, inFlight: 4, slowStart: true, requests: -4}},
+			},
+		},
+		{
+			name: "a refusal for a spent requests budget teaches no limit",
+			cfg:  AdaptiveConfig{Initial: 8},
+			steps: []adaptiveStep{
+				{dispatch: 4, want: adaptiveWant{window: 8, capacity: 8, inFlight: 4, slowStart: true}},
+				{at: s, end: 1, o: Outcome{Kind: Throttled, Status: 429, RetryAfter: 2 * s, HasRetryAfter: true, Limits: Limits{
+					Requests: Limit{Limit: 60, Remaining: 0, Reset: stepT0.Add(60 * s)},
+				}}, want: adaptiveWant{window: 8, capacity: 8, inFlight: 3, slowStart: true, gate: 2 * s, requests: -3}},
 			},
 		},
 		{

@@ -84,6 +84,13 @@ func (b *budget) admit(now time.Time) (granted []*reservation, next time.Duratio
 	return granted, 0
 }
 
+// take spends n tokens at now without waiting in line, going into debt if
+// the bucket holds fewer.
+func (b *budget) take(now time.Time, n float64) {
+	b.advance(now)
+	b.tokens -= n
+}
+
 // withdraw takes back a claim: out of the line if it was waiting, its tokens
 // back into the bucket if it was granted.
 func (b *budget) withdraw(now time.Time, r *reservation) {

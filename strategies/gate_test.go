@@ -62,7 +62,7 @@ func TestGate(t *testing.T) {
 // gate is closed no attempt of that key is dispatched, however many callers
 // wait; that the waiting is reported as Waits.RetryAfter; and that another
 // key is not held up. The throttle says a per-minute budget is spent (its
-// headers show no requests remaining until a reset 2 s away, later than its
+// headers show no tokens remaining until a reset 2 s away, later than its
 // retry-after of 1 s), which the window cannot answer.
 func TestAdaptiveGate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -81,7 +81,7 @@ func TestAdaptiveGate(t *testing.T) {
 		p2, _ := a.Acquire(t.Context(), keyA)
 		start := time.Now()
 		p1.Done(Outcome{Kind: Throttled, Status: 429, RetryAfter: time.Second, HasRetryAfter: true,
-			Limits: Limits{Requests: Limit{Limit: 100, Remaining: 0, Reset: start.Add(2 * time.Second)}}})
+			Limits: Limits{Tokens: Limit{Limit: 100000, Remaining: 0, Reset: start.Add(2 * time.Second)}}})
 
 		var (
 			mu         sync.Mutex
