@@ -270,9 +270,6 @@ type adaptiveLaw struct {
 	inFlight  int
 	starts    []time.Time // dispatch times of the attempts in flight, in order
 	seq       uint64      // dispatches so far
-	// batch is the first dispatch at lastDispatch, the time of the last.
-	batch        uint64
-	lastDispatch time.Time
 	cut       uint64      // the last attempt dispatched before the last decrease
 	// recovering: the window was cut for a throttle and the server has held
 	// none of the calls sent since.
@@ -284,14 +281,18 @@ type adaptiveLaw struct {
 	probeAt    time.Time     // when a probe above limit may go
 	gate       gate
 	rpm        int64     // published requests per minute; 0 if none
+	last       time.Time // when the window last grew (or was found not to); zero before the first call
+	shown      int       // the capacity last reported in an event
+	events     []Event
+
 	// requests is the law's copy of the published requests budget, nil
 	// while none is published; synced is the attempt whose response last
 	// set it, by number.
 	requests *budget
 	synced   uint64
-	last       time.Time // when the window last grew (or was found not to); zero before the first call
-	shown      int       // the capacity last reported in an event
-	events     []Event
+	// batch is the first dispatch at lastDispatch, the time of the last.
+	batch        uint64
+	lastDispatch time.Time
 }
 
 func newAdaptiveLaw(cfg AdaptiveConfig) adaptiveLaw {
