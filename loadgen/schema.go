@@ -94,7 +94,7 @@ Top level
       initial_delay, min_delay, max_delay, cooldown  duration  (aimd-delay:
                               6s, 10ms, 60s, 10s)
       successes     int       aimd-delay: successes before the delay shrinks (3)
-      initial, min, max  int  aimd / adaptive window (4, 1, 1000)
+      initial, min, max  int  aimd / adaptive window (4, 1, none)
       increase      float     aimd: window growth per round trip (1);
                               aimd-delay: delay factor on a throttle (1.8)
       decrease      float     factor on a throttle (aimd, adaptive) or after

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/strategies"
 	"math"
 	"strings"
 	"testing"
@@ -349,5 +350,38 @@ func TestServerView(t *testing.T) {
 		if !strings.HasSuffix(lines[i+1], want) {
 			t.Errorf("csv row %d = %q, want it to end %q", i+1, lines[i+1], want)
 		}
+	}
+}
+
+// TestOwnBound checks that a row whose strategy ended at its own configured
+// bound says so under the table, in Markdown and in JSON, and a row that did
+// not says nothing.
+func TestOwnBound(t *testing.T) {
+	capped := Result{Name: "adaptive", Kind: "adaptive", Summary: measure.Summary{Items: 10, Completed: 10, Attempts: 10,
+		FinalLimit: 1000, Stats: strategies.Stats{Limit: 1000, Bound: "max: 1000"}}}
+	free := Result{Name: "aimd", Kind: "aimd", Summary: measure.Summary{Items: 10, Completed: 10, Attempts: 10, FinalLimit: 20}}
+	rep := Report{Scenario: "s", Results: []Result{capped, free}}
+
+	var tab, md, js bytes.Buffer
+	if err := Table(&tab, rep); err != nil {
+		t.Fatal(err)
+	}
+	if err := Markdown(&md, rep); err != nil {
+		t.Fatal(err)
+	}
+	if err := JSON(&js, rep); err != nil {
+		t.Fatal(err)
+	}
+	if want := "adaptive: ended at its own bound (max: 1000), not at a limit the server set\n"; !strings.Contains(tab.String(), want) {
+		t.Errorf("table lacks %q:\n%s", want, tab.String())
+	}
+	if strings.Contains(tab.String(), "aimd: ended") || strings.Count(md.String(), "own bound") != 1 {
+		t.Errorf("a row inside its bounds has a note:\n%s\n%s", tab.String(), md.String())
+	}
+	if want := "**Ended at its own bound** (`max: 1000`)"; !strings.Contains(md.String(), want) {
+		t.Errorf("markdown lacks %q:\n%s", want, md.String())
+	}
+	if want := `"bound": "max: 1000"`; !strings.Contains(js.String(), want) {
+		t.Errorf("JSON lacks %s:\n%s", want, js.String())
 	}
 }

@@ -130,7 +130,9 @@ func (t plainTable) render(w io.Writer) error {
 // width: for each command row how its program ran, and for each row with
 // early retries how many (a client that retries before the retry-after it
 // was given is a defect worth a line; zero, the normal case, is not
-// printed). Peak concurrency is in Markdown, HTML, JSON and CSV.
+// printed), and for each strategy that ended at its own configured bound
+// which one (the run was held by the row's settings, not by the server).
+// Peak concurrency is in Markdown, HTML, JSON and CSV.
 func writeServerNotes(w io.Writer, results []Result) {
 	first := true
 	note := func(format string, args ...any) {
@@ -147,6 +149,9 @@ func writeServerNotes(w io.Writer, results []Result) {
 		if v, ok := res.Server(); ok && v.EarlyRetries > 0 {
 			note("%s: %s early %s (sent before the retry-after they were given)\n",
 				res.Name, formatInt(v.EarlyRetries), plural(int(v.EarlyRetries), "retry", "retries"))
+		}
+		if b := res.Stats.Bound; b != "" {
+			note("%s: ended at its own bound (%s), not at a limit the server set\n", res.Name, b)
 		}
 	}
 }

@@ -13,7 +13,10 @@ import (
 type AdaptiveConfig struct {
 	// Initial is the window of a key at the start of slow start. Default 4.
 	Initial int `json:"initial" yaml:"initial"`
-	// Min and Max clamp the window. Defaults 1 and 1000.
+	// Min and Max clamp the window. Defaults 1 and no bound above (the
+	// window grows only while it is full, so never far above the callers):
+	// a Max below the server's limit holds the run below it, and Stats.Bound
+	// says so.
 	Min int `json:"min" yaml:"min"`
 	Max int `json:"max" yaml:"max"`
 	// Decrease is the share of the learned limit the window drops to after a
@@ -229,16 +232,21 @@ func (a *Adaptive) Stats() Stats {
 // publishLocked sets the Limit gauge and emits the keys' pending events.
 func (a *Adaptive) publishLocked(now time.Time) {
 	total := 0
+	bound := ""
 	var batch []Event
 	for _, ak := range a.keys {
-		total += ak.law.show(now)
+		c := ak.law.show(now)
+		total += c
+		if b := windowBound(c, a.cfg.Min, a.cfg.Max); b != "" {
+			bound = b
+		}
 		batch = append(batch, ak.law.events...)
 		ak.law.events = ak.law.events[:0]
 	}
 	if len(a.keys) == 0 {
 		total = a.cfg.Initial
 	}
-	a.m.set(func(st *Stats) { st.Limit = float64(total) })
+	a.m.set(func(st *Stats) { st.Limit, st.Bound = float64(total), bound })
 	// Each key's events are in order and none is dated before the last
 	// publication; merge the keys'.
 	slices.SortStableFunc(batch, func(x, y Event) int { return x.Time.Compare(y.Time) })

@@ -2,6 +2,8 @@ package strategies
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"sync"
 	"time"
 )
@@ -10,7 +12,8 @@ import (
 type AIMDConfig struct {
 	// Initial is the window at the start. Default 4.
 	Initial int `json:"initial" yaml:"initial"`
-	// Min and Max clamp the window. Defaults 1 and 1000.
+	// Min and Max clamp the window. Defaults 1 and no bound above (the
+	// window grows only while it is full, so never far above the callers).
 	Min int `json:"min" yaml:"min"`
 	Max int `json:"max" yaml:"max"`
 	// Increase is what the window grows by per round trip while it is full.
@@ -20,8 +23,12 @@ type AIMDConfig struct {
 	Decrease float64 `json:"decrease" yaml:"decrease"`
 }
 
+// noBound is the Max of a window with none: a window grows only while it
+// is full, so it never comes near it.
+const noBound = math.MaxInt32
+
 // windowDefaults gives a window's zero bounds their defaults (initial 4,
-// min 1, max 1000), raises max to at least min, and clamps initial to
+// min 1, no max), raises max to at least min, and clamps initial to
 // [min, max]; aimd and adaptive share it.
 func windowDefaults(initial, lo, hi int) (int, int, int) {
 	if initial <= 0 {
@@ -31,7 +38,7 @@ func windowDefaults(initial, lo, hi int) (int, int, int) {
 		lo = 1
 	}
 	if hi <= 0 {
-		hi = 1000
+		hi = noBound
 	}
 	hi = max(hi, lo)
 	return min(max(initial, lo), hi), lo, hi
@@ -129,8 +136,22 @@ func (a *AIMD) Stats() Stats { return a.m.snapshot() }
 
 func (a *AIMD) publishLocked(now time.Time, reason string) {
 	c := a.law.capacity()
-	a.m.set(func(st *Stats) { st.Limit = float64(c) })
+	bound := windowBound(c, a.law.cfg.Min, a.law.cfg.Max)
+	a.m.set(func(st *Stats) { st.Limit, st.Bound = float64(c), bound })
 	a.m.emit(Event{Time: now, Type: EventLimit, Value: float64(c), Reason: reason})
+}
+
+// windowBound returns Stats.Bound for a window admitting c calls with
+// bounds lo and hi: "max: hi" at a configured Max, "min: lo" at a Min above
+// 1 (a floor of 1 holds nothing back), "" otherwise.
+func windowBound(c, lo, hi int) string {
+	switch {
+	case hi < noBound && c >= hi:
+		return fmt.Sprintf("max: %d", hi)
+	case lo > 1 && c <= lo:
+		return fmt.Sprintf("min: %d", lo)
+	}
+	return ""
 }
 
 // aimdLaw is AIMD's control law: a pure function of the dispatches and

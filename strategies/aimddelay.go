@@ -133,9 +133,17 @@ func (a *AIMDDelay) Stats() Stats { return a.m.snapshot() }
 // publishLocked sets the gauges and emits the law's pending events.
 func (a *AIMDDelay) publishLocked() {
 	d := a.law.delay
+	bound := ""
+	switch {
+	case d <= a.law.cfg.Min:
+		bound = "min_delay: " + a.law.cfg.Min.String()
+	case d >= a.law.cfg.Max:
+		bound = "max_delay: " + a.law.cfg.Max.String()
+	}
 	a.m.set(func(st *Stats) {
 		st.Delay = d.Seconds()
 		st.Rate = 1 / d.Seconds()
+		st.Bound = bound
 	})
 	for _, e := range a.law.events {
 		a.m.emit(e)

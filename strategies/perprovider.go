@@ -134,5 +134,17 @@ func addStats(a, b Stats) Stats {
 		Overloads:      a.Overloads + b.Overloads,
 		Errors:         a.Errors + b.Errors,
 		Cancels:        a.Cancels + b.Cancels,
+		Bound:          joinBounds(a.Bound, b.Bound),
 	}
+}
+
+// joinBounds lists two Stats.Bound values, each once.
+func joinBounds(a, b string) string {
+	switch {
+	case a == "" || a == b:
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
 }

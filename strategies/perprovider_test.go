@@ -115,6 +115,8 @@ func TestAddStats(t *testing.T) {
 			f.SetInt(1)
 		case reflect.Float64:
 			f.SetFloat(1)
+		case reflect.String:
+			f.SetString("max: 1")
 		default:
 			t.Fatalf("Stats.%s has kind %v: teach TestAddStats and addStats", v.Type().Field(i).Name, f.Kind())
 		}
@@ -131,6 +133,8 @@ func TestAddStats(t *testing.T) {
 			two = reflect.ValueOf(int64(2)).Convert(f.Type()).Interface()
 		case reflect.Float64:
 			two = 2.0
+		case reflect.String:
+			two = "max: 1" // the same bound, once
 		}
 		if got != two {
 			t.Errorf("addStats: %s = %v, want %v", sum.Type().Field(i).Name, got, two)

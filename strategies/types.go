@@ -135,6 +135,14 @@ type Stats struct {
 	Tokens   float64 `json:"tokens_available"` // token budget available now; 0 when not budgeting
 	Queued   int     `json:"queued"`           // callers waiting in Acquire
 
+	// Bound names the strategy's own configured bound that its state sits
+	// at, as the scenario key and value ("max: 40" for a window at its Max,
+	// "min_delay: 10ms" for a delay at its Min; "min" only above 1): a run
+	// that ends there was held by its configuration, not by the server.
+	// Empty when the state is inside its bounds, or the strategy adapts
+	// nothing.
+	Bound string `json:"bound,omitempty"`
+
 	WaitSlot       time.Duration `json:"wait_slot_ns"`        // total time callers waited for a slot
 	WaitTokens     time.Duration `json:"wait_tokens_ns"`      // total time waited for token budget
 	WaitRetryAfter time.Duration `json:"wait_retry_after_ns"` // total time waited on a retry-after gate
