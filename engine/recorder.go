@@ -94,6 +94,8 @@ func (r *Recorder) Attempt(a Attempt) {
 		s.ThrottledByAttempt[a.N]++
 	case strategies.Overloaded:
 		s.Overloaded++
+	case strategies.Quota:
+		s.Quota++
 	case strategies.Failed:
 		if o.Status >= 500 {
 			s.ServerErrors++

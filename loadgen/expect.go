@@ -274,6 +274,7 @@ var Metrics = map[string]Metric{
 	"overloaded":        {Doc: "529/503 responses", Value: func(r *reports.Result) float64 { return float64(r.Overloaded) }},
 	"server_errors":     {Doc: "other 5xx responses", Value: func(r *reports.Result) float64 { return float64(r.ServerErrors) }},
 	"errors":            {Doc: "other failed attempts", Value: func(r *reports.Result) float64 { return float64(r.Errors) }},
+	"quota":             {Doc: "attempts refused for a spent quota or spend cap", Value: func(r *reports.Result) float64 { return float64(r.Quota) }},
 	"attempts_per_call": {Doc: "attempts per completed item", Value: func(r *reports.Result) float64 { return r.AttemptsPerCall }},
 	"max_attempts":      {Doc: "most attempts any item took", Value: func(r *reports.Result) float64 { return float64(r.MaxAttempts) }},
 	"failed_tokens":     {Doc: "tokens reserved by attempts that did not succeed", Value: func(r *reports.Result) float64 { return float64(r.FailedTokens) }, By: ByClient},

@@ -24,11 +24,12 @@ type Summary struct {
 	// interrupted run, the items that were never taken.
 	Canceled int `json:"canceled"`
 
-	Attempts     int64 `json:"attempts"`      // HTTP attempts
-	Throttled    int64 `json:"throttled"`     // 429s
-	Overloaded   int64 `json:"overloaded"`    // 529 / 503
-	ServerErrors int64 `json:"server_errors"` // other 5xx
-	Errors       int64 `json:"errors"`        // other failed attempts (4xx, connection, stream)
+	Attempts     int64 `json:"attempts"`        // HTTP attempts
+	Throttled    int64 `json:"throttled"`       // 429s
+	Overloaded   int64 `json:"overloaded"`      // 529 / 503
+	ServerErrors int64 `json:"server_errors"`   // other 5xx
+	Errors       int64 `json:"errors"`          // other failed attempts (4xx, connection, stream)
+	Quota        int64 `json:"quota,omitempty"` // refused for a spent quota or spend cap (never retried)
 
 	// Invalid counts successful responses the run's check rejected.
 	Invalid int64 `json:"invalid,omitempty"`

@@ -69,6 +69,7 @@ var anthropicWire = wireFormat{
 	requestID:  "Request-Id",
 	limits:     AnthropicLimits,
 	parseError: parseAnthropicError,
+	quota:      anthropicQuota,
 	event:      anthropicEvent,
 	body:       decodeAnthropicBody,
 }
@@ -151,17 +152,37 @@ func anthropicEvent(s *stream, ev Event) bool {
 	return false
 }
 
-func parseAnthropicError(body []byte) (typ, msg string, ok bool) {
+func parseAnthropicError(body []byte) (errorBody, bool) {
 	var e struct {
 		Error *struct {
 			Type    string `json:"type"`
 			Message string `json:"message"`
+			Details struct {
+				ErrorCode string `json:"error_code"`
+			} `json:"details"`
 		} `json:"error"`
 	}
 	if json.Unmarshal(body, &e) != nil || e.Error == nil {
-		return "", "", false
+		return errorBody{}, false
 	}
-	return e.Error.Type, e.Error.Message, true
+	return errorBody{typ: e.Error.Type, code: e.Error.Details.ErrorCode, msg: e.Error.Message}, true
+}
+
+// anthropicQuota reports whether an error is a refusal for a spent spend
+// limit (https://platform.claude.com/docs/en/api/rate-limits and
+// https://platform.claude.com/docs/en/api/errors): the tier's monthly cap,
+// a 429 rate_limit_error with details.error_code
+// enforced_spend_limit_reached and no retry-after; or a spend limit the
+// organization or workspace set, a 400 invalid_request_error whose message
+// begins "You have reached your specified" (the docs give no code for it).
+func anthropicQuota(e *APIError) bool {
+	switch e.Status {
+	case http.StatusTooManyRequests:
+		return e.Code == "enforced_spend_limit_reached"
+	case http.StatusBadRequest:
+		return e.Type == "invalid_request_error" && strings.HasPrefix(e.Message, "You have reached your specified")
+	}
+	return false
 }
 
 // anthropicLimitHeaders are the canonical header names of each dimension:

@@ -24,12 +24,20 @@ var (
 // APIError is an error a provider reported: a non-2xx response, or an error
 // event inside a stream that had started with 200. Type and Message come from
 // the body (Anthropic error.type, OpenAI error.type or error.code); both may
-// be empty when the body was not the provider's error shape.
+// be empty when the body was not the provider's error shape. Code is the
+// finer code some errors carry (Anthropic error.details.error_code, OpenAI
+// error.code), empty when absent.
 type APIError struct {
 	Status    int
 	Type      string
+	Code      string
 	Message   string
 	RequestID string
+}
+
+// errorBody is what a provider's error body says.
+type errorBody struct {
+	typ, code, msg string
 }
 
 // Error implements error.
@@ -159,7 +167,10 @@ func parseInt(h http.Header, key string) int64 {
 // status (0 when no response arrived), an error type and a message. For an
 // APIError they are the provider's own; otherwise the type is one of
 // "connection_error", "incomplete_stream", "invalid_response", "canceled" or
-// "error". Describe of a successful outcome returns zero values.
+// "error". A refusal for a spent quota (strategies.Quota) is typed by its
+// code when it has one ("enforced_spend_limit_reached",
+// "insufficient_quota"), since its type may be the rate limit's. Describe of
+// a successful outcome returns zero values.
 func Describe(o strategies.Outcome) (status int, typ, message string) {
 	if o.Kind == strategies.Success {
 		return 0, "", ""
@@ -169,6 +180,9 @@ func Describe(o strategies.Outcome) (status int, typ, message string) {
 	switch {
 	case errors.As(o.Err, &apiErr):
 		typ, message = apiErr.Type, apiErr.Message
+		if o.Kind == strategies.Quota && apiErr.Code != "" {
+			typ = apiErr.Code
+		}
 		if typ == "" {
 			typ = "http_" + strconv.Itoa(apiErr.Status)
 		}

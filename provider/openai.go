@@ -85,6 +85,14 @@ func (e *openAIErrorBody) typ() string {
 	if e.Type != "" {
 		return e.Type
 	}
+	return e.code()
+}
+
+// code returns error.code as a string: "" for null or absent.
+func (e *openAIErrorBody) code() string {
+	if len(e.Code) == 0 || string(e.Code) == "null" {
+		return ""
+	}
 	var s string
 	if json.Unmarshal(e.Code, &s) == nil {
 		return s
@@ -103,6 +111,7 @@ var openAIWire = wireFormat{
 	requestID:  "X-Request-Id",
 	limits:     OpenAILimits,
 	parseError: parseOpenAIError,
+	quota:      openAIQuota,
 	event:      openAIChunk,
 	body:       decodeOpenAIBody,
 }
@@ -178,14 +187,33 @@ func openAIChunk(s *stream, ev Event) bool {
 	return false
 }
 
-func parseOpenAIError(body []byte) (typ, msg string, ok bool) {
+func parseOpenAIError(body []byte) (errorBody, bool) {
 	var e struct {
 		Error *openAIErrorBody `json:"error"`
 	}
 	if json.Unmarshal(body, &e) != nil || e.Error == nil {
-		return "", "", false
+		return errorBody{}, false
 	}
-	return e.Error.typ(), e.Error.Message, true
+	return errorBody{typ: e.Error.typ(), code: e.Error.code(), msg: e.Error.Message}, true
+}
+
+// openAIQuotaCodes are the error codes of OpenAI's 429s for a spent quota,
+// balance or spend limit, which retrying does not fix
+// (https://help.openai.com/en/articles/6614457 and
+// https://developers.openai.com/api/docs/guides/spend-limits); their
+// error.type may be the broader insufficient_quota.
+var openAIQuotaCodes = map[string]bool{
+	"insufficient_quota":                true,
+	"credit_balance_exhausted":          true,
+	"organization_usage_limit_exceeded": true,
+	"organization_spend_limit_exceeded": true,
+	"project_spend_limit_exceeded":      true,
+}
+
+// openAIQuota reports whether an error is a 429 for a spent quota: its
+// type insufficient_quota or its code one of openAIQuotaCodes.
+func openAIQuota(e *APIError) bool {
+	return e.Status == http.StatusTooManyRequests && (e.Type == "insufficient_quota" || openAIQuotaCodes[e.Code])
 }
 
 // openAILimitHeaders are the canonical header names of each dimension:

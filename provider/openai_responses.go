@@ -86,6 +86,7 @@ var responsesWire = wireFormat{
 	requestID:  "X-Request-Id",
 	limits:     OpenAILimits,
 	parseError: parseOpenAIError,
+	quota:      openAIQuota,
 	event:      responsesEvent,
 	body:       decodeResponsesBody,
 }

@@ -239,7 +239,7 @@ func TestDecode(t *testing.T) {
 			resp: func(t *testing.T) *http.Response {
 				return jsonResponse(429, `{"error":{"message":"quota","type":null,"code":"insufficient_quota"}}`)
 			},
-			wantKind: strategies.Throttled, wantStatus: 429, wantType: "insufficient_quota",
+			wantKind: strategies.Quota, wantStatus: 429, wantType: "insufficient_quota",
 		},
 		{
 			name: "openai 503", p: OpenAI{},

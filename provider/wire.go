@@ -90,7 +90,10 @@ func joinURL(base, def, path string) string {
 type wireFormat struct {
 	requestID  string // the header carrying the request id
 	limits     func(http.Header, time.Time) strategies.Limits
-	parseError func(body []byte) (typ, msg string, ok bool)
+	parseError func(body []byte) (errorBody, bool)
+	// quota reports whether an error response is a refusal for a spent
+	// quota or spend cap, which no retry fixes; nil: none is.
+	quota func(e *APIError) bool
 	// event reads one event of a stream into s and says whether it was the
 	// last; decodeStream owns the reading loop.
 	event func(s *stream, ev Event) (last bool)
@@ -107,7 +110,11 @@ func decode(resp *http.Response, sent time.Time, f *wireFormat) (Response, strat
 	o := headerOutcome(resp, time.Now(), f.limits)
 	out := Response{RequestID: resp.Header.Get(f.requestID)}
 	if o.Kind != strategies.Success {
-		o.Err = readAPIError(resp, out.RequestID, f.parseError)
+		apiErr := readAPIError(resp, out.RequestID, f.parseError)
+		if f.quota != nil && f.quota(apiErr) {
+			o.Kind = strategies.Quota
+		}
+		o.Err = apiErr
 		return finish(resp, sent, out, o)
 	}
 	if isEventStream(resp) {
@@ -214,11 +221,11 @@ func readBody(resp *http.Response) ([]byte, error) {
 
 // readAPIError reads an error response's body and returns it as an APIError,
 // with type and message when the body has the provider's error shape.
-func readAPIError(resp *http.Response, requestID string, parse func([]byte) (typ, msg string, ok bool)) error {
+func readAPIError(resp *http.Response, requestID string, parse func([]byte) (errorBody, bool)) *APIError {
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	e := &APIError{Status: resp.StatusCode, RequestID: requestID}
-	if typ, msg, ok := parse(body); ok {
-		e.Type, e.Message = typ, msg
+	if b, ok := parse(body); ok {
+		e.Type, e.Code, e.Message = b.typ, b.code, b.msg
 	} else if err == nil {
 		e.Message = strings.TrimSpace(string(bytes.ToValidUTF8(body[:min(len(body), 512)], nil)))
 	}

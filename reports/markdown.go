@@ -136,6 +136,9 @@ func markdownStrategy(w io.Writer, res Result) {
 	if res.FinalLimit > 0 {
 		facts = append(facts, fmt.Sprintf("Final limit: %s.", formatFixed(res.FinalLimit, 0)))
 	}
+	if res.Quota > 0 {
+		facts = append(facts, fmt.Sprintf("**Quota spent:** %s attempts refused for a spent quota or spend cap (never retried).", formatInt(res.Quota)))
+	}
 	if res.Stats.Bound != "" {
 		facts = append(facts, fmt.Sprintf("**Ended at its own bound** (`%s`), not at a limit the server set.", res.Stats.Bound))
 	}

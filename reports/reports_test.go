@@ -385,3 +385,23 @@ func TestOwnBound(t *testing.T) {
 		t.Errorf("JSON lacks %s:\n%s", want, js.String())
 	}
 }
+
+// TestQuotaNote checks that refusals for a spent quota are named under the
+// table and in Markdown, apart from the 429s column.
+func TestQuotaNote(t *testing.T) {
+	res := Result{Name: "batch", Kind: "semaphore", Summary: measure.Summary{Items: 10, Completed: 4, Failed: 6, Attempts: 10, Quota: 6}}
+	rep := Report{Scenario: "s", Results: []Result{res}}
+	var tab, md bytes.Buffer
+	if err := Table(&tab, rep); err != nil {
+		t.Fatal(err)
+	}
+	if err := Markdown(&md, rep); err != nil {
+		t.Fatal(err)
+	}
+	if want := "batch: 6 attempts refused for a spent quota or spend cap (never retried)\n"; !strings.Contains(tab.String(), want) {
+		t.Errorf("table lacks %q:\n%s", want, tab.String())
+	}
+	if want := "**Quota spent:** 6 attempts"; !strings.Contains(md.String(), want) {
+		t.Errorf("markdown lacks %q:\n%s", want, md.String())
+	}
+}

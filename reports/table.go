@@ -130,7 +130,8 @@ func (t plainTable) render(w io.Writer) error {
 // width: for each command row how its program ran, and for each row with
 // early retries how many (a client that retries before the retry-after it
 // was given is a defect worth a line; zero, the normal case, is not
-// printed), and for each strategy that ended at its own configured bound
+// printed), how many attempts were refused for a spent quota, and for each
+// strategy that ended at its own configured bound
 // which one (the run was held by the row's settings, not by the server).
 // Peak concurrency is in Markdown, HTML, JSON and CSV.
 func writeServerNotes(w io.Writer, results []Result) {
@@ -149,6 +150,10 @@ func writeServerNotes(w io.Writer, results []Result) {
 		if v, ok := res.Server(); ok && v.EarlyRetries > 0 {
 			note("%s: %s early %s (sent before the retry-after they were given)\n",
 				res.Name, formatInt(v.EarlyRetries), plural(int(v.EarlyRetries), "retry", "retries"))
+		}
+		if res.Quota > 0 {
+			note("%s: %s %s refused for a spent quota or spend cap (never retried)\n",
+				res.Name, formatInt(res.Quota), plural(int(res.Quota), "attempt", "attempts"))
 		}
 		if b := res.Stats.Bound; b != "" {
 			note("%s: ended at its own bound (%s), not at a limit the server set\n", res.Name, b)

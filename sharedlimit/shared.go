@@ -541,6 +541,8 @@ func count(st *strategies.Stats, o strategies.Outcome) {
 		st.Throttles++
 	case strategies.Overloaded:
 		st.Overloads++
+	case strategies.Quota:
+		st.Quota++
 	case strategies.Canceled:
 		st.Cancels++
 	default:
@@ -562,7 +564,7 @@ func settledUsage(o strategies.Outcome, reserved int) int {
 		return used
 	}
 	switch o.Kind {
-	case strategies.Throttled, strategies.Overloaded, strategies.Abandoned:
+	case strategies.Throttled, strategies.Overloaded, strategies.Abandoned, strategies.Quota:
 		return 0
 	}
 	return reserved

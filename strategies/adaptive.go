@@ -118,6 +118,8 @@ const defaultRTT = time.Second
 //   - An overload (529/503) is the provider's, not the key's: it decreases the
 //     window by Decrease once per round trip and closes the gate for its
 //     server delay, but teaches no limit.
+//   - A refusal for a spent quota (Quota) is no congestion: it changes
+//     nothing, headers included.
 //
 // A round trip is the smoothed latency of the key's successes (one second
 // before the first). The learned state can be saved and loaded across runs
@@ -506,7 +508,11 @@ func (l *adaptiveLaw) finish(now time.Time, a adaptiveAttempt, o Outcome, done b
 	if a.seq == l.probe {
 		l.probe = 0
 	}
-	l.headers(now, a, o.Limits)
+	if o.Kind != Quota {
+		// A refusal for a spent quota says nothing of the rate limits,
+		// whatever its headers show.
+		l.headers(now, a, o.Limits)
+	}
 	switch o.Kind {
 	case Success:
 		l.success(now, a, o)

@@ -213,7 +213,7 @@ func (l *delayLaw) observe(now time.Time, o Outcome) {
 		until := now.Add(l.cfg.Cooldown)
 		l.cooldown.close(now, until)
 		l.events = append(l.events, Event{Time: now, Type: EventGateClose, Until: until, Reason: "cooldown"})
-	case Failed:
+	case Failed, Quota:
 		l.streak = 0
 	}
 }

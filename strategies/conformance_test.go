@@ -44,11 +44,71 @@ func TestConformance(t *testing.T) {
 			t.Run("accounting in slot", func(t *testing.T) { testAccounting(t, tc, false) })
 			t.Run("accounting requeue", func(t *testing.T) { testAccounting(t, tc, true) })
 			t.Run("done twice panics", func(t *testing.T) { testDoneTwice(t, tc) })
+			t.Run("quota fails fast in slot", func(t *testing.T) { testQuota(t, tc, false) })
+			t.Run("quota fails fast requeue", func(t *testing.T) { testQuota(t, tc, true) })
 			if tc.gate {
 				t.Run("retry-after gate", func(t *testing.T) { testGate(t, tc) })
 			}
 		})
 	}
+}
+
+// quotaRefusal is a refusal for a spent quota, dressed as a rate limit could
+// be: a 429 with a retry-after, x-should-retry: true and every rate-limit
+// dimension at 0.
+var quotaRefusal = Outcome{Kind: Quota, Status: 429, RetryAfter: 30 * time.Second, HasRetryAfter: true,
+	ShouldRetry: ptr(true), Limits: Limits{
+		Requests: Limit{Limit: 60, Remaining: 0, Reset: time.Date(2000, 1, 1, 0, 1, 0, 0, time.UTC)},
+		Tokens:   Limit{Limit: 1000, Remaining: 0, Reset: time.Date(2000, 1, 1, 0, 1, 0, 0, time.UTC)},
+	}}
+
+// testQuota makes calls whose attempt is refused for a spent quota, with
+// retries allowed: each must end after that one attempt, at once (no
+// retry, no backoff, no retry-after wait), count as Quota, and leave the
+// strategy's limit, delay and rate as they were, with the next Acquire
+// admitted at once (no gate, no cooldown, no decrease).
+func testQuota(t *testing.T, tc conformanceCase, requeue bool) {
+	synctest.Test(t, func(t *testing.T) {
+		s := tc.new()
+		// Warm up with a success, so a strategy pacing dispatches has
+		// dispatched once.
+		if _, err := Do(t.Context(), s, nil, conformanceCost, func(context.Context, int) Outcome {
+			return Outcome{Kind: Success, Status: 200, Latency: time.Millisecond}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		before := s.Stats()
+		p := &RetryPolicy{MaxRetries: 10, Requeue: requeue, Seed: 1}
+		for i := range 3 {
+			start := time.Now()
+			call, err := Do(t.Context(), s, p, conformanceCost, func(context.Context, int) Outcome { return quotaRefusal })
+			if err != nil {
+				t.Fatalf("call %d: %v", i, err)
+			}
+			if call.Attempts != 1 || call.Outcome.Kind != Quota {
+				t.Errorf("call %d: %d attempts ending %v, want 1 ending quota", i, call.Attempts, call.Outcome.Kind)
+			}
+			if w := call.Waits; w.Backoff != 0 || w.RetryAfter != 0 {
+				t.Errorf("call %d: waited %+v between attempts, want nothing", i, w)
+			}
+			// At most the strategy's own pacing between dispatches.
+			if d, pace := time.Since(start), time.Duration(before.Delay*float64(time.Second)); d > pace {
+				t.Errorf("call %d took %v, want at most the pacing delay %v", i, d, pace)
+			}
+		}
+		after := s.Stats()
+		if after.Quota != 3 || after.Throttles != before.Throttles || after.Errors != before.Errors {
+			t.Errorf("Stats: quota %d, throttles %d, errors %d; want 3, %d, %d",
+				after.Quota, after.Throttles, after.Errors, before.Throttles, before.Errors)
+		}
+		if after.Limit != before.Limit || after.Delay != before.Delay || after.Rate != before.Rate {
+			t.Errorf("Stats after quota refusals: limit %v, delay %v, rate %v; want %v, %v, %v as before",
+				after.Limit, after.Delay, after.Rate, before.Limit, before.Delay, before.Rate)
+		}
+		if after.WaitRetryAfter != before.WaitRetryAfter {
+			t.Errorf("Stats.WaitRetryAfter = %v after quota refusals, want %v: no gate closes", after.WaitRetryAfter, before.WaitRetryAfter)
+		}
+	})
 }
 
 type acquired struct {

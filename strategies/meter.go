@@ -159,6 +159,8 @@ func (m *meter) count(o Outcome) {
 		m.stats.Throttles++
 	case Overloaded:
 		m.stats.Overloads++
+	case Quota:
+		m.stats.Quota++
 	case Canceled:
 		m.stats.Cancels++
 	default:

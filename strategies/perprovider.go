@@ -134,6 +134,7 @@ func addStats(a, b Stats) Stats {
 		Overloads:      a.Overloads + b.Overloads,
 		Errors:         a.Errors + b.Errors,
 		Cancels:        a.Cancels + b.Cancels,
+		Quota:          a.Quota + b.Quota,
 		Bound:          joinBounds(a.Bound, b.Bound),
 	}
 }

@@ -103,6 +103,9 @@ func (p *RetryPolicy) jitter(n int64) int64 {
 // with o (anthropic-sdk-go's shouldRetry), retries left permitting:
 //
 //   - an attempt the caller canceled (Canceled, Abandoned) is never retried;
+//   - nor is one refused for a spent quota (Quota), whatever x-should-retry
+//     says: the SDKs key on the status alone and retry it, which only
+//     spends their retries and time (ratelab's deliberate difference);
 //   - an attempt that got no response (Status 0: a connection error, or a
 //     per-attempt timeout) is retried;
 //   - otherwise the x-should-retry header decides when present, whatever the
@@ -112,7 +115,7 @@ func (p *RetryPolicy) jitter(n int64) int64 {
 //     SDKs hand a streamed response to the caller and never retry it).
 func Retryable(o Outcome) bool {
 	switch {
-	case o.Kind == Canceled || o.Kind == Abandoned:
+	case o.Kind == Canceled || o.Kind == Abandoned || o.Kind == Quota:
 		return false
 	case o.Status == 0:
 		return o.Kind != Success

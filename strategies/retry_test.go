@@ -46,6 +46,9 @@ func TestRetryable(t *testing.T) {
 		{"canceled", Outcome{Kind: Canceled, Err: errors.New("context canceled")}, false},
 		{"canceled with status", Outcome{Kind: Canceled, Status: 429}, false},
 		{"abandoned", Outcome{Kind: Abandoned}, false},
+		{"quota 429", Outcome{Kind: Quota, Status: 429}, false},
+		{"quota 429 x-should-retry true", Outcome{Kind: Quota, Status: 429, ShouldRetry: ptr(true)}, false},
+		{"quota 429 with retry-after", Outcome{Kind: Quota, Status: 429, RetryAfter: time.Second, HasRetryAfter: true}, false},
 	}
 	for _, tt := range tests {
 		if got := Retryable(tt.o); got != tt.want {
@@ -173,6 +176,7 @@ func FuzzRetryPolicyNext(f *testing.F) {
 	f.Add(-1, 40, int(Failed), 0, int64(0), false, 0)
 	f.Add(2, 0, int(Failed), 400, int64(-time.Second), true, 1)
 	f.Add(2, 0, int(Success), 200, int64(0), false, 2)
+	f.Add(2, 0, int(Quota), 429, int64(time.Second), true, 2)
 	f.Fuzz(func(t *testing.T, maxRetries, taken, kind, status int, retryAfter int64, hasRetryAfter bool, shouldRetry int) {
 		o := Outcome{Kind: Kind(kind), Status: status, RetryAfter: time.Duration(retryAfter), HasRetryAfter: hasRetryAfter}
 		switch shouldRetry {
@@ -188,7 +192,7 @@ func FuzzRetryPolicyNext(f *testing.F) {
 			t.Errorf("Next = (false, %v), want no wait without a retry", wait)
 		case retry && maxRetries >= 0 && taken >= maxRetries:
 			t.Errorf("Next(%d) with MaxRetries %d retried", taken, maxRetries)
-		case retry && (o.Kind == Canceled || o.Kind == Abandoned):
+		case retry && (o.Kind == Canceled || o.Kind == Abandoned || o.Kind == Quota):
 			t.Errorf("Next retried a %v call", o.Kind)
 		case retry != (Retryable(o) && (maxRetries < 0 || taken < maxRetries)):
 			t.Errorf("Next retry = %v, disagrees with Retryable", retry)

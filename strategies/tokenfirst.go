@@ -201,7 +201,7 @@ func settledUsage(o Outcome, reserved float64) float64 {
 		return float64(used)
 	}
 	switch o.Kind {
-	case Throttled, Overloaded, Abandoned:
+	case Throttled, Overloaded, Abandoned, Quota:
 		return 0
 	}
 	return reserved

@@ -96,6 +96,7 @@ func TestSettledUsage(t *testing.T) {
 		{Outcome{Kind: Throttled, Status: 429}, 0},
 		{Outcome{Kind: Overloaded, Status: 529}, 0},
 		{Outcome{Kind: Abandoned}, 0},
+		{Outcome{Kind: Quota, Status: 429}, 0},
 		{Outcome{Kind: Failed, Status: 500}, 100},
 		{Outcome{Kind: Failed, Status: 200, Usage: Usage{InputTokens: 30, OutputTokens: 5}}, 35},
 		{Outcome{Kind: Canceled}, 100},

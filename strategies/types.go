@@ -27,9 +27,14 @@ const (
 	// strategies count it as a cancellation, not as an attempt, and learn
 	// nothing from it.
 	Abandoned
+	// Quota is a refusal for a spent quota or spend cap (Anthropic's
+	// spend-limit 429, OpenAI's 429 insufficient_quota): no wait makes the
+	// call succeed before the quota is raised or resets, so it is never
+	// retried, and strategies do not take it for congestion.
+	Quota
 )
 
-var kindNames = [...]string{"success", "throttled", "overloaded", "failed", "canceled", "abandoned"}
+var kindNames = [...]string{"success", "throttled", "overloaded", "failed", "canceled", "abandoned", "quota"}
 
 // String returns the kind's lowercase name, as used in reports.
 func (k Kind) String() string {
@@ -154,6 +159,7 @@ type Stats struct {
 	Overloads int64 `json:"overloads"`
 	Errors    int64 `json:"errors"`
 	Cancels   int64 `json:"cancels"`
+	Quota     int64 `json:"quota,omitempty"` // attempts refused for a spent quota or spend cap
 }
 
 // EventType names a change in a strategy's state.
