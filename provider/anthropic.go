@@ -90,6 +90,10 @@ func decodeAnthropicBody(msg gjson.Result, out Response) Response {
 					out.Usage.InputTokens = int(v.Int())
 				case "output_tokens":
 					out.Usage.OutputTokens = int(v.Int())
+				case "cache_read_input_tokens":
+					out.Usage.CacheReadInputTokens = int(v.Int())
+				case "cache_creation_input_tokens":
+					out.Usage.CacheCreationInputTokens = int(v.Int())
 				}
 				return true
 			})
@@ -123,16 +127,19 @@ func anthropicEvent(s *stream, ev Event) bool {
 	}
 	switch typ {
 	case "message_start":
-		f := gjson.GetManyBytes(ev.Data, "message.id", "message.usage.input_tokens", "message.usage.output_tokens")
+		f := gjson.GetManyBytes(ev.Data, "message.id", "message.usage.input_tokens", "message.usage.output_tokens",
+			"message.usage.cache_read_input_tokens", "message.usage.cache_creation_input_tokens")
 		s.out.ID = f[0].String()
-		s.out.Usage = strategies.Usage{InputTokens: int(f[1].Int()), OutputTokens: int(f[2].Int())}
+		s.out.Usage = strategies.Usage{InputTokens: int(f[1].Int()), OutputTokens: int(f[2].Int()),
+			CacheReadInputTokens: int(f[3].Int()), CacheCreationInputTokens: int(f[4].Int())}
 	case "content_block_delta":
 		f := gjson.GetManyBytes(ev.Data, "delta.type", "delta.text")
 		if f[0].String() == "text_delta" {
 			s.delta(f[1].String())
 		}
 	case "message_delta":
-		f := gjson.GetManyBytes(ev.Data, "delta.stop_reason", "usage.output_tokens", "usage.input_tokens")
+		f := gjson.GetManyBytes(ev.Data, "delta.stop_reason", "usage.output_tokens", "usage.input_tokens",
+			"usage.cache_read_input_tokens", "usage.cache_creation_input_tokens")
 		if v := f[0].String(); v != "" {
 			s.out.StopReason = v
 		}
@@ -141,6 +148,12 @@ func anthropicEvent(s *stream, ev Event) bool {
 		}
 		if v := f[2].Int(); v > 0 {
 			s.out.Usage.InputTokens = int(v)
+		}
+		if v := f[3].Int(); v > 0 {
+			s.out.Usage.CacheReadInputTokens = int(v)
+		}
+		if v := f[4].Int(); v > 0 {
+			s.out.Usage.CacheCreationInputTokens = int(v)
 		}
 	case "message_stop":
 		return true

@@ -144,8 +144,8 @@ func openAIUsage(u gjson.Result) strategies.Usage {
 	if !u.IsObject() {
 		return strategies.Usage{}
 	}
-	f := gjson.GetMany(u.Raw, "prompt_tokens", "completion_tokens")
-	return strategies.Usage{InputTokens: int(f[0].Int()), OutputTokens: int(f[1].Int())}
+	f := gjson.GetMany(u.Raw, "prompt_tokens", "completion_tokens", "prompt_tokens_details.cached_tokens")
+	return strategies.Usage{InputTokens: int(f[0].Int()), OutputTokens: int(f[1].Int()), CacheReadInputTokens: int(f[2].Int())}
 }
 
 // openAIChunk reads one chunk of the data-only stream, which ends at

@@ -143,8 +143,8 @@ func responsesUsage(u gjson.Result) strategies.Usage {
 	if !u.IsObject() {
 		return strategies.Usage{}
 	}
-	f := gjson.GetMany(u.Raw, "input_tokens", "output_tokens")
-	return strategies.Usage{InputTokens: int(f[0].Int()), OutputTokens: int(f[1].Int())}
+	f := gjson.GetMany(u.Raw, "input_tokens", "output_tokens", "input_tokens_details.cached_tokens")
+	return strategies.Usage{InputTokens: int(f[0].Int()), OutputTokens: int(f[1].Int()), CacheReadInputTokens: int(f[2].Int())}
 }
 
 // responsesEvent reads one event of the Responses stream, which ends at

@@ -560,7 +560,7 @@ func (s *Shared) emitLocked(e strategies.Event) {
 // settledUsage returns what a call that reserved reserved tokens is charged
 // when its last outcome is o, by strategies.TokenFirst's rules.
 func settledUsage(o strategies.Outcome, reserved int) int {
-	if used := o.Usage.InputTokens + o.Usage.OutputTokens; used > 0 {
+	if used := o.Usage.Counted(); used > 0 {
 		return used
 	}
 	switch o.Kind {

@@ -22,7 +22,7 @@ type TokenFirstConfig struct {
 }
 
 // TokenFirst gates each call on both a provider's limits, tokens first: it
-// reserves the call's Cost.Tokens() (input estimate + max_tokens) from a
+// reserves the call's Cost.Tokens() (uncached input estimate + max_tokens) from a
 // tokens-per-minute budget, then takes one of MaxConcurrent slots, so a call
 // waiting for budget never holds a slot a cheaper call could use (the seeds'
 // `await gateway.tokens.acquire(reserve)` before `async with gateway.slots`).
@@ -30,8 +30,10 @@ type TokenFirstConfig struct {
 // reported, and unused tokens go back to the calls waiting. Both lines are
 // FIFO.
 //
-// Settlement, per outcome passed to Done: the reported Usage (input + output
-// tokens) when there is one; nothing used for a call rejected at admission
+// Settlement, per outcome passed to Done: the reported Usage as the
+// provider's limits count it (Usage.Counted: input, cache writes and output,
+// without the cache reads Anthropic leaves out of its limits) when there
+// is one; nothing used for a call rejected at admission
 // (Throttled, Overloaded) or given up between attempts (Abandoned); the whole
 // reservation otherwise (a success without usage, a failure, a cancellation:
 // what they used is unknown). An attempt reported with Observe that carries
@@ -191,8 +193,10 @@ func (s *TokenFirst) Stats() Stats {
 	return st
 }
 
-// usageOf returns the tokens an outcome reports as used.
-func usageOf(o Outcome) int { return o.Usage.InputTokens + o.Usage.OutputTokens }
+// usageOf returns the tokens an outcome reports as used against the
+// provider's limits (Usage.Counted: cache reads an Anthropic response
+// reports apart are not charged).
+func usageOf(o Outcome) int { return o.Usage.Counted() }
 
 // settledUsage returns what a call that reserved reserved tokens is charged
 // when its last outcome is o (see TokenFirst).

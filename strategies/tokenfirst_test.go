@@ -92,6 +92,12 @@ func TestSettledUsage(t *testing.T) {
 	}{
 		{Outcome{Kind: Success, Usage: Usage{InputTokens: 30, OutputTokens: 12}}, 42},
 		{Outcome{Kind: Success, Usage: Usage{InputTokens: 90, OutputTokens: 60}}, 150},
+		// Anthropic's cache reads are reported apart and left out of its
+		// limits; cache writes count.
+		{Outcome{Kind: Success, Usage: Usage{InputTokens: 10, CacheReadInputTokens: 5000, OutputTokens: 20}}, 30},
+		{Outcome{Kind: Success, Usage: Usage{InputTokens: 10, CacheCreationInputTokens: 50, OutputTokens: 20}}, 80},
+		// OpenAI's cached tokens are part of input_tokens, and counted.
+		{Outcome{Kind: Success, Usage: Usage{InputTokens: 2000, CacheReadInputTokens: 1024, OutputTokens: 20}}, 2020},
 		{Outcome{Kind: Success}, 100},
 		{Outcome{Kind: Throttled, Status: 429}, 0},
 		{Outcome{Kind: Overloaded, Status: 529}, 0},

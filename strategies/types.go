@@ -46,9 +46,27 @@ func (k Kind) String() string {
 
 // Usage is the token usage a server reported for an attempt.
 type Usage struct {
+	// InputTokens is the provider's input count: Anthropic's input_tokens
+	// (the input neither read from nor written to its prompt cache),
+	// OpenAI's prompt_tokens or input_tokens (all of it, cached included).
 	InputTokens  int `json:"input_tokens"`
 	OutputTokens int `json:"output_tokens"`
+	// CacheReadInputTokens is the input read from the provider's prompt
+	// cache: Anthropic's cache_read_input_tokens, not in InputTokens and
+	// not counted toward its input-tokens limit for current models;
+	// OpenAI's cached_tokens, part of InputTokens and of its limit.
+	CacheReadInputTokens int `json:"cache_read_input_tokens,omitempty"`
+	// CacheCreationInputTokens is Anthropic's cache_creation_input_tokens:
+	// input written to the cache, not in InputTokens but counted toward
+	// its input-tokens limit.
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens,omitempty"`
 }
+
+// Counted returns the tokens of u that count toward a provider's token
+// limits: InputTokens, CacheCreationInputTokens and OutputTokens. Cache
+// reads count only where the provider includes them in InputTokens
+// (OpenAI); Anthropic reports them apart because its limits leave them out.
+func (u Usage) Counted() int { return u.InputTokens + u.CacheCreationInputTokens + u.OutputTokens }
 
 // Limit is one dimension of a provider's rate-limit headers. The zero value
 // means the header was absent.
@@ -99,13 +117,18 @@ type Cost struct {
 	Key      string
 	// InputTokens is the caller's estimate of the prompt's tokens.
 	InputTokens int
+	// CachedInputTokens is the part of InputTokens the caller expects the
+	// provider to read from its prompt cache and leave out of its
+	// input-tokens limit (Anthropic, for current models; not OpenAI, whose
+	// limits count cached input). 0 when none is expected.
+	CachedInputTokens int
 	// MaxTokens is the request's max_tokens.
 	MaxTokens int
 }
 
-// Tokens returns the reservation a token budget takes for the call:
-// InputTokens + MaxTokens.
-func (c Cost) Tokens() int { return c.InputTokens + c.MaxTokens }
+// Tokens returns the reservation a token budget takes for the call: the
+// uncached input (InputTokens less CachedInputTokens) + MaxTokens.
+func (c Cost) Tokens() int { return max(c.InputTokens-c.CachedInputTokens, 0) + c.MaxTokens }
 
 // A Strategy decides when an attempt may start and learns from how it ended.
 // Implementations are safe for concurrent use.
