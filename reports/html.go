@@ -138,6 +138,12 @@ func newHTMLStrategy(anchor string, res Result) htmlStrategy {
 	if res.FinalLimit > 0 {
 		s.Stats = append(s.Stats, htmlStat{"final limit", formatFixed(res.FinalLimit, 0)})
 	}
+	if res.Stats.Bound != "" {
+		s.Stats = append(s.Stats, htmlStat{"ended at its own bound", res.Stats.Bound})
+	}
+	if res.Quota > 0 {
+		s.Stats = append(s.Stats, htmlStat{"quota refusals", formatInt(res.Quota)})
+	}
 	if v, ok := res.Server(); ok {
 		s.Stats = append(s.Stats, htmlStat{"peak concurrency", formatInt(v.PeakConcurrency)},
 			htmlStat{"early retries", formatInt(v.EarlyRetries)})

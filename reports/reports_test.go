@@ -381,6 +381,13 @@ func TestOwnBound(t *testing.T) {
 	if want := "**Ended at its own bound** (`max: 1000`)"; !strings.Contains(md.String(), want) {
 		t.Errorf("markdown lacks %q:\n%s", want, md.String())
 	}
+	var page bytes.Buffer
+	if err := HTML(&page, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(page.String(), "ended at its own bound") || !strings.Contains(page.String(), "max: 1000") {
+		t.Errorf("HTML lacks the bound")
+	}
 	if want := `"bound": "max: 1000"`; !strings.Contains(js.String(), want) {
 		t.Errorf("JSON lacks %s:\n%s", want, js.String())
 	}
