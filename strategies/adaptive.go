@@ -101,9 +101,10 @@ const defaultRTT = time.Second
 //     nothing remaining (a per-minute budget is spent: closed until the
 //     later of its reset and the delay; for the requests budget, until the
 //     delay, and the copy of the budget paces the calls after it; such a
-//     refusal is the rate's and teaches no limit), the server held none of our other
-//     calls, or the server refuses again a call sent after the window was
-//     cut, before it has held any such call. A refused probe never closes it.
+//     refusal is the rate's and teaches no limit), the server held none of
+//     our other calls, or the server refuses again a call sent after the
+//     window was cut, before it has held any such call. A refused probe
+//     never closes it.
 //   - Rate-limit headers. A published requests limit (per minute) is a
 //     budget the law keeps a copy of: a bucket holding up to the limit and
 //     refilling at it, set from each response to the requests remaining
