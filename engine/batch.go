@@ -318,7 +318,7 @@ func (b *Batch) Run(ctx context.Context) (BatchSummary, error) {
 	}
 	jsonl := NewJSONL(out)
 	cfg.Sinks = []Sink{sinkFunc(func(r Result) error {
-		if isThrottled(r) || r.transient {
+		if r.Kind.Temporary() {
 			sum.Requeued++
 			q.push(r, time.Now())
 			return nil
@@ -359,23 +359,6 @@ func (b *Batch) Run(ctx context.Context) (BatchSummary, error) {
 type sinkFunc func(Result) error
 
 func (f sinkFunc) Put(r Result) error { return f(r) }
-
-// isThrottled reports whether r is a throttle the batch re-queues rather
-// than records: the server asked the client to slow down, and the item
-// will succeed later. OpenAI's insufficient_quota is a 429 that will not.
-func isThrottled(r Result) bool {
-	e := r.Err
-	if e == nil || e.Type == "insufficient_quota" {
-		return false
-	}
-	switch {
-	case e.Status == 429, e.Status == 529, e.Status == 503:
-		return true
-	case e.Type == "rate_limit_error", e.Type == "overloaded_error":
-		return true
-	}
-	return false
-}
 
 // requeue holds the throttled items waiting to be taken again and counts
 // the items that have no terminal result yet.

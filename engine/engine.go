@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -86,14 +87,98 @@ type Result struct {
 	Timings  Timings         `json:"timings"`
 	Metadata json.RawMessage `json:"metadata,omitempty"`
 
-	// transient is set when the last attempt failed with a connection error
-	// a later attempt may get past (provider.Transient): a batch re-queues
-	// such an item instead of recording it.
-	transient bool
+	// Kind classifies how the item ended, from its last attempt's Outcome,
+	// where the Result is made: a caller deciding what to do with a failure
+	// switches on it instead of parsing Err back. It is not part of the
+	// result line (results.jsonl keeps its format, and Err says it there);
+	// ReadJSONL sets it to Succeeded or Failed.
+	Kind ResultKind `json:"-"`
 }
 
 // OK reports whether the item succeeded.
 func (r *Result) OK() bool { return r.Err == nil }
+
+// ResultKind is how an item ended. Throttled, Overloaded and Unreachable are
+// temporary (Temporary): the same call succeeds later, once the server or
+// the network allows it; Failed is permanent.
+type ResultKind uint8
+
+const (
+	// Succeeded: the item has its text.
+	Succeeded ResultKind = iota
+	// Throttled: the last attempt was a 429, or a stream's rate_limit_error
+	// event: the caller's own limit. OpenAI's insufficient_quota is a 429
+	// that waiting does not fix, so it is Failed.
+	Throttled
+	// Overloaded: the last attempt was a 529 or 503, or a stream's
+	// overloaded_error event: the provider is busy for everyone.
+	Overloaded
+	// Unreachable: the last attempt got no response, and its connection
+	// failed the way a server down or restarting makes it fail
+	// (provider.Transient: refused, reset, closed before any byte).
+	Unreachable
+	// Failed: anything else: a 4xx, a server error once retries are spent,
+	// a response Check rejected, a TLS failure, a reply that is not HTTP, a
+	// call the strategy could never admit.
+	Failed
+)
+
+var resultKindNames = [...]string{"succeeded", "throttled", "overloaded", "unreachable", "failed"}
+
+// String returns the kind's lowercase name.
+func (k ResultKind) String() string {
+	if int(k) >= len(resultKindNames) {
+		return fmt.Sprintf("ResultKind(%d)", k)
+	}
+	return resultKindNames[k]
+}
+
+// Temporary reports whether the same call may succeed later unchanged:
+// Throttled, Overloaded and Unreachable.
+func (k ResultKind) Temporary() bool {
+	return k == Throttled || k == Overloaded || k == Unreachable
+}
+
+// MarshalText encodes the kind as its name, so that it is a string in JSON.
+func (k ResultKind) MarshalText() ([]byte, error) {
+	if int(k) >= len(resultKindNames) {
+		return nil, fmt.Errorf("engine: invalid ResultKind %d", k)
+	}
+	return []byte(resultKindNames[k]), nil
+}
+
+// UnmarshalText decodes a kind's name.
+func (k *ResultKind) UnmarshalText(b []byte) error {
+	for i, name := range resultKindNames {
+		if string(b) == name {
+			*k = ResultKind(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("engine: unknown result kind %q (want one of %s)", b, strings.Join(resultKindNames[:], ", "))
+}
+
+// kindOf classifies an attempt's outcome that was not a success. The
+// provider's error type is read from its *provider.APIError, where the
+// provider put it: a stream's error event has status 200, and a 429 may be
+// a spent quota.
+func kindOf(o strategies.Outcome) ResultKind {
+	var typ string
+	if apiErr := (*provider.APIError)(nil); errors.As(o.Err, &apiErr) {
+		typ = apiErr.Type
+	}
+	switch {
+	case typ == "insufficient_quota":
+		return Failed
+	case o.Kind == strategies.Throttled, typ == "rate_limit_error":
+		return Throttled
+	case o.Kind == strategies.Overloaded, typ == "overloaded_error":
+		return Overloaded
+	case provider.Transient(o):
+		return Unreachable
+	}
+	return Failed
+}
 
 // ResultError is how an item failed, after its last attempt: the HTTP status
 // (0 when no response arrived; 200 for a stream that broke or carried an
@@ -494,12 +579,15 @@ func (r *run) process(it Item) {
 		return
 	case err != nil:
 		res.Err = &ResultError{Type: "rejected", Message: err.Error()}
+		res.Kind = Failed
 		if call.Attempts > 0 {
 			res.Err.Status, res.Err.Type, res.Err.Message = provider.Describe(o)
+			res.Kind = kindOf(o)
 		}
 	case o.Kind == strategies.Success && invalid != nil:
 		res.Text, res.StopReason, res.Usage = resp.Text, resp.StopReason, resp.Usage
 		res.Err = &ResultError{Status: o.Status, Type: "validation_error", Message: invalid.Error()}
+		res.Kind = Failed
 	case o.Kind == strategies.Success:
 		res.Text, res.StopReason, res.Usage = resp.Text, resp.StopReason, resp.Usage
 		res.Timings.TTFT = resp.TTFT
@@ -507,7 +595,7 @@ func (r *run) process(it Item) {
 		res.Usage = o.Usage
 		status, typ, msg := provider.Describe(o)
 		res.Err = &ResultError{Status: status, Type: typ, Message: msg}
-		res.transient = provider.Transient(o)
+		res.Kind = kindOf(o)
 	}
 	r.deliver(res)
 }

@@ -59,7 +59,8 @@ var ErrTornLine = errors.New("engine: torn last line")
 // newline is torn: ReadJSONL returns ErrTornLine (wrapped, with the line
 // number) and the offset to truncate the file to. A complete line that is
 // not a Result is an error naming the line; an error from fn stops the read
-// and is returned as is.
+// and is returned as is. A line does not carry its Result's Kind: a result
+// with an error is read as Failed (what a batch records is terminal).
 func ReadJSONL(r io.Reader, fn func(Result) error) (offset int64, err error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	for line := 1; ; line++ {
@@ -77,6 +78,9 @@ func ReadJSONL(r io.Reader, fn func(Result) error) (offset int64, err error) {
 			var res Result
 			if err := json.Unmarshal(b, &res); err != nil {
 				return offset, fmt.Errorf("engine: results line %d: %w", line, err)
+			}
+			if res.Err != nil {
+				res.Kind = Failed
 			}
 			if err := fn(res); err != nil {
 				return offset, err
