@@ -9,18 +9,15 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ratelab/ratelab/internal/fielderr"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/provider"
-	"github.com/ratelab/ratelab/strategies"
 )
 
 // BatchInput is one line of a batch's input file (items.jsonl):
@@ -116,15 +113,17 @@ func (e *InputErrors) Unwrap() []error {
 //     result is appended when it is terminal: a success, or a permanent
 //     failure (400, 401, 403, 413, a validation error, or any failure
 //     left once Config.Retry's retries are spent). A throttled result (429,
-//     529, 503, or a stream's rate_limit_error or overloaded_error event) is
-//     not terminal: the item goes back in the queue, to be taken again,
-//     ahead of the items not yet started, once the server's retry-after has
-//     passed (or, without one, the SDKs' backoff for its round: 0.5 s
-//     doubling to 8 s); its next result counts every attempt.
+//     529, 503, or a stream's rate_limit_error or overloaded_error event:
+//     Result.Kind Throttled or Overloaded) is not terminal: through
+//     Config.Again, the engine's re-queue, the item's worker releases its
+//     permit, waits for the server's retry-after (or, without one, the SDKs'
+//     backoff for its round: 0.5 s doubling to 8 s, jittered from
+//     Config.Retry's seed) and makes it again as a new call, retries
+//     afresh; its result counts every attempt and wait of every round.
 //
 // A connection that failed before any response byte (refused, reset,
-// closed, unreachable: provider.Transient) is a transient fault too: the
-// item is re-queued the same way, with the SDKs' jittered backoff, however
+// closed, unreachable: Result.Kind Unreachable) is a transient fault too: the
+// item is made again the same way, with the SDKs' jittered backoff, however
 // many retries Config.Retry allows. After CircuitThreshold such failures in
 // a row the batch's circuit opens: it pauses every item (no slot taken, no
 // attempt made) but one probe per backoff period (0.5 s doubling to 8 s,
@@ -210,7 +209,7 @@ type BatchSummary struct {
 	// (invalid_request_error, validation_error, connection_error, …).
 	FailedByType map[string]int `json:"failed_by_type"`
 	// Requeued counts the times an item was throttled, or its connection
-	// failed, and it was re-queued.
+	// failed, and it was made again (Config.Again said so).
 	Requeued int `json:"requeued"`
 	// Outages counts the times the endpoint stopped answering and the batch
 	// paused; OutageSeconds is how long it was paused in all.
@@ -219,8 +218,8 @@ type BatchSummary struct {
 	// Remaining counts the items with no result: the run was interrupted.
 	Remaining int `json:"remaining"`
 	// Run is the engine's summary of this run: attempts, 429s, tokens, wall
-	// time, the strategy's final limit. Its Completed and Failed count
-	// every round of a re-queued item; the fields above do not.
+	// time, the strategy's final limit. Its Completed and Failed count the
+	// items this run recorded, as the fields above do.
 	Run measure.Summary `json:"run"`
 }
 
@@ -293,10 +292,8 @@ func (b *Batch) Run(ctx context.Context) (BatchSummary, error) {
 		return sum, out.Close()
 	}
 
-	q := newRequeue(todo)
 	cfg := b.Config
 	cfg.Items = todo
-	var r *run
 	maxOutage := b.MaxOutage
 	if maxOutage == 0 {
 		maxOutage = DefaultMaxOutage
@@ -305,12 +302,18 @@ func (b *Batch) Run(ctx context.Context) (BatchSummary, error) {
 	if cfg.Retry != nil {
 		seed = cfg.Retry.Seed
 	}
-	circ := newCircuit(seed, maxOutage, b.OnOutage, func(err error) { r.abort(err, nil) })
+	runCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	circ := newCircuit(seed, maxOutage, b.OnOutage, stop)
 	cfg.Strategy = gated{Strategy: cfg.Strategy, c: circ}
+	var requeued atomic.Int64
+	cfg.Again = func(Result) bool {
+		requeued.Add(1)
+		return true
+	}
 	userSinks, onResult, onAttempt := cfg.Sinks, cfg.OnResult, cfg.OnAttempt
 	cfg.OnResult = nil
 	cfg.OnAttempt = func(a Attempt) {
-		q.attempt(a)
 		circ.observe(a)
 		if onAttempt != nil {
 			onAttempt(a)
@@ -318,12 +321,6 @@ func (b *Batch) Run(ctx context.Context) (BatchSummary, error) {
 	}
 	jsonl := NewJSONL(out)
 	cfg.Sinks = []Sink{sinkFunc(func(r Result) error {
-		if r.Kind.Temporary() {
-			sum.Requeued++
-			q.push(r, time.Now())
-			return nil
-		}
-		r.Attempts += q.finish(r.Index)
 		if err := jsonl.Put(r); err != nil {
 			return err // names the output already (an *os.PathError)
 		}
@@ -345,8 +342,8 @@ func (b *Batch) Run(ctx context.Context) (BatchSummary, error) {
 		return nil
 	})}
 
-	r = newRun(ctx, cfg)
-	sum.Run, err = r.run(b.source(ids, q, r.stopCtx.Done()))
+	sum.Run, err = Run(runCtx, cfg, b.source(ids))
+	sum.Requeued = int(requeued.Load())
 	outages, down := circ.stats()
 	sum.Outages, sum.OutageSeconds = outages, down.Seconds()
 	if cerr := out.Close(); err == nil && cerr != nil {
@@ -360,152 +357,10 @@ type sinkFunc func(Result) error
 
 func (f sinkFunc) Put(r Result) error { return f(r) }
 
-// requeue holds the throttled items waiting to be taken again and counts
-// the items that have no terminal result yet.
-type requeue struct {
-	mu          sync.Mutex
-	items       []queued
-	inflight    map[int]Item          // item index → the item, until it is recorded
-	prior       map[int]int           // item index → attempts made in earlier rounds
-	rounds      map[int]int           // item index → times re-queued
-	delay       map[int]time.Duration // item index → the server's last retry-after
-	todo        int                   // items to make, as the first pass counted them
-	outstanding int                   // items not yet recorded
-	signal      chan struct{}
-}
-
-// queued is a re-queued item and when it may be taken again.
-type queued struct {
-	it Item
-	at time.Time
-}
-
-func newRequeue(todo int) *requeue {
-	return &requeue{
-		inflight: make(map[int]Item), prior: make(map[int]int),
-		rounds: make(map[int]int), delay: make(map[int]time.Duration),
-		todo: todo, outstanding: todo, signal: make(chan struct{}, 1),
-	}
-}
-
-// attempt notes the retry-after of a throttled attempt, for the item's
-// next round.
-func (q *requeue) attempt(a Attempt) {
-	if o := a.Outcome; o.HasRetryAfter && (o.Kind == strategies.Throttled || o.Kind == strategies.Overloaded) {
-		q.mu.Lock()
-		q.delay[a.Index] = strategies.ServerDelay(o)
-		q.mu.Unlock()
-	}
-}
-
-// push re-queues r's item, to be taken again once the server's last
-// retry-after has passed, or else after the SDKs' backoff for its round
-// (0.5 s doubling to 8 s): taken at once, a throttled item would only be
-// throttled again. It is called from the run's delivery and never blocks;
-// the queue holds at most one item per worker.
-func (q *requeue) push(r Result, now time.Time) {
-	q.mu.Lock()
-	q.prior[r.Index] += r.Attempts
-	wait, ok := q.delay[r.Index]
-	if !ok {
-		wait = strategies.Backoff(q.rounds[r.Index], rand.Int64N)
-	}
-	q.rounds[r.Index]++
-	delete(q.delay, r.Index)
-	q.items = append(q.items, queued{q.inflight[r.Index], now.Add(wait)})
-	q.mu.Unlock()
-	q.notify()
-}
-
-// finish records that item index has its terminal result and returns the
-// attempts its earlier rounds made.
-func (q *requeue) finish(index int) int {
-	q.mu.Lock()
-	n := q.prior[index]
-	delete(q.prior, index)
-	delete(q.inflight, index)
-	delete(q.rounds, index)
-	delete(q.delay, index)
-	q.outstanding--
-	q.mu.Unlock()
-	q.notify()
-	return n
-}
-
-// settle gives up on n items that will never be taken.
-func (q *requeue) settle(n int) {
-	if n <= 0 {
-		return
-	}
-	q.mu.Lock()
-	q.outstanding -= n
-	q.mu.Unlock()
-	q.notify()
-}
-
-// track remembers an item taken from the input, to re-queue it.
-func (q *requeue) track(it Item) {
-	q.mu.Lock()
-	q.inflight[it.Index] = it
-	q.mu.Unlock()
-}
-
-func (q *requeue) notify() {
-	select {
-	case q.signal <- struct{}{}:
-	default:
-	}
-}
-
-// pop returns the first re-queued item due at now, if any, and otherwise
-// when the next one is due (zero when none waits).
-func (q *requeue) pop(now time.Time) (it Item, ok bool, next time.Time) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	for i, e := range q.items {
-		if !e.at.After(now) {
-			q.items = slices.Delete(q.items, i, i+1)
-			return e.it, true, time.Time{}
-		}
-		if next.IsZero() || e.at.Before(next) {
-			next = e.at
-		}
-	}
-	return Item{}, false, next
-}
-
-// done reports whether every item is recorded (or will never come) and
-// none waits in the queue.
-func (q *requeue) done() bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.outstanding <= 0 && len(q.items) == 0
-}
-
-// source streams the input's items still to do, re-queued items first once
-// they are due, and ends when every item has its terminal result or the run
-// stops.
-func (b *Batch) source(ids map[idKey]idState, q *requeue, stop <-chan struct{}) Source {
+// source streams the input's items still to do.
+func (b *Batch) source(ids map[idKey]idState) Source {
 	return func(yield func(Item, error) bool) {
-		// drain yields the re-queued items that are due, and returns when
-		// the next one is due (zero when none waits).
-		drain := func() (next time.Time, ok bool) {
-			for {
-				it, due, next := q.pop(time.Now())
-				if !due {
-					return next, true
-				}
-				if !yield(it, nil) {
-					return time.Time{}, false
-				}
-			}
-		}
-		taken, stopped := 0, false
 		err := b.scan(func(line int, in *BatchInput, _ *InputError) bool {
-			if _, ok := drain(); !ok {
-				stopped = true
-				return false
-			}
 			if in == nil {
 				return true
 			}
@@ -513,43 +368,10 @@ func (b *Batch) source(ids map[idKey]idState, q *requeue, stop <-chan struct{}) 
 			if int(st.line) != line || st.done != notDone {
 				return true // a duplicate, or done in an earlier run
 			}
-			it := b.item(line, in)
-			q.track(it)
-			taken++
-			if !yield(it, nil) {
-				stopped = true
-				return false
-			}
-			return true
+			return yield(b.item(line, in), nil)
 		})
 		if err != nil {
 			yield(Item{}, err)
-			return
-		}
-		if stopped {
-			return
-		}
-		// An input edited since the first pass may have lost items; they
-		// will not come, so do not wait for them.
-		q.settle(q.todo - taken)
-		timer := time.NewTimer(time.Hour)
-		defer timer.Stop()
-		for {
-			next, ok := drain()
-			if !ok || q.done() {
-				return
-			}
-			var due <-chan time.Time
-			if !next.IsZero() {
-				timer.Reset(time.Until(next))
-				due = timer.C
-			}
-			select {
-			case <-q.signal:
-			case <-due:
-			case <-stop:
-				return
-			}
 		}
 	}
 }

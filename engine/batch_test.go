@@ -288,6 +288,10 @@ func TestBatchRequeue(t *testing.T) {
 	if sum.Completed != n || sum.Requeued != 2*n+1 || !sum.AllOK() {
 		t.Errorf("completed %d, requeued %d, all ok %v; want %d, %d, true", sum.Completed, sum.Requeued, sum.AllOK(), n, 2*n+1)
 	}
+	// The engine counts each item once, whatever its rounds.
+	if sum.Run.Completed != n || sum.Run.Failed != 0 || sum.Run.Attempts != 3*n+1 || sum.Run.Throttled != 2*n {
+		t.Errorf("run: completed %d, failed %d, attempts %d, 429s %d; want %d, 0, %d, %d", sum.Run.Completed, sum.Run.Failed, sum.Run.Attempts, sum.Run.Throttled, n, 3*n+1, 2*n)
+	}
 	for id, rs := range checkExactlyOnce(t, b.Output, n) {
 		want := 3
 		if id == "id-5" {
@@ -461,6 +465,14 @@ func TestBatchRequeueWaits(t *testing.T) {
 					}
 					if gap := at[1].Sub(at[0]); gap < tt.min || gap > tt.max {
 						t.Errorf("%s: taken again after %v, want %v to %v", p, gap, tt.min, tt.max)
+					}
+				}
+				// Each result counts the wait between its rounds.
+				for id, rs := range readOutput(t, b.Output) {
+					tm := rs[0].Timings
+					gap := c.calls[id][1].Sub(c.calls[id][0])
+					if waited := tm.WaitRetryAfter + tm.Backoff; waited != gap || rs[0].Attempts != 2 {
+						t.Errorf("%s: waited %v between rounds, attempts %d; want %v, 2", id, waited, rs[0].Attempts, gap)
 					}
 				}
 			})

@@ -65,7 +65,8 @@ func plural(n int, noun string) string {
 // attempt before its strategy's Acquire, so that neither slots nor retries
 // are spent on a server that is down. The first attempt that gets any
 // response closes it. It is a gate in front of the strategy rather than a
-// second queue: the items themselves wait in the batch's requeue.
+// second queue: the items themselves wait in their workers, between rounds
+// (Config.Again).
 type circuit struct {
 	maxOutage time.Duration    // <= 0: never give up
 	onChange  func(Outage)     // called outside the lock

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math/rand/v2"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -300,6 +301,20 @@ type Config struct {
 	// OnResult, when set, is called with every finished Result, after the
 	// sinks, one at a time.
 	OnResult func(Result)
+	// Again, when set, is asked about every item whose call ended
+	// temporarily (Result.Kind.Temporary: throttled, overloaded or
+	// unreachable) before its Result is delivered. When it says true, the
+	// item is not finished: its worker waits, holding no permit, for the
+	// server's retry-after or else the SDKs' backoff for the item's round
+	// (strategies.Backoff: 0.5 s doubling to 8 s, jittered from Retry's
+	// seed), then makes it again as a new call under Strategy and Retry,
+	// retries afresh, as RetryPolicy.Requeue makes a retry; the Result
+	// finally delivered counts every round's attempts and waits. A batch
+	// makes its throttled items this way until they succeed, whatever Retry
+	// allows. Again is called concurrently from the workers and must not
+	// block. It is not asked once the run is stopping: an item whose round
+	// ends then, or that is waiting between rounds, is not finished.
+	Again func(Result) bool
 }
 
 // PanicError is what Run panics with when a worker panicked: the original
@@ -526,22 +541,79 @@ func (r *run) abort(err error, p *PanicError) {
 // interrupted before the item finished.
 func (r *run) process(it Item) {
 	cost := r.cost(it.Request)
-	res := Result{Index: it.Index, ID: it.ID, Metadata: it.Metadata}
-	res.Timings.Start = time.Now()
+	start := time.Now()
 	var (
-		resp     provider.Response
-		call     strategies.Call
-		err      error
 		attempts int // over every call made for the item
 		waits    strategies.Waits
-		invalid  error // Check's verdict on the last response, when it rejected it
+		rng      *rand.Rand // the jitter of the backoff between rounds
 	)
 	// A jitter source per item keeps runs with the same seed identical,
 	// whatever order the workers happen to retry in.
 	policy := r.cfg.Retry.ForCall(int64(it.Index))
+	for round := 0; ; round++ {
+		res, o, ok := r.call(it, cost, policy, &attempts, &waits)
+		if !ok {
+			// Interrupted: not finished, so no sink records it.
+			r.rec.canceledItem()
+			return
+		}
+		res.Timings.Start = start
+		if r.cfg.Again == nil || !res.Kind.Temporary() {
+			r.deliver(res)
+			return
+		}
+		if r.stopCtx.Err() != nil {
+			r.rec.canceledItem()
+			return
+		}
+		if !r.cfg.Again(res) {
+			r.deliver(res)
+			return
+		}
+		// Made again as a new call, once the server's delay has passed or,
+		// without one, the backoff for the item's round: taken at once, a
+		// throttled call would only be throttled again.
+		var wait time.Duration
+		if o.HasRetryAfter {
+			wait = strategies.ServerDelay(o)
+		} else {
+			if rng == nil {
+				var seed int64
+				if r.cfg.Retry != nil {
+					seed = r.cfg.Retry.Seed
+				}
+				rng = rand.New(rand.NewPCG(uint64(seed), uint64(it.Index)))
+			}
+			wait = strategies.Backoff(round, rng.Int64N)
+		}
+		slept, err := sleep(r.stopCtx, wait)
+		if o.HasRetryAfter {
+			waits.RetryAfter += slept
+		} else {
+			waits.Backoff += slept
+		}
+		if err != nil {
+			r.rec.canceledItem()
+			return
+		}
+	}
+}
+
+// call makes one call for it, asking again while Check rejects the
+// response, and returns its Result (attempts and waits are the item's
+// totals so far) and the last attempt's Outcome; ok is false when the run
+// was interrupted before the call ended.
+func (r *run) call(it Item, cost strategies.Cost, policy *strategies.RetryPolicy, attempts *int, waits *strategies.Waits) (res Result, o strategies.Outcome, ok bool) {
+	res = Result{Index: it.Index, ID: it.ID, Metadata: it.Metadata}
+	var (
+		resp    provider.Response
+		call    strategies.Call
+		err     error
+		invalid error // Check's verdict on the last response, when it rejected it
+	)
 	for asked := 0; ; asked++ {
 		call, err = strategies.Do(r.callCtx, r.strategy, policy, cost, func(ctx context.Context, n int) strategies.Outcome {
-			a := Attempt{Index: it.Index, ID: it.ID, N: attempts + n, Cost: cost, Start: time.Now()}
+			a := Attempt{Index: it.Index, ID: it.ID, N: *attempts + n, Cost: cost, Start: time.Now()}
 			r.rec.attemptStarted()
 			resp, a.Outcome = r.cfg.Client.Do(ctx, it.Request, n)
 			r.rec.Attempt(a)
@@ -550,8 +622,8 @@ func (r *run) process(it Item) {
 			}
 			return a.Outcome
 		})
-		attempts += call.Attempts
-		waits = waits.Add(call.Waits)
+		*attempts += call.Attempts
+		*waits = waits.Add(call.Waits)
 		if err != nil || call.Outcome.Kind != strategies.Success || r.cfg.Check == nil {
 			break
 		}
@@ -564,19 +636,17 @@ func (r *run) process(it Item) {
 		}
 	}
 	res.Timings.End = time.Now()
-	res.Attempts = attempts
+	res.Attempts = *attempts
 	res.Timings.WaitSlot = waits.Slot
 	res.Timings.WaitTokens = waits.Tokens
 	res.Timings.WaitRetryAfter = waits.RetryAfter
 	res.Timings.Backoff = waits.Backoff
-	o := call.Outcome
+	o = call.Outcome
 
 	switch {
 	case err != nil && r.stopCtx.Err() != nil,
 		o.Kind == strategies.Canceled && r.callCtx.Err() != nil:
-		// Interrupted: not finished, so no sink records it.
-		r.rec.canceledItem()
-		return
+		return res, o, false
 	case err != nil:
 		res.Err = &ResultError{Type: "rejected", Message: err.Error()}
 		res.Kind = Failed
@@ -597,7 +667,24 @@ func (r *run) process(it Item) {
 		res.Err = &ResultError{Status: status, Type: typ, Message: msg}
 		res.Kind = kindOf(o)
 	}
-	r.deliver(res)
+	return res, o, true
+}
+
+// sleep waits for d or until ctx ends, whichever is first, and returns how
+// long it waited, with ctx's error if ctx ended first.
+func sleep(ctx context.Context, d time.Duration) (time.Duration, error) {
+	if d <= 0 {
+		return 0, ctx.Err()
+	}
+	start := time.Now()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return d, nil
+	case <-ctx.Done():
+		return time.Since(start), ctx.Err()
+	}
 }
 
 // deliver hands res to the sinks, then the recorder and OnResult, one
