@@ -1,9 +1,10 @@
-package engine
+package batch
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ratelab/ratelab/engine"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -21,7 +22,7 @@ const DefaultMaxOutage = 15 * time.Minute
 
 // ErrOutage is what Batch.Run's error answers errors.Is for when the
 // endpoint stayed unreachable for longer than Batch.MaxOutage.
-var ErrOutage = errors.New("engine: endpoint unreachable")
+var ErrOutage = errors.New("batch: endpoint unreachable")
 
 // Outage is a change of a batch's circuit: the endpoint stopped answering
 // (Open: the batch pauses) or answered again (the batch resumes).
@@ -98,7 +99,7 @@ func newCircuit(seed int64, maxOutage time.Duration, onChange func(Outage), give
 // (canceled, a request that cannot be sent) say nothing of the endpoint,
 // and neither does an attempt that started before the circuit opened: only
 // a probe can tell that the endpoint is back.
-func (c *circuit) observe(a Attempt) {
+func (c *circuit) observe(a engine.Attempt) {
 	o := a.Outcome
 	transient := provider.Transient(o)
 	if o.Status == 0 && !transient {
@@ -222,7 +223,7 @@ type gated struct {
 }
 
 // errCircuitOpen is the reason given with a permit handed back unused.
-var errCircuitOpen = errors.New("engine: endpoint unreachable; the batch is paused")
+var errCircuitOpen = errors.New("batch: endpoint unreachable; the batch is paused")
 
 func (g gated) Acquire(ctx context.Context, cost strategies.Cost) (strategies.Permit, error) {
 	for {

@@ -1,9 +1,10 @@
-package engine
+package batch
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ratelab/ratelab/engine"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,7 +60,7 @@ func writeLines(t *testing.T, path string, lines ...string) {
 	}
 }
 
-func newTestBatch(t *testing.T, c Client, n int) *Batch {
+func newTestBatch(t *testing.T, c engine.Client, n int) *Batch {
 	t.Helper()
 	dir := t.TempDir()
 	in := filepath.Join(dir, "items.jsonl")
@@ -68,28 +69,28 @@ func newTestBatch(t *testing.T, c Client, n int) *Batch {
 		lines = append(lines, fmt.Sprintf(`{"id":"id-%d","prompt":"p%d"}`, i, i))
 	}
 	writeLines(t, in, lines...)
-	return &Batch{Input: in, Output: filepath.Join(dir, "results.jsonl"), Model: "m", Config: Config{
+	return &Batch{Input: in, Output: filepath.Join(dir, "results.jsonl"), Model: "m", Config: engine.Config{
 		Client: c, Strategy: strategies.NewSemaphore(strategies.SemaphoreConfig{Max: 4}), Workers: 8, Resolution: -1,
 	}}
 }
 
 // readOutput returns each id's results in the output, in order.
-func readOutput(t *testing.T, path string) map[string][]Result {
+func readOutput(t *testing.T, path string) map[string][]engine.Result {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	got := make(map[string][]Result)
-	if _, err := ReadJSONL(f, func(r Result) error { got[r.ID] = append(got[r.ID], r); return nil }); err != nil {
+	got := make(map[string][]engine.Result)
+	if _, err := engine.ReadJSONL(f, func(r engine.Result) error { got[r.ID] = append(got[r.ID], r); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	return got
 }
 
 // checkExactlyOnce fails unless every id-0 … id-(n-1) is in the output once.
-func checkExactlyOnce(t *testing.T, path string, n int) map[string][]Result {
+func checkExactlyOnce(t *testing.T, path string, n int) map[string][]engine.Result {
 	t.Helper()
 	got := readOutput(t, path)
 	for i := range n {
@@ -178,7 +179,7 @@ func TestBatchResume(t *testing.T) {
 	b := newTestBatch(t, c, n)
 	ctx, cancel := context.WithCancel(t.Context())
 	var got atomic.Int64
-	b.Config.OnResult = func(Result) {
+	b.Config.OnResult = func(engine.Result) {
 		if got.Add(1) == 20 {
 			cancel()
 		}
@@ -316,7 +317,7 @@ func TestBatchOutputNotResults(t *testing.T) {
 // batch with the missing items remaining, instead of waiting for them.
 func TestBatchInputShrinks(t *testing.T) {
 	b := newTestBatch(t, &batchClient{}, 10)
-	b.OnStart = func(BatchSummary) { writeLines(t, b.Input, `{"id":"id-0","prompt":"p0"}`) }
+	b.OnStart = func(Summary) { writeLines(t, b.Input, `{"id":"id-0","prompt":"p0"}`) }
 	sum, err := b.Run(t.Context())
 	if err != nil {
 		t.Fatal(err)
