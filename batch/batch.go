@@ -82,8 +82,9 @@ type Batch struct {
 	SkipInvalid bool
 	// MaxOutage is how long the batch waits for an endpoint that stopped
 	// answering (its circuit open) before it stops with ErrOutage, the items
-	// still to make left for the next run. Zero means DefaultMaxOutage; a
-	// negative value waits as long as it takes.
+	// still to make left for the next run. It stops as ending ctx does (the
+	// attempts under way get Config.Grace to end). Zero means
+	// DefaultMaxOutage; a negative value waits as long as it takes.
 	MaxOutage time.Duration
 	// OnOutage, when set, is called when the circuit opens (the endpoint
 	// stopped answering: the batch pauses) and when it closes (it resumes).
@@ -245,7 +246,7 @@ func (b *Batch) Run(ctx context.Context) (Summary, error) {
 	return sum, err
 }
 
-// sinkFunc adapts a function to Sink.
+// sinkFunc adapts a function to engine.Sink.
 type sinkFunc func(engine.Result) error
 
 func (f sinkFunc) Put(r engine.Result) error { return f(r) }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ratelab/ratelab/engine"
 	"net"
 	"net/http"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/ratelab/ratelab/engine"
 	"github.com/ratelab/ratelab/internal/memnet"
 	"github.com/ratelab/ratelab/mock"
 	"github.com/ratelab/ratelab/provider"
