@@ -538,26 +538,35 @@ func (r *run) abort(err error, p *PanicError) {
 }
 
 // process makes one item's call and delivers its Result, unless the run was
-// interrupted before the item finished.
+// interrupted before the item finished. The item is made again, as a new
+// call, when Check rejected the response (at once, up to MaxInvalid times)
+// and when its call ended temporarily and Again says so (after a wait).
 func (r *run) process(it Item) {
 	cost := r.cost(it.Request)
 	start := time.Now()
 	var (
 		attempts int // over every call made for the item
 		waits    strategies.Waits
+		asked    int        // calls made again after Check rejected the response
+		round    int        // calls made again after a temporary end
 		rng      *rand.Rand // the jitter of the backoff between rounds
 	)
 	// A jitter source per item keeps runs with the same seed identical,
 	// whatever order the workers happen to retry in.
 	policy := r.cfg.Retry.ForCall(int64(it.Index))
-	for round := 0; ; round++ {
-		res, o, ok := r.call(it, cost, policy, &attempts, &waits)
+	for {
+		res, o, invalid, ok := r.call(it, cost, policy, attempts, &waits)
 		if !ok {
 			// Interrupted: not finished, so no sink records it.
 			r.rec.canceledItem()
 			return
 		}
+		attempts = res.Attempts
 		res.Timings.Start = start
+		if invalid && asked < r.cfg.MaxInvalid && r.stopCtx.Err() == nil {
+			asked++
+			continue
+		}
 		if r.cfg.Again == nil || !res.Kind.Temporary() {
 			r.deliver(res)
 			return
@@ -570,8 +579,8 @@ func (r *run) process(it Item) {
 			r.deliver(res)
 			return
 		}
-		// Made again as a new call, once the server's delay has passed or,
-		// without one, the backoff for the item's round: taken at once, a
+		// Made again once the server's delay has passed or, without one,
+		// after the backoff for the item's round: taken at once, a
 		// throttled call would only be throttled again.
 		var wait time.Duration
 		if o.HasRetryAfter {
@@ -586,6 +595,7 @@ func (r *run) process(it Item) {
 			}
 			wait = strategies.Backoff(round, rng.Int64N)
 		}
+		round++
 		slept, err := sleep(r.stopCtx, wait)
 		if o.HasRetryAfter {
 			waits.RetryAfter += slept
@@ -599,54 +609,41 @@ func (r *run) process(it Item) {
 	}
 }
 
-// call makes one call for it, asking again while Check rejects the
-// response, and returns its Result (attempts and waits are the item's
-// totals so far) and the last attempt's Outcome; ok is false when the run
-// was interrupted before the call ended.
-func (r *run) call(it Item, cost strategies.Cost, policy *strategies.RetryPolicy, attempts *int, waits *strategies.Waits) (res Result, o strategies.Outcome, ok bool) {
-	res = Result{Index: it.Index, ID: it.ID, Metadata: it.Metadata}
-	var (
-		resp    provider.Response
-		call    strategies.Call
-		err     error
-		invalid error // Check's verdict on the last response, when it rejected it
-	)
-	for asked := 0; ; asked++ {
-		call, err = strategies.Do(r.callCtx, r.strategy, policy, cost, func(ctx context.Context, n int) strategies.Outcome {
-			a := Attempt{Index: it.Index, ID: it.ID, N: *attempts + n, Cost: cost, Start: time.Now()}
-			r.rec.attemptStarted()
-			resp, a.Outcome = r.cfg.Client.Do(ctx, it.Request, n)
-			r.rec.Attempt(a)
-			if r.cfg.OnAttempt != nil {
-				r.cfg.OnAttempt(a)
-			}
-			return a.Outcome
-		})
-		*attempts += call.Attempts
-		*waits = waits.Add(call.Waits)
-		if err != nil || call.Outcome.Kind != strategies.Success || r.cfg.Check == nil {
-			break
+// call makes one call for it through strategies.Do and returns its Result
+// (attempts, the item's attempts before it, and waits are the item's
+// totals), the last attempt's Outcome, and whether Check rejected the
+// response; ok is false when the run was interrupted before the call ended.
+func (r *run) call(it Item, cost strategies.Cost, policy *strategies.RetryPolicy, attempts int, waits *strategies.Waits) (res Result, o strategies.Outcome, invalid, ok bool) {
+	var resp provider.Response
+	call, err := strategies.Do(r.callCtx, r.strategy, policy, cost, func(ctx context.Context, n int) strategies.Outcome {
+		a := Attempt{Index: it.Index, ID: it.ID, N: attempts + n, Cost: cost, Start: time.Now()}
+		r.rec.attemptStarted()
+		resp, a.Outcome = r.cfg.Client.Do(ctx, it.Request, n)
+		r.rec.Attempt(a)
+		if r.cfg.OnAttempt != nil {
+			r.cfg.OnAttempt(a)
 		}
-		if invalid = r.cfg.Check(it, resp); invalid == nil {
-			break
-		}
-		r.rec.invalidResponse()
-		if asked >= r.cfg.MaxInvalid || r.stopCtx.Err() != nil {
-			break
+		return a.Outcome
+	})
+	*waits = waits.Add(call.Waits)
+	o = call.Outcome
+	var checkErr error // Check's verdict on the response, when it rejected it
+	if err == nil && o.Kind == strategies.Success && r.cfg.Check != nil {
+		if checkErr = r.cfg.Check(it, resp); checkErr != nil {
+			r.rec.invalidResponse()
 		}
 	}
+	res = Result{Index: it.Index, ID: it.ID, Metadata: it.Metadata, Attempts: attempts + call.Attempts}
 	res.Timings.End = time.Now()
-	res.Attempts = *attempts
 	res.Timings.WaitSlot = waits.Slot
 	res.Timings.WaitTokens = waits.Tokens
 	res.Timings.WaitRetryAfter = waits.RetryAfter
 	res.Timings.Backoff = waits.Backoff
-	o = call.Outcome
 
 	switch {
 	case err != nil && r.stopCtx.Err() != nil,
 		o.Kind == strategies.Canceled && r.callCtx.Err() != nil:
-		return res, o, false
+		return res, o, false, false
 	case err != nil:
 		res.Err = &ResultError{Type: "rejected", Message: err.Error()}
 		res.Kind = Failed
@@ -654,9 +651,9 @@ func (r *run) call(it Item, cost strategies.Cost, policy *strategies.RetryPolicy
 			res.Err.Status, res.Err.Type, res.Err.Message = provider.Describe(o)
 			res.Kind = kindOf(o)
 		}
-	case o.Kind == strategies.Success && invalid != nil:
+	case o.Kind == strategies.Success && checkErr != nil:
 		res.Text, res.StopReason, res.Usage = resp.Text, resp.StopReason, resp.Usage
-		res.Err = &ResultError{Status: o.Status, Type: "validation_error", Message: invalid.Error()}
+		res.Err = &ResultError{Status: o.Status, Type: "validation_error", Message: checkErr.Error()}
 		res.Kind = Failed
 	case o.Kind == strategies.Success:
 		res.Text, res.StopReason, res.Usage = resp.Text, resp.StopReason, resp.Usage
@@ -667,7 +664,7 @@ func (r *run) call(it Item, cost strategies.Cost, policy *strategies.RetryPolicy
 		res.Err = &ResultError{Status: status, Type: typ, Message: msg}
 		res.Kind = kindOf(o)
 	}
-	return res, o, true
+	return res, o, checkErr != nil, true
 }
 
 // sleep waits for d or until ctx ends, whichever is first, and returns how
