@@ -43,6 +43,9 @@ func (c *batchClient) Do(ctx context.Context, r provider.Request, attempt int) (
 		if status, typ := c.fail(prompt, n); status != 0 {
 			o := strategies.Outcome{Kind: provider.KindOf(status), Status: status,
 				Err: &provider.APIError{Status: status, Type: typ, Message: "no"}}
+			if status < 300 { // an error event in a stream that began with 200
+				o.Kind = strategies.Failed
+			}
 			if o.Kind == strategies.Throttled || o.Kind == strategies.Overloaded {
 				o.HasRetryAfter, o.RetryAfter = true, c.retryAfter
 			}
@@ -300,6 +303,39 @@ func TestBatchRequeue(t *testing.T) {
 		}
 		if rs[0].Attempts != want {
 			t.Errorf("%s: attempts %d, want %d", id, rs[0].Attempts, want)
+		}
+	}
+}
+
+// TestBatchRequeueKinds: what is re-queued is what engine.Result.Kind
+// says is temporary: a stream's rate_limit_error and overloaded_error events
+// are, OpenAI's insufficient_quota 429 and a 500 past its retries are not.
+func TestBatchRequeueKinds(t *testing.T) {
+	c := &batchClient{fail: func(prompt string, k int) (int, string) {
+		switch {
+		case prompt == "p0" && k == 0:
+			return 200, "rate_limit_error"
+		case prompt == "p1" && k == 0:
+			return 200, "overloaded_error"
+		case prompt == "p2":
+			return 429, "insufficient_quota"
+		case prompt == "p3":
+			return 500, "api_error"
+		}
+		return 0, ""
+	}}
+	b := newTestBatch(t, c, 5)
+	sum, err := b.Run(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Completed != 3 || sum.Requeued != 2 || sum.FailedByType["insufficient_quota"] != 1 || sum.FailedByType["api_error"] != 1 {
+		t.Errorf("completed %d, requeued %d, failed %v; want 3, 2, one insufficient_quota and one api_error", sum.Completed, sum.Requeued, sum.FailedByType)
+	}
+	got := checkExactlyOnce(t, b.Output, 5)
+	for id, want := range map[string]int{"id-0": 2, "id-1": 2, "id-2": 1, "id-3": 1, "id-4": 1} {
+		if r := got[id][0]; r.Attempts != want {
+			t.Errorf("%s: %d attempts, want %d", id, r.Attempts, want)
 		}
 	}
 }
