@@ -68,7 +68,7 @@ bench:
 ## 1,000,000-line batch's validating and resume passes.
 bench-large: build
 	/usr/bin/time -f 'large.yaml: peak RSS %M KiB, %e s' ./bin/loadgen run scenarios/large.yaml >/dev/null
-	RATELAB_BATCH_RSS_LINES=1000000 $(GO) test -count=1 -run 'BatchPeakRSS' -v ./engine/ | grep -i rss
+	RATELAB_BATCH_RSS_LINES=1000000 $(GO) test -count=1 -run 'BatchPeakRSS' -v ./batch/ | grep -i rss
 
 ## run: the main job against the embedded mock.
 run:

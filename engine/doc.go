@@ -14,9 +14,13 @@
 // sampled at Config.Resolution) and Run returns it as a Summary (package
 // measure), which reports.Result embeds as it is.
 //
-// Batch runs a JSONL input through Run, resumable: throttled items and items
-// whose connection failed go back in its queue, and a circuit pauses the
-// whole batch while the endpoint does not answer (circuit.go).
+// Each Result carries a ResultKind, classified once where the Result is
+// made: succeeded, throttled, overloaded, unreachable (the connection failed
+// as a server down makes it fail) or failed. With Config.Again, an item whose
+// call ended temporarily is made again in its worker, permit released,
+// after the server's retry-after or the SDKs' backoff: package batch makes
+// its throttled items this way, and runs a JSONL input through Run,
+// resumable, on this package's exported API alone.
 //
 // A failed item is a Result carrying a ResultError; the run completes. Ending
 // ctx stops it early (what finished is kept, the Summary says Incomplete), a

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math/rand/v2"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -86,14 +88,98 @@ type Result struct {
 	Timings  Timings         `json:"timings"`
 	Metadata json.RawMessage `json:"metadata,omitempty"`
 
-	// transient is set when the last attempt failed with a connection error
-	// a later attempt may get past (provider.Transient): a batch re-queues
-	// such an item instead of recording it.
-	transient bool
+	// Kind classifies how the item ended, from its last attempt's Outcome,
+	// where the Result is made: a caller deciding what to do with a failure
+	// switches on it instead of parsing Err back. It is not part of the
+	// result line (results.jsonl keeps its format, and Err says it there);
+	// ReadJSONL sets it to Succeeded or Failed.
+	Kind ResultKind `json:"-"`
 }
 
 // OK reports whether the item succeeded.
 func (r *Result) OK() bool { return r.Err == nil }
+
+// ResultKind is how an item ended. Throttled, Overloaded and Unreachable are
+// temporary (Temporary): the same call succeeds later, once the server or
+// the network allows it; Failed is permanent.
+type ResultKind uint8
+
+const (
+	// Succeeded: the item has its text.
+	Succeeded ResultKind = iota
+	// Throttled: the last attempt was a 429, or a stream's rate_limit_error
+	// event: the caller's own limit. OpenAI's insufficient_quota is a 429
+	// that waiting does not fix, so it is Failed.
+	Throttled
+	// Overloaded: the last attempt was a 529 or 503, or a stream's
+	// overloaded_error event: the provider is busy for everyone.
+	Overloaded
+	// Unreachable: the last attempt got no response, and its connection
+	// failed the way a server down or restarting makes it fail
+	// (provider.Transient: refused, reset, closed before any byte).
+	Unreachable
+	// Failed: anything else: a 4xx, a server error once retries are spent,
+	// a response Check rejected, a TLS failure, a reply that is not HTTP, a
+	// call the strategy could never admit.
+	Failed
+)
+
+var resultKindNames = [...]string{"succeeded", "throttled", "overloaded", "unreachable", "failed"}
+
+// String returns the kind's lowercase name.
+func (k ResultKind) String() string {
+	if int(k) >= len(resultKindNames) {
+		return fmt.Sprintf("ResultKind(%d)", k)
+	}
+	return resultKindNames[k]
+}
+
+// Temporary reports whether the same call may succeed later unchanged:
+// Throttled, Overloaded and Unreachable.
+func (k ResultKind) Temporary() bool {
+	return k == Throttled || k == Overloaded || k == Unreachable
+}
+
+// MarshalText encodes the kind as its name, so that it is a string in JSON.
+func (k ResultKind) MarshalText() ([]byte, error) {
+	if int(k) >= len(resultKindNames) {
+		return nil, fmt.Errorf("engine: invalid ResultKind %d", k)
+	}
+	return []byte(resultKindNames[k]), nil
+}
+
+// UnmarshalText decodes a kind's name.
+func (k *ResultKind) UnmarshalText(b []byte) error {
+	for i, name := range resultKindNames {
+		if string(b) == name {
+			*k = ResultKind(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("engine: unknown result kind %q (want one of %s)", b, strings.Join(resultKindNames[:], ", "))
+}
+
+// kindOf classifies an attempt's outcome that was not a success. The
+// provider's error type is read from its *provider.APIError, where the
+// provider put it: a stream's error event has status 200, and a 429 may be
+// a spent quota.
+func kindOf(o strategies.Outcome) ResultKind {
+	var typ string
+	if apiErr := (*provider.APIError)(nil); errors.As(o.Err, &apiErr) {
+		typ = apiErr.Type
+	}
+	switch {
+	case typ == "insufficient_quota":
+		return Failed
+	case o.Kind == strategies.Throttled, typ == "rate_limit_error":
+		return Throttled
+	case o.Kind == strategies.Overloaded, typ == "overloaded_error":
+		return Overloaded
+	case provider.Transient(o):
+		return Unreachable
+	}
+	return Failed
+}
 
 // ResultError is how an item failed, after its last attempt: the HTTP status
 // (0 when no response arrived; 200 for a stream that broke or carried an
@@ -215,6 +301,20 @@ type Config struct {
 	// OnResult, when set, is called with every finished Result, after the
 	// sinks, one at a time.
 	OnResult func(Result)
+	// Again, when set, is asked about every item whose call ended
+	// temporarily (Result.Kind.Temporary: throttled, overloaded or
+	// unreachable) before its Result is delivered. When it says true, the
+	// item is not finished: its worker waits, holding no permit, for the
+	// server's retry-after or else the SDKs' backoff for the item's round
+	// (strategies.Backoff: 0.5 s doubling to 8 s, jittered from Retry's
+	// seed), then makes it again as a new call under Strategy and Retry,
+	// retries afresh, as RetryPolicy.Requeue makes a retry; the Result
+	// finally delivered counts every round's attempts and waits. A batch
+	// makes its throttled items this way until they succeed, whatever Retry
+	// allows. Again is called concurrently from the workers and must not
+	// block. It is not asked once the run is stopping: an item whose round
+	// ends then, or that is waiting between rounds, is not finished.
+	Again func(Result) bool
 }
 
 // PanicError is what Run panics with when a worker panicked: the original
@@ -438,68 +538,123 @@ func (r *run) abort(err error, p *PanicError) {
 }
 
 // process makes one item's call and delivers its Result, unless the run was
-// interrupted before the item finished.
+// interrupted before the item finished. The item is made again, as a new
+// call, when Check rejected the response (at once, up to MaxInvalid times)
+// and when its call ended temporarily and Again says so (after a wait).
 func (r *run) process(it Item) {
 	cost := r.cost(it.Request)
-	res := Result{Index: it.Index, ID: it.ID, Metadata: it.Metadata}
-	res.Timings.Start = time.Now()
+	start := time.Now()
 	var (
-		resp     provider.Response
-		call     strategies.Call
-		err      error
 		attempts int // over every call made for the item
 		waits    strategies.Waits
-		invalid  error // Check's verdict on the last response, when it rejected it
+		asked    int        // calls made again after Check rejected the response
+		round    int        // calls made again after a temporary end
+		rng      *rand.Rand // the jitter of the backoff between rounds
 	)
 	// A jitter source per item keeps runs with the same seed identical,
 	// whatever order the workers happen to retry in.
 	policy := r.cfg.Retry.ForCall(int64(it.Index))
-	for asked := 0; ; asked++ {
-		call, err = strategies.Do(r.callCtx, r.strategy, policy, cost, func(ctx context.Context, n int) strategies.Outcome {
-			a := Attempt{Index: it.Index, ID: it.ID, N: attempts + n, Cost: cost, Start: time.Now()}
-			r.rec.attemptStarted()
-			resp, a.Outcome = r.cfg.Client.Do(ctx, it.Request, n)
-			r.rec.Attempt(a)
-			if r.cfg.OnAttempt != nil {
-				r.cfg.OnAttempt(a)
+	for {
+		res, o, invalid, ok := r.call(it, cost, policy, attempts, &waits)
+		if !ok {
+			// Interrupted: not finished, so no sink records it.
+			r.rec.canceledItem()
+			return
+		}
+		attempts = res.Attempts
+		res.Timings.Start = start
+		if invalid && asked < r.cfg.MaxInvalid && r.stopCtx.Err() == nil {
+			asked++
+			continue
+		}
+		if r.cfg.Again == nil || !res.Kind.Temporary() {
+			r.deliver(res)
+			return
+		}
+		if r.stopCtx.Err() != nil {
+			r.rec.canceledItem()
+			return
+		}
+		if !r.cfg.Again(res) {
+			r.deliver(res)
+			return
+		}
+		// Made again once the server's delay has passed or, without one,
+		// after the backoff for the item's round: taken at once, a
+		// throttled call would only be throttled again.
+		var wait time.Duration
+		if o.HasRetryAfter {
+			wait = strategies.ServerDelay(o)
+		} else {
+			if rng == nil {
+				var seed int64
+				if r.cfg.Retry != nil {
+					seed = r.cfg.Retry.Seed
+				}
+				rng = rand.New(rand.NewPCG(uint64(seed), uint64(it.Index)))
 			}
-			return a.Outcome
-		})
-		attempts += call.Attempts
-		waits = waits.Add(call.Waits)
-		if err != nil || call.Outcome.Kind != strategies.Success || r.cfg.Check == nil {
-			break
+			wait = strategies.Backoff(round, rng.Int64N)
 		}
-		if invalid = r.cfg.Check(it, resp); invalid == nil {
-			break
+		round++
+		slept, err := sleep(r.stopCtx, wait)
+		if o.HasRetryAfter {
+			waits.RetryAfter += slept
+		} else {
+			waits.Backoff += slept
 		}
-		r.rec.invalidResponse()
-		if asked >= r.cfg.MaxInvalid || r.stopCtx.Err() != nil {
-			break
+		if err != nil {
+			r.rec.canceledItem()
+			return
 		}
 	}
+}
+
+// call makes one call for it through strategies.Do and returns its Result
+// (attempts, the item's attempts before it, and waits are the item's
+// totals), the last attempt's Outcome, and whether Check rejected the
+// response; ok is false when the run was interrupted before the call ended.
+func (r *run) call(it Item, cost strategies.Cost, policy *strategies.RetryPolicy, attempts int, waits *strategies.Waits) (res Result, o strategies.Outcome, invalid, ok bool) {
+	var resp provider.Response
+	call, err := strategies.Do(r.callCtx, r.strategy, policy, cost, func(ctx context.Context, n int) strategies.Outcome {
+		a := Attempt{Index: it.Index, ID: it.ID, N: attempts + n, Cost: cost, Start: time.Now()}
+		r.rec.attemptStarted()
+		resp, a.Outcome = r.cfg.Client.Do(ctx, it.Request, n)
+		r.rec.Attempt(a)
+		if r.cfg.OnAttempt != nil {
+			r.cfg.OnAttempt(a)
+		}
+		return a.Outcome
+	})
+	*waits = waits.Add(call.Waits)
+	o = call.Outcome
+	var checkErr error // Check's verdict on the response, when it rejected it
+	if err == nil && o.Kind == strategies.Success && r.cfg.Check != nil {
+		if checkErr = r.cfg.Check(it, resp); checkErr != nil {
+			r.rec.invalidResponse()
+		}
+	}
+	res = Result{Index: it.Index, ID: it.ID, Metadata: it.Metadata, Attempts: attempts + call.Attempts}
 	res.Timings.End = time.Now()
-	res.Attempts = attempts
 	res.Timings.WaitSlot = waits.Slot
 	res.Timings.WaitTokens = waits.Tokens
 	res.Timings.WaitRetryAfter = waits.RetryAfter
 	res.Timings.Backoff = waits.Backoff
-	o := call.Outcome
 
 	switch {
 	case err != nil && r.stopCtx.Err() != nil,
 		o.Kind == strategies.Canceled && r.callCtx.Err() != nil:
-		// Interrupted: not finished, so no sink records it.
-		r.rec.canceledItem()
-		return
+		return res, o, false, false
 	case err != nil:
 		res.Err = &ResultError{Type: "rejected", Message: err.Error()}
+		res.Kind = Failed
 		if call.Attempts > 0 {
 			res.Err.Status, res.Err.Type, res.Err.Message = provider.Describe(o)
+			res.Kind = kindOf(o)
 		}
-	case o.Kind == strategies.Success && invalid != nil:
+	case o.Kind == strategies.Success && checkErr != nil:
 		res.Text, res.StopReason, res.Usage = resp.Text, resp.StopReason, resp.Usage
-		res.Err = &ResultError{Status: o.Status, Type: "validation_error", Message: invalid.Error()}
+		res.Err = &ResultError{Status: o.Status, Type: "validation_error", Message: checkErr.Error()}
+		res.Kind = Failed
 	case o.Kind == strategies.Success:
 		res.Text, res.StopReason, res.Usage = resp.Text, resp.StopReason, resp.Usage
 		res.Timings.TTFT = resp.TTFT
@@ -507,9 +662,26 @@ func (r *run) process(it Item) {
 		res.Usage = o.Usage
 		status, typ, msg := provider.Describe(o)
 		res.Err = &ResultError{Status: status, Type: typ, Message: msg}
-		res.transient = provider.Transient(o)
+		res.Kind = kindOf(o)
 	}
-	r.deliver(res)
+	return res, o, checkErr != nil, true
+}
+
+// sleep waits for d or until ctx ends, whichever is first, and returns how
+// long it waited, with ctx's error if ctx ended first.
+func sleep(ctx context.Context, d time.Duration) (time.Duration, error) {
+	if d <= 0 {
+		return 0, ctx.Err()
+	}
+	start := time.Now()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return d, nil
+	case <-ctx.Done():
+		return time.Since(start), ctx.Err()
+	}
 }
 
 // deliver hands res to the sinks, then the recorder and OnResult, one

@@ -52,14 +52,27 @@ func (j *JSONL) Put(r Result) error {
 // mid-write. Truncating the file to the offset ReadJSONL returns repairs it.
 var ErrTornLine = errors.New("engine: torn last line")
 
+// TornLineError is the ErrTornLine ReadJSONL returns, with the line's
+// number: errors.Is(err, ErrTornLine) holds, and errors.As gives the line.
+type TornLineError struct {
+	Line int
+}
+
+// Error names the line: "engine: torn last line: line 5".
+func (e *TornLineError) Error() string { return fmt.Sprintf("%v: line %d", ErrTornLine, e.Line) }
+
+// Is makes errors.Is(err, ErrTornLine) hold.
+func (e *TornLineError) Is(target error) bool { return target == ErrTornLine }
+
 // ReadJSONL reads the Results a JSONL sink wrote, calling fn with each one in
 // file order, to resume a batch: the caller skips the ids it sees (or, to
 // retry failures, the ids of successes only). It returns the byte offset
 // just past the last complete line it accepted. A last line without a
-// newline is torn: ReadJSONL returns ErrTornLine (wrapped, with the line
-// number) and the offset to truncate the file to. A complete line that is
+// newline is torn: ReadJSONL returns a *TornLineError (an ErrTornLine with
+// the line's number) and the offset to truncate the file to. A complete line that is
 // not a Result is an error naming the line; an error from fn stops the read
-// and is returned as is.
+// and is returned as is. A line does not carry its Result's Kind: a result
+// with an error is read as Failed (what a batch records is terminal).
 func ReadJSONL(r io.Reader, fn func(Result) error) (offset int64, err error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	for line := 1; ; line++ {
@@ -68,7 +81,7 @@ func ReadJSONL(r io.Reader, fn func(Result) error) (offset int64, err error) {
 			if len(bytes.TrimSpace(b)) == 0 {
 				return offset, nil
 			}
-			return offset, fmt.Errorf("%w: line %d", ErrTornLine, line)
+			return offset, &TornLineError{Line: line}
 		}
 		if err != nil {
 			return offset, fmt.Errorf("engine: read results: %w", err)
@@ -77,6 +90,9 @@ func ReadJSONL(r io.Reader, fn func(Result) error) (offset int64, err error) {
 			var res Result
 			if err := json.Unmarshal(b, &res); err != nil {
 				return offset, fmt.Errorf("engine: results line %d: %w", line, err)
+			}
+			if res.Err != nil {
+				res.Kind = Failed
 			}
 			if err := fn(res); err != nil {
 				return offset, err

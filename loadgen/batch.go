@@ -17,6 +17,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/ratelab/ratelab/batch"
 	"github.com/ratelab/ratelab/engine"
 	"github.com/ratelab/ratelab/internal/strict"
 	"github.com/ratelab/ratelab/provider"
@@ -46,7 +47,7 @@ const DefaultBatchStrategy = KindAdaptive
 
 // BatchOptions configure RunBatch; they are `loadgen batch`'s flags.
 type BatchOptions struct {
-	// Input and Output are the JSONL files (see engine.Batch).
+	// Input and Output are the JSONL files (see batch.Batch).
 	Input, Output string
 	// Config is the --config file (LoadBatchConfig), or nil.
 	Config *Scenario
@@ -94,16 +95,16 @@ type BatchOptions struct {
 	Workers int
 	// Grace is how long calls in progress may finish once ctx ends.
 	Grace time.Duration
-	// RetryFailed and SkipInvalid are engine.Batch's.
+	// RetryFailed and SkipInvalid are batch.Batch's.
 	RetryFailed, SkipInvalid bool
 	// Progress receives the live progress line, or nil.
 	Progress io.Writer
 	// OnStart is called once the input is checked and the output read.
-	OnStart func(engine.BatchSummary)
+	OnStart func(batch.Summary)
 	// OnOutage is called when the endpoint stops answering (the batch
-	// pauses) and when it answers again (engine.Batch.OnOutage).
-	OnOutage func(engine.Outage)
-	// MaxOutage is engine.Batch.MaxOutage: how long to wait for an endpoint
+	// pauses) and when it answers again (batch.Batch.OnOutage).
+	OnOutage func(batch.Outage)
+	// MaxOutage is batch.Batch.MaxOutage: how long to wait for an endpoint
 	// that stopped answering before stopping.
 	MaxOutage time.Duration
 	// Listen starts the embedded mock's listener; nil is ListenTCP.
@@ -112,7 +113,7 @@ type BatchOptions struct {
 
 // BatchReport is how a batch went, with what it ran against.
 type BatchReport struct {
-	engine.BatchSummary
+	batch.Summary
 	Strategy string `json:"strategy"` // the strategy's name
 	Kind     string `json:"kind"`
 	Provider string `json:"provider"`
@@ -147,9 +148,9 @@ func usagef(format string, args ...any) error {
 }
 
 // RunBatch runs a batch: it builds the strategy, the client and the checks
-// from opt, starts from the adaptive state file, runs engine.Batch and saves
+// from opt, starts from the adaptive state file, runs batch.Batch and saves
 // the state. Its errors never contain the API key; a configuration error
-// wraps ErrBatchUsage, invalid input is an *engine.InputErrors.
+// wraps ErrBatchUsage, invalid input is an *batch.InputErrors.
 func RunBatch(ctx context.Context, opt BatchOptions) (rep BatchReport, err error) {
 	key := ""
 	defer func() {
@@ -292,7 +293,7 @@ func RunBatch(ctx context.Context, opt BatchOptions) (rep BatchReport, err error
 			return rep, err
 		}
 	}
-	b := &engine.Batch{
+	b := &batch.Batch{
 		Input:       opt.Input,
 		Output:      opt.Output,
 		Model:       rep.Model,
@@ -305,7 +306,7 @@ func RunBatch(ctx context.Context, opt BatchOptions) (rep BatchReport, err error
 		Config:      cfg,
 	}
 	var prog *progress
-	b.OnStart = func(sum engine.BatchSummary) {
+	b.OnStart = func(sum batch.Summary) {
 		if opt.OnStart != nil {
 			opt.OnStart(sum)
 		}
@@ -323,7 +324,7 @@ func RunBatch(ctx context.Context, opt BatchOptions) (rep BatchReport, err error
 			prog.result(r)
 		}
 	}
-	rep.BatchSummary, err = b.Run(ctx)
+	rep.Summary, err = b.Run(ctx)
 	if prog != nil {
 		prog.stop()
 	}

@@ -210,7 +210,7 @@ func TestRunBatchAdaptiveState(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !rep.AllOK() || rep.Completed != 200 || rep.Kind != KindAdaptive {
-			t.Fatalf("%s: %+v, want 200 completed by adaptive", out, rep.BatchSummary)
+			t.Fatalf("%s: %+v, want 200 completed by adaptive", out, rep.Summary)
 		}
 		return rep
 	}

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ratelab/ratelab/engine"
+	"github.com/ratelab/ratelab/batch"
 	"github.com/ratelab/ratelab/internal/fielderr"
 	"github.com/ratelab/ratelab/internal/proc"
 	"github.com/ratelab/ratelab/internal/strict"
@@ -172,7 +172,7 @@ func (s *Scenario) CommandEnv(baseURL, itemsFile string) []string {
 }
 
 // WriteItems writes the scenario's items to w in loadgen batch's input
-// format (engine.BatchInput), one line each: ids "0", "1", …; the model and
+// format (batch.Line), one line each: ids "0", "1", …; the model and
 // provider of each item in its metadata.
 func (s *Scenario) WriteItems(w io.Writer) error {
 	bw := bufio.NewWriter(w)
@@ -195,7 +195,7 @@ func (s *Scenario) WriteItems(w io.Writer) error {
 			if prompt == "" {
 				prompt = g.promptText(i)
 			}
-			in := engine.BatchInput{ID: strconv.Itoa(i), Prompt: prompt, System: g.System, MaxTokens: g.MaxTokens, Metadata: meta}
+			in := batch.Line{ID: strconv.Itoa(i), Prompt: prompt, System: g.System, MaxTokens: g.MaxTokens, Metadata: meta}
 			if err := enc.Encode(&in); err != nil {
 				return err
 			}

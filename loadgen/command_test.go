@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratelab/ratelab/batch"
 	"github.com/ratelab/ratelab/engine"
 	"github.com/ratelab/ratelab/provider"
 	"github.com/ratelab/ratelab/reports"
@@ -141,10 +142,10 @@ request: {max_tokens: 7, system: "Be brief."}
 			t.Errorf("%s = %q, want %q", k, env[k], want)
 		}
 	}
-	var started engine.BatchSummary
+	var started batch.Summary
 	ctx, cancel := context.WithCancel(t.Context())
-	b := engine.Batch{Input: filepath.Join(dir, "items.jsonl"), Output: filepath.Join(dir, "out.jsonl"),
-		OnStart: func(sum engine.BatchSummary) { started = sum; cancel() },
+	b := batch.Batch{Input: filepath.Join(dir, "items.jsonl"), Output: filepath.Join(dir, "out.jsonl"),
+		OnStart: func(sum batch.Summary) { started = sum; cancel() },
 		Config:  engine.Config{Client: noClient{}, Strategy: strategies.NewUnbounded()}}
 	if _, err := b.Run(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("loadgen batch's reading of the items file: %v", err)

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ratelab/ratelab/engine"
+	"github.com/ratelab/ratelab/batch"
 	"github.com/ratelab/ratelab/loadgen"
 )
 
@@ -181,7 +181,7 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&opt.RetryFailed, "retry-failed", false, "retry failed items")
 	fs.BoolVar(&opt.SkipInvalid, "skip-invalid", false, "skip invalid lines")
 	format := fs.String("format", "text", "summary format: text or json")
-	fs.DurationVar(&opt.MaxOutage, "max-outage", engine.DefaultMaxOutage, "how long to wait for an endpoint that stopped answering")
+	fs.DurationVar(&opt.MaxOutage, "max-outage", batch.DefaultMaxOutage, "how long to wait for an endpoint that stopped answering")
 	rest, ok, err := parseFlags(fs, args, stdout)
 	if !ok {
 		return err
@@ -233,11 +233,11 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if isTerminal(stderr) {
 		opt.Progress = stderr
 	}
-	opt.OnOutage = func(o engine.Outage) {
+	opt.OnOutage = func(o batch.Outage) {
 		fmt.Fprintf(stderr, "%s %s\n", o.At.Format(time.TimeOnly), o)
 	}
 	started := false
-	opt.OnStart = func(s engine.BatchSummary) {
+	opt.OnStart = func(s batch.Summary) {
 		started = true
 		if s.Invalid.Total > 0 {
 			fmt.Fprintf(stderr, "skipping %d invalid input lines:\n%s\n", s.Invalid.Total, s.Invalid.Error())
@@ -251,7 +251,7 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 
 	rep, err := loadgen.RunBatch(ctx, opt)
-	var inputErrs *engine.InputErrors
+	var inputErrs *batch.InputErrors
 	switch {
 	case errors.As(err, &inputErrs):
 		return &exitError{code: exitUsage, err: fmt.Errorf("invalid input, nothing was run (fix the lines, or use --skip-invalid):\n%w", err)}

@@ -2,9 +2,9 @@
 // input line, and the words of its messages: Error {File, Line, Path,
 // Message}, formatted FILE:LINE: PATH: MESSAGE, and the phrases "want an
 // integer", "unknown key \"rmp\" (did you mean rpm?)". internal/strict (the
-// YAML decoder) and engine's batch input lines (JSON, decoded with
+// YAML decoder) and package batch's input lines (JSON, decoded with
 // encoding/json for speed) both speak it, and it imports no decoder, so
-// engine stays free of YAML.
+// batch stays free of YAML.
 package fielderr
 
 import (

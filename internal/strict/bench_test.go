@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// benchLine is a typical batch input line (engine.BatchInput).
+// benchLine is a typical batch input line (batch.Line).
 const benchLine = `{"id": "t-000123", "prompt": "Classify this support ticket: my invoice shows a charge I do not recognise, please help.", "max_tokens": 50, "metadata": {"row": 123, "source": "zendesk"}}`
 
 type benchInput struct {

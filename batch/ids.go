@@ -1,7 +1,8 @@
-package engine
+package batch
 
 import (
 	"fmt"
+	"hash/maphash"
 	"strings"
 	"unicode/utf8"
 
@@ -26,3 +27,27 @@ func checkID(id string) string {
 	r, _ := utf8.DecodeRuneInString(id[max(i, 0):])
 	return fmt.Sprintf("%q holds the control character %U at byte %d; ids are sent as the Idempotency-Key header, which cannot carry control characters", id, r, i)
 }
+
+// idKey identifies an id by two independent 64-bit hashes: a collision
+// between two of a million ids has a probability near 10⁻²⁷, and an entry
+// of the set costs the same few tens of bytes whatever the id's length.
+type idKey [2]uint64
+
+var idSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+
+func keyOf(id string) idKey {
+	return idKey{maphash.String(idSeeds[0], id), maphash.String(idSeeds[1], id)}
+}
+
+// idState is what a batch knows of one id: the input line that carries it
+// (0 when only the output has it) and whether the output holds it.
+type idState struct {
+	line int32
+	done uint8
+}
+
+const (
+	notDone uint8 = iota
+	doneOK
+	doneFailed
+)

@@ -1,4 +1,4 @@
-package engine
+package batch
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ratelab/ratelab/engine"
 	"github.com/ratelab/ratelab/provider"
 	"github.com/ratelab/ratelab/strategies"
 )
@@ -21,7 +22,7 @@ const DefaultMaxOutage = 15 * time.Minute
 
 // ErrOutage is what Batch.Run's error answers errors.Is for when the
 // endpoint stayed unreachable for longer than Batch.MaxOutage.
-var ErrOutage = errors.New("engine: endpoint unreachable")
+var ErrOutage = errors.New("batch: endpoint unreachable")
 
 // Outage is a change of a batch's circuit: the endpoint stopped answering
 // (Open: the batch pauses) or answered again (the batch resumes).
@@ -65,7 +66,8 @@ func plural(n int, noun string) string {
 // attempt before its strategy's Acquire, so that neither slots nor retries
 // are spent on a server that is down. The first attempt that gets any
 // response closes it. It is a gate in front of the strategy rather than a
-// second queue: the items themselves wait in the batch's requeue.
+// second queue: the items themselves wait in their workers, between rounds
+// (Config.Again).
 type circuit struct {
 	maxOutage time.Duration    // <= 0: never give up
 	onChange  func(Outage)     // called outside the lock
@@ -97,7 +99,7 @@ func newCircuit(seed int64, maxOutage time.Duration, onChange func(Outage), give
 // (canceled, a request that cannot be sent) say nothing of the endpoint,
 // and neither does an attempt that started before the circuit opened: only
 // a probe can tell that the endpoint is back.
-func (c *circuit) observe(a Attempt) {
+func (c *circuit) observe(a engine.Attempt) {
 	o := a.Outcome
 	transient := provider.Transient(o)
 	if o.Status == 0 && !transient {
@@ -221,7 +223,7 @@ type gated struct {
 }
 
 // errCircuitOpen is the reason given with a permit handed back unused.
-var errCircuitOpen = errors.New("engine: endpoint unreachable; the batch is paused")
+var errCircuitOpen = errors.New("batch: endpoint unreachable; the batch is paused")
 
 func (g gated) Acquire(ctx context.Context, cost strategies.Cost) (strategies.Permit, error) {
 	for {

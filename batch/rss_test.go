@@ -1,4 +1,4 @@
-package engine
+package batch
 
 import (
 	"bufio"
@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/ratelab/ratelab/engine"
 	"github.com/ratelab/ratelab/provider"
 	"github.com/ratelab/ratelab/strategies"
 )
@@ -33,7 +34,7 @@ const rssChildEnv = "RATELAB_BATCH_RSS_CHILD"
 // memory follows the number of ids (a 16-byte hash each), not the size of
 // the input.
 //
-//	RATELAB_BATCH_RSS_LINES=1000000 go test ./engine/ -run BatchPeakRSS -v
+//	RATELAB_BATCH_RSS_LINES=1000000 go test ./batch/ -run BatchPeakRSS -v
 func TestBatchPeakRSS(t *testing.T) {
 	if in := os.Getenv(rssChildEnv); in != "" {
 		rssChild(t, in)
@@ -94,7 +95,7 @@ func TestBatchPeakRSS(t *testing.T) {
 }
 
 func rssChild(t *testing.T, in string) {
-	b := &Batch{Input: in, Output: in + ".out", Model: "m", Config: Config{
+	b := &Batch{Input: in, Output: in + ".out", Model: "m", Config: engine.Config{
 		Client: nopClient{}, Strategy: strategies.NewSemaphore(strategies.SemaphoreConfig{Max: 64}),
 		Workers: 128, Resolution: -1,
 	}}

@@ -1,4 +1,4 @@
-package engine
+package batch
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/ratelab/ratelab/engine"
 	"github.com/ratelab/ratelab/provider"
 	"github.com/ratelab/ratelab/strategies"
 )
@@ -42,6 +43,9 @@ func (c *batchClient) Do(ctx context.Context, r provider.Request, attempt int) (
 		if status, typ := c.fail(prompt, n); status != 0 {
 			o := strategies.Outcome{Kind: provider.KindOf(status), Status: status,
 				Err: &provider.APIError{Status: status, Type: typ, Message: "no"}}
+			if status < 300 { // an error event in a stream that began with 200
+				o.Kind = strategies.Failed
+			}
 			if o.Kind == strategies.Throttled || o.Kind == strategies.Overloaded {
 				o.HasRetryAfter, o.RetryAfter = true, c.retryAfter
 			}
@@ -59,7 +63,7 @@ func writeLines(t *testing.T, path string, lines ...string) {
 	}
 }
 
-func newTestBatch(t *testing.T, c Client, n int) *Batch {
+func newTestBatch(t *testing.T, c engine.Client, n int) *Batch {
 	t.Helper()
 	dir := t.TempDir()
 	in := filepath.Join(dir, "items.jsonl")
@@ -68,28 +72,28 @@ func newTestBatch(t *testing.T, c Client, n int) *Batch {
 		lines = append(lines, fmt.Sprintf(`{"id":"id-%d","prompt":"p%d"}`, i, i))
 	}
 	writeLines(t, in, lines...)
-	return &Batch{Input: in, Output: filepath.Join(dir, "results.jsonl"), Model: "m", Config: Config{
+	return &Batch{Input: in, Output: filepath.Join(dir, "results.jsonl"), Model: "m", Config: engine.Config{
 		Client: c, Strategy: strategies.NewSemaphore(strategies.SemaphoreConfig{Max: 4}), Workers: 8, Resolution: -1,
 	}}
 }
 
 // readOutput returns each id's results in the output, in order.
-func readOutput(t *testing.T, path string) map[string][]Result {
+func readOutput(t *testing.T, path string) map[string][]engine.Result {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	got := make(map[string][]Result)
-	if _, err := ReadJSONL(f, func(r Result) error { got[r.ID] = append(got[r.ID], r); return nil }); err != nil {
+	got := make(map[string][]engine.Result)
+	if _, err := engine.ReadJSONL(f, func(r engine.Result) error { got[r.ID] = append(got[r.ID], r); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	return got
 }
 
 // checkExactlyOnce fails unless every id-0 … id-(n-1) is in the output once.
-func checkExactlyOnce(t *testing.T, path string, n int) map[string][]Result {
+func checkExactlyOnce(t *testing.T, path string, n int) map[string][]engine.Result {
 	t.Helper()
 	got := readOutput(t, path)
 	for i := range n {
@@ -178,7 +182,7 @@ func TestBatchResume(t *testing.T) {
 	b := newTestBatch(t, c, n)
 	ctx, cancel := context.WithCancel(t.Context())
 	var got atomic.Int64
-	b.Config.OnResult = func(Result) {
+	b.Config.OnResult = func(engine.Result) {
 		if got.Add(1) == 20 {
 			cancel()
 		}
@@ -288,6 +292,10 @@ func TestBatchRequeue(t *testing.T) {
 	if sum.Completed != n || sum.Requeued != 2*n+1 || !sum.AllOK() {
 		t.Errorf("completed %d, requeued %d, all ok %v; want %d, %d, true", sum.Completed, sum.Requeued, sum.AllOK(), n, 2*n+1)
 	}
+	// The engine counts each item once, whatever its rounds.
+	if sum.Run.Completed != n || sum.Run.Failed != 0 || sum.Run.Attempts != 3*n+1 || sum.Run.Throttled != 2*n {
+		t.Errorf("run: completed %d, failed %d, attempts %d, 429s %d; want %d, 0, %d, %d", sum.Run.Completed, sum.Run.Failed, sum.Run.Attempts, sum.Run.Throttled, n, 3*n+1, 2*n)
+	}
 	for id, rs := range checkExactlyOnce(t, b.Output, n) {
 		want := 3
 		if id == "id-5" {
@@ -295,6 +303,39 @@ func TestBatchRequeue(t *testing.T) {
 		}
 		if rs[0].Attempts != want {
 			t.Errorf("%s: attempts %d, want %d", id, rs[0].Attempts, want)
+		}
+	}
+}
+
+// TestBatchRequeueKinds: what is re-queued is what engine.Result.Kind
+// says is temporary: a stream's rate_limit_error and overloaded_error events
+// are, OpenAI's insufficient_quota 429 and a 500 past its retries are not.
+func TestBatchRequeueKinds(t *testing.T) {
+	c := &batchClient{fail: func(prompt string, k int) (int, string) {
+		switch {
+		case prompt == "p0" && k == 0:
+			return 200, "rate_limit_error"
+		case prompt == "p1" && k == 0:
+			return 200, "overloaded_error"
+		case prompt == "p2":
+			return 429, "insufficient_quota"
+		case prompt == "p3":
+			return 500, "api_error"
+		}
+		return 0, ""
+	}}
+	b := newTestBatch(t, c, 5)
+	sum, err := b.Run(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Completed != 3 || sum.Requeued != 2 || sum.FailedByType["insufficient_quota"] != 1 || sum.FailedByType["api_error"] != 1 {
+		t.Errorf("completed %d, requeued %d, failed %v; want 3, 2, one insufficient_quota and one api_error", sum.Completed, sum.Requeued, sum.FailedByType)
+	}
+	got := checkExactlyOnce(t, b.Output, 5)
+	for id, want := range map[string]int{"id-0": 2, "id-1": 2, "id-2": 1, "id-3": 1, "id-4": 1} {
+		if r := got[id][0]; r.Attempts != want {
+			t.Errorf("%s: %d attempts, want %d", id, r.Attempts, want)
 		}
 	}
 }
@@ -312,7 +353,7 @@ func TestBatchOutputNotResults(t *testing.T) {
 // batch with the missing items remaining, instead of waiting for them.
 func TestBatchInputShrinks(t *testing.T) {
 	b := newTestBatch(t, &batchClient{}, 10)
-	b.OnStart = func(BatchSummary) { writeLines(t, b.Input, `{"id":"id-0","prompt":"p0"}`) }
+	b.OnStart = func(Summary) { writeLines(t, b.Input, `{"id":"id-0","prompt":"p0"}`) }
 	sum, err := b.Run(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -461,6 +502,14 @@ func TestBatchRequeueWaits(t *testing.T) {
 					}
 					if gap := at[1].Sub(at[0]); gap < tt.min || gap > tt.max {
 						t.Errorf("%s: taken again after %v, want %v to %v", p, gap, tt.min, tt.max)
+					}
+				}
+				// Each result counts the wait between its rounds.
+				for id, rs := range readOutput(t, b.Output) {
+					tm := rs[0].Timings
+					gap := c.calls[id][1].Sub(c.calls[id][0])
+					if waited := tm.WaitRetryAfter + tm.Backoff; waited != gap || rs[0].Attempts != 2 {
+						t.Errorf("%s: waited %v between rounds, attempts %d; want %v, 2", id, waited, rs[0].Attempts, gap)
 					}
 				}
 			})

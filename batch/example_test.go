@@ -1,4 +1,4 @@
-package engine_test
+package batch_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ratelab/ratelab/batch"
 	"github.com/ratelab/ratelab/engine"
 	"github.com/ratelab/ratelab/mock"
 	"github.com/ratelab/ratelab/provider"
@@ -56,7 +57,7 @@ func ExampleBatch() {
 		HTTP:     &http.Client{Transport: provider.NewTransport(2)},
 	}
 	defer client.HTTP.CloseIdleConnections()
-	b := &engine.Batch{
+	b := &batch.Batch{
 		Input:  input,
 		Output: filepath.Join(dir, "results.jsonl"),
 		Model:  "claude-haiku-4-5",

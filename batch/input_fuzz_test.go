@@ -1,4 +1,4 @@
-package engine
+package batch
 
 import (
 	"bytes"
@@ -55,7 +55,7 @@ func FuzzBatchInputLine(f *testing.F) {
 }
 
 // normal compacts an input's metadata, which json.Marshal re-indents.
-func normal(in *BatchInput) BatchInput {
+func normal(in *Line) Line {
 	out := *in
 	if len(out.Metadata) > 0 {
 		var v any

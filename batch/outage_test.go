@@ -1,4 +1,4 @@
-package engine
+package batch
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/ratelab/ratelab/engine"
 	"github.com/ratelab/ratelab/internal/memnet"
 	"github.com/ratelab/ratelab/mock"
 	"github.com/ratelab/ratelab/provider"
@@ -133,7 +134,7 @@ func testBatchOutage(t *testing.T, retries int) {
 			events = append(events, o)
 			mu.Unlock()
 		}
-		b.Config.OnAttempt = func(a Attempt) {
+		b.Config.OnAttempt = func(a engine.Attempt) {
 			mu.Lock()
 			starts = append(starts, a.Start)
 			mu.Unlock()
@@ -269,4 +270,14 @@ func TestBatchPermanentConnectionError(t *testing.T) {
 		t.Errorf("failed %d (%v), requeued %d, calls %d; want 5 connection_error, 0, 5", sum.Failed, sum.FailedByType, sum.Requeued, c.calls.Load())
 	}
 	checkExactlyOnce(t, b.Output, 5)
+}
+
+// seedConfig is the seeds' server: 20 concurrent calls, 5 ms a token.
+func seedConfig() mock.Config {
+	cfg := mock.DefaultConfig()
+	cfg.Latency.PerToken = 5 * time.Millisecond
+	cfg.Limits.MaxConcurrent = 20
+	cfg.Limits.RetryAfter = time.Second
+	cfg.Models = mock.Models{Any: true} // the items name model "m" for both providers
+	return cfg
 }

@@ -1,0 +1,299 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/ratelab/ratelab/engine"
+	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/provider"
+)
+
+// Batch is a resumable batch: the items of a JSONL input file run through
+// the engine, and one JSONL result line per item appended to an output file
+// the moment the item finishes, so that the output holds every input id
+// exactly once however often the batch is killed and rerun.
+//
+// Run works in three steps:
+//
+//  1. The input is read once to validate it, streaming and keeping only a
+//     set of ids (128-bit hashes) with the line of each: malformed lines,
+//     missing or wrong fields and duplicate ids are an *InputErrors naming
+//     each line, before any call is made, unless SkipInvalid is set.
+//  2. The output, if it exists, is read: the ids it holds are done and are
+//     skipped. A torn last line (a process killed mid-write) is cut off, and
+//     that item made again. With RetryFailed, the output is first rewritten
+//     without its error lines (to a temporary file renamed into place, so a
+//     kill at any moment leaves either the old file or the new one), so the
+//     failed items are made again and the file still holds each id once.
+//  3. The input is streamed again: each item not done goes through
+//     engine.Run. A
+//     result is appended when it is terminal: a success, or a permanent
+//     failure (400, 401, 403, 413, a validation error, or any failure
+//     left once Config.Retry's retries are spent). A throttled result (429,
+//     529, 503, or a stream's rate_limit_error or overloaded_error event:
+//     engine.Result.Kind Throttled or Overloaded) is not terminal: through
+//     engine.Config.Again, the engine's re-queue, the item's worker releases its
+//     permit, waits for the server's retry-after (or, without one, the SDKs'
+//     backoff for its round: 0.5 s doubling to 8 s, jittered from
+//     Config.Retry's seed) and makes it again as a new call, retries
+//     afresh; its result counts every attempt and wait of every round.
+//
+// A connection that failed before any response byte (refused, reset,
+// closed, unreachable: engine.Result.Kind Unreachable) is a transient fault too: the
+// item is made again the same way, with the SDKs' jittered backoff, however
+// many retries Config.Retry allows. After CircuitThreshold such failures in
+// a row the batch's circuit opens: it pauses every item (no slot taken, no
+// attempt made) but one probe per backoff period (0.5 s doubling to 8 s,
+// jittered), and closes at the first response, resuming the batch.
+// OnOutage hears of both. An endpoint still down after MaxOutage stops the
+// batch with ErrOutage, recording nothing for the items not made. Only what
+// repeating cannot fix (a 4xx, a TLS failure, a reply that is not HTTP) is
+// recorded as an error.
+//
+// A result's Index is its input line number less one, whatever order the
+// items finish in.
+//
+// Ending ctx stops taking items, lets the calls in progress finish for up to
+// Config.Grace, and returns what finished with ctx's error: the items that
+// did not finish have no line, and the next run makes them.
+//
+// Two batches must not append to one output at once; Run holds an advisory
+// lock on the output while it runs (where the platform has flock).
+type Batch struct {
+	// Input is the path of the JSONL input; it is read twice, so it must be
+	// a regular file.
+	Input string
+	// Output is the path of the JSONL results; created if missing.
+	Output string
+	// Model is every call's model (input lines do not carry one).
+	Model string
+	// MaxTokens is the max_tokens of lines that set none. Zero means 1024.
+	MaxTokens int
+	// Stream requests streamed (SSE) responses.
+	Stream bool
+	// RetryFailed makes the items whose recorded result is an error again.
+	RetryFailed bool
+	// SkipInvalid skips invalid and duplicate lines (reported in
+	// Summary.Invalid) instead of refusing to start.
+	SkipInvalid bool
+	// MaxOutage is how long the batch waits for an endpoint that stopped
+	// answering (its circuit open) before it stops with ErrOutage, the items
+	// still to make left for the next run. It stops as ending ctx does (the
+	// attempts under way get Config.Grace to end). Zero means
+	// DefaultMaxOutage; a negative value waits as long as it takes.
+	MaxOutage time.Duration
+	// OnOutage, when set, is called when the circuit opens (the endpoint
+	// stopped answering: the batch pauses) and when it closes (it resumes).
+	OnOutage func(Outage)
+	// OnStart, when set, is called once the input is validated and the
+	// output read, before the first call, with the counts known then
+	// (Items, Invalid, DoneOK, DoneFailed, Retried, Repaired, and Remaining:
+	// the items to make).
+	OnStart func(Summary)
+	// Config is the run's configuration. Its Sinks and OnResult receive
+	// only terminal results, after the output has them; OnAttempt sees every
+	// attempt. Items and Again are set by Run.
+	Config engine.Config
+}
+
+// DefaultMaxTokens is Batch.MaxTokens when it is zero.
+const DefaultMaxTokens = 1024
+
+// Summary is how a batch run went. Counts of items are the batch's own;
+// Run is the engine's accounting of every attempt of this run.
+type Summary struct {
+	// Lines is the input's non-blank lines; Items its distinct valid items.
+	Lines int `json:"lines"`
+	Items int `json:"items"`
+	// Invalid lists the lines skipped with SkipInvalid.
+	Invalid InputErrors `json:"invalid"`
+	// DoneOK and DoneFailed count the items already in the output, with a
+	// success or an error, when the run started (after RetryFailed).
+	DoneOK     int `json:"done_ok"`
+	DoneFailed int `json:"done_failed"`
+	// Retried counts the error lines RetryFailed removed from the output.
+	Retried int `json:"retried"`
+	// Repaired is the line number of the torn last line cut from the
+	// output; 0 when there was none.
+	Repaired int `json:"repaired_line,omitempty"`
+	// Completed and Failed count the results this run appended.
+	Completed int `json:"completed"`
+	Failed    int `json:"failed"`
+	// FailedByType counts this run's failures by error type
+	// (invalid_request_error, validation_error, connection_error, …).
+	FailedByType map[string]int `json:"failed_by_type"`
+	// Requeued counts the times an item was throttled, or its connection
+	// failed, and it was made again (through engine.Config.Again).
+	Requeued int `json:"requeued"`
+	// Outages counts the times the endpoint stopped answering and the batch
+	// paused; OutageSeconds is how long it was paused in all.
+	Outages       int     `json:"outages"`
+	OutageSeconds float64 `json:"outage_seconds"`
+	// Remaining counts the items with no result: the run was interrupted.
+	Remaining int `json:"remaining"`
+	// Run is the engine's summary of this run: attempts, 429s, tokens, wall
+	// time, the strategy's final limit. Its Completed and Failed count the
+	// items this run recorded, as the fields above do.
+	Run measure.Summary `json:"run"`
+}
+
+// AllOK reports whether every item of the input has a successful result.
+func (s *Summary) AllOK() bool {
+	return s.Remaining == 0 && s.DoneFailed == 0 && s.Failed == 0 && s.Invalid.Total == 0
+}
+
+// Run runs the batch; see Batch. Its error is an *InputErrors when the
+// input is invalid (no call was made), a file error naming the file, ctx's
+// error when interrupted, or the engine's. The summary is meaningful
+// whenever the run started.
+func (b *Batch) Run(ctx context.Context) (Summary, error) {
+	var sum Summary
+	if b.Config.Client == nil || b.Config.Strategy == nil {
+		return sum, errors.New("batch: Batch.Config.Client and Config.Strategy are required")
+	}
+	if b.Input == "" || b.Output == "" {
+		return sum, errors.New("batch: Batch.Input and Batch.Output are required")
+	}
+	if b.MaxTokens < 0 {
+		return sum, fmt.Errorf("batch: Batch.MaxTokens must not be negative, got %d", b.MaxTokens)
+	}
+	ids, err := b.validate(ctx, &sum)
+	if err != nil {
+		return sum, err
+	}
+	out, err := b.openOutput(ids, &sum)
+	if err != nil {
+		return sum, err
+	}
+	defer out.Close() // also releases the lock
+
+	todo := 0
+	for _, st := range ids {
+		if st.line > 0 && st.done == notDone {
+			todo++
+		}
+	}
+	sum.Remaining = todo
+	sum.FailedByType = make(map[string]int)
+	if b.OnStart != nil {
+		b.OnStart(sum)
+	}
+	if todo == 0 {
+		return sum, out.Close()
+	}
+
+	cfg := b.Config
+	cfg.Items = todo
+	maxOutage := b.MaxOutage
+	if maxOutage == 0 {
+		maxOutage = DefaultMaxOutage
+	}
+	var seed int64
+	if cfg.Retry != nil {
+		seed = cfg.Retry.Seed
+	}
+	runCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	circ := newCircuit(seed, maxOutage, b.OnOutage, stop)
+	cfg.Strategy = gated{Strategy: cfg.Strategy, c: circ}
+	var requeued atomic.Int64
+	cfg.Again = func(engine.Result) bool {
+		requeued.Add(1)
+		return true
+	}
+	userSinks, onResult, onAttempt := cfg.Sinks, cfg.OnResult, cfg.OnAttempt
+	cfg.OnResult = nil
+	cfg.OnAttempt = func(a engine.Attempt) {
+		circ.observe(a)
+		if onAttempt != nil {
+			onAttempt(a)
+		}
+	}
+	jsonl := engine.NewJSONL(out)
+	cfg.Sinks = []engine.Sink{sinkFunc(func(r engine.Result) error {
+		if err := jsonl.Put(r); err != nil {
+			return err // names the output already (an *os.PathError)
+		}
+		sum.Remaining--
+		if r.OK() {
+			sum.Completed++
+		} else {
+			sum.Failed++
+			sum.FailedByType[r.Err.Type]++
+		}
+		for _, s := range userSinks {
+			if err := s.Put(r); err != nil {
+				return err
+			}
+		}
+		if onResult != nil {
+			onResult(r)
+		}
+		return nil
+	})}
+
+	sum.Run, err = engine.Run(runCtx, cfg, b.source(ids))
+	sum.Requeued = int(requeued.Load())
+	outages, down := circ.stats()
+	sum.Outages, sum.OutageSeconds = outages, down.Seconds()
+	if cerr := out.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("%s: %w", b.Output, cerr)
+	}
+	return sum, err
+}
+
+// sinkFunc adapts a function to engine.Sink.
+type sinkFunc func(engine.Result) error
+
+func (f sinkFunc) Put(r engine.Result) error { return f(r) }
+
+// source streams the input's items still to do.
+func (b *Batch) source(ids map[idKey]idState) engine.Source {
+	return func(yield func(engine.Item, error) bool) {
+		err := b.scan(func(line int, in *Line, _ *InputError) bool {
+			if in == nil {
+				return true
+			}
+			st := ids[keyOf(in.ID)]
+			if int(st.line) != line || st.done != notDone {
+				return true // a duplicate, or done in an earlier run
+			}
+			return yield(b.item(line, in), nil)
+		})
+		if err != nil {
+			yield(engine.Item{}, err)
+		}
+	}
+}
+
+// item makes the engine item of input line line.
+func (b *Batch) item(line int, in *Line) engine.Item {
+	msgs := in.Messages
+	if in.Prompt != "" {
+		msgs = []provider.Message{{Role: "user", Content: in.Prompt}}
+	}
+	maxTokens := in.MaxTokens
+	if maxTokens == 0 {
+		maxTokens = b.MaxTokens
+	}
+	if maxTokens == 0 {
+		maxTokens = DefaultMaxTokens
+	}
+	return engine.Item{
+		Index: line - 1,
+		ID:    in.ID,
+		Request: provider.Request{
+			Model:          b.Model,
+			System:         in.System,
+			Messages:       msgs,
+			MaxTokens:      maxTokens,
+			Stream:         b.Stream,
+			IdempotencyKey: in.ID,
+		},
+		Metadata: in.Metadata,
+	}
+}
