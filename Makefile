@@ -18,14 +18,16 @@ test: lint node-deps
 
 ## node-deps: the JavaScript clients the tests run (the AI SDK, LangChain JS,
 ## the Anthropic SDK), installed from their package-lock.json with npm ci
-## whenever node_modules is missing or older than the lock file. Needs npm.
+## whenever the install is missing, partial or older than the lock file
+## (judged by node_modules/.package-lock.json, which npm writes last). Needs npm.
 NODE_DIRS := mock/testdata/node examples/clients/node
 node-deps:
 	@command -v npm >/dev/null 2>&1 || { echo "npm not found: the JavaScript client tests will skip"; exit 0; }; \
 	for d in $(NODE_DIRS); do \
-		if [ ! -d $$d/node_modules ] || [ $$d/package-lock.json -nt $$d/node_modules ]; then \
+		m=$$d/node_modules/.package-lock.json; \
+		if [ ! -f $$m ] || [ $$d/package-lock.json -nt $$m ]; then \
 			echo "npm ci in $$d"; (cd $$d && npm ci --no-audit --no-fund) || exit 1; \
-			touch $$d/node_modules; \
+			touch $$m; \
 		fi; \
 	done
 
