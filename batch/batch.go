@@ -50,9 +50,12 @@ import (
 // attempt made) but one probe per backoff period (0.5 s doubling to 8 s,
 // jittered), and closes at the first response, resuming the batch.
 // OnOutage hears of both. An endpoint still down after MaxOutage stops the
-// batch with ErrOutage, recording nothing for the items not made. Only what
-// repeating cannot fix (a 4xx, a TLS failure, a reply that is not HTTP) is
-// recorded as an error.
+// batch with ErrOutage, recording nothing for the items not made. A refusal
+// because the key's quota or spend cap is spent (engine.Result.Kind
+// QuotaSpent) stops the batch with ErrQuota at once, recording nothing for
+// it nor for the items not made, since none can succeed before the quota
+// resets; the calls in progress finish. Only what repeating cannot fix (a
+// 4xx, a TLS failure, a reply that is not HTTP) is recorded as an error.
 //
 // A result's Index is its input line number less one, whatever order the
 // items finish in.
@@ -129,6 +132,10 @@ type Summary struct {
 	// Requeued counts the times an item was throttled, or its connection
 	// failed, and it was made again (through engine.Config.Again).
 	Requeued int `json:"requeued"`
+	// QuotaSpent counts the items refused because the key's quota or spend
+	// cap was spent (engine.QuotaSpent). The first stops the batch with
+	// ErrQuota; none is recorded, so a resume makes them again.
+	QuotaSpent int `json:"quota_spent,omitempty"`
 	// Outages counts the times the endpoint stopped answering and the batch
 	// paused; OutageSeconds is how long it was paused in all.
 	Outages       int     `json:"outages"`
@@ -215,6 +222,14 @@ func (b *Batch) Run(ctx context.Context) (Summary, error) {
 	}
 	jsonl := engine.NewJSONL(out)
 	cfg.Sinks = []engine.Sink{sinkFunc(func(r engine.Result) error {
+		if r.Kind == engine.QuotaSpent {
+			// The key's quota is spent: no other call will do better until
+			// it resets. Record nothing for this item, start no other, and
+			// leave them all for a resume.
+			sum.QuotaSpent++
+			stop(fmt.Errorf("%w (%d %s: %s)", ErrQuota, r.Err.Status, r.Err.Type, r.Err.Message))
+			return nil
+		}
 		if err := jsonl.Put(r); err != nil {
 			return err // names the output already (an *os.PathError)
 		}
@@ -237,6 +252,11 @@ func (b *Batch) Run(ctx context.Context) (Summary, error) {
 	})}
 
 	sum.Run, err = engine.Run(runCtx, cfg, b.source(ids))
+	if err == nil && sum.QuotaSpent > 0 {
+		// Every item had ended by the time the refusal was read: still the
+		// refused items have no result.
+		err = context.Cause(runCtx)
+	}
 	sum.Requeued = int(requeued.Load())
 	outages, down := circ.stats()
 	sum.Outages, sum.OutageSeconds = outages, down.Seconds()

@@ -46,6 +46,9 @@ func (c *batchClient) Do(ctx context.Context, r provider.Request, attempt int) (
 			if status < 300 { // an error event in a stream that began with 200
 				o.Kind = strategies.Failed
 			}
+			if typ == "insufficient_quota" { // as provider's decode classifies it
+				o.Kind = strategies.Quota
+			}
 			if o.Kind == strategies.Throttled || o.Kind == strategies.Overloaded {
 				o.HasRetryAfter, o.RetryAfter = true, c.retryAfter
 			}
@@ -309,7 +312,7 @@ func TestBatchRequeue(t *testing.T) {
 
 // TestBatchRequeueKinds: what is re-queued is what engine.Result.Kind
 // says is temporary: a stream's rate_limit_error and overloaded_error events
-// are, OpenAI's insufficient_quota 429 and a 500 past its retries are not.
+// are, a 400 and a 500 past its retries are not.
 func TestBatchRequeueKinds(t *testing.T) {
 	c := &batchClient{fail: func(prompt string, k int) (int, string) {
 		switch {
@@ -318,7 +321,7 @@ func TestBatchRequeueKinds(t *testing.T) {
 		case prompt == "p1" && k == 0:
 			return 200, "overloaded_error"
 		case prompt == "p2":
-			return 429, "insufficient_quota"
+			return 400, "invalid_request_error"
 		case prompt == "p3":
 			return 500, "api_error"
 		}
@@ -329,8 +332,8 @@ func TestBatchRequeueKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Completed != 3 || sum.Requeued != 2 || sum.FailedByType["insufficient_quota"] != 1 || sum.FailedByType["api_error"] != 1 {
-		t.Errorf("completed %d, requeued %d, failed %v; want 3, 2, one insufficient_quota and one api_error", sum.Completed, sum.Requeued, sum.FailedByType)
+	if sum.Completed != 3 || sum.Requeued != 2 || sum.FailedByType["invalid_request_error"] != 1 || sum.FailedByType["api_error"] != 1 {
+		t.Errorf("completed %d, requeued %d, failed %v; want 3, 2, one invalid_request_error and one api_error", sum.Completed, sum.Requeued, sum.FailedByType)
 	}
 	got := checkExactlyOnce(t, b.Output, 5)
 	for id, want := range map[string]int{"id-0": 2, "id-1": 2, "id-2": 1, "id-3": 1, "id-4": 1} {
@@ -338,6 +341,45 @@ func TestBatchRequeueKinds(t *testing.T) {
 			t.Errorf("%s: %d attempts, want %d", id, r.Attempts, want)
 		}
 	}
+}
+
+// TestBatchQuotaStops: the first refusal for a spent quota stops the
+// batch with ErrQuota after one attempt (no retry, no re-queue): nothing is
+// recorded for the refused item nor for the items not started, and a
+// resume once the quota is back makes each of them once.
+func TestBatchQuotaStops(t *testing.T) {
+	const n = 40
+	spent := atomic.Bool{}
+	spent.Store(true)
+	c := &batchClient{fail: func(prompt string, k int) (int, string) {
+		if prompt == "p5" && spent.Load() {
+			return 429, "insufficient_quota"
+		}
+		return 0, ""
+	}}
+	b := newTestBatch(t, c, n)
+	b.Config.Retry = &strategies.RetryPolicy{MaxRetries: 2}
+	sum, err := b.Run(t.Context())
+	if !errors.Is(err, ErrQuota) {
+		t.Fatalf("err = %v, want ErrQuota", err)
+	}
+	if sum.QuotaSpent != 1 || sum.Requeued != 0 || sum.Failed != 0 {
+		t.Errorf("quota spent %d, requeued %d, failed %d; want 1, 0, 0", sum.QuotaSpent, sum.Requeued, sum.Failed)
+	}
+	if c.seen["p5"] != 1 {
+		t.Errorf("p5 was tried %d times, want once", c.seen["p5"])
+	}
+	first := readOutput(t, b.Output)
+	if len(first["id-5"]) != 0 || len(first) == n || sum.Remaining != n-len(first) {
+		t.Errorf("recorded %d items (id-5: %d), %d remaining; want id-5 and the items not started left", len(first), len(first["id-5"]), sum.Remaining)
+	}
+
+	spent.Store(false)
+	sum, err = b.Run(t.Context())
+	if err != nil || !sum.AllOK() {
+		t.Fatalf("resume: %v, all ok %v", err, sum.AllOK())
+	}
+	checkExactlyOnce(t, b.Output, n)
 }
 
 func TestBatchOutputNotResults(t *testing.T) {

@@ -24,6 +24,11 @@ const DefaultMaxOutage = 15 * time.Minute
 // endpoint stayed unreachable for longer than Batch.MaxOutage.
 var ErrOutage = errors.New("batch: endpoint unreachable")
 
+// ErrQuota is what Batch.Run's error answers errors.Is for when the batch
+// stopped because the key's quota or spend cap is spent: the refused items
+// and those not yet made are left for a resume once the quota resets.
+var ErrQuota = errors.New("batch: quota or spend cap spent")
+
 // Outage is a change of a batch's circuit: the endpoint stopped answering
 // (Open: the batch pauses) or answered again (the batch resumes).
 type Outage struct {

@@ -108,8 +108,7 @@ const (
 	// Succeeded: the item has its text.
 	Succeeded ResultKind = iota
 	// Throttled: the last attempt was a 429, or a stream's rate_limit_error
-	// event: the caller's own limit. OpenAI's insufficient_quota is a 429
-	// that waiting does not fix, so it is Failed.
+	// event: the caller's own limit. A 429 for a spent quota is QuotaSpent.
 	Throttled
 	// Overloaded: the last attempt was a 529 or 503, or a stream's
 	// overloaded_error event: the provider is busy for everyone.
@@ -122,9 +121,13 @@ const (
 	// a response Check rejected, a TLS failure, a reply that is not HTTP, a
 	// call the strategy could never admit.
 	Failed
+	// QuotaSpent: the key's quota or spend cap is spent (strategies.Quota:
+	// Anthropic's spend-limit 429, OpenAI's insufficient_quota). Neither
+	// waiting nor retrying fixes it before the quota resets.
+	QuotaSpent
 )
 
-var resultKindNames = [...]string{"succeeded", "throttled", "overloaded", "unreachable", "failed"}
+var resultKindNames = [...]string{"succeeded", "throttled", "overloaded", "unreachable", "failed", "quota"}
 
 // String returns the kind's lowercase name.
 func (k ResultKind) String() string {
@@ -162,15 +165,15 @@ func (k *ResultKind) UnmarshalText(b []byte) error {
 // kindOf classifies an attempt's outcome that was not a success. The
 // provider's error type is read from its *provider.APIError, where the
 // provider put it: a stream's error event has status 200, and a 429 may be
-// a spent quota.
+// a spent quota (QuotaSpent).
 func kindOf(o strategies.Outcome) ResultKind {
 	var typ string
 	if apiErr := (*provider.APIError)(nil); errors.As(o.Err, &apiErr) {
 		typ = apiErr.Type
 	}
 	switch {
-	case typ == "insufficient_quota":
-		return Failed
+	case o.Kind == strategies.Quota, typ == "insufficient_quota":
+		return QuotaSpent
 	case o.Kind == strategies.Throttled, typ == "rate_limit_error":
 		return Throttled
 	case o.Kind == strategies.Overloaded, typ == "overloaded_error":

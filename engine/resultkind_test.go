@@ -23,7 +23,8 @@ func TestKindOf(t *testing.T) {
 	}{
 		{"429", strategies.Outcome{Kind: strategies.Throttled, Status: 429, Err: apiErr(429, "rate_limit_error")}, Throttled},
 		{"429 without a body", strategies.Outcome{Kind: strategies.Throttled, Status: 429, Err: apiErr(429, "")}, Throttled},
-		{"429 insufficient_quota", strategies.Outcome{Kind: strategies.Throttled, Status: 429, Err: apiErr(429, "insufficient_quota")}, Failed},
+		{"429 insufficient_quota", strategies.Outcome{Kind: strategies.Throttled, Status: 429, Err: apiErr(429, "insufficient_quota")}, QuotaSpent},
+		{"spend cap", strategies.Outcome{Kind: strategies.Quota, Status: 429, Err: apiErr(429, "rate_limit_error")}, QuotaSpent},
 		{"529", strategies.Outcome{Kind: strategies.Overloaded, Status: 529, Err: apiErr(529, "overloaded_error")}, Overloaded},
 		{"503", strategies.Outcome{Kind: strategies.Overloaded, Status: 503, Err: apiErr(503, "")}, Overloaded},
 		{"stream rate_limit_error event", strategies.Outcome{Kind: strategies.Failed, Status: 200, Err: apiErr(200, "rate_limit_error")}, Throttled},
@@ -42,7 +43,7 @@ func TestKindOf(t *testing.T) {
 }
 
 func TestResultKindText(t *testing.T) {
-	for k := Succeeded; k <= Failed; k++ {
+	for k := Succeeded; k <= QuotaSpent; k++ {
 		b, err := json.Marshal(k)
 		if err != nil {
 			t.Fatal(err)

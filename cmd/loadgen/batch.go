@@ -128,8 +128,11 @@ Reporting:
   re-queues, tokens in and out, wall time and the strategy's final limit.
 
 Exit status: 0 every item has a successful result; 1 some items failed (or
-were skipped as invalid); 2 a usage or input error, nothing was run;
-130 interrupted: the output is incomplete, rerun the same command to resume.
+were skipped as invalid); 2 a usage or input error, nothing was run; 3 the
+key's quota or spend cap is spent (an insufficient_quota or spend-limit
+refusal, never retried): the batch stopped taking items, rerun the same
+command once the quota resets to resume; 130 interrupted: the output is
+incomplete, rerun the same command to resume.
 `
 
 // defaultStateFile is where adaptive's learned limits are kept between
@@ -266,6 +269,8 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		printBatchSummary(stdout, opt, rep)
 	}
 	switch {
+	case errors.Is(err, batch.ErrQuota):
+		return &exitError{code: exitQuota, err: fmt.Errorf("stopped: %w; %d of %d items have no result yet: rerun the same command once the quota resets (or raise the spend cap) to resume", err, rep.Remaining, rep.Items)}
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted: %d of %d items have no result yet; rerun the same command to resume", rep.Remaining, rep.Items)}
 	case err != nil:
@@ -328,6 +333,9 @@ func printBatchSummary(w io.Writer, opt loadgen.BatchOptions, r loadgen.BatchRep
 		fmt.Fprintf(w, ", rejected by the schema %d", r.Run.Invalid)
 	}
 	fmt.Fprintln(w, ")")
+	if r.QuotaSpent > 0 {
+		fmt.Fprintf(w, "  quota spent  %d refused, not recorded: the batch stopped; rerun to resume\n", r.QuotaSpent)
+	}
 	if r.Outages > 0 {
 		fmt.Fprintf(w, "  outages      %d, paused %.1f s in all\n", r.Outages, r.OutageSeconds)
 	}

@@ -724,3 +724,82 @@ func TestBatchSchemaMalformedMock(t *testing.T) {
 		})
 	}
 }
+
+// TestBatchQuotaExit: a spent spend cap (Anthropic's 400 for a limit the
+// organization set) stops the batch with exit status 3 after one request
+// for the refused item, records nothing for it, and a rerun once the cap is
+// raised resumes with the items left.
+func TestBatchQuotaExit(t *testing.T) {
+	var capped atomic.Bool
+	capped.Store(true)
+	refuse := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if capped.Load() && bytes.Contains(body, []byte("capped")) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusBadRequest)
+				fmt.Fprint(w, `{"type": "error", "error": {"type": "invalid_request_error", "message": "You have reached your specified workspace API usage limits. You will regain access on 2027-01-01 at 00:00 UTC."}}`)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	cfg := fastMock()
+	cfg.Latency.PerToken = 20 * time.Millisecond // the others are slow beside the refusal
+	url, requests := mockServer(t, cfg, refuse)
+	t.Setenv("ANTHROPIC_API_KEY", "sk-test-quota")
+	var lines []string
+	for i := range 6 {
+		prompt := "fine"
+		if i == 0 {
+			prompt = "capped"
+		}
+		lines = append(lines, fmt.Sprintf(`{"id": "t-%d", "prompt": %q, "max_tokens": 3}`, i, prompt))
+	}
+	in := writeFile(t, "items.jsonl", strings.Join(lines, "\n")+"\n")
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	args := []string{"batch", "--input", in, "--output", out, "--base-url", url, "--state-file", "", "--strategy", "semaphore:n=1"}
+
+	stdout, stderr, code := runCLI(t, t.Context(), args...)
+	if code != exitQuota || !strings.Contains(stderr, "quota or spend cap spent") || !strings.Contains(stderr, "of 6 items have no result yet") {
+		t.Errorf("exit %d, want 3 saying the quota is spent and how many items are left:\n%s%s", code, stdout, stderr)
+	}
+	// One worker: the refused item went first and was not retried; the
+	// items started while its refusal was read finish, the rest wait.
+	if n := requests.Load(); n >= 6 {
+		t.Errorf("server saw %d requests, want the batch stopped before making all 6", n)
+	}
+	if got := readOutputIDs(t, out); got["t-0"] != 0 {
+		t.Errorf("the refused item has %d results, want none (left for the resume)", got["t-0"])
+	}
+	before := requests.Load()
+	capped.Store(false)
+	if stdout, stderr, code := runCLI(t, t.Context(), args...); code != 0 {
+		t.Errorf("rerun: exit %d, want 0:\n%s%s", code, stdout, stderr)
+	}
+	for id, r := range exactlyOnce(t, out, 6) {
+		if !r.OK() {
+			t.Errorf("%s: %v after the rerun", id, r.Err)
+		}
+	}
+	// The rerun made only what the first run left.
+	if n := requests.Load() - before; before+n != 1+6 {
+		t.Errorf("requests: %d then %d more, want 7 in all (the refusal, then each item once)", before, n)
+	}
+}
+
+// readOutputIDs counts each id's results in a batch output.
+func readOutputIDs(t *testing.T, path string) map[string]int {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got := map[string]int{}
+	if _, err := engine.ReadJSONL(f, func(r engine.Result) error { got[r.ID]++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}

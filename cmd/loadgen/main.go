@@ -38,6 +38,7 @@ const (
 	exitOK          = 0
 	exitFailed      = 1 // an expectation failed, or compare found a regression
 	exitUsage       = 2 // bad flags, arguments or input files
+	exitQuota       = 3 // batch: the key's quota or spend cap is spent
 	exitInterrupted = 130
 )
 
