@@ -20,9 +20,9 @@ test: lint node-deps
 ## the Anthropic SDK), installed from their package-lock.json with npm ci
 ## whenever the install is missing, partial or older than the lock file
 ## (judged by node_modules/.package-lock.json, which npm writes last). Needs npm.
-NODE_DIRS := mock/testdata/node examples/clients/node
+NODE_DIRS := mock/testdata/node mock/testdata/node-ai7 examples/clients/node
 node-deps:
-	@command -v npm >/dev/null 2>&1 || { echo "npm not found: the JavaScript client tests will skip"; exit 0; }; \
+	@command -v npm >/dev/null 2>&1 || { echo "npm not found: the JavaScript client tests need node and npm"; exit 1; }; \
 	for d in $(NODE_DIRS); do \
 		m=$$d/node_modules/.package-lock.json; \
 		if [ ! -f $$m ] || [ $$d/package-lock.json -nt $$m ]; then \

@@ -18,17 +18,23 @@ import (
 
 // TestNodeClients runs testdata/node/clients.mjs — the Vercel AI SDK and
 // LangChain JS, unchanged — against a mock configured as mockllm serves by
-// default (natural stops). The mock's metrics then show that every request
-// succeeded and that the AI SDK's default OpenAI provider used the
-// Responses API: its five checks, one request each. It needs node and the packages `npm ci`
-// installs in testdata/node (.ci/run does); it skips, saying which, only
-// when node is absent.
+// default (natural stops), with the AI SDK 6 (testdata/node) and 7
+// (testdata/node-ai7, the same script through a symlink). The mock's
+// metrics then show that every request succeeded and that the AI SDK's
+// default OpenAI provider used the Responses API: its five checks, one
+// request each. It needs node and the packages `npm ci` installs in each
+// folder (make node-deps does).
 func TestNodeClients(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Skip("node is not installed: the JavaScript client tests need node and `npm ci` in mock/testdata/node")
+		t.Fatal("node is not installed: the JavaScript client tests need node and `npm ci` in mock/testdata/node and mock/testdata/node-ai7 (make node-deps)")
 	}
-	dir := filepath.Join("testdata", "node")
+	for _, dir := range []string{"node", "node-ai7"} {
+		t.Run(dir, func(t *testing.T) { runNodeClients(t, node, filepath.Join("testdata", dir)) })
+	}
+}
+
+func runNodeClients(t *testing.T, node, dir string) {
 	if _, err := os.Stat(filepath.Join(dir, "node_modules")); err != nil {
 		t.Fatalf("node is installed but %s/node_modules is missing: run `npm ci` in %s", dir, dir)
 	}
@@ -50,11 +56,13 @@ func TestNodeClients(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "clients.mjs")
+	// --preserve-symlinks-main: node-ai7's clients.mjs is a symlink, and its
+	// imports must resolve in its own folder's node_modules.
+	cmd := exec.CommandContext(ctx, node, "--preserve-symlinks", "--preserve-symlinks-main", "clients.mjs")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "ANTHROPIC_BASE_URL="+base, "OPENAI_BASE_URL="+base+"/v1")
 	out, err := cmd.CombinedOutput()
-	t.Logf("node clients.mjs:\n%s", out)
+	t.Logf("node clients.mjs in %s:\n%s", dir, out)
 	if err != nil {
 		t.Fatalf("node clients.mjs: %v", err)
 	}
