@@ -44,8 +44,9 @@ type Scenario struct {
 	Workers int `yaml:"workers"`
 	// Timeline is the resolution of each strategy's timeline. Default 100ms.
 	Timeline time.Duration `yaml:"timeline"`
-	// Strategies are run in turn, each against a fresh server, in file order.
-	Strategies []Row `yaml:"strategies"`
+	// Strategies are run in turn, each against a fresh server, in file
+	// order; a row with a sweep is one row per value (see Rows).
+	Strategies Rows `yaml:"strategies"`
 
 	lines map[string]int // key path → line, for semantic errors
 	batch bool           // parsed by ParseBatch: items and strategies optional

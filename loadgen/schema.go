@@ -82,6 +82,14 @@ Top level
                            Redis unreachable at the start is an error; lost
                            mid-run, a warning and a local share until it is back
                            (events redis_lost, redis_recovered on the timeline)
+    sweep         any numeric key of a row (max_retries, seed, the kind's
+                           numbers and durations) may be {sweep: [V1, V2, ...]}
+                           or {sweep: "LO..HI step S"} (step 1 when left out;
+                           durations need one: "1s..5s step 500ms"): the row
+                           becomes one row per value, each named NAME KEY=VALUE,
+                           or NAME with {KEY} replaced when NAME holds {KEY};
+                           several sweeps in a row give every combination (at
+                           most 1000 rows). e.g. n: {sweep: "5..50 step 5"}
     expect        mapping  METRIC: VALUE, where VALUE is a number (exactly), a
                            range "LO..HI" (inclusive) or a comparison such as
                            "<= 1.05"; max_METRIC: N and min_METRIC: N are bounds

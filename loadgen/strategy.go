@@ -51,7 +51,13 @@ type Row struct {
 	// unknown).
 	Config any `yaml:"-"`
 
+	// Sweep is what the row's sweep set, when the row is one of a sweep's
+	// expansion (see Rows): each swept key and its value here, in the
+	// file's order; nil otherwise.
+	Sweep []Swept `yaml:"-"`
+
 	keys map[string]int // keys the file set → their lines
+	path string         // the row's path in the file, strategies[i]; "" when not from a file
 }
 
 // rowKeys are the keys every row has, whatever its kind.
@@ -83,21 +89,27 @@ func (r *Row) UnmarshalStrict(d *strict.Decoder, n *yaml.Node, path string) {
 		r.Config = k.config()
 		targets = append(targets, r.Config)
 	}
-	d.DecodeMapping(n, path, func(key string) string {
-		if !known {
-			return "-" // the kind is reported; its parameters cannot be judged
-		}
-		for _, other := range kinds {
-			if slices.Contains(other.params, key) {
-				valid := "none"
-				if len(k.params) > 0 {
-					valid = strings.Join(k.params, ", ")
-				}
-				return fmt.Sprintf("not a parameter of kind %s (its parameters: %s)", kindName, valid)
+	d.DecodeMapping(n, path, func(key string) string { return unknownKey(kindName, key) }, targets...)
+}
+
+// unknownKey is the message for a key that is neither common to rows nor a
+// parameter of kind: "-" (say nothing) when the kind is unknown, since its
+// parameters cannot be judged.
+func unknownKey(kindName, key string) string {
+	k, known := kinds[kindName]
+	if !known {
+		return "-" // the kind is reported; its parameters cannot be judged
+	}
+	for _, other := range kinds {
+		if slices.Contains(other.params, key) {
+			valid := "none"
+			if len(k.params) > 0 {
+				valid = strings.Join(k.params, ", ")
 			}
+			return fmt.Sprintf("not a parameter of kind %s (its parameters: %s)", kindName, valid)
 		}
-		return fielderr.UnknownKey(key, append(slices.Clone(rowKeys), k.params...))
-	}, targets...)
+	}
+	return fielderr.UnknownKey(key, append(slices.Clone(rowKeys), k.params...))
 }
 
 // Set reports whether the scenario file set key on r.
@@ -340,17 +352,20 @@ func (s *Scenario) validate(d *strict.Decoder) {
 	if len(s.Strategies) == 0 && !s.batch {
 		bad("strategies", "required: at least one strategy (e.g. - {name: semaphore-20, kind: semaphore, n: 20})")
 	}
-	names := make(map[string]int)
+	names := make(map[string]string) // name → its row's path
 	for i := range s.Strategies {
 		st := &s.Strategies[i]
-		p := fielderr.Index("strategies", i)
+		p := st.path
+		if p == "" {
+			p = fielderr.Index("strategies", i)
+		}
 		key := func(k string) string { return p + "." + k }
 		if st.Name == "" {
 			bad(key("name"), "required")
 		} else if prev, dup := names[st.Name]; dup {
-			bad(key("name"), "duplicate strategy name %q (also strategies[%d])", st.Name, prev)
+			bad(key("name"), "duplicate strategy name %q (also %s)", st.Name, prev)
 		} else {
-			names[st.Name] = i
+			names[st.Name] = p
 		}
 		if st.MaxRetries != nil && *st.MaxRetries < -1 {
 			bad(key("max_retries"), "must be -1 (retry until success) or more, got %d", *st.MaxRetries)
