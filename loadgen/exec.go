@@ -26,7 +26,7 @@ func runStrategy(ctx context.Context, s *Scenario, st *Row, opt Options, key str
 	if run := kinds[st.Kind].run; run != nil {
 		return run(ctx, s, st, opt)
 	}
-	res = reports.Result{Name: st.Name, Kind: st.Kind, Params: st.Params()}
+	res = reports.Result{Name: st.Name, Kind: st.Kind, Params: st.Params(), Sweep: st.Sweep}
 	res.Items = s.Items.Count()
 	events := &eventLog{start: time.Now()}
 	strategy, closeStrategy, err := openStrategy(ctx, st, events.observe)

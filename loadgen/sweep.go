@@ -12,6 +12,7 @@ import (
 
 	"github.com/ratelab/ratelab/internal/fielderr"
 	"github.com/ratelab/ratelab/internal/strict"
+	"github.com/ratelab/ratelab/reports"
 )
 
 // MaxSweepRows bounds the rows one row's sweeps may expand into: a sweep is
@@ -20,16 +21,8 @@ import (
 const MaxSweepRows = 1000
 
 // Swept is one parameter a row's sweep set, and the value it has on this
-// row of the expansion.
-type Swept struct {
-	// Key is the row's key: n, max_retries, decrease, …
-	Key string `json:"key"`
-	// Value is the value as the row's name shows it: 20, 0.5, 1.5s.
-	Value string `json:"value"`
-	// Number is the value as a number, for charts and tune: a duration in
-	// seconds.
-	Number float64 `json:"number"`
-}
+// row of the expansion; reports carry it as it is.
+type Swept = reports.Swept
 
 // Rows are a scenario's strategies. In YAML each row is a mapping (see
 // Row); a row whose numeric parameter is a sweep —

@@ -12,6 +12,8 @@ type Report struct {
 	Target      string   `json:"target"` // "embedded mock" or the target URL
 	Incomplete  bool     `json:"incomplete,omitempty"`
 	Results     []Result `json:"results"`
+	// Tune is loadgen tune's recommendation; nil from loadgen run.
+	Tune *Tune `json:"tune,omitempty"`
 }
 
 // Result is one strategy's run: the row's name, kind and parameters, what
@@ -22,6 +24,9 @@ type Result struct {
 	Name   string         `json:"name"`
 	Kind   string         `json:"kind"`
 	Params map[string]any `json:"params,omitempty"`
+	// Sweep is what a sweep set on this row (its values are in Params
+	// too); nil for a row that is not part of a sweep.
+	Sweep []Swept `json:"sweep,omitempty"`
 
 	measure.Summary
 
