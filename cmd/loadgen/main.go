@@ -90,6 +90,8 @@ Usage:
   loadgen run FILE [flags]           run every strategy of a scenario and print a table
   loadgen validate FILE...           check scenario files without running them
   loadgen compare OLD.json NEW.json  compare two reports; fail on a regression
+  loadgen tune FILE [flags]          run a scenario's rows (and sweeps) and
+                                     recommend the best by wall, attempts or cost
   loadgen batch --input ITEMS.jsonl --output RESULTS.jsonl [flags]
                                      run a resumable batch of real calls
   loadgen exec [flags] -- CMD [ARGS]  run your own program against the mock
@@ -127,6 +129,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return batchCmd(ctx, rest, stdout, stderr)
 	case "exec":
 		return execCmd(ctx, rest, stdout, stderr)
+	case "tune":
+		return tuneCmd(ctx, rest, stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, buildinfo.String("loadgen"))
 		return nil
@@ -143,6 +147,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				return batchCmd(ctx, []string{"--help"}, stdout, stderr)
 			case "exec":
 				return execCmd(ctx, []string{"--help"}, stdout, stderr)
+			case "tune":
+				return tuneCmd(ctx, []string{"--help"}, stdout, stderr)
 			case "scenario", "scenarios", "schema":
 				return loadgen.WriteSchema(stdout)
 			}
