@@ -37,7 +37,9 @@ Top level
   server        mapping   the embedded mock's configuration (mock.Config; see
                           mockllm --help): seed, api_keys, admin_token,
                           latency{ttft, ttft_per_input_token, per_token (default 5ms), jitter},
-                          output{tokens: max_tokens | {fixed: N} | {uniform: [MIN, MAX]}},
+                          output{tokens: max_tokens | {fixed: N} | {uniform: [MIN, MAX]}
+                          | {lognormal: {mean: TOKENS, sigma: S}} | {histogram: FILE}
+                          (FILE: a token count a line, or a batch's results.jsonl)},
                           limits{max_concurrent, rpm, itpm, otpm, tpm, retry_after,
                           count_rejected}, capacity{max_concurrent},
                           faults{error_500, overloaded, slow{rate, extra}, reset,

@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -37,6 +38,8 @@ func outputTokens(c *ServerConfig, maxTokens int) int {
 		return min(d.Min, maxTokens)
 	case mock.Uniform:
 		return min((d.Min+d.Max)/2, maxTokens)
+	case mock.LogNormal, mock.Histogram:
+		return int(math.Round(d.MeanTokens(maxTokens)))
 	}
 	return maxTokens
 }

@@ -148,12 +148,19 @@ const (
 
 // Distribution is a distribution of output token counts. Its YAML forms are
 // `max_tokens` (the zero value: as many tokens as the request allows),
-// `{fixed: N}` and `{uniform: [MIN, MAX]}` (inclusive, drawn from the seeded
-// source).
+// `{fixed: N}`, `{uniform: [MIN, MAX]}` (inclusive), `{lognormal: {mean:
+// TOKENS, sigma: S}}` and `{histogram: FILE}` (the counts observed in
+// production, see Observations), drawn from the seeded source; every length
+// is capped by the request's max_tokens.
 type Distribution struct {
 	Kind DistributionKind
 	Min  int // the value of a fixed distribution; the lower bound of a uniform one
 	Max  int // the upper bound of a uniform distribution
+	// Mean (in tokens) and Sigma (the standard deviation of the length's
+	// logarithm) are a lognormal distribution's.
+	Mean, Sigma float64
+	// Observed are a histogram distribution's observations.
+	Observed *Observations
 }
 
 // DistributionKind names the shape of a Distribution.
@@ -164,6 +171,8 @@ const (
 	MaxTokens DistributionKind = iota // as many tokens as max_tokens
 	Fixed                             // always Min
 	Uniform                           // uniform in [Min, Max]
+	LogNormal                         // lognormal of Mean and Sigma (dist.go)
+	Histogram                         // drawn from Observed (dist.go)
 )
 
 // Limits are the rate limits each API key has. A zero limit is unlimited.
@@ -305,9 +314,10 @@ func (c *Config) UnmarshalYAML(n *yaml.Node) error {
 	return d.Err()
 }
 
-// UnmarshalStrict decodes `max_tokens`, `{fixed: N}` or `{uniform: [MIN, MAX]}`.
+// UnmarshalStrict decodes `max_tokens`, `{fixed: N}`, `{uniform: [MIN, MAX]}`,
+// `{lognormal: {mean, sigma}}` or `{histogram: FILE}`.
 func (dist *Distribution) UnmarshalStrict(d *strict.Decoder, n *yaml.Node, path string) {
-	const want = "want max_tokens, {fixed: N} or {uniform: [MIN, MAX]}"
+	const want = "want max_tokens, {fixed: N}, {uniform: [MIN, MAX]}, {lognormal: {mean: TOKENS, sigma: S}} or {histogram: FILE}"
 	switch {
 	case strict.IsNull(n):
 		return
@@ -335,6 +345,9 @@ func (dist *Distribution) UnmarshalStrict(d *strict.Decoder, n *yaml.Node, path 
 			}
 			*dist = Distribution{Kind: Uniform, Min: v[0], Max: v[1]}
 			return
+		case "lognormal", "histogram":
+			dist.decodeSampled(d, key, val, path)
+			return
 		}
 		d.Errorf(n.Content[0], path, "unknown output distribution %q: %s", key, want)
 		return
@@ -356,6 +369,10 @@ func (d Distribution) MarshalYAML() (any, error) {
 		return map[string]int{"fixed": d.Min}, nil
 	case Uniform:
 		return map[string][]int{"uniform": {d.Min, d.Max}}, nil
+	case LogNormal:
+		return map[string]map[string]float64{"lognormal": {"mean": d.Mean, "sigma": d.Sigma}}, nil
+	case Histogram:
+		return map[string]string{"histogram": d.Observed.File}, nil
 	}
 	return "max_tokens", nil
 }
@@ -367,6 +384,10 @@ func (d Distribution) String() string {
 		return fmt.Sprintf("{fixed: %d}", d.Min)
 	case Uniform:
 		return fmt.Sprintf("{uniform: [%d, %d]}", d.Min, d.Max)
+	case LogNormal:
+		return fmt.Sprintf("{lognormal: {mean: %v, sigma: %v}}", d.Mean, d.Sigma)
+	case Histogram:
+		return fmt.Sprintf("{histogram: %s}", d.Observed.File)
 	}
 	return "max_tokens"
 }
@@ -408,6 +429,8 @@ func (c Config) Validate() error {
 		check(d.Min >= 1, "output.tokens", "fixed must be at least 1, got %d", d.Min)
 	case Uniform:
 		check(d.Min >= 1 && d.Max >= d.Min, "output.tokens", "uniform needs 1 <= MIN <= MAX, got [%d, %d]", d.Min, d.Max)
+	case LogNormal, Histogram:
+		validateSampled(d, check)
 	}
 	check(c.Output.Length == "" || c.Output.Length == LengthMaxTokens || c.Output.Length == LengthNatural,
 		"output.length", "want max_tokens or natural, got %q", c.Output.Length)

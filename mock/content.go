@@ -473,6 +473,10 @@ func (s *Server) outputLength(c *call) (int, bool) {
 		n = min(n, t.Min)
 	case t.Kind == Uniform:
 		n = min(n, t.Min+s.rng.IntN(t.Max-t.Min+1))
+	case t.Kind == LogNormal:
+		n = min(n, drawLogNormal(s.rng, t.Mean, t.Sigma))
+	case t.Kind == Histogram:
+		n = min(n, t.Observed.draw(s.rng))
 	case s.cfg.Output.Length == LengthNatural && n > 1:
 		lo := (n + 1) / 2
 		n = lo + s.rng.IntN(n-lo)

@@ -86,7 +86,8 @@ defaults, except where noted:
     per_token: 5ms             # per output token
     jitter: 0                  # 0.1 = each request's latency x [0.9, 1.1]
   output:
-    tokens: max_tokens         # or {fixed: 50} or {uniform: [20, 80]}; capped by max_tokens
+    tokens: max_tokens         # or {fixed: 50}, {uniform: [20, 80]}, {lognormal: {mean: 300, sigma: 0.6}}
+                               # or {histogram: FILE}; capped by max_tokens
     default_max_tokens: 0      # OpenAI requests without a max (0 = 256)
     text: ""                   # every response's text instead of the filler (e.g. JSON to validate)
     length: ""                 # natural (here, when ""): end_turn / stop below max_tokens; max_tokens: exact
