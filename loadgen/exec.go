@@ -70,7 +70,8 @@ func runStrategy(ctx context.Context, s *Scenario, st *Row, opt Options, key str
 	if err := loadState(strategy, st, keys); err != nil {
 		return res, err
 	}
-	sum, err := engine.Run(ctx, cfg, source(groups, strategyMeta(st.Name)))
+	src, loop := s.pace(ctx, source(groups, strategyMeta(st.Name)), &cfg, res.Items)
+	sum, err := engine.Run(ctx, cfg, src)
 	if prog != nil {
 		prog.stop()
 	}
@@ -79,6 +80,7 @@ func runStrategy(ctx context.Context, s *Scenario, st *Row, opt Options, key str
 	sum.Items = max(sum.Items, res.Items)
 	res.Summary = sum
 	res.SetOracle(s.OracleSeconds())
+	loop.finish(s, &res)
 	if tg.srv != nil {
 		// The server's view, as command rows have it, so that
 		// max_concurrency and max_early_retries mean the same on every row.

@@ -223,6 +223,9 @@ const (
 	ByClient
 	// ByCommand is a command row's program: known on command rows only.
 	ByCommand
+	// ByArrival is the open loop of a scenario with arrival: (see
+	// Arrival): known on its rows only.
+	ByArrival
 )
 
 // String says where a metric is known, for loadgen help scenario; "" for
@@ -235,6 +238,8 @@ func (m Measurer) String() string {
 		return "loadgen's client: not on command rows"
 	case ByCommand:
 		return "command rows only"
+	case ByArrival:
+		return "scenarios with arrival: only"
 	}
 	return ""
 }
@@ -255,6 +260,10 @@ func (s *Scenario) unmeasurable(st *Row, metric string) string {
 	case ByCommand:
 		if st.Kind != KindCommand {
 			return fmt.Sprintf("only a command row has %s (the exit status of its program)", metric)
+		}
+	case ByArrival:
+		if s.Arrival == nil {
+			return fmt.Sprintf("only a scenario with arrival: (items arriving over time) measures %s", metric)
 		}
 	}
 	return ""
@@ -299,12 +308,28 @@ var Metrics = map[string]Metric{
 		Value: func(r *reports.Result) float64 { v, _ := r.Server(); return float64(v.EarlyRetries) }},
 	"concurrency": {Doc: "most attempts in flight at once", By: ByServer,
 		Value: func(r *reports.Result) float64 { v, _ := r.Server(); return float64(v.PeakConcurrency) }},
+	"goodput": {Doc: "completed items per second of wall time", By: ByArrival,
+		Value: func(r *reports.Result) float64 { return arrivals(r).GoodputPerSecond }},
+	"queueing_delay_p50": {Doc: "median time from an item's arrival to its first attempt, s", By: ByArrival,
+		Value: func(r *reports.Result) float64 { return arrivals(r).QueueingDelay.P50 }},
+	"queueing_delay_p99": {Doc: "p99 time from an item's arrival to its first attempt, s", By: ByArrival,
+		Value: func(r *reports.Result) float64 { return arrivals(r).QueueingDelay.P99 }},
+	"queueing_delay_max": {Doc: "longest time from an item's arrival to its first attempt, s", By: ByArrival,
+		Value: func(r *reports.Result) float64 { return arrivals(r).QueueingDelay.Max }},
 	"exit_code": {Doc: "the command's exit status, -1 when killed by a signal", By: ByCommand, Value: func(r *reports.Result) float64 {
 		if r.Command == nil {
 			return 0
 		}
 		return float64(r.Command.ExitCode)
 	}},
+}
+
+// arrivals is r's open-loop figures, zero when it has none.
+func arrivals(r *reports.Result) reports.Arrivals {
+	if r.Arrivals == nil {
+		return reports.Arrivals{}
+	}
+	return *r.Arrivals
 }
 
 func metricNames() []string {

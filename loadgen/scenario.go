@@ -28,6 +28,9 @@ type Scenario struct {
 	Seed int64 `yaml:"seed"`
 	// Items is the batch: a count, one item group, or a list of groups.
 	Items Items `yaml:"items"`
+	// Arrival, when set, makes items arrive over time at a rate (an open
+	// loop, as an online service's traffic) instead of all at the start.
+	Arrival *Arrival `yaml:"arrival"`
 	// Request is what every item sends unless its group overrides it.
 	Request Request `yaml:"request"`
 	// Server configures the embedded mock (a mock.Config). Ignored when
@@ -222,6 +225,7 @@ func (s *Scenario) line(path string) int {
 
 // applyDefaults fills in what the file left out.
 func (s *Scenario) applyDefaults() {
+	s.arrivalItems()
 	if s.Name == "" {
 		s.Name = baseName(s.File)
 	}

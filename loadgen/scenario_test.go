@@ -94,7 +94,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown top-level key", "items: 10\nitmes: 3\nstrategies: [{name: a, kind: unbounded}]\n",
 			`x.yaml:2: itmes: unknown key "itmes" (did you mean items?)`},
 		{"unknown key far from any", "items: 10\nbogus: 3\nstrategies: [{name: a, kind: unbounded}]\n",
-			`x.yaml:2: bogus: unknown key "bogus" (want one of description, items, name, oracle, request, seed, server, strategies, target, timeline, workers)`},
+			`x.yaml:2: bogus: unknown key "bogus" (want one of arrival, description, items, name, oracle, request, seed, server, strategies, target, timeline, workers)`},
 		{"unknown row key", "items: 10\nstrategies:\n  - name: a\n    kind: semaphore\n    nn: 5\n",
 			`x.yaml:5: strategies[0].nn: unknown key "nn" (did you mean n?)`},
 		{"unknown server key", "items: 10\nserver:\n  limits:\n    max_concurent: 20\nstrategies: [{name: a, kind: unbounded}]\n",

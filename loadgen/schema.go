@@ -22,6 +22,14 @@ Top level
                           in file order. A group's keys (all optional but count)
                           override request: count, provider, model, max_tokens,
                           prompt, prompt_tokens, system, stream, api_key
+  arrival       mapping   items arrive over time (an open loop, as an online
+                          service's traffic) instead of all at the start (optional):
+    rate          rate     mean arrivals, 10/s, 600/m, 36000/h or N (per second); required
+    process       string   poisson (default: exponential gaps, seeded) or constant
+    duration      duration instead of items: rate x duration items arrive
+                          rows then report goodput (completed/s) and queueing
+                          delay (arrival to first attempt): expect goodput,
+                          queueing_delay_p50, _p99, _max
   request       mapping   the call every item makes:
     provider      anthropic | openai                      (default anthropic)
     model         string   (default claude-haiku-4-5; gpt-5-mini for openai)

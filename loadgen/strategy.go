@@ -282,9 +282,10 @@ func (s *Scenario) validate(d *strict.Decoder) {
 	bad := d.Invalidf
 
 	// Items and requests.
-	if len(s.Items.Groups) == 0 && !s.batch {
+	if len(s.Items.Groups) == 0 && !s.batch && !d.Set("arrival.duration") {
 		bad("items", "required: the number of items (e.g. items: 200) or item groups")
 	}
+	s.validateArrival(d)
 	for i, g := range s.Items.Groups {
 		p := "items"
 		if len(s.Items.Groups) > 1 {

@@ -41,6 +41,10 @@ type Result struct {
 	// keys are Result's keys; absent from the JSON when unknown.
 	*ServerView
 
+	// Arrivals is how items arrived and queued, on a row of a scenario
+	// with arrival:; nil otherwise.
+	Arrivals *Arrivals `json:"arrivals,omitempty"`
+
 	// Command is how a command row's program ran; nil on other rows.
 	Command *Command `json:"command,omitempty"`
 }
