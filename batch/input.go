@@ -132,6 +132,14 @@ func (b *Batch) validate(ctx context.Context, sum *Summary) (map[idKey]idState, 
 	return ids, nil
 }
 
+// ReadInput calls fn with each non-blank line of the batch input file at
+// path, in order: its number and either its decoded line or its problem,
+// until fn returns false. Its error is a read error naming the file.
+// loadgen reads a scenario's items: {file: …} with it.
+func ReadInput(path string, fn func(line int, in *Line, ie *InputError) bool) error {
+	return (&Batch{Input: path}).scan(fn)
+}
+
 // scan reads the input line by line, calling fn with each non-blank line's
 // number and either its decoded item or its problem, until fn returns
 // false. Its error is a read error naming the file.

@@ -1,13 +1,20 @@
 package loadgen
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
+	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/ratelab/ratelab/batch"
 	"github.com/ratelab/ratelab/engine"
+	"github.com/ratelab/ratelab/internal/fielderr"
+	"github.com/ratelab/ratelab/internal/strict"
+	"github.com/ratelab/ratelab/mock"
 	"github.com/ratelab/ratelab/provider"
 	"github.com/ratelab/ratelab/strategies"
 )
@@ -21,39 +28,214 @@ var defaultModels = map[string]string{
 }
 
 // source returns the scenario's items as an engine source that builds each
-// item only when a worker takes it, so memory does not grow with the batch.
-// Each item's metadata names the strategy, for results.jsonl.
+// item only when a worker takes it, so memory does not grow with the batch:
+// a file group's lines are read as they are taken. Each item's metadata
+// names the strategy, for results.jsonl.
 func source(groups []ItemGroup, meta json.RawMessage) engine.Source {
-	total := 0
-	fillers := make([]string, len(groups))
-	for i, g := range groups {
-		total += g.Count
-		if g.PromptTokens > 0 {
-			fillers[i] = g.promptText(0) // shared by every item of the group
+	return func(yield func(engine.Item, error) bool) {
+		i := 0
+		emit := func(it engine.Item) bool {
+			it.Index, it.Metadata = i, meta
+			i++
+			return yield(it, nil)
+		}
+		for _, g := range groups {
+			if g.lines != nil {
+				stopped := false
+				err := batch.ReadInput(g.lines.path, func(_ int, in *batch.Line, ie *batch.InputError) bool {
+					if ie != nil {
+						return true // validate reported it; a line the file gained since is skipped
+					}
+					stopped = !emit(g.lineItem(in))
+					return !stopped
+				})
+				if err != nil && !stopped {
+					yield(engine.Item{}, err)
+				}
+				if err != nil || stopped {
+					return
+				}
+				continue
+			}
+			filler := ""
+			if g.PromptTokens > 0 {
+				filler = g.promptText(0) // shared by every item of the group
+			}
+			for range g.Count {
+				prompt := filler
+				if prompt == "" {
+					prompt = g.promptText(i)
+				}
+				if !emit(g.item([]provider.Message{{Role: "user", Content: prompt}}, g.System, g.MaxTokens)) {
+					return
+				}
+			}
 		}
 	}
-	return engine.Generate(total, func(i int) engine.Item {
-		gi, j := 0, i
-		for gi < len(groups)-1 && j >= groups[gi].Count {
-			j -= groups[gi].Count
-			gi++
+}
+
+// item is an item of group g.
+func (g ItemGroup) item(msgs []provider.Message, system string, maxTokens int) engine.Item {
+	return engine.Item{Request: provider.Request{
+		Model:     g.Model,
+		System:    system,
+		Messages:  msgs,
+		MaxTokens: maxTokens,
+		Stream:    *g.Stream,
+	}}
+}
+
+// lineItem is the item of one line of a file group: the line's prompt or
+// messages, and its system and max_tokens, else the group's.
+func (g ItemGroup) lineItem(in *batch.Line) engine.Item {
+	msgs := in.Messages
+	if in.Prompt != "" {
+		msgs = []provider.Message{{Role: "user", Content: in.Prompt}}
+	}
+	system := cmp.Or(in.System, g.System)
+	maxTokens := in.MaxTokens
+	if maxTokens == 0 {
+		maxTokens = g.MaxTokens
+	}
+	it := g.item(msgs, system, maxTokens)
+	it.ID = in.ID
+	return it
+}
+
+// inputFile is what a file group's lines add up to, read once when the
+// scenario is parsed (the lines themselves are read again as a run takes
+// them): for the oracle, the mean input tokens and max_tokens, counted as
+// the mock counts them; for the request limits, the largest line.
+type inputFile struct {
+	path      string // as opened: relative to the scenario's directory
+	count     int
+	inTokens  int64 // prompts and systems, over the lines
+	noSystem  int   // lines without a system prompt: they get the group's
+	maxSum    int64 // the max_tokens of the lines that set one
+	noMax     int   // lines without max_tokens: they get the group's
+	bigTokens int   // the largest line's input tokens, system included
+	bigBytes  int   // and its bytes, escaped at worst
+	bigSystem bool  // whether that line has its own system prompt
+}
+
+// readItemFiles reads every file group's lines, reporting the file's
+// problems at the group's file key (the first, and how many more) and
+// setting the group's count to its lines.
+func (s *Scenario) readItemFiles(d *strict.Decoder) {
+	for i := range s.Items.Groups {
+		g := &s.Items.Groups[i]
+		if g.File == "" {
+			continue
 		}
-		g := groups[gi]
-		prompt := fillers[gi]
-		if prompt == "" {
-			prompt = g.promptText(i)
+		p := "items"
+		if len(s.Items.Groups) > 1 {
+			p = fielderr.Index("items", i)
 		}
-		return engine.Item{
-			Request: provider.Request{
-				Model:     g.Model,
-				System:    g.System,
-				Messages:  []provider.Message{{Role: "user", Content: prompt}},
-				MaxTokens: g.MaxTokens,
-				Stream:    *g.Stream,
-			},
-			Metadata: meta,
+		key := func(k string) string { return fielderr.Join(p, k) }
+		if g.Count != 0 {
+			d.Invalidf(key("count"), "set count or file, not both (a file has one item a line)")
 		}
-	})
+		if g.Prompt != "" || g.PromptTokens != 0 {
+			d.Invalidf(key("file"), "a file's lines have their own prompts; remove the group's prompt and prompt_tokens")
+		}
+		for j, st := range s.Strategies {
+			if st.Kind == KindCommand {
+				d.Invalidf(key("file"), "a command row's program is given generated items (strategies[%d]); use items: N with it", j)
+				break
+			}
+		}
+		path := g.File
+		if !filepath.IsAbs(path) && s.File != "" {
+			path = filepath.Join(filepath.Dir(s.File), path)
+		}
+		f := &inputFile{path: path}
+		var first *batch.InputError
+		problems := 0
+		err := batch.ReadInput(path, func(_ int, in *batch.Line, ie *batch.InputError) bool {
+			if ie != nil {
+				if first == nil {
+					first = ie
+				}
+				problems++
+				return true
+			}
+			f.add(in)
+			return true
+		})
+		switch {
+		case err != nil:
+			d.Invalidf(key("file"), "%s", strings.TrimPrefix(err.Error(), "input: "))
+		case first != nil:
+			more := ""
+			switch {
+			case problems == 2:
+				more = fmt.Sprintf(" (and 1 more problem; loadgen batch --input %s lists it)", g.File)
+			case problems > 2:
+				more = fmt.Sprintf(" (and %d more problems; loadgen batch --input %s lists them)", problems-1, g.File)
+			}
+			d.Invalidf(key("file"), "%v%s", first, more)
+		case f.count == 0:
+			d.Invalidf(key("file"), "%s has no items (want one JSON object a line, as loadgen batch reads)", g.File)
+		default:
+			g.Count, g.lines = f.count, f
+		}
+	}
+}
+
+// add counts one line.
+func (f *inputFile) add(in *batch.Line) {
+	f.count++
+	tokens, size := 0, 0
+	if in.Prompt != "" {
+		tokens, size = max(1, mock.EstimateTokens(in.Prompt)), len(in.Prompt)
+	}
+	for _, m := range in.Messages {
+		tokens += max(1, mock.EstimateTokens(m.Content))
+		size += len(m.Content)
+	}
+	if in.System != "" {
+		tokens += max(1, mock.EstimateTokens(in.System))
+		size += len(in.System)
+	} else {
+		f.noSystem++
+	}
+	f.inTokens += int64(tokens)
+	if in.MaxTokens > 0 {
+		f.maxSum += int64(in.MaxTokens)
+	} else {
+		f.noMax++
+	}
+	if tokens > f.bigTokens {
+		f.bigTokens, f.bigBytes, f.bigSystem = tokens, 6*size, in.System != ""
+	}
+}
+
+// meanInputTokens is a line's mean input tokens, lines without a system
+// prompt given system.
+func (f *inputFile) meanInputTokens(system string) int {
+	total := f.inTokens
+	if system != "" {
+		total += int64(f.noSystem * max(1, mock.EstimateTokens(system)))
+	}
+	return int(math.Round(float64(total) / float64(f.count)))
+}
+
+// largest is the largest line's input tokens and bytes (escaped at worst).
+func (f *inputFile) largest(system string) (tokens, bytes int) {
+	if system != "" && !f.bigSystem {
+		return f.bigTokens + max(1, mock.EstimateTokens(system)), f.bigBytes + 6*len(system)
+	}
+	return f.bigTokens, f.bigBytes
+}
+
+// meanMaxTokens is the group's mean max_tokens: a file's lines may set
+// their own.
+func (g ItemGroup) meanMaxTokens() int {
+	if g.lines == nil {
+		return g.MaxTokens
+	}
+	f := g.lines
+	return int(math.Round(float64(f.maxSum+int64(f.noMax*g.MaxTokens)) / float64(f.count)))
 }
 
 // router is an engine.Client that sends each request to its group's

@@ -98,7 +98,11 @@ type Request struct {
 // ItemGroup is a run of items sharing a request. Fields left zero inherit
 // from the scenario's Request.
 type ItemGroup struct {
-	Count        int    `yaml:"count"`
+	Count int `yaml:"count"`
+	// File, instead of Count, is a file in loadgen batch's input format
+	// (relative to the scenario): one item a line, with its own prompt or
+	// messages, system and max_tokens (the group's when the line has none).
+	File         string `yaml:"file"`
 	Provider     string `yaml:"provider"`
 	Model        string `yaml:"model"`
 	MaxTokens    int    `yaml:"max_tokens"`
@@ -107,6 +111,8 @@ type ItemGroup struct {
 	System       string `yaml:"system"`
 	Stream       *bool  `yaml:"stream"`
 	APIKey       string `yaml:"api_key"`
+
+	lines *inputFile // File's figures, once read (items.go)
 }
 
 // Items is the batch. In YAML it is a count (items: 200), one group
@@ -204,6 +210,7 @@ func parse(s *Scenario, data []byte) (*Scenario, error) {
 	s.Server = defaultServerConfig()
 	d.Decode(root, s, "")
 	s.lines = d.Lines()
+	s.readItemFiles(d)
 	s.applyDefaults()
 	s.validate(d)
 	if err := d.Err(); err != nil {
@@ -341,14 +348,15 @@ func (s *Scenario) OracleSeconds() float64 {
 			order = append(order, k)
 		}
 		in := estimatePromptTokens(g)
-		out := outputTokens(&s.Server, g.MaxTokens)
+		maxTokens := g.meanMaxTokens()
+		out := outputTokens(&s.Server, maxTokens)
 		call := o.CallTime
 		if call == 0 && embedded {
-			call = callTime(&s.Server, in, g.MaxTokens)
+			call = callTime(&s.Server, in, maxTokens)
 		}
 		pk.items += g.Count
 		pk.call = max(pk.call, call)
-		pk.charge += float64(g.Count * max(in, g.MaxTokens))
+		pk.charge += float64(g.Count * max(in, maxTokens))
 		pk.input += float64(g.Count * in)
 		pk.output += float64(g.Count * out)
 	}

@@ -21,7 +21,10 @@ Top level
                           the batch: a count, one item group, or a list of groups run
                           in file order. A group's keys (all optional but count)
                           override request: count, provider, model, max_tokens,
-                          prompt, prompt_tokens, system, stream, api_key
+                          prompt, prompt_tokens, system, stream, api_key.
+                          file: FILE instead of count: your own items, in loadgen
+                          batch's input format (relative to this file), one a line
+                          with its own prompt or messages, system and max_tokens
   arrival       mapping   items arrive over time (an open loop, as an online
                           service's traffic) instead of all at the start (optional):
     rate          rate     mean arrivals, 10/s, 600/m, 36000/h or N (per second); required

@@ -46,6 +46,9 @@ func outputTokens(c *ServerConfig, maxTokens int) int {
 
 // estimatePromptTokens is the mock's count of a group's input tokens.
 func estimatePromptTokens(g ItemGroup) int {
+	if g.lines != nil {
+		return g.lines.meanInputTokens(g.System)
+	}
 	n := g.PromptTokens // a filler of exactly that many tokens, not built here
 	if n == 0 {
 		n = max(1, mock.EstimateTokens(g.promptText(0)))

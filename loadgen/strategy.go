@@ -291,7 +291,7 @@ func (s *Scenario) validate(d *strict.Decoder) {
 		if len(s.Items.Groups) > 1 {
 			p = fmt.Sprintf("items[%d]", i)
 		}
-		if g.Count <= 0 {
+		if g.Count <= 0 && g.File == "" {
 			bad(fielderr.Join(p, "count"), "must be positive, got %d", g.Count)
 		}
 		if g.Provider != "" && !validProvider(g.Provider) {

@@ -147,6 +147,9 @@ func (s *Scenario) validateLimits(d *strict.Decoder) {
 // count them, without building a filler prompt) and the prompt and system
 // bytes of the largest request of g, whose items are numbered below n.
 func promptSize(g ItemGroup, n int) (tokens, bytes int) {
+	if g.lines != nil {
+		return g.lines.largest(g.System)
+	}
 	if g.PromptTokens > 0 {
 		tokens, bytes = g.PromptTokens, 4*g.PromptTokens // filler: four bytes a token
 	} else {
