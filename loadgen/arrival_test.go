@@ -198,3 +198,15 @@ func TestOpenLoopVirtual(t *testing.T) {
 		t.Errorf("poisson at half capacity: median queueing delay %v s, want 0", r.Arrivals.QueueingDelay.P50)
 	}
 }
+
+// FuzzParseRate checks that a rate parses to a finite number or is refused.
+func FuzzParseRate(f *testing.F) {
+	for _, s := range []string{"10/s", "600/m", "1e308/h", "NaN/s", "-1", "/"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if v, ok := parseRate(s); ok && (math.IsNaN(v) || math.IsInf(v, 0)) {
+			t.Fatalf("parseRate(%q) = %v", s, v)
+		}
+	})
+}

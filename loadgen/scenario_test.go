@@ -304,6 +304,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("items: {count: 3}\nstrategies: [{name: a, kind: aimd, expect: {completed: \"1..2\"}}]"))
 	f.Add([]byte("items: [{count: 1}, {count: 2, provider: openai}]\nserver: {schedule: [{at: 1s, limits: {max_concurrent: 3}}]}"))
 	f.Add([]byte("a: &x [*x]"))
+	f.Add([]byte("items: 3\narrival: {rate: 10/s, process: constant}\nstrategies: [{name: a, kind: aimd, initial: {sweep: [1, 2]}, decrease: {sweep: \"0.5..0.9 step 0.2\"}}]"))
+	f.Add([]byte("arrival: {rate: 600/m, duration: 1s}\nstrategies: [{name: s, kind: semaphore, n: {sweep: \"1..3\"}, max_retries: {sweep: [0, -1]}}]"))
 	f.Add([]byte("items: &n 3\nseed: *n\nstrategies: [&s {name: a, kind: unbounded}]\n"))
 	if files, _ := filepath.Glob("../scenarios/*.yaml"); len(files) > 0 {
 		for _, p := range files {

@@ -282,7 +282,7 @@ func (s *Scenario) validate(d *strict.Decoder) {
 	bad := d.Invalidf
 
 	// Items and requests.
-	if len(s.Items.Groups) == 0 && !s.batch && !d.Set("arrival.duration") {
+	if len(s.Items.Groups) == 0 && !s.batch && (s.Arrival == nil || s.Arrival.Duration <= 0) {
 		bad("items", "required: the number of items (e.g. items: 200) or item groups")
 	}
 	s.validateArrival(d)

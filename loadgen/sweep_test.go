@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -195,4 +196,36 @@ func TestSweepOtherProblemsOnce(t *testing.T) {
 	if got := strings.Count(err.Error(), "unknown key"); got != 1 {
 		t.Errorf("the unknown key is reported %d times, want once:\n%v", got, err)
 	}
+}
+
+// FuzzParseRange checks that any sweep range either is refused with a
+// message or gives ascending values within it, never more than
+// MaxSweepRows, for integer, float and duration parameters.
+func FuzzParseRange(f *testing.F) {
+	for _, s := range []string{"5..50 step 5", "0.5..0.9 step 0.1", "1s..2s step 500ms", "50..5", "1..1e9", "..", "1..2 step -1", "-3..3"} {
+		f.Add(s)
+	}
+	types := []reflect.Type{reflect.TypeFor[int](), reflect.TypeFor[float64](), durationType, reflect.TypeFor[uint8]()}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, typ := range types {
+			vals, msg := parseRange(s, typ)
+			if msg != "" {
+				if vals != nil {
+					t.Fatalf("parseRange(%q, %s): values with an error", s, typ)
+				}
+				continue
+			}
+			if len(vals) == 0 || len(vals) > MaxSweepRows {
+				t.Fatalf("parseRange(%q, %s): %d values", s, typ, len(vals))
+			}
+			prev := math.Inf(-1)
+			for _, v := range vals {
+				_, x := showValue(v)
+				if x < prev {
+					t.Fatalf("parseRange(%q, %s): %v after %v", s, typ, x, prev)
+				}
+				prev = x
+			}
+		}
+	})
 }
