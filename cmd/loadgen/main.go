@@ -152,11 +152,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			case "scenario", "scenarios", "schema":
 				return loadgen.WriteSchema(stdout)
 			}
-			return usageError("help: unknown topic %q (want run, validate, compare, batch or scenario)", rest[0])
+			return usageError("help: unknown topic %q (want run, validate, compare, batch, tune or scenario)", rest[0])
 		}
 		fmt.Fprint(stdout, usage)
 		return nil
 	}
 	fmt.Fprint(stderr, usage)
-	return usageError("unknown command %q (want run, validate, compare, batch or help)", cmd)
+	return usageError("unknown command %q (want run, validate, compare, batch, tune or help)", cmd)
 }
