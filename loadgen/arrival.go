@@ -188,6 +188,8 @@ func (s *Scenario) pace(ctx context.Context, src engine.Source, cfg *engine.Conf
 				select {
 				case <-timer.C:
 				case <-ctx.Done():
+					// Not exhausted: the run is interrupted, not over.
+					yield(engine.Item{}, context.Cause(ctx))
 					return
 				}
 			}

@@ -1,12 +1,15 @@
 package loadgen
 
 import (
+	"context"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -207,6 +210,27 @@ func FuzzParseRate(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		if v, ok := parseRate(s); ok && (math.IsNaN(v) || math.IsInf(v, 0)) {
 			t.Fatalf("parseRate(%q) = %v", s, v)
+		}
+	})
+}
+
+// TestOpenLoopInterrupted ends the context while items are still to
+// arrive: the run stops at once, marked incomplete, with what finished.
+func TestOpenLoopInterrupted(t *testing.T) {
+	s, err := Load(openLoopScenario(t, 100, "{rate: 1/m, process: constant}", "  - {name: sem, kind: semaphore, n: 5}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		time.AfterFunc(90*time.Second, cancel) // two items arrived, at 0 and 60 s
+		rep, err := Run(ctx, s, Options{Listen: ListenMemory})
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run: err = %v, want context.Canceled", err)
+		}
+		r := rep.Results[0]
+		if !rep.Incomplete || !r.Incomplete || r.Completed != 2 {
+			t.Errorf("report incomplete %v, row incomplete %v, completed %d; want true, true, 2", rep.Incomplete, r.Incomplete, r.Completed)
 		}
 	})
 }
