@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -97,8 +96,8 @@ type BatchOptions struct {
 	Grace time.Duration
 	// RetryFailed and SkipInvalid are batch.Batch's.
 	RetryFailed, SkipInvalid bool
-	// Progress receives the live progress line, or nil.
-	Progress io.Writer
+	// Progress, when not nil, reports the batch's progress while it runs.
+	Progress *Progress
 	// OnStart is called once the input is checked and the output read.
 	OnStart func(batch.Summary)
 	// OnOutage is called when the endpoint stops answering (the batch

@@ -123,7 +123,8 @@ Reporting:
   --format NAME           the summary printed at the end: text (default) or
                           json (every count, the run's latency percentiles
                           and the strategy's final state)
-  A progress line is drawn on stderr while it runs when stderr is a terminal.
+  Progress goes to stderr while it runs: a live line on a terminal (done/
+  total, in flight, 429s, elapsed, ETA), else a plain line every 10 s.
   The summary gives the items completed, failed by kind, attempts, 429s,
   re-queues, tokens in and out, wall time and the strategy's final limit.
 
@@ -233,9 +234,7 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if opt.MaxOutage == 0 {
 		opt.MaxOutage = -1 // wait as long as it takes
 	}
-	if isTerminal(stderr) {
-		opt.Progress = stderr
-	}
+	opt.Progress = progressTo(stderr)
 	opt.OnOutage = func(o batch.Outage) {
 		fmt.Fprintf(stderr, "%s %s\n", o.At.Format(time.TimeOnly), o)
 	}
