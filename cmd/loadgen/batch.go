@@ -105,7 +105,8 @@ How fast:
                           base URL and a fingerprint of the key (never the
                           key); default: ratelab/adaptive.json in the user
                           cache directory (~/.cache on Linux, or
-                          $XDG_CACHE_HOME); --state-file= keeps none
+                          $XDG_CACHE_HOME), none with --target mock;
+                          --state-file= keeps none
 
 Checks and resuming:
   --schema FILE           JSON Schema the response text (parsed as JSON, a
@@ -220,6 +221,9 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		opt.MaxRetries = maxRetries
 	}
 	opt.Mock = *target == "mock"
+	if opt.Mock && !given(fs, "state-file") {
+		opt.StateFile = "" // a limit learned from the mock is not the user's
+	}
 	opt.Getenv = os.Getenv
 	if opt.StateFile != "" {
 		if err := os.MkdirAll(filepath.Dir(opt.StateFile), 0o700); err != nil {
