@@ -94,7 +94,8 @@ var ErrNoKey = errors.New("loadgen: target key not set")
 // file order, with its expectations checked.
 //
 // When ctx ends, Run stops the strategy that is running and returns what
-// finished, the interrupted strategy marked incomplete, with ctx's error.
+// finished, the interrupted strategy marked incomplete and its expectations
+// not checked, with ctx's error.
 // Errors never contain the target's key.
 func Run(ctx context.Context, s *Scenario, opt Options) (reports.Report, error) {
 	rep := reports.Report{Scenario: s.Name, Description: s.Description, Target: "embedded mock"}

@@ -92,7 +92,8 @@ Usage:
   loadgen compare OLD.json NEW.json  compare two reports; fail on a regression
   loadgen batch --input ITEMS.jsonl --output RESULTS.jsonl [flags]
                                      run a resumable batch of real calls
-  loadgen exec [flags] -- CMD [ARGS]  run your own program against the mock
+  loadgen exec [flags] -- CMD [ARGS]
+                                     run your own program against the mock
                                      and print its row, measured server-side
   loadgen --version                  print the version and VCS revision
   loadgen help [COMMAND]             show a command's help

@@ -40,8 +40,9 @@ Flags (they may come before or after FILE):
 
 While running, progress goes to stderr: on a terminal a live line (strategy
 3 of 8, done/total, in flight, 429s, elapsed, ETA); otherwise, as in a CI
-log, the same as a plain line every 10 s.
-Ctrl-C stops the run; what finished is printed, marked incomplete.
+log, the same as a plain line every 10 s. Ctrl-C stops the run: what
+finished is printed, marked incomplete, and the interrupted strategy's
+expectations are not checked against its partial figures.
 
 Exit status: 0 every expectation held; 1 an expectation failed (each failure
 is listed on stderr with expected and actual); 2 a usage or input error;
