@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/engine"
+	"github.com/ratelab/ratelab/mock"
 	"github.com/ratelab/ratelab/strategies"
 )
 
@@ -46,25 +47,56 @@ func (p position) label(name string) string {
 	return fmt.Sprintf("strategy %d of %d, %s", p.i, p.n, name)
 }
 
-// progress reports one strategy's progress: done/total, in flight, 429s,
-// elapsed and an estimate of the time left. Its counters are fed by the
-// engine's OnAttempt and OnResult hooks.
-type progress struct {
-	cfg      Progress
-	label    string
-	total    int
-	strategy strategies.Strategy
-	start    time.Time
-	done     atomic.Int64
-	throttle atomic.Int64
-	quit     chan struct{}
-	wg       sync.WaitGroup
+// sample is a strategy's progress at one instant.
+type sample struct {
+	done      int64 // items finished, with a result or an error
+	inFlight  int   // calls under way
+	throttled int64 // 429s so far
 }
 
-// startProgress starts reporting a strategy's progress to cfg, which must
-// not be nil; stop ends it.
+// progress reports one strategy's progress: done/total, in flight, 429s,
+// elapsed and an estimate of the time left, from what its sample function
+// says at each tick.
+type progress struct {
+	cfg    Progress
+	label  string
+	total  int
+	start  time.Time
+	sample func() sample
+	quit   chan struct{}
+	wg     sync.WaitGroup
+
+	// Counters of a client-side run, fed by the engine's OnAttempt and
+	// OnResult hooks.
+	done, throttle atomic.Int64
+}
+
+// startProgress reports the progress of a strategy the engine runs, from
+// the attempts and results it is given (attempt, result) and the
+// strategy's own count of calls in flight. cfg must not be nil; stop ends
+// it.
 func startProgress(cfg *Progress, label string, total int, s strategies.Strategy) *progress {
-	p := &progress{cfg: *cfg, label: label, total: total, strategy: s, start: time.Now(), quit: make(chan struct{})}
+	p := &progress{cfg: *cfg, label: label, total: total}
+	p.sample = func() sample { return sample{p.done.Load(), s.Stats().InFlight, p.throttle.Load()} }
+	p.run()
+	return p
+}
+
+// startServerProgress reports the progress of a command row from the
+// embedded mock's account of its calls: the program is not ours to watch.
+func startServerProgress(cfg *Progress, label string, total int, srv *mock.Server) *progress {
+	p := &progress{cfg: *cfg, label: label, total: total}
+	p.sample = func() sample {
+		c := srv.Stats().Calls
+		return sample{min(c.Completed, int64(total)), c.InFlight, c.Throttled}
+	}
+	p.run()
+	return p
+}
+
+func (p *progress) run() {
+	p.start = time.Now()
+	p.quit = make(chan struct{})
 	every := liveEvery
 	if !p.cfg.Live {
 		every = DefaultProgressEvery
@@ -84,7 +116,6 @@ func startProgress(cfg *Progress, label string, total int, s strategies.Strategy
 			}
 		}
 	})
-	return p
 }
 
 func (p *progress) attempt(a engine.Attempt) {
@@ -96,7 +127,7 @@ func (p *progress) attempt(a engine.Attempt) {
 func (p *progress) result(engine.Result) { p.done.Add(1) }
 
 func (p *progress) draw(now time.Time) {
-	line := p.line(now.Sub(p.start), p.done.Load(), p.strategy.Stats().InFlight, p.throttle.Load())
+	line := p.line(now.Sub(p.start), p.sample())
 	if p.cfg.Live {
 		fmt.Fprint(p.cfg.W, "\r\x1b[K"+line)
 	} else {
@@ -108,12 +139,12 @@ func (p *progress) draw(now time.Time) {
 // 120/200 done, 20 in flight, 0 429s, 6s elapsed, ETA 4s". The estimate
 // assumes the rest goes at the pace so far; there is none before the first
 // item is done.
-func (p *progress) line(elapsed time.Duration, done int64, inFlight int, throttled int64) string {
+func (p *progress) line(elapsed time.Duration, s sample) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %d/%d done, %d in flight, %d 429s, %s elapsed",
-		p.label, done, p.total, inFlight, throttled, elapsed.Round(time.Second))
-	if done > 0 && done < int64(p.total) {
-		left := time.Duration(float64(elapsed) * float64(int64(p.total)-done) / float64(done))
+		p.label, s.done, p.total, s.inFlight, s.throttled, elapsed.Round(time.Second))
+	if s.done > 0 && s.done < int64(p.total) {
+		left := time.Duration(float64(elapsed) * float64(int64(p.total)-s.done) / float64(s.done))
 		fmt.Fprintf(&b, ", ETA %s", left.Round(time.Second))
 	}
 	return b.String()

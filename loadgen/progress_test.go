@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -181,4 +182,74 @@ func TestProgressCounts(t *testing.T) {
 			t.Errorf("progress:\n%s\nwant:\n%s", got, want)
 		}
 	})
+}
+
+// lineWatch is a progress writer that creates the file go once a line
+// containing want has been written.
+type lineWatch struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	want   string
+	goFile string
+}
+
+func (w *lineWatch) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if strings.Contains(w.buf.String(), w.want) {
+		if err := os.WriteFile(w.goFile, nil, 0o644); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
+}
+
+// TestProgressCommandRow: a command row's progress comes from the embedded
+// mock's account of the program's calls. The program makes two calls, each
+// refused once with a 429 (scripted) and then answered, and waits until a
+// progress line has shown exactly that: the line is the server's count, at
+// a moment the test chooses, with no timing involved.
+func TestProgressCommandRow(t *testing.T) {
+	dir := t.TempDir()
+	client := `import json, os, time, urllib.error, urllib.request
+for call in range(2):
+    for attempt in range(2):
+        req = urllib.request.Request(os.environ["ANTHROPIC_BASE_URL"] + "/v1/messages",
+            data=json.dumps({"model": os.environ["RATELAB_MODEL"], "max_tokens": 5,
+                             "messages": [{"role": "user", "content": "hi"}]}).encode(),
+            headers={"content-type": "application/json", "anthropic-version": "2023-06-01",
+                     "x-api-key": os.environ["ANTHROPIC_API_KEY"],
+                     "idempotency-key": "call-%d" % call, "x-stainless-retry-count": str(attempt)})
+        try:
+            urllib.request.urlopen(req).read()
+        except urllib.error.HTTPError as e:
+            if e.code != 429:
+                raise
+while not os.path.exists("go-on"):
+    time.sleep(0.005)
+`
+	if err := os.WriteFile(filepath.Join(dir, "client.py"), []byte(client), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := commandScenario(t, dir, "items: 5\nserver: {faults: {script: [{attempts: 1, status: 429}]}}\n", `
+  - {name: py, kind: command, command: [python3, client.py], timeout: 1m, expect: {exit_code: 0}}
+`)
+	w := &lineWatch{want: "strategy 1 of 1, py: 2/5 done, 0 in flight, 2 429s, ", goFile: filepath.Join(dir, "go-on")}
+	rep, err := Run(t.Context(), s, Options{Progress: &Progress{W: w, Every: 5 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rep.Results[0]; r.Command.ExitCode != 0 || r.Completed != 2 || r.Throttled != 2 {
+		t.Fatalf("row: exit %d, %d completed, %d 429s; want 0, 2, 2\n%s", r.Command.ExitCode, r.Completed, r.Throttled, r.Command.StderrTail)
+	}
+	out := w.buf.String()
+	if !strings.Contains(out, w.want) {
+		t.Errorf("progress never showed %q:\n%s", w.want, out)
+	}
+	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		if !strings.HasPrefix(l, "strategy 1 of 1, py: ") {
+			t.Errorf("progress line %q", l)
+		}
+	}
 }
