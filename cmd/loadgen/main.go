@@ -78,8 +78,10 @@ func report(err error, stderr io.Writer) int {
 	if errors.Is(err, context.Canceled) {
 		code = exitInterrupted
 	}
-	// The loadgen package's errors carry its name already; say it once.
-	fmt.Fprintln(stderr, "loadgen:", strings.TrimPrefix(err.Error(), "loadgen: "))
+	// The loadgen package's errors carry its name already, at the start or
+	// where one wraps another; say it once.
+	msg := strings.ReplaceAll(strings.TrimPrefix(err.Error(), "loadgen: "), ": loadgen: ", ": ")
+	fmt.Fprintln(stderr, "loadgen:", msg)
 	return code
 }
 

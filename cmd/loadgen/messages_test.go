@@ -1,10 +1,13 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
 
+	"github.com/ratelab/ratelab/loadgen"
 	"github.com/ratelab/ratelab/mock"
 )
 
@@ -63,5 +66,24 @@ func TestRunAllUnauthorized(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "1 expectation(s) failed") {
 		t.Errorf("stderr = %q", stderr)
+	}
+}
+
+// TestReportNamesLoadgenOnce: an error is printed with one "loadgen: "
+// whether it carries the package's prefix, none, or one inside another.
+func TestReportNamesLoadgenOnce(t *testing.T) {
+	for _, tt := range []struct {
+		err  error
+		want string
+	}{
+		{errors.New("run: --out: permission denied"), "loadgen: run: --out: permission denied\n"},
+		{fmt.Errorf("%w: x.yaml:3: target.api_key_env: unset", loadgen.ErrNoKey), "loadgen: target key not set: x.yaml:3: target.api_key_env: unset\n"},
+		{fmt.Errorf("loadgen: x.yaml: strategy %q: %w", "a", errors.New("loadgen: unknown strategy kind \"b\"")), "loadgen: x.yaml: strategy \"a\": unknown strategy kind \"b\"\n"},
+	} {
+		var b strings.Builder
+		report(tt.err, &b)
+		if b.String() != tt.want {
+			t.Errorf("report(%q) printed %q, want %q", tt.err, b.String(), tt.want)
+		}
 	}
 }
