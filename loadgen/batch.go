@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -97,8 +96,8 @@ type BatchOptions struct {
 	Grace time.Duration
 	// RetryFailed and SkipInvalid are batch.Batch's.
 	RetryFailed, SkipInvalid bool
-	// Progress receives the live progress line, or nil.
-	Progress io.Writer
+	// Progress, when not nil, reports the batch's progress while it runs.
+	Progress *Progress
 	// OnStart is called once the input is checked and the output read.
 	OnStart func(batch.Summary)
 	// OnOutage is called when the endpoint stops answering (the batch
@@ -488,7 +487,13 @@ func CommandKey(ctx context.Context, command string) (string, error) {
 	err := cmd.Run()
 	key := strings.TrimSpace(stdout.String())
 	if err != nil && errors.Is(tctx.Err(), context.DeadlineExceeded) {
-		return "", provider.Redact(usagef("--api-key-command did not finish within %v and was stopped; check that it does not wait for input", timeout.Round(time.Millisecond)), key)
+		// Rounded as a person states a timeout: the caller's deadline is
+		// already a few ms nearer than it was set by the time it is read.
+		shown := timeout.Round(100 * time.Millisecond)
+		if timeout >= 10*time.Second {
+			shown = timeout.Round(time.Second)
+		}
+		return "", provider.Redact(usagef("--api-key-command did not finish within %v and was stopped; check that it does not wait for input", shown), key)
 	}
 	if err != nil {
 		msg, _, _ := strings.Cut(strings.TrimSpace(stderr.String()), "\n")

@@ -280,7 +280,14 @@ func runCommand(ctx context.Context, s *Scenario, st *Row, opt Options) (reports
 	if timeout <= 0 {
 		timeout = proc.DefaultTimeout
 	}
+	var prog *progress
+	if opt.Progress != nil {
+		prog = startServerProgress(opt.Progress, opt.position.label(st.Name), res.Items, tg.srv)
+	}
 	pr, err := proc.Run(ctx, proc.Spec{Argv: c.Command, Dir: dir, Env: env, Timeout: timeout, Stdout: stdout, Stderr: stderr})
+	if prog != nil {
+		prog.stop()
+	}
 	if err != nil {
 		return res, fmt.Errorf("command: %w", err)
 	}

@@ -2,10 +2,7 @@ package loadgen
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/ratelab/ratelab/engine"
@@ -62,7 +59,7 @@ func runStrategy(ctx context.Context, s *Scenario, st *Row, opt Options, key str
 	cfg.Sinks = append(cfg.Sinks, tally)
 	var prog *progress
 	if opt.Progress != nil {
-		prog = startProgress(opt.Progress, st.Name, res.Items, strategy)
+		prog = startProgress(opt.Progress, opt.position.label(st.Name), res.Items, strategy)
 		cfg.OnAttempt = prog.attempt
 		cfg.OnResult = prog.result
 	}
@@ -124,54 +121,4 @@ func (l *eventLog) list() ([]measure.Event, int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.events, l.dropped
-}
-
-// progress draws a live progress line: strategy, done/total, in flight and
-// 429s so far. It redraws in real time, so it is only for terminals.
-type progress struct {
-	w        io.Writer
-	name     string
-	total    int
-	strategy strategies.Strategy
-	done     atomic.Int64
-	throttle atomic.Int64
-	quit     chan struct{}
-	wg       sync.WaitGroup
-}
-
-func startProgress(w io.Writer, name string, total int, s strategies.Strategy) *progress {
-	p := &progress{w: w, name: name, total: total, strategy: s, quit: make(chan struct{})}
-	p.wg.Go(func() {
-		t := time.NewTicker(200 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				p.draw()
-			case <-p.quit:
-				return
-			}
-		}
-	})
-	return p
-}
-
-func (p *progress) attempt(a engine.Attempt) {
-	if a.Outcome.Kind == strategies.Throttled {
-		p.throttle.Add(1)
-	}
-}
-
-func (p *progress) result(engine.Result) { p.done.Add(1) }
-
-func (p *progress) draw() {
-	fmt.Fprintf(p.w, "\r\x1b[K%s: %d/%d done, %d in flight, %d 429s",
-		p.name, p.done.Load(), p.total, p.strategy.Stats().InFlight, p.throttle.Load())
-}
-
-// stop ends the progress line and clears it.
-func (p *progress) stop() {
-	close(p.quit)
-	p.wg.Wait()
-	fmt.Fprint(p.w, "\r\x1b[K")
 }

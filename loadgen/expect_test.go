@@ -1,7 +1,6 @@
 package loadgen
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -104,33 +103,6 @@ func TestExpectCheck(t *testing.T) {
 		if checks[i] != want[i] {
 			t.Errorf("check %d = %+v, want %+v", i, checks[i], want[i])
 		}
-	}
-}
-
-// TestProgress runs a small scenario in virtual time with a progress writer
-// and checks the line names the strategy and counts, and is cleared at the end.
-func TestProgress(t *testing.T) {
-	src := "items: 40\nrequest: {max_tokens: 100}\nserver: {limits: {max_concurrent: 5, retry_after: 1s}}\n" +
-		"strategies: [{name: unbounded, kind: unbounded, max_retries: 10}]\n"
-	s, err := Parse("p.yaml", []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	synctest.Test(t, func(t *testing.T) {
-		_, err = Run(t.Context(), s, Options{Listen: ListenMemory, Progress: &buf})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := buf.String()
-	for _, w := range []string{"unbounded: ", "/40 done", "in flight", "429s"} {
-		if !strings.Contains(out, w) {
-			t.Errorf("progress output lacks %q: %q", w, out)
-		}
-	}
-	if !strings.HasSuffix(out, "\r\x1b[K") {
-		t.Errorf("progress line not cleared at the end: %q", out[max(0, len(out)-20):])
 	}
 }
 

@@ -49,8 +49,10 @@ type Options struct {
 	Only []string
 	// Timeline overrides the scenario's timeline resolution when positive.
 	Timeline time.Duration
-	// Progress receives a live progress line (redrawn with \r), or nil.
-	Progress io.Writer
+	// Progress, when not nil, reports each strategy's progress while it
+	// runs: "strategy 3 of 8, NAME: done/total, in flight, 429s, elapsed,
+	// ETA".
+	Progress *Progress
 	// Results receives one JSON line per finished item, or nil.
 	Results io.Writer
 	// Listen starts the embedded mock's listener. Nil is ListenTCP.
@@ -64,6 +66,8 @@ type Options struct {
 	// CommandLog, when set, receives how a command row's program failed,
 	// with the last lines of its output.
 	CommandLog io.Writer
+
+	position position // the strategy running, for progress lines
 }
 
 // CheckOnly reports an error naming the first of names that is not one of
@@ -90,7 +94,8 @@ var ErrNoKey = errors.New("loadgen: target key not set")
 // file order, with its expectations checked.
 //
 // When ctx ends, Run stops the strategy that is running and returns what
-// finished, the interrupted strategy marked incomplete, with ctx's error.
+// finished, the interrupted strategy marked incomplete and its expectations
+// not checked, with ctx's error.
 // Errors never contain the target's key.
 func Run(ctx context.Context, s *Scenario, opt Options) (reports.Report, error) {
 	rep := reports.Report{Scenario: s.Name, Description: s.Description, Target: "embedded mock"}
@@ -111,16 +116,27 @@ func Run(ctx context.Context, s *Scenario, opt Options) (reports.Report, error) 
 	if err := s.CheckOnly(opt.Only); err != nil {
 		return rep, fmt.Errorf("loadgen: %w", err)
 	}
+	selected := func(st Row) bool { return len(opt.Only) == 0 || slices.Contains(opt.Only, st.Name) }
+	for _, st := range s.Strategies {
+		if selected(st) {
+			opt.position.n++
+		}
+	}
 	for i := range s.Strategies {
 		st := &s.Strategies[i]
-		if len(opt.Only) > 0 && !slices.Contains(opt.Only, st.Name) {
+		if !selected(*st) {
 			continue
 		}
+		opt.position.i++
 		res, err := runStrategy(ctx, s, st, opt, key)
 		if err != nil {
 			err = provider.Redact(err, key)
 		}
 		if err != nil && ctx.Err() != nil {
+			// Its figures cover what finished before the interruption:
+			// holding them to the expectations would report failures
+			// the full run might not have.
+			res.Expectations = nil
 			res.Incomplete = true
 			rep.Incomplete = true
 			rep.Results = append(rep.Results, res)

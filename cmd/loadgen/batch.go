@@ -105,7 +105,8 @@ How fast:
                           base URL and a fingerprint of the key (never the
                           key); default: ratelab/adaptive.json in the user
                           cache directory (~/.cache on Linux, or
-                          $XDG_CACHE_HOME); --state-file= keeps none
+                          $XDG_CACHE_HOME), none with --target mock;
+                          --state-file= keeps none
 
 Checks and resuming:
   --schema FILE           JSON Schema the response text (parsed as JSON, a
@@ -123,7 +124,8 @@ Reporting:
   --format NAME           the summary printed at the end: text (default) or
                           json (every count, the run's latency percentiles
                           and the strategy's final state)
-  A progress line is drawn on stderr while it runs when stderr is a terminal.
+  Progress goes to stderr while it runs: a live line on a terminal (done/
+  total, in flight, 429s, elapsed, ETA), else a plain line every 10 s.
   The summary gives the items completed, failed by kind, attempts, 429s,
   re-queues, tokens in and out, wall time and the strategy's final limit.
 
@@ -219,6 +221,9 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		opt.MaxRetries = maxRetries
 	}
 	opt.Mock = *target == "mock"
+	if opt.Mock && !given(fs, "state-file") {
+		opt.StateFile = "" // a limit learned from the mock is not the user's
+	}
 	opt.Getenv = os.Getenv
 	if opt.StateFile != "" {
 		if err := os.MkdirAll(filepath.Dir(opt.StateFile), 0o700); err != nil {
@@ -233,9 +238,7 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if opt.MaxOutage == 0 {
 		opt.MaxOutage = -1 // wait as long as it takes
 	}
-	if isTerminal(stderr) {
-		opt.Progress = stderr
-	}
+	opt.Progress = progressTo(stderr)
 	opt.OnOutage = func(o batch.Outage) {
 		fmt.Fprintf(stderr, "%s %s\n", o.At.Format(time.TimeOnly), o)
 	}

@@ -78,8 +78,10 @@ func report(err error, stderr io.Writer) int {
 	if errors.Is(err, context.Canceled) {
 		code = exitInterrupted
 	}
-	// The loadgen package's errors carry its name already; say it once.
-	fmt.Fprintln(stderr, "loadgen:", strings.TrimPrefix(err.Error(), "loadgen: "))
+	// The loadgen package's errors carry its name already, at the start or
+	// where one wraps another; say it once.
+	msg := strings.ReplaceAll(strings.TrimPrefix(err.Error(), "loadgen: "), ": loadgen: ", ": ")
+	fmt.Fprintln(stderr, "loadgen:", msg)
 	return code
 }
 
@@ -94,7 +96,8 @@ Usage:
                                      recommend the best by wall, attempts or cost
   loadgen batch --input ITEMS.jsonl --output RESULTS.jsonl [flags]
                                      run a resumable batch of real calls
-  loadgen exec [flags] -- CMD [ARGS]  run your own program against the mock
+  loadgen exec [flags] -- CMD [ARGS]
+                                     run your own program against the mock
                                      and print its row, measured server-side
   loadgen --version                  print the version and VCS revision
   loadgen help [COMMAND]             show a command's help

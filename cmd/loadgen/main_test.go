@@ -274,7 +274,7 @@ func TestRunInterrupted(t *testing.T) {
 	file := writeFile(t, "slow.yaml", slow)
 	ctx, cancel := context.WithCancel(t.Context())
 	time.AfterFunc(300*time.Millisecond, cancel)
-	out, _, code := runCLI(t, ctx, "run", file, "--format", "json")
+	out, stderr, code := runCLI(t, ctx, "run", file, "--format", "json")
 	if code != exitInterrupted {
 		t.Errorf("exit %d, want 130", code)
 	}
@@ -283,7 +283,14 @@ func TestRunInterrupted(t *testing.T) {
 		t.Fatalf("interrupted run printed no JSON report: %v\n%s", err, out)
 	}
 	if !rep.Incomplete || len(rep.Results) != 1 || !rep.Results[0].Incomplete {
-		t.Errorf("report incomplete=%v results=%d, want the interrupted strategy marked incomplete", rep.Incomplete, len(rep.Results))
+		t.Fatalf("report incomplete=%v results=%d, want the interrupted strategy marked incomplete", rep.Incomplete, len(rep.Results))
+	}
+	// Its figures are partial: expect: (completed: 20) is not held to them.
+	if ex := rep.Results[0].Expectations; len(ex) != 0 {
+		t.Errorf("an interrupted strategy's expectations were checked: %+v", ex)
+	}
+	if strings.Contains(stderr, "FAIL") || strings.Contains(stderr, "expectation") {
+		t.Errorf("stderr reports expectations of an interrupted run:\n%s", stderr)
 	}
 }
 

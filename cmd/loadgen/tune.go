@@ -74,9 +74,7 @@ func tuneCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if opts.Only, err = resolveOnly(s, only); err != nil {
 		return usageError("tune: --only: %v", err)
 	}
-	if isTerminal(stderr) {
-		opts.Progress = stderr
-	}
+	opts.Progress = progressTo(stderr)
 	if *out != "" {
 		results, err := createResults(*out)
 		if err != nil {

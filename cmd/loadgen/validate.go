@@ -91,6 +91,13 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) (positional [
 	}
 }
 
+// given reports whether the flag name was set on the command line.
+func given(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 // plural formats n with noun, in the plural unless n is 1 (strategy →
 // strategies).
 func plural(n int, noun string) string {
