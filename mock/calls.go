@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -148,9 +149,9 @@ type openCall struct {
 	next     *openCall // the next open call of the same fingerprint
 }
 
-// callCounts are the counters of a CallStats, kept twice: since the last
-// Reset (for Stats) and since the server started (for /metrics, whose
-// counters never go down).
+// callCounts are the counters of a CallStats since the last Reset. /metrics,
+// whose counters never go down, adds what earlier generations counted
+// (callLog.past, folded in by reset).
 type callCounts struct {
 	calls, completed, busy                int64 // busy: calls with an attempt in flight
 	attempts, throttled, overloaded, s5xx int64
@@ -187,11 +188,29 @@ type callLog struct {
 	mu   sync.Mutex
 	gen  uint64 // incremented by reset; attempts of an older generation end uncounted
 	cur  callCounts
-	life struct { // since start, for /metrics
-		calls, completed, early int64
-		throttledByAttempt      []int64
-		peak                    int
+	past pastCalls
+}
+
+// pastCalls is what the generations before the last reset counted, of the
+// counters /metrics exports.
+type pastCalls struct {
+	calls, completed, early int64
+	throttledByAttempt      []int64
+	peak                    int
+}
+
+// fold adds c's exported counters to p.
+func (p *pastCalls) fold(c *callCounts) {
+	p.calls += c.calls
+	p.completed += c.completed
+	p.early += c.early
+	for i, n := range c.throttledByAttempt {
+		for len(p.throttledByAttempt) <= i {
+			p.throttledByAttempt = append(p.throttledByAttempt, 0)
+		}
+		p.throttledByAttempt[i] += n
 	}
+	p.peak = max(p.peak, c.peak)
 }
 
 func newCallLog() *callLog {
@@ -205,6 +224,7 @@ func (l *callLog) reset() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.gen++
+	l.past.fold(&l.cur)
 	l.cur = callCounts{timelineRes: CallResolution}
 }
 
@@ -252,7 +272,6 @@ func (l *callLog) arrive(a *callAttempt, req *http.Request, key string, body []b
 			a.call = oc
 			if now.Before(oc.gate) {
 				c.early++
-				l.life.early++
 				if c.earlyByKey == nil {
 					c.earlyByKey = make(map[string]int64)
 				}
@@ -262,7 +281,6 @@ func (l *callLog) arrive(a *callAttempt, req *http.Request, key string, body []b
 	}
 	if a.call == nil {
 		c.calls++
-		l.life.calls++
 		a.n = 1
 	} else {
 		a.n = a.call.attempts + 1
@@ -271,7 +289,6 @@ func (l *callLog) arrive(a *callAttempt, req *http.Request, key string, body []b
 	c.attempts++
 	c.inFlight++
 	c.peak = max(c.peak, c.inFlight)
-	l.life.peak = max(l.life.peak, c.inFlight)
 	c.maxAttempts = max(c.maxAttempts, a.n)
 	c.tick(now).inFlight = c.inFlight
 }
@@ -302,7 +319,6 @@ func (l *callLog) end(a *callAttempt, status int, limit string, retryAfter time.
 	switch {
 	case status >= 200 && status < 300:
 		c.completed++
-		l.life.completed++
 		t.completions++
 		return
 	case status == http.StatusTooManyRequests:
@@ -313,7 +329,6 @@ func (l *callLog) end(a *callAttempt, status int, limit string, retryAfter time.
 		}
 		c.throttledBy[limit]++
 		c.throttledByAttempt = countAt(c.throttledByAttempt, a.n-1)
-		l.life.throttledByAttempt = countAt(l.life.throttledByAttempt, a.n-1)
 	case status == 529 || status == http.StatusServiceUnavailable:
 		c.overloaded++
 	case status >= 500:
@@ -519,9 +534,11 @@ func (l *callLog) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (l *callLog) Collect(ch chan<- prometheus.Metric) {
 	l.mu.Lock()
-	calls, completed, early, peak := l.life.calls, l.life.completed, l.life.early, l.life.peak
+	life := l.past
+	life.throttledByAttempt = slices.Clone(life.throttledByAttempt)
+	life.fold(&l.cur)
+	calls, completed, early, peak, byAttempt := life.calls, life.completed, life.early, life.peak, life.throttledByAttempt
 	failed := l.cur.calls - l.cur.completed - l.cur.busy
-	byAttempt := append([]int64{}, l.life.throttledByAttempt...)
 	l.mu.Unlock()
 	ch <- prometheus.MustNewConstMetric(descCalls, prometheus.CounterValue, float64(calls))
 	ch <- prometheus.MustNewConstMetric(descCallsCompleted, prometheus.CounterValue, float64(completed))

@@ -197,27 +197,24 @@ func (s *Server) countRefused(key string, status int, limit string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ks := s.key(key)
-	s.stats.Attempts++
-	ks.stats.Attempts++
-	s.countRefusal(ks, status, limit)
+	ks.counts.attempts++
+	countRefusal(&ks.counts, status, limit)
 }
 
-// countRefusal counts a refused attempt of ks by its status, and a 429 by
-// the limit that refused it. s.mu is held.
-func (s *Server) countRefusal(ks *keyState, status int, limit string) {
+// countRefusal counts a refused attempt by its status, and a 429 by the
+// limit that refused it (LimitCapacity counts an overload). s.mu is held.
+func countRefusal(c *counts, status int, limit string) {
 	switch {
 	case status == http.StatusTooManyRequests:
-		s.stats.Throttled++
-		ks.stats.Throttled++
-		inc(&s.stats.ThrottledBy, limit)
-		inc(&ks.stats.ThrottledBy, limit)
-		s.metrics.rejections.WithLabelValues(limit).Inc()
+		c.throttled++
+		inc(&c.throttledBy, limit)
 	case status == 529 || status == http.StatusServiceUnavailable:
-		s.stats.Overloaded++
-		ks.stats.Overloaded++
+		c.overloaded++
+		if limit == limitCapacity {
+			c.capacity++
+		}
 	default:
-		s.stats.Errors++
-		ks.stats.Errors++
+		c.errors++
 	}
 }
 
@@ -241,14 +238,13 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire, n int, d
 	s.applySchedule(now)
 	ks := s.key(key)
 	*d = decision{now: now}
-	s.stats.Attempts++
-	ks.stats.Attempts++
+	ks.counts.attempts++
 	ks.lim.sync(now, s.limits)
 	d.snap = ks.lim.snapshot(now, "")
 
 	reject := func(status int, e apiError, ra time.Duration) *decision {
 		d.status, d.err, d.retryAfter = status, e, ra
-		s.countRefusal(ks, status, e.limit)
+		countRefusal(&ks.counts, status, e.limit)
 		return d
 	}
 
@@ -263,7 +259,7 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire, n int, d
 		index := attempt
 		for _, step := range s.faults.Script {
 			if attempt < step.Attempts {
-				s.countFault("script")
+				countFault(ks, "script")
 				e := apiError{msg: fmt.Sprintf("scripted failure: attempt %d gets %d", index, step.Status), limit: LimitScript}
 				if step.Status == 529 || step.Status == http.StatusServiceUnavailable {
 					e.msg = "Overloaded (scripted)"
@@ -276,16 +272,16 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire, n int, d
 
 	f := s.faults
 	if s.chance(f.Reset) {
-		s.countFault("reset")
+		countFault(ks, "reset")
 		d.abort = true
 		return d
 	}
 	if s.chance(f.Error500) {
-		s.countFault("error_500")
+		countFault(ks, "error_500")
 		return reject(http.StatusInternalServerError, apiError{msg: "Internal server error (injected)"}, 0)
 	}
 	if s.chance(f.Overloaded) {
-		s.countFault("overloaded")
+		countFault(ks, "overloaded")
 		return reject(wr.overloadStatus(), apiError{msg: "Overloaded"}, 0)
 	}
 	if st := s.cfg.Store; st != nil && s.limits.MaxConcurrent > 0 {
@@ -301,11 +297,10 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire, n int, d
 		}
 	}
 	if cap := s.cfg.Capacity.MaxConcurrent; cap > 0 && s.inFlight >= cap {
-		s.metrics.rejections.WithLabelValues("capacity").Inc()
-		return reject(wr.overloadStatus(), apiError{msg: "Overloaded"}, 0)
+		return reject(wr.overloadStatus(), apiError{msg: "Overloaded", limit: limitCapacity}, 0)
 	}
 
-	p := s.plan(now, c)
+	p := s.plan(now, c, ks)
 	d.id = s.seq.Add(1)
 	v := ks.lim.admit(now, s.limits, d.id, demand{input: c.input, maxTokens: c.maxTokens, end: p.due(p.n)})
 	if !v.ok {
@@ -319,31 +314,17 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire, n int, d
 	}
 	d.snap = ks.lim.snapshot(now, "")
 	s.inFlight++
-	s.stats.Admitted++
-	s.stats.InFlight = s.inFlight
-	s.stats.MaxInFlight = max(s.stats.MaxInFlight, s.inFlight)
-	s.stats.InputTokens += int64(c.input)
-	ks.stats.Admitted++
-	ks.stats.InFlight++
-	ks.stats.MaxInFlight = max(ks.stats.MaxInFlight, ks.stats.InFlight)
-	ks.stats.InputTokens += int64(c.input)
-	s.metrics.inFlight.Inc()
-	s.metrics.inputTokens.Add(float64(c.input))
+	s.maxInFlight = max(s.maxInFlight, s.inFlight)
+	kc := &ks.counts
+	kc.admitted++
+	kc.inFlight++
+	kc.maxInFlight = max(kc.maxInFlight, kc.inFlight)
+	kc.inputTokens += int64(c.input)
 	d.ks, d.gen, d.plan, d.reserved = ks, s.gen, p, c.maxTokens
 	return d
 }
 
-func inc(m *map[string]int64, k string) {
-	if *m == nil {
-		*m = make(map[string]int64)
-	}
-	(*m)[k]++
-}
-
-func (s *Server) countFault(name string) {
-	inc(&s.stats.Faults, name)
-	s.metrics.faults.WithLabelValues(name).Inc()
-}
+func countFault(ks *keyState, name string) { inc(&ks.counts.faults, name) }
 
 // chance draws from the seeded source; a zero rate draws nothing, so adding
 // a fault does not change the draws of a config without it.
@@ -352,18 +333,18 @@ func (s *Server) chance(rate float64) bool {
 }
 
 // plan draws the output length, latency and stream faults of a request.
-func (s *Server) plan(now time.Time, c *call) plan {
+func (s *Server) plan(now time.Time, c *call, ks *keyState) plan {
 	l, f := s.latency, s.faults
 	n, capped := s.outputLength(c) // content.go
 	if s.chance(f.Malformed) {
-		s.countFault("malformed")
+		countFault(ks, "malformed")
 		n, capped = max(1, n/2), false
 	}
 	// Config.Validate keeps these within MaxLatency for any request;
 	// SetLatency does not validate, so clamp as well.
 	first := satAdd(l.TTFT, satMul(l.TTFTPerInputToken, c.input))
 	if s.chance(f.Slow.Rate) {
-		s.countFault("slow")
+		countFault(ks, "slow")
 		first = satAdd(first, f.Slow.Extra)
 	}
 	// Half of MaxLatency each, before a jitter factor below 2: the sum in
@@ -378,10 +359,10 @@ func (s *Server) plan(now time.Time, c *call) plan {
 	p := plan{start: now, first: first, perToken: perToken, n: n, capped: capped}
 	half := max(1, n/2)
 	if s.chance(f.CutStream) {
-		s.countFault("cut_stream")
+		countFault(ks, "cut_stream")
 		p.cutAt = half
 	} else if s.chance(f.StreamError) {
-		s.countFault("stream_error")
+		countFault(ks, "stream_error")
 		p.failAt = half
 	}
 	return p
@@ -426,16 +407,16 @@ func (s *Server) release(d *decision, produced int) {
 	defer s.mu.Unlock()
 	now := time.Now()
 	d.ks.lim.release(now, d.id, d.reserved, produced)
-	s.metrics.inFlight.Dec()
-	s.metrics.outputTokens.Add(float64(produced))
 	if d.gen != s.gen {
-		return // a Reset happened since: the counters no longer include it
+		// A Reset happened since: the counters since then do not include
+		// it; /metrics, which counts from the start, does.
+		s.pastInFlight--
+		s.past.outputTokens += int64(produced)
+		return
 	}
 	s.inFlight--
-	s.stats.InFlight = s.inFlight
-	s.stats.OutputTokens += int64(produced)
-	d.ks.stats.InFlight--
-	d.ks.stats.OutputTokens += int64(produced)
+	d.ks.counts.inFlight--
+	d.ks.counts.outputTokens += int64(produced)
 }
 
 // exchange is an admitted request being answered. Its state lives on the

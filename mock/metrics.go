@@ -12,18 +12,14 @@ import (
 
 // metrics are the Prometheus metrics of one Server, registered in a registry
 // of its own (not the global one) so that many servers can coexist in one
-// process.
+// process. The request counters of Stats are not kept here: the Server's
+// Collect reads them at scrape time. What is here has no copy in Stats:
+// requests by API and status, durations, panics.
 type metrics struct {
-	reg          *prometheus.Registry
-	requests     *prometheus.CounterVec
-	inFlight     prometheus.Gauge
-	rejections   *prometheus.CounterVec
-	faults       *prometheus.CounterVec
-	tokens       *prometheus.CounterVec
-	inputTokens  prometheus.Counter // tokens{direction="input"}
-	outputTokens prometheus.Counter // tokens{direction="output"}
-	duration     *prometheus.HistogramVec
-	panics       prometheus.Counter
+	reg      *prometheus.Registry
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	panics   prometheus.Counter
 
 	mu    sync.RWMutex
 	cache map[seriesKey]series
@@ -36,22 +32,6 @@ func newMetrics() *metrics {
 			Name: "mockllm_requests_total",
 			Help: "Model requests by API, HTTP status (0: connection reset) and API key.",
 		}, []string{"api", "status", "key"}),
-		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "mockllm_in_flight_requests",
-			Help: "Admitted requests whose response has not ended.",
-		}),
-		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "mockllm_rejections_total",
-			Help: "Requests rejected by limit: max_concurrent, rpm, itpm, otpm, tpm, script, decode_budget (429) or capacity (529/503).",
-		}, []string{"limit"}),
-		faults: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "mockllm_faults_total",
-			Help: "Injected faults by kind.",
-		}, []string{"fault"}),
-		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "mockllm_tokens_total",
-			Help: "Tokens of admitted requests by direction (input, output).",
-		}, []string{"direction"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "mockllm_request_duration_seconds",
 			Help:    "Time from admission to the end of admitted responses, by API and status.",
@@ -62,9 +42,7 @@ func newMetrics() *metrics {
 			Help: "Panics recovered in handlers.",
 		}),
 	}
-	m.inputTokens = m.tokens.WithLabelValues("input")
-	m.outputTokens = m.tokens.WithLabelValues("output")
-	m.reg.MustRegister(m.requests, m.inFlight, m.rejections, m.faults, m.tokens, m.duration, m.panics)
+	m.reg.MustRegister(m.requests, m.duration, m.panics)
 	return m
 }
 
@@ -113,4 +91,48 @@ func (m *metrics) series(api string, status int, key string) series {
 	m.cache[k] = c
 	m.mu.Unlock()
 	return c
+}
+
+// The Server's counters as Prometheus metrics, read at scrape time from the
+// counts (stats.go) since the server started.
+var (
+	descInFlight = prometheus.NewDesc("mockllm_in_flight_requests",
+		"Admitted requests whose response has not ended.", nil, nil)
+	descRejections = prometheus.NewDesc("mockllm_rejections_total",
+		"Requests rejected by limit: max_concurrent, rpm, itpm, otpm, tpm, script, decode_budget (429) or capacity (529/503).", []string{"limit"}, nil)
+	descFaults = prometheus.NewDesc("mockllm_faults_total",
+		"Injected faults by kind.", []string{"fault"}, nil)
+	descTokens = prometheus.NewDesc("mockllm_tokens_total",
+		"Tokens of admitted requests by direction (input, output).", []string{"direction"}, nil)
+)
+
+// serverCollector exports a Server's counts.
+type serverCollector struct{ s *Server }
+
+// Describe implements prometheus.Collector.
+func (c serverCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descInFlight, descRejections, descFaults, descTokens} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c serverCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.s
+	s.mu.Lock()
+	sum := s.sumLocked(true)
+	inFlight := s.inFlight + s.pastInFlight
+	s.mu.Unlock()
+	ch <- prometheus.MustNewConstMetric(descInFlight, prometheus.GaugeValue, float64(inFlight))
+	for limit, n := range sum.throttledBy {
+		ch <- prometheus.MustNewConstMetric(descRejections, prometheus.CounterValue, float64(n), limit)
+	}
+	if sum.capacity > 0 {
+		ch <- prometheus.MustNewConstMetric(descRejections, prometheus.CounterValue, float64(sum.capacity), limitCapacity)
+	}
+	for fault, n := range sum.faults {
+		ch <- prometheus.MustNewConstMetric(descFaults, prometheus.CounterValue, float64(n), fault)
+	}
+	ch <- prometheus.MustNewConstMetric(descTokens, prometheus.CounterValue, float64(sum.inputTokens), "input")
+	ch <- prometheus.MustNewConstMetric(descTokens, prometheus.CounterValue, float64(sum.outputTokens), "output")
 }

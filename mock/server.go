@@ -59,13 +59,20 @@ type Server struct {
 	perKey   map[string]*keyState
 	inFlight int    // over all keys, for Capacity
 	gen      uint64 // incremented by Reset
-	stats    Stats
+	// maxInFlight is the most requests in flight at once since the last
+	// Reset, over all keys.
+	maxInFlight int
+	// past is what the keys counted before the last Reset, and pastInFlight
+	// the requests admitted before it still in flight: /metrics counts
+	// from the server's start.
+	past         counts
+	pastInFlight int
 }
 
 // keyState is everything the server tracks per API key.
 type keyState struct {
-	lim   keyLimiter
-	stats KeyStats
+	lim    keyLimiter
+	counts counts
 }
 
 // New returns a Server for cfg, or the error cfg.Validate reports.
@@ -104,7 +111,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.anthropicModels = modelIndex(anthropicCatalog, cfg.Models.Extra)
 	s.openaiModels = modelIndex(openaiCatalog, cfg.Models.Extra)
-	s.metrics.reg.MustRegister(s.calls)
+	s.metrics.reg.MustRegister(s.calls, serverCollector{s})
 	s.resetLocked()
 	s.handler = s.routes()
 	s.http = &http.Server{
@@ -180,9 +187,12 @@ func (s *Server) resetLocked() {
 	s.epoch = time.Time{}
 	s.gen++
 	s.next = 0
+	for _, ks := range s.perKey {
+		s.past.add(&ks.counts)
+	}
 	s.perKey = make(map[string]*keyState)
-	s.inFlight = 0
-	s.stats = Stats{}
+	s.pastInFlight += s.inFlight
+	s.inFlight, s.maxInFlight = 0, 0
 	s.calls.reset()
 }
 

@@ -63,6 +63,84 @@ type KeyStats struct {
 	OutputTokens int64            `json:"output_tokens"`
 }
 
+// limitCapacity names the overloads refused for Config.Capacity in
+// mockllm_rejections_total.
+const limitCapacity = "capacity"
+
+// counts are the request counters of one API key since the last Reset: the
+// one place the server counts requests. Stats.Keys shows each key's, Stats
+// sums them over the keys, and /metrics reads them at scrape time (with
+// what earlier generations counted, folded into Server.past by Reset),
+// so one request moves all three views by one. A new counter is a field
+// here, summed in add and shown in keyStats, Stats or Collect.
+type counts struct {
+	attempts, admitted, throttled, overloaded, errors int64
+	capacity                                          int64            // overloaded for Config.Capacity
+	throttledBy                                       map[string]int64 // 429s by limit
+	faults                                            map[string]int64 // injected faults by name
+	inputTokens, outputTokens                         int64
+	inFlight, maxInFlight                             int // gauges: not summed by add
+}
+
+// add adds o's counters to c (not the in-flight gauges).
+func (c *counts) add(o *counts) {
+	c.attempts += o.attempts
+	c.admitted += o.admitted
+	c.throttled += o.throttled
+	c.overloaded += o.overloaded
+	c.errors += o.errors
+	c.capacity += o.capacity
+	c.inputTokens += o.inputTokens
+	c.outputTokens += o.outputTokens
+	addAll(&c.throttledBy, o.throttledBy)
+	addAll(&c.faults, o.faults)
+}
+
+func addAll(dst *map[string]int64, src map[string]int64) {
+	for k, v := range src {
+		if *dst == nil {
+			*dst = make(map[string]int64, len(src))
+		}
+		(*dst)[k] += v
+	}
+}
+
+func inc(m *map[string]int64, k string) {
+	if *m == nil {
+		*m = make(map[string]int64)
+	}
+	(*m)[k]++
+}
+
+// keyStats is the KeyStats view of c.
+func (c *counts) keyStats() KeyStats {
+	return KeyStats{
+		Attempts:     c.attempts,
+		Admitted:     c.admitted,
+		Throttled:    c.throttled,
+		ThrottledBy:  maps.Clone(c.throttledBy),
+		Overloaded:   c.overloaded,
+		Errors:       c.errors,
+		InFlight:     c.inFlight,
+		MaxInFlight:  c.maxInFlight,
+		InputTokens:  c.inputTokens,
+		OutputTokens: c.outputTokens,
+	}
+}
+
+// sumLocked is the counters of every key since the last Reset; with
+// lifetime, plus what earlier generations counted. s.mu is held.
+func (s *Server) sumLocked(lifetime bool) counts {
+	var sum counts
+	if lifetime {
+		sum.add(&s.past)
+	}
+	for _, ks := range s.perKey {
+		sum.add(&ks.counts)
+	}
+	return sum
+}
+
 // Stats returns a copy of the counters.
 //
 // Retry compliance comes from the call accounting (CallStats): a retry is an
@@ -72,15 +150,25 @@ type KeyStats struct {
 func (s *Server) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := s.stats
-	st.Calls = s.calls.snapshot()
+	sum := s.sumLocked(false)
+	st := Stats{
+		Attempts:     sum.attempts,
+		Admitted:     sum.admitted,
+		Throttled:    sum.throttled,
+		ThrottledBy:  sum.throttledBy,
+		Overloaded:   sum.overloaded,
+		Errors:       sum.errors,
+		Faults:       sum.faults,
+		InFlight:     s.inFlight,
+		MaxInFlight:  s.maxInFlight,
+		InputTokens:  sum.inputTokens,
+		OutputTokens: sum.outputTokens,
+		Calls:        s.calls.snapshot(),
+	}
 	st.EarlyRetries = st.Calls.EarlyRetries
-	st.ThrottledBy = maps.Clone(st.ThrottledBy)
-	st.Faults = maps.Clone(st.Faults)
 	st.Keys = make(map[string]KeyStats, len(s.perKey))
 	for name, ks := range s.perKey {
-		k := ks.stats
-		k.ThrottledBy = maps.Clone(k.ThrottledBy)
+		k := ks.counts.keyStats()
 		k.EarlyRetries = s.calls.earlyOf(name)
 		st.Keys[s.keyLabel(name)] = k
 	}

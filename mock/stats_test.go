@@ -1,0 +1,192 @@
+package mock
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+)
+
+// views reads the counters of key from the three places they are shown:
+// Stats' totals, Stats.Keys and /metrics (the registry /metrics serves),
+// under one set of names.
+func views(t *testing.T, s *Server, key string) (total, perKey, prom map[string]float64) {
+	t.Helper()
+	st := s.Stats()
+	fromStats := func(attempts, admitted, throttled, overloaded, errors, in, out int64, by map[string]int64) map[string]float64 {
+		m := map[string]float64{
+			"attempts": float64(attempts), "admitted": float64(admitted), "throttled": float64(throttled),
+			"overloaded": float64(overloaded), "errors": float64(errors), "input_tokens": float64(in), "output_tokens": float64(out),
+		}
+		for l, n := range by {
+			m["throttled_by."+l] = float64(n)
+		}
+		return m
+	}
+	total = fromStats(st.Attempts, st.Admitted, st.Throttled, st.Overloaded, st.Errors, st.InputTokens, st.OutputTokens, st.ThrottledBy)
+	for f, n := range st.Faults {
+		total["fault."+f] = float64(n)
+	}
+	total["in_flight"] = float64(st.InFlight)
+	k := st.Keys[Fingerprint(key)]
+	perKey = fromStats(k.Attempts, k.Admitted, k.Throttled, k.Overloaded, k.Errors, k.InputTokens, k.OutputTokens, k.ThrottledBy)
+	perKey["in_flight"] = float64(k.InFlight)
+
+	families, err := s.metrics.reg.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	prom = map[string]float64{}
+	label := func(m *dto.Metric, name string) string {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == name {
+				return l.GetValue()
+			}
+		}
+		return ""
+	}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			v := m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			switch f.GetName() {
+			case "mockllm_requests_total":
+				if label(m, "key") != Fingerprint(key) {
+					continue
+				}
+				prom["attempts"] += v
+				switch st := label(m, "status"); st {
+				case "200":
+					prom["admitted"] += v
+				case "429":
+					prom["throttled"] += v
+				case "529", "503":
+					prom["overloaded"] += v
+				default:
+					prom["errors"] += v
+				}
+			case "mockllm_rejections_total":
+				if l := label(m, "limit"); l != limitCapacity {
+					prom["throttled_by."+l] = v
+				}
+			case "mockllm_faults_total":
+				prom["fault."+label(m, "fault")] = v
+			case "mockllm_tokens_total":
+				prom[label(m, "direction")+"_tokens"] = v
+			case "mockllm_in_flight_requests":
+				prom["in_flight"] = v
+			case "mockllm_calls_total":
+				prom["calls"] = v
+			}
+		}
+	}
+	return total, perKey, prom
+}
+
+// delta is after − before for every name of either.
+func delta(before, after map[string]float64) map[string]float64 {
+	d := map[string]float64{}
+	for k, v := range after {
+		if v != before[k] {
+			d[k] = v - before[k]
+		}
+	}
+	for k, v := range before {
+		if _, ok := after[k]; !ok && v != 0 {
+			d[k] = -v
+		}
+	}
+	return d
+}
+
+// TestOneCountThreeViews holds Stats' totals, Stats.Keys and /metrics to
+// one count: each step's requests move every view of a counter by the same
+// amount, one a request.
+func TestOneCountThreeViews(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const key = "k1"
+		cfg := DefaultConfig()
+		cfg.APIKeys = []string{key}
+		cfg.Limits.RPM = 2
+		cfg.Capacity.MaxConcurrent = 1
+		cfg.Latency.TTFT = 0
+		cfg.Latency.PerToken = 10 * time.Millisecond
+		ts := startServer(t, cfg)
+		defer ts.stop()
+		body := func(text string) string { return anthropicBody(10, false, text) }
+		send := func(b string) reply { return ts.do(t, "POST", "/v1/messages", b, "X-Api-Key", key) }
+		inTokens := func(b string) float64 {
+			c, err := decodeAnthropic([]byte(b), true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return float64(c.input)
+		}
+
+		steps := []struct {
+			name string
+			run  func() []int // the statuses answered
+			want map[string]float64
+		}{
+			{"one admitted", func() []int { return []int{send(body("a")).status} },
+				map[string]float64{"attempts": 1, "admitted": 1, "input_tokens": inTokens(body("a")), "output_tokens": 10}},
+			{"admitted, and one over capacity meanwhile", func() []int {
+				done := make(chan int)
+				go func() { done <- send(body("b")).status }()
+				synctest.Wait() // b is admitted and waits for its tokens
+				over := send(body("c")).status
+				return []int{<-done, over}
+			}, map[string]float64{"attempts": 2, "admitted": 1, "overloaded": 1, "input_tokens": inTokens(body("b")), "output_tokens": 10}},
+			{"429 for rpm", func() []int { return []int{send(body("d")).status} },
+				map[string]float64{"attempts": 1, "throttled": 1, "throttled_by.rpm": 1}},
+			{"400", func() []int { return []int{send(`{"model":"claude-sonnet-4-5"}`).status} },
+				map[string]float64{"attempts": 1, "errors": 1}},
+			{"injected overload", func() []int {
+				ts.SetFaults(Faults{Overloaded: 1})
+				defer ts.SetFaults(Faults{})
+				return []int{send(body("e")).status}
+			}, map[string]float64{"attempts": 1, "overloaded": 1, "fault.overloaded": 1}},
+		}
+		wantStatus := [][]int{{200}, {200, 529}, {429}, {400}, {529}}
+		for i, step := range steps {
+			t0, k0, p0 := views(t, ts.Server, key)
+			if got := step.run(); !slices.Equal(got, wantStatus[i]) {
+				t.Fatalf("%s: statuses %v, want %v", step.name, got, wantStatus[i])
+			}
+			t1, k1, p1 := views(t, ts.Server, key)
+			dt, dk, dp := delta(t0, t1), delta(k0, k1), delta(p0, p1)
+			// Only /metrics counts calls, and Stats.Keys no faults.
+			delete(dp, "calls")
+			for name := range dt {
+				if strings.HasPrefix(name, "fault.") {
+					if dp[name] != dt[name] {
+						t.Errorf("%s: %s moved %v in Stats and %v in /metrics", step.name, name, dt[name], dp[name])
+					}
+					delete(dt, name)
+					delete(dp, name)
+				}
+			}
+			want := maps.Clone(step.want)
+			delete(want, "fault.overloaded")
+			for view, d := range map[string]map[string]float64{"Stats": dt, "Stats.Keys": dk, "/metrics": dp} {
+				if !maps.Equal(d, want) {
+					t.Errorf("%s: %s moved by %v, want %v", step.name, view, d, want)
+				}
+			}
+		}
+
+		// Reset clears Stats; /metrics counts from the start.
+		_, _, p0 := views(t, ts.Server, key)
+		ts.Reset()
+		tr, kr, pr := views(t, ts.Server, key)
+		if tr["attempts"] != 0 || kr["attempts"] != 0 {
+			t.Errorf("after Reset: Stats attempts %v, key attempts %v, want 0", tr["attempts"], kr["attempts"])
+		}
+		if d := delta(p0, pr); len(d) != 0 {
+			t.Errorf("Reset moved /metrics by %v", d)
+		}
+	})
+}
