@@ -13,7 +13,7 @@ import (
 	"github.com/ratelab/ratelab/internal/strict"
 )
 
-// adminRoutes mounts the admin API on r (the /_admin/ prefix):
+// adminRoutes adds the admin API to r:
 //
 //	GET  /_admin/limits    PUT /_admin/limits     the per-key limits in force
 //	GET  /_admin/latency   PUT /_admin/latency    the latency model
@@ -25,32 +25,38 @@ import (
 // keys. PUT takes JSON or YAML in the same schema, decoded strictly over the
 // current value, so a body may hold only the keys it changes. When the
 // Config has an AdminToken, every admin request must carry it.
+//
+// The routes are full paths on r rather than a /_admin/ subrouter: in a
+// gorilla/mux subrouter, a later route's prefix matcher clears an earlier
+// route's method mismatch, so a wrong method got 404 instead of 405.
 func (s *Server) adminRoutes(r *mux.Router) {
-	r.Use(s.adminAuth)
-	adminSetting(s, r, "limits", s.Limits, s.SetLimits, func(c *Config, v Limits) { c.Limits = v })
-	adminSetting(s, r, "latency", s.Latency, s.SetLatency, func(c *Config, v Latency) { c.Latency = v })
-	adminSetting(s, r, "faults", s.Faults, s.SetFaults, func(c *Config, v Faults) { c.Faults = v })
-	r.HandleFunc("/stats", func(w http.ResponseWriter, _ *http.Request) {
+	handle := func(path string, h http.HandlerFunc, methods ...string) {
+		r.Handle("/_admin/"+path, s.adminAuth(h)).Methods(methods...)
+	}
+	adminSetting(s, handle, "limits", s.Limits, s.SetLimits, func(c *Config, v Limits) { c.Limits = v })
+	adminSetting(s, handle, "latency", s.Latency, s.SetLatency, func(c *Config, v Latency) { c.Latency = v })
+	adminSetting(s, handle, "faults", s.Faults, s.SetFaults, func(c *Config, v Faults) { c.Faults = v })
+	handle("stats", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSONBody(w, http.StatusOK, s.Stats())
-	}).Methods(http.MethodGet)
-	r.HandleFunc("/reset", func(w http.ResponseWriter, _ *http.Request) {
+	}, http.MethodGet)
+	handle("reset", func(w http.ResponseWriter, _ *http.Request) {
 		s.Reset()
 		writeJSONBody(w, http.StatusOK, map[string]bool{"reset": true})
-	}).Methods(http.MethodPost)
+	}, http.MethodPost)
 }
 
 // adminSetting serves GET and PUT /NAME for one runtime setting: GET answers
 // get(); PUT decodes the body over get() (into places it in a Config, so it
 // is validated as the file would be), then applies it with set.
-func adminSetting[T any](s *Server, r *mux.Router, name string, get func() T, set func(T), into func(*Config, T)) {
-	r.HandleFunc("/"+name, func(w http.ResponseWriter, _ *http.Request) { writeAdmin(w, get()) }).Methods(http.MethodGet)
-	r.HandleFunc("/"+name, func(w http.ResponseWriter, req *http.Request) {
+func adminSetting[T any](s *Server, handle func(string, http.HandlerFunc, ...string), name string, get func() T, set func(T), into func(*Config, T)) {
+	handle(name, func(w http.ResponseWriter, _ *http.Request) { writeAdmin(w, get()) }, http.MethodGet)
+	handle(name, func(w http.ResponseWriter, req *http.Request) {
 		v := get()
 		if s.adminDecode(w, req, name, &v, func(c *Config) { into(c, v) }) {
 			set(v)
 			writeAdmin(w, v)
 		}
-	}).Methods(http.MethodPut)
+	}, http.MethodPut)
 }
 
 func (s *Server) adminAuth(next http.Handler) http.Handler {

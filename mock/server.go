@@ -259,7 +259,7 @@ func (s *Server) routes() http.Handler {
 	r.HandleFunc("/v1/chat/completions", s.model(openai{})).Methods(http.MethodPost)
 	r.HandleFunc("/v1/responses", s.model(responses{})).Methods(http.MethodPost)
 	s.modelRoutes(r)
-	s.adminRoutes(r.PathPrefix("/_admin/").Subrouter())
+	s.adminRoutes(r)
 	r.Handle("/metrics", s.metricsAuth(s.metrics.handler())).Methods(http.MethodGet)
 	r.HandleFunc("/healthz", s.healthz).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/readyz", s.readyz).Methods(http.MethodGet, http.MethodHead)
@@ -267,23 +267,29 @@ func (s *Server) routes() http.Handler {
 		s.routeError(w, req, http.StatusNotFound, fmt.Sprintf("not found: %s %s", req.Method, req.URL.Path))
 	})
 	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		allow := http.MethodPost
-		switch req.URL.Path {
-		case "/v1/models", "/metrics", "/_admin/stats":
-			allow = http.MethodGet
-		case "/healthz", "/readyz":
-			allow = "GET, HEAD"
-		case "/_admin/limits", "/_admin/latency", "/_admin/faults":
-			allow = "GET, PUT"
-		default:
-			if strings.HasPrefix(req.URL.Path, "/v1/models/") {
-				allow = http.MethodGet
-			}
-		}
+		allow := strings.Join(allowed(r, req), ", ")
 		w.Header().Set("Allow", allow)
 		s.routeError(w, req, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed for %s; use %s", req.Method, req.URL.Path, allow))
 	})
 	return s.limitHeaders(s.recoverPanics(s.fastRoutes(r)))
+}
+
+// routeMethods are the methods a 405's Allow header may list, in its order.
+var routeMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
+
+// allowed lists the methods r routes req's path for, asking r itself: the
+// router is the one route table.
+func allowed(r *mux.Router, req *http.Request) []string {
+	var methods []string
+	for _, m := range routeMethods {
+		probe := req.Clone(req.Context())
+		probe.Method = m
+		var match mux.RouteMatch
+		if r.Match(probe, &match) && match.MatchErr == nil {
+			methods = append(methods, m)
+		}
+	}
+	return methods
 }
 
 // healthz is the liveness probe: the process serves requests. It needs no

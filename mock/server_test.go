@@ -38,3 +38,33 @@ func TestAnthropicJSON(t *testing.T) {
 		}
 	})
 }
+
+// TestAllowFromRoutes checks that a 405's Allow header lists the methods the
+// router has for the path, on every kind of route.
+func TestAllowFromRoutes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ts := startServer(t, DefaultConfig())
+		defer ts.stop()
+		for _, c := range []struct{ method, path, allow string }{
+			{"GET", "/v1/messages", "POST"},
+			{"GET", "/v1/messages/count_tokens", "POST"},
+			{"GET", "/v1/chat/completions", "POST"},
+			{"GET", "/v1/responses", "POST"},
+			{"POST", "/v1/models", "GET"},
+			{"DELETE", "/v1/models/claude-sonnet-4-5", "GET"},
+			{"POST", "/_admin/stats", "GET"},
+			{"GET", "/_admin/reset", "POST"},
+			{"POST", "/_admin/limits", "GET, PUT"},
+			{"DELETE", "/_admin/latency", "GET, PUT"},
+			{"PATCH", "/_admin/faults", "GET, PUT"},
+			{"POST", "/metrics", "GET"},
+			{"POST", "/healthz", "GET, HEAD"},
+			{"PUT", "/readyz", "GET, HEAD"},
+		} {
+			r := ts.do(t, c.method, c.path, "")
+			if r.status != 405 || r.header.Get("Allow") != c.allow {
+				t.Errorf("%s %s = %d, Allow %q; want 405, Allow %q", c.method, c.path, r.status, r.header.Get("Allow"), c.allow)
+			}
+		}
+	})
+}
