@@ -104,6 +104,7 @@ func (s *Server) prepare(w http.ResponseWriter, req *http.Request, wr wire) *exc
 		return nil
 	}
 	body, held, status, err := s.readBody(w, req)
+	received := time.Now() // the schedule's start: see admit
 	s.calls.arrive(&x.att, req, key, body)
 	var c *call
 	if err == nil {
@@ -130,7 +131,7 @@ func (s *Server) prepare(w http.ResponseWriter, req *http.Request, wr wire) *exc
 		return nil
 	}
 
-	d := s.admit(req, c, key, wr, x.att.n, &x.dec)
+	d := s.admit(req, c, key, wr, x.att.n, received, &x.dec)
 	wr.setLimitHeaders(h, d.snap, d.now)
 	if d.abort {
 		s.calls.end(&x.att, 0, "", 0)
@@ -221,7 +222,14 @@ func countRefusal(c *counts, status int, limit string) {
 // admit runs the admission steps that need the server's state, under its
 // lock, into d, and returns d. n is the attempt's number within its logical
 // call (callAttempt.n; 0 when the call accounting is off).
-func (s *Server) admit(req *http.Request, c *call, key string, wr wire, n int, d *decision) *decision {
+//
+// An admitted response's schedule starts at received, when the request's
+// body was in: decoding and waiting for the lock count toward its time to
+// first token, as a provider's processing does, rather than delaying every
+// token (under a burst of requests, admission lags arrival). When a Store
+// was asked for a slot, the schedule starts after it answered instead: that
+// wait can last seconds.
+func (s *Server) admit(req *http.Request, c *call, key string, wr wire, n int, received time.Time, d *decision) *decision {
 	// A shared slot taken for an attempt then refused is given back after
 	// the lock is released: Store calls are network round trips.
 	defer func() {
@@ -290,6 +298,7 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire, n int, d
 		r := s.admitShared(req.Context(), st, key, limit, ra, d, wr)
 		s.mu.Lock()
 		now, ks = time.Now(), s.key(key)
+		received = now
 		ks.lim.sync(now, s.limits)
 		if r != nil {
 			d.snap = ks.lim.snapshot(now, r.limit)
@@ -300,7 +309,7 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire, n int, d
 		return reject(wr.overloadStatus(), apiError{msg: "Overloaded", limit: limitCapacity}, 0)
 	}
 
-	p := s.plan(now, c, ks)
+	p := s.plan(received, c, ks)
 	d.id = s.seq.Add(1)
 	v := ks.lim.admit(now, s.limits, d.id, demand{input: c.input, maxTokens: c.maxTokens, end: p.due(p.n)})
 	if !v.ok {
@@ -401,7 +410,7 @@ func limitMessage(v verdict, c *call) string {
 
 // release ends an admitted request: frees its slots and settles its output
 // tokens. It is called before the last byte of the response is written.
-func (s *Server) release(d *decision, produced int) {
+func (s *Server) release(d *decision, produced, merged int) {
 	defer s.releaseShared(d) // after the Unlock: a network round trip
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -412,11 +421,13 @@ func (s *Server) release(d *decision, produced int) {
 		// it; /metrics, which counts from the start, does.
 		s.pastInFlight--
 		s.past.outputTokens += int64(produced)
+		s.past.mergedEvents += int64(merged)
 		return
 	}
 	s.inFlight--
 	d.ks.counts.inFlight--
 	d.ks.counts.outputTokens += int64(produced)
+	d.ks.counts.mergedEvents += int64(merged)
 }
 
 // exchange is an admitted request being answered. Its state lives on the
@@ -437,6 +448,7 @@ type exchange struct {
 	timer   *time.Timer
 	buf     []byte
 	emitted int  // output tokens produced so far
+	merged  int  // stream events that carried more than one token
 	done    bool // released
 	status  int  // for metrics; 499 when the client went away
 	att     callAttempt
@@ -468,7 +480,7 @@ func (x *exchange) finish() {
 func (x *exchange) release() {
 	if !x.done {
 		x.done = true
-		x.s.release(x.d, x.emitted)
+		x.s.release(x.d, x.emitted, x.merged)
 		x.s.calls.end(&x.att, x.callStatus(), "", 0)
 	}
 }
@@ -552,7 +564,14 @@ func (x *exchange) stream() {
 		if !x.wait(next) {
 			return
 		}
+		// Tokens that fell due while this one was late go out with it, in
+		// one event: a stream behind its schedule catches up at once
+		// rather than staying late by its backlog (README: Latency and
+		// content; counted in mockllm_stream_merged_events_total).
 		upto := min(stopAt, max(next, p.dueBy(time.Now())))
+		if upto > next {
+			x.merged++
+		}
 		x.buf = x.wr.streamDelta(x.buf[:0], x.c, &x.res, x.emitted, upto)
 		x.emitted = upto
 		if x.emitted == stopAt {

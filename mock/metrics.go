@@ -104,6 +104,8 @@ var (
 		"Injected faults by kind.", []string{"fault"}, nil)
 	descTokens = prometheus.NewDesc("mockllm_tokens_total",
 		"Tokens of admitted requests by direction (input, output).", []string{"direction"}, nil)
+	descMerged = prometheus.NewDesc("mockllm_stream_merged_events_total",
+		"Stream events that carried several tokens because the stream fell behind its schedule: the tokens due by then go out together.", nil, nil)
 )
 
 // serverCollector exports a Server's counts.
@@ -111,7 +113,7 @@ type serverCollector struct{ s *Server }
 
 // Describe implements prometheus.Collector.
 func (c serverCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descInFlight, descRejections, descFaults, descTokens} {
+	for _, d := range []*prometheus.Desc{descInFlight, descRejections, descFaults, descTokens, descMerged} {
 		ch <- d
 	}
 }
@@ -135,4 +137,5 @@ func (c serverCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descTokens, prometheus.CounterValue, float64(sum.inputTokens), "input")
 	ch <- prometheus.MustNewConstMetric(descTokens, prometheus.CounterValue, float64(sum.outputTokens), "output")
+	ch <- prometheus.MustNewConstMetric(descMerged, prometheus.CounterValue, float64(sum.mergedEvents))
 }

@@ -79,7 +79,8 @@ type counts struct {
 	throttledBy                                       map[string]int64 // 429s by limit
 	faults                                            map[string]int64 // injected faults by name
 	inputTokens, outputTokens                         int64
-	inFlight, maxInFlight                             int // gauges: not summed by add
+	mergedEvents                                      int64 // stream events carrying late tokens together
+	inFlight, maxInFlight                             int   // gauges: not summed by add
 }
 
 // add adds o's counters to c (not the in-flight gauges).
@@ -92,6 +93,7 @@ func (c *counts) add(o *counts) {
 	c.capacity += o.capacity
 	c.inputTokens += o.inputTokens
 	c.outputTokens += o.outputTokens
+	c.mergedEvents += o.mergedEvents
 	addAll(&c.throttledBy, o.throttledBy)
 	addAll(&c.faults, o.faults)
 }

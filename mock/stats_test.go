@@ -1,7 +1,9 @@
 package mock
 
 import (
+	"io"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -80,6 +82,8 @@ func views(t *testing.T, s *Server, key string) (total, perKey, prom map[string]
 				prom["in_flight"] = v
 			case "mockllm_calls_total":
 				prom["calls"] = v
+			case "mockllm_stream_merged_events_total":
+				prom["merged"] = v
 			}
 		}
 	}
@@ -158,8 +162,9 @@ func TestOneCountThreeViews(t *testing.T) {
 			}
 			t1, k1, p1 := views(t, ts.Server, key)
 			dt, dk, dp := delta(t0, t1), delta(k0, k1), delta(p0, p1)
-			// Only /metrics counts calls, and Stats.Keys no faults.
+			// Only /metrics counts calls and merged events, and Stats.Keys no faults.
 			delete(dp, "calls")
+			delete(dp, "merged")
 			for name := range dt {
 				if strings.HasPrefix(name, "fault.") {
 					if dp[name] != dt[name] {
@@ -187,6 +192,41 @@ func TestOneCountThreeViews(t *testing.T) {
 		}
 		if d := delta(p0, pr); len(d) != 0 {
 			t.Errorf("Reset moved /metrics by %v", d)
+		}
+	})
+}
+
+// TestMergedEvents holds the merge rule: a stream that fell behind its
+// schedule sends the tokens due by then in one event, and
+// mockllm_stream_merged_events_total counts that event. The client stops
+// reading for 55 ms, so the server's write of token 1 (due at 10 ms) blocks
+// until then; at 55 ms tokens 2–5 are due and go out together; the rest is
+// on time.
+func TestMergedEvents(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := DefaultConfig()
+		cfg.Latency.TTFT = 0
+		cfg.Latency.PerToken = 10 * time.Millisecond
+		ts := startServer(t, cfg)
+		defer ts.stop()
+		req, _ := http.NewRequest("POST", "http://mock/v1/messages", strings.NewReader(anthropicBody(10, true, "hi")))
+		setHeaders(req, nil)
+		resp, err := ts.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(55 * time.Millisecond)
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Count(string(body), `"text_delta"`); got != 7 {
+			t.Errorf("%d text deltas, want 7 (token 1, tokens 2-5 together, then 6-10 one each):\n%s", got, body)
+		}
+		_, _, prom := views(t, ts.Server, "")
+		if prom["merged"] != 1 || prom["output_tokens"] != 10 {
+			t.Errorf("/metrics: merged events %v, output tokens %v; want 1 and 10", prom["merged"], prom["output_tokens"])
 		}
 	})
 }
