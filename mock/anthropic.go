@@ -46,14 +46,11 @@ func (anthropic) decode(body []byte, _ int) (*call, error) {
 // max_tokens (needMax false).
 func decodeAnthropic(body []byte, needMax bool) (*call, error) {
 	req := anthropicRequest{Model: absentString, MaxTokens: absentInt}
-	if !req.fastDecode(body) {
-		req = anthropicRequest{Model: absentString, MaxTokens: absentInt}
-		if err := json.Unmarshal(body, &req); err != nil {
-			return nil, describeBodyError(body, err)
-		}
-		if err := sentinelSet(body, "max_tokens", req.MaxTokens); err != nil {
-			return nil, err
-		}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return nil, describeBodyError(body, err)
+	}
+	if err := sentinelSet(body, "max_tokens", req.MaxTokens); err != nil {
+		return nil, err
 	}
 	c := &call{temperature: req.Temperature, topP: req.TopP}
 	if err := checkModel(req.Model); err != nil {

@@ -467,8 +467,8 @@ func BenchmarkDecodeBudgetPeakHeap(b *testing.B) {
 }
 
 // TestStrictSampling: temperature, top_p and the first turn are checked on
-// what the decoder read, the same through the fast decoder and through
-// encoding/json (stop_sequences and n send a body there), and not at all
+// what the decoder read, the same with and without stop_sequences and n
+// (which once sent a body to a second decoder), and not at all
 // (not even the type) with strict: false.
 func TestStrictSampling(t *testing.T) {
 	const (

@@ -48,14 +48,11 @@ var openaiRoles = map[string]bool{"system": true, "developer": true, "user": tru
 
 func (openai) decode(body []byte, defaultMax int) (*call, error) {
 	req := openaiRequest{Model: absentString, MaxTokens: absentInt, MaxCompletionTokens: absentInt, N: absentInt, TopLogprobs: absentInt}
-	if !req.fastDecode(body) {
-		req = openaiRequest{Model: absentString, MaxTokens: absentInt, MaxCompletionTokens: absentInt, N: absentInt, TopLogprobs: absentInt}
-		if err := json.Unmarshal(body, &req); err != nil {
-			return nil, describeBodyError(body, err)
-		}
-		if err := cmp.Or(sentinelSet(body, "max_tokens", req.MaxTokens), sentinelSet(body, "max_completion_tokens", req.MaxCompletionTokens)); err != nil {
-			return nil, err
-		}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return nil, describeBodyError(body, err)
+	}
+	if err := cmp.Or(sentinelSet(body, "max_tokens", req.MaxTokens), sentinelSet(body, "max_completion_tokens", req.MaxCompletionTokens)); err != nil {
+		return nil, err
 	}
 	c := &call{temperature: req.Temperature, topP: req.TopP}
 	if err := checkModel(req.Model); err != nil {

@@ -161,9 +161,8 @@ const (
 
 // sentinelSet reports the one case the sentinels cannot tell apart:
 // encoding/json decodes -9223372036854775808 to absentInt, so an int field
-// found "absent" after the slow decoder is looked up in the body (the fast
-// decoder never produces it: it leaves numbers of 19 digits to
-// encoding/json). It returns the error for name set to that value, or nil.
+// found "absent" after decoding is looked up in the body. It returns the
+// error for name set to that value, or nil.
 func sentinelSet(body []byte, name string, v int64) error {
 	if v != absentInt || !hasMember(body, name) {
 		return nil
@@ -171,27 +170,23 @@ func sentinelSet(body []byte, name string, v int64) error {
 	return invalid(name, "must be at least 1, got %d", v)
 }
 
+// isNull reports whether the raw JSON value v is null.
+func isNull(v []byte) bool { return string(v) == "null" }
+
 // hasMember reports whether the JSON object body (valid JSON) has a member
 // that encoding/json would decode into a field tagged name: an exact or
 // case-insensitive match, after unescaping the key.
 func hasMember(body []byte, name string) bool {
-	it, ok := fastObject(body)
-	if !ok {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(body, &members) != nil {
 		return false
 	}
-	for {
-		k, v, ok := it.member()
-		if !ok {
-			return false
-		}
-		key := string(k)
-		if bytes.IndexByte(k, '\\') >= 0 && json.Unmarshal([]byte(`"`+key+`"`), &key) != nil {
-			continue
-		}
-		if strings.EqualFold(key, name) && !isNull(v) {
+	for k, v := range members {
+		if strings.EqualFold(k, name) && !isNull(v) {
 			return true
 		}
 	}
+	return false
 }
 
 func checkModel(model string) error {
