@@ -7,13 +7,12 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/gorilla/mux"
 	"gopkg.in/yaml.v3"
 
 	"github.com/ratelab/ratelab/internal/strict"
 )
 
-// adminRoutes adds the admin API to r:
+// adminRoutes are the admin API's routes:
 //
 //	GET  /_admin/limits    PUT /_admin/limits     the per-key limits in force
 //	GET  /_admin/latency   PUT /_admin/latency    the latency model
@@ -26,12 +25,14 @@ import (
 // current value, so a body may hold only the keys it changes. When the
 // Config has an AdminToken, every admin request must carry it.
 //
-// The routes are full paths on r rather than a /_admin/ subrouter: in a
-// gorilla/mux subrouter, a later route's prefix matcher clears an earlier
-// route's method mismatch, so a wrong method got 404 instead of 405.
-func (s *Server) adminRoutes(r *mux.Router) {
+// They are full paths, each behind adminAuth, rather than a /_admin/
+// subrouter: in a gorilla/mux subrouter, a later route's prefix matcher
+// clears an earlier route's method mismatch, so a wrong method got 404
+// instead of 405.
+func (s *Server) adminRoutes() []route {
+	var t []route
 	handle := func(path string, h http.HandlerFunc, methods ...string) {
-		r.Handle("/_admin/"+path, s.adminAuth(h)).Methods(methods...)
+		t = append(t, route{"/_admin/" + path, methods, s.adminAuth(h)})
 	}
 	adminSetting(s, handle, "limits", s.Limits, s.SetLimits, func(c *Config, v Limits) { c.Limits = v })
 	adminSetting(s, handle, "latency", s.Latency, s.SetLatency, func(c *Config, v Latency) { c.Latency = v })
@@ -43,6 +44,7 @@ func (s *Server) adminRoutes(r *mux.Router) {
 		s.Reset()
 		writeJSONBody(w, http.StatusOK, map[string]bool{"reset": true})
 	}, http.MethodPost)
+	return t
 }
 
 // adminSetting serves GET and PUT /NAME for one runtime setting: GET answers

@@ -189,13 +189,16 @@ func modelNotFound(wr wire, id string) apiError {
 	return apiError{msg: fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", id), code: "model_not_found"}
 }
 
-// modelRoutes mounts GET /v1/models and GET /v1/models/{id}. The API a
+// modelRoutes are GET /v1/models and GET /v1/models/{id}. The API a
 // request is for is told by its headers (wireOf): the Anthropic SDKs send
 // anthropic-version, the OpenAI SDKs a bare bearer token. Each API lists
 // its own models in its own shape.
-func (s *Server) modelRoutes(r *mux.Router) {
-	r.HandleFunc("/v1/models", s.listModels).Methods(http.MethodGet)
-	r.HandleFunc("/v1/models/{id}", s.getModel).Methods(http.MethodGet)
+func (s *Server) modelRoutes() []route {
+	get := []string{http.MethodGet}
+	return []route{
+		{"/v1/models", get, http.HandlerFunc(s.listModels)},
+		{"/v1/models/{id}", get, http.HandlerFunc(s.getModel)},
+	}
 }
 
 // modelsRequest authenticates a models request and sets its headers; it

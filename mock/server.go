@@ -250,19 +250,43 @@ func appendBase62(b []byte, x uint64, width int) []byte {
 	return append(b, tmp[:width]...)
 }
 
-// routes builds the router. Wrong methods get 405 and unknown paths 404, in
-// the envelope of the API the path belongs to.
+// route is one entry of the route table: a path (a gorilla/mux template),
+// the methods it answers and its handler.
+type route struct {
+	path    string
+	methods []string
+	h       http.Handler
+}
+
+// routeTable is the server's one list of routes. The router is built from
+// it, the exact paths are dispatched from it (fastRoutes), and a 405's
+// Allow header is derived from the router (allowed).
+func (s *Server) routeTable() []route {
+	post := []string{http.MethodPost}
+	t := []route{
+		{"/v1/messages", post, s.model(anthropic{})},
+		{"/v1/messages/count_tokens", post, http.HandlerFunc(s.countTokens)},
+		{"/v1/chat/completions", post, s.model(openai{})},
+		{"/v1/responses", post, s.model(responses{})},
+	}
+	t = append(t, s.modelRoutes()...)
+	t = append(t, s.adminRoutes()...)
+	probe := []string{http.MethodGet, http.MethodHead}
+	return append(t,
+		route{"/metrics", []string{http.MethodGet}, s.metricsAuth(s.metrics.handler())},
+		route{"/healthz", probe, http.HandlerFunc(s.healthz)},
+		route{"/readyz", probe, http.HandlerFunc(s.readyz)},
+	)
+}
+
+// routes builds the router from the route table. Wrong methods get 405 and
+// unknown paths 404, in the envelope of the API the path belongs to.
 func (s *Server) routes() http.Handler {
+	table := s.routeTable()
 	r := mux.NewRouter()
-	r.HandleFunc("/v1/messages", s.model(anthropic{})).Methods(http.MethodPost)
-	r.HandleFunc("/v1/messages/count_tokens", s.countTokens).Methods(http.MethodPost)
-	r.HandleFunc("/v1/chat/completions", s.model(openai{})).Methods(http.MethodPost)
-	r.HandleFunc("/v1/responses", s.model(responses{})).Methods(http.MethodPost)
-	s.modelRoutes(r)
-	s.adminRoutes(r)
-	r.Handle("/metrics", s.metricsAuth(s.metrics.handler())).Methods(http.MethodGet)
-	r.HandleFunc("/healthz", s.healthz).Methods(http.MethodGet, http.MethodHead)
-	r.HandleFunc("/readyz", s.readyz).Methods(http.MethodGet, http.MethodHead)
+	for _, rt := range table {
+		r.Handle(rt.path, rt.h).Methods(rt.methods...)
+	}
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		s.routeError(w, req, http.StatusNotFound, fmt.Sprintf("not found: %s %s", req.Method, req.URL.Path))
 	})
@@ -271,7 +295,7 @@ func (s *Server) routes() http.Handler {
 		w.Header().Set("Allow", allow)
 		s.routeError(w, req, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed for %s; use %s", req.Method, req.URL.Path, allow))
 	})
-	return s.limitHeaders(s.recoverPanics(s.fastRoutes(r)))
+	return s.limitHeaders(s.recoverPanics(fastRoutes(table, r)))
 }
 
 // routeMethods are the methods a 405's Allow header may list, in its order.
@@ -312,26 +336,32 @@ func (s *Server) readyz(w http.ResponseWriter, req *http.Request) {
 	io.WriteString(w, "ready\n")
 }
 
-// fastRoutes dispatches the model endpoints before the router: they
-// are the hot path, and gorilla/mux's matching (regexps, and route and vars
-// added to the request's context) costs several allocations a request.
-// Only exact paths and methods take it; everything else goes to next.
-func (s *Server) fastRoutes(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if req.Method == http.MethodPost {
-			switch req.URL.Path {
-			case "/v1/messages":
-				s.serveModel(w, req, anthropic{})
-				return
-			case "/v1/chat/completions":
-				s.serveModel(w, req, openai{})
-				return
-			case "/v1/responses":
-				s.serveModel(w, req, responses{})
-				return
-			}
+// methodPath is a request's method and exact path.
+type methodPath struct{ method, path string }
+
+// fastRoutes dispatches a request whose method and path are exactly those
+// of a route of the table without variables, and passes the rest to the
+// router (unknown paths, wrong methods, paths to clean, /v1/models/{id}).
+// Both serve the same handlers; the direct one spares gorilla/mux's work
+// (matching each route's regexps, copying the request twice to put the
+// route and its variables in its context), measured cross-process at 5.7 %
+// and 6.6 % of mockllm's CPU per request (README: Performance).
+func fastRoutes(table []route, router http.Handler) http.Handler {
+	exact := make(map[methodPath]http.Handler)
+	for _, rt := range table {
+		if strings.Contains(rt.path, "{") {
+			continue
 		}
-		next.ServeHTTP(w, req)
+		for _, m := range rt.methods {
+			exact[methodPath{m, rt.path}] = rt.h
+		}
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if h, ok := exact[methodPath{req.Method, req.URL.Path}]; ok {
+			h.ServeHTTP(w, req)
+			return
+		}
+		router.ServeHTTP(w, req)
 	})
 }
 
