@@ -1,7 +1,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test unit lint vet bench bench-large run fmt clean node-deps
+.PHONY: all build test unit lint vet bench bench-mock bench-large run fmt clean node-deps
 
 all: build test
 
@@ -65,6 +65,24 @@ bench:
 	$(GO) test -run '^$$' -bench 'Overhead' -benchtime 60x ./engine/
 	$(GO) test -run '^$$' -bench 'Run100k' -benchtime 3x ./engine/
 	$(GO) test -run '^$$' -bench . -benchmem ./strategies/ ./provider/
+	$(MAKE) bench-mock
+
+## bench-mock: mockllm measured cross-process, as users run it (bench/compare
+## starts each server as its own process and drives it from another, in
+## interleaved rounds, printing every round and the medians with their
+## spread): JSON throughput and server CPU per request against a bare
+## net/http server replaying mockllm's own response (64 connections), and
+## 1,000 streams at 20 ms/token against a reference absolute-deadline pacer.
+BENCH_ROUNDS ?= 20
+bench-mock:
+	$(GO) build -o bin/mockllm ./cmd/mockllm
+	$(GO) build -o bin/ ./bench/bareserver ./bench/refpacer ./bench/compare
+	./bin/compare json -rounds $(BENCH_ROUNDS) -round 1s -conns 64 \
+		-server 'bare=bin/bareserver --response @RESPONSE@' \
+		-server 'mockllm=bin/mockllm --config bench/mock-json.yaml --addr 127.0.0.1:0'
+	./bin/compare stream -rounds $(BENCH_ROUNDS) -streams 1000 -tokens 20 -per-token 20ms \
+		-server 'ref=bin/refpacer --tokens 20 --per-token 20ms' \
+		-server 'mockllm=bin/mockllm --config bench/mock-stream.yaml --addr 127.0.0.1:0'
 
 ## bench-large: peak RSS of scenarios/large.yaml (100,000 calls) and of a
 ## 1,000,000-line batch's validating and resume passes.
