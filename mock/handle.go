@@ -203,7 +203,8 @@ func (s *Server) countRefused(key string, status int, limit string) {
 }
 
 // countRefusal counts a refused attempt by its status, and a 429 by the
-// limit that refused it (LimitCapacity counts an overload). s.mu is held.
+// limit that refused it (limitCapacity marks an overload for Capacity).
+// s.mu is held.
 func countRefusal(c *counts, status int, limit string) {
 	switch {
 	case status == http.StatusTooManyRequests:

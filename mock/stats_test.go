@@ -9,8 +9,6 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
-
-	dto "github.com/prometheus/client_model/go"
 )
 
 // views reads the counters of key from the three places they are shown:
@@ -43,24 +41,20 @@ func views(t *testing.T, s *Server, key string) (total, perKey, prom map[string]
 		t.Fatalf("gather: %v", err)
 	}
 	prom = map[string]float64{}
-	label := func(m *dto.Metric, name string) string {
-		for _, l := range m.GetLabel() {
-			if l.GetName() == name {
-				return l.GetValue()
-			}
-		}
-		return ""
-	}
 	for _, f := range families {
 		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
 			v := m.GetCounter().GetValue() + m.GetGauge().GetValue()
 			switch f.GetName() {
 			case "mockllm_requests_total":
-				if label(m, "key") != Fingerprint(key) {
+				if labels["key"] != Fingerprint(key) {
 					continue
 				}
 				prom["attempts"] += v
-				switch st := label(m, "status"); st {
+				switch st := labels["status"]; st {
 				case "200":
 					prom["admitted"] += v
 				case "429":
@@ -71,13 +65,13 @@ func views(t *testing.T, s *Server, key string) (total, perKey, prom map[string]
 					prom["errors"] += v
 				}
 			case "mockllm_rejections_total":
-				if l := label(m, "limit"); l != limitCapacity {
+				if l := labels["limit"]; l != limitCapacity {
 					prom["throttled_by."+l] = v
 				}
 			case "mockllm_faults_total":
-				prom["fault."+label(m, "fault")] = v
+				prom["fault."+labels["fault"]] = v
 			case "mockllm_tokens_total":
-				prom[label(m, "direction")+"_tokens"] = v
+				prom[labels["direction"]+"_tokens"] = v
 			case "mockllm_in_flight_requests":
 				prom["in_flight"] = v
 			case "mockllm_calls_total":
