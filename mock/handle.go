@@ -396,6 +396,9 @@ func limitMessage(v verdict, c *call) string {
 	}
 	switch v.limit {
 	case LimitConcurrency:
+		if v.cap == 1 {
+			return "rate limit exceeded: max_concurrent: this API key may have 1 request at a time"
+		}
 		return fmt.Sprintf("rate limit exceeded: max_concurrent: this API key may have %d concurrent requests", v.cap)
 	case LimitRPM:
 		return fmt.Sprintf("rate limit exceeded: rpm: this API key may send %d requests per minute", v.cap)

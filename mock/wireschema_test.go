@@ -376,3 +376,31 @@ func TestCheckFieldsCatches(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrencyMessage: the 429 for a concurrency cap says how many
+// requests the key may have, in the singular when it is one.
+func TestConcurrencyMessage(t *testing.T) {
+	for _, tc := range []struct {
+		limit int
+		want  string
+	}{
+		{1, "this API key may have 1 request at a time"},
+		{2, "this API key may have 2 concurrent requests"},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			h := startMock(t, fmt.Sprintf("latency: {per_token: 10ms}\nlimits: {max_concurrent: %d}\n", tc.limit))
+			var held []<-chan int
+			for range tc.limit {
+				held = append(held, h.block(t, 100))
+			}
+			status, _, b := h.post(t, "/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":5,"messages":[{"role":"user","content":"Hi"}]}`,
+				"anthropic-version", "2023-06-01", "x-api-key", sdkKey)
+			if status != http.StatusTooManyRequests || !strings.Contains(string(b), tc.want) {
+				t.Errorf("limit %d: %d %s, want 429 saying %q", tc.limit, status, b, tc.want)
+			}
+			for _, c := range held {
+				<-c
+			}
+		})
+	}
+}
