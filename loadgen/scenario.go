@@ -319,8 +319,8 @@ func (s *Scenario) Groups() []ItemGroup {
 //     mock's ttft + ttft_per_input_token × prompt tokens + output tokens ×
 //     per_token;
 //   - for the embedded mock's per-minute limits (rpm, tpm, itpm, otpm): the
-//     time to refill what the batch needs beyond one full bucket, plus one
-//     call time.
+//     time to refill what the batch needs beyond one full bucket (a
+//     minute's budget, or limits.burst of refill), plus one call time.
 //
 // With a target, only the file's oracle counts.
 func (s *Scenario) OracleSeconds() float64 {
@@ -376,8 +376,8 @@ func (s *Scenario) OracleSeconds() float64 {
 			perMinute int
 			need      float64
 		}{{l.RPM, float64(pk.items)}, {l.TPM, pk.charge}, {l.ITPM, pk.input}, {l.OTPM, pk.output}} {
-			if b.perMinute > 0 && b.need > float64(b.perMinute) {
-				best = max(best, (b.need-float64(b.perMinute))/(float64(b.perMinute)/60)+call)
+			if full := l.BurstSize(b.perMinute); b.perMinute > 0 && b.need > full {
+				best = max(best, (b.need-full)/(float64(b.perMinute)/60)+call)
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package mock
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"net/http"
@@ -97,6 +98,9 @@ func decodeAnthropic(body []byte, needMax bool) (*call, error) {
 		c.input += (utf8.RuneCount(req.Tools) + 3) / 4
 	}
 	c.stream = req.Stream
+	if bytes.Contains(body, cacheControlKey) {
+		c.prefixes = requestPrefixes(req.Tools, req.System, req.Messages, false)
+	}
 	if needMax { // count_tokens counts tools whatever their schemas
 		if err := req.decodeContent(c); err != nil {
 			return nil, err
@@ -112,14 +116,25 @@ type anthropicErrorBody struct {
 }
 
 type detail struct {
-	Type    string `json:"type"`
-	Message string `json:"message"`
+	Type    string        `json:"type"`
+	Message string        `json:"message"`
+	Details *errorDetails `json:"details,omitempty"`
+}
+
+// errorDetails is the details of a spend-limit 429, as the rate-limits
+// docs show it: {"error_code": "enforced_spend_limit_reached"}.
+type errorDetails struct {
+	ErrorCode string `json:"error_code"`
 }
 
 func (anthropic) writeError(w http.ResponseWriter, status int, e apiError, reqID string) {
+	dt := detail{Type: anthropicErrorType(status), Message: e.msg}
+	if e.limit == LimitQuota {
+		dt.Details = &errorDetails{ErrorCode: "enforced_spend_limit_reached"}
+	}
 	writeJSONBody(w, status, anthropicErrorBody{
 		Type:      "error",
-		Error:     detail{Type: anthropicErrorType(status), Message: e.msg},
+		Error:     dt,
 		RequestID: reqID,
 	})
 }
@@ -233,10 +248,10 @@ func (anthropic) body(b []byte, c *call, r *result) ([]byte, error) {
 	b = append(b, `"}],"stop_reason":"`...)
 	b = append(b, anthropicStopReason(r)...)
 	b = append(b, `","stop_sequence":null,"usage":{"input_tokens":`...)
-	b = strconv.AppendInt(b, int64(c.input), 10)
+	b = strconv.AppendInt(b, int64(c.input-c.cacheRead-c.cacheWrite), 10)
 	b = append(b, `,"output_tokens":`...)
 	b = strconv.AppendInt(b, int64(r.n), 10)
-	b = append(b, `,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"service_tier":"standard"}}`...)
+	b = appendCacheUsage(b, c)
 	return b, nil
 }
 
@@ -250,8 +265,10 @@ func (anthropic) streamStart(b []byte, c *call, r *result) []byte {
 	b = append(b, `","type":"message","role":"assistant","content":[],"model":`...)
 	b = appendJSONString(b, c.model)
 	b = append(b, `,"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":`...)
-	b = strconv.AppendInt(b, int64(c.input), 10)
-	b = append(b, `,"output_tokens":1,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"service_tier":"standard"}}}`+"\n\n"...)
+	b = strconv.AppendInt(b, int64(c.input-c.cacheRead-c.cacheWrite), 10)
+	b = append(b, `,"output_tokens":1`...)
+	b = appendCacheUsage(b, c)
+	b = append(b, "}\n\n"...)
 	if start == "" {
 		b = append(b, "event: content_block_start\ndata: "...)
 		b = appendToolUseBlock(b, c, nil)
@@ -375,8 +392,18 @@ func anthropicContentBody(b []byte, c *call, r *result) []byte {
 	b = append(b, `","stop_sequence":`...)
 	b = ch.appendStopSequence(b, r)
 	b = append(b, `,"usage":{"input_tokens":`...)
-	b = strconv.AppendInt(b, int64(c.input), 10)
+	b = strconv.AppendInt(b, int64(c.input-c.cacheRead-c.cacheWrite), 10)
 	b = append(b, `,"output_tokens":`...)
 	b = strconv.AppendInt(b, int64(ch.emitted(r)), 10)
-	return append(b, `,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"service_tier":"standard"}}`...)
+	return appendCacheUsage(b, c)
+}
+
+// appendCacheUsage appends the cache fields of an Anthropic usage object
+// and closes it and its message.
+func appendCacheUsage(b []byte, c *call) []byte {
+	b = append(b, `,"cache_creation_input_tokens":`...)
+	b = strconv.AppendInt(b, int64(c.cacheWrite), 10)
+	b = append(b, `,"cache_read_input_tokens":`...)
+	b = strconv.AppendInt(b, int64(c.cacheRead), 10)
+	return append(b, `,"service_tier":"standard"}}`...)
 }

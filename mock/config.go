@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"path"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -36,6 +37,10 @@ const MaxOutputTokens = 128000
 // decoded from YAML starts from DefaultConfig, so keys left out of a file
 // keep their default values.
 type Config struct {
+	// Profile names the provider profile this configuration starts from
+	// (profiles/*.yaml, see Profiles): its limits, burst and rules, which
+	// the keys given beside it override. Empty starts from DefaultConfig.
+	Profile string `yaml:"profile,omitempty"`
 	// Seed seeds the random source of jitter, output distributions and
 	// fault injection, so a run can be replayed.
 	Seed int64 `yaml:"seed"`
@@ -72,9 +77,18 @@ type Config struct {
 	// each API's catalogue; `models: any` accepts every name.
 	Models Models `yaml:"models,omitempty"`
 
-	Latency  Latency         `yaml:"latency"`
-	Output   Output          `yaml:"output"`
-	Limits   Limits          `yaml:"limits"`
+	Latency Latency `yaml:"latency"`
+	Output  Output  `yaml:"output"`
+	Limits  Limits  `yaml:"limits"`
+	// LimitsByModel holds the limits of per-model pools, by model pattern
+	// (path.Match syntax, e.g. "claude-sonnet-4-*"): a request whose model
+	// matches a pattern passes that pool's limits, per API key, as well as
+	// Limits. The longest matching pattern is the request's pool.
+	LimitsByModel map[string]Limits `yaml:"limits_by_model,omitempty"`
+	// Cache is the prompt cache model (see Cache).
+	Cache Cache `yaml:"cache,omitempty"`
+	// Quota caps what each API key may use in total (see Quota).
+	Quota    Quota           `yaml:"quota,omitempty"`
 	Capacity Capacity        `yaml:"capacity"`
 	Faults   Faults          `yaml:"faults"`
 	Schedule []ScheduleEntry `yaml:"schedule"`
@@ -200,6 +214,23 @@ type Limits struct {
 	// budget too, as OpenAI documents. An attempt rejected because that
 	// budget is empty takes nothing: the bucket never goes negative.
 	CountRejected bool `yaml:"count_rejected"`
+	// Burst is how much refill each per-minute bucket (rpm, itpm, otpm,
+	// tpm) holds: 0, the default, is one minute, so a key may spend a
+	// whole minute's budget at once; 1s at rpm 60 admits one request at
+	// once and then one a second, as Anthropic says a 60 RPM limit "may be
+	// enforced as 1 request per second". The rate-limit headers still
+	// report the per-minute limit; remaining is what the bucket holds. A
+	// request larger than the burst but within the per-minute limit is
+	// admitted when its bucket is full and then waits its whole cost out.
+	Burst time.Duration `yaml:"burst,omitempty"`
+	// RetryAfterMS adds retry-after-ms to every 429 of a rate limit: the
+	// wait in whole milliseconds plus one (a retry at the very instant the
+	// limit frees could be served just before it), which the official
+	// SDKs read before retry-after (whole seconds).
+	RetryAfterMS bool `yaml:"retry_after_ms,omitempty"`
+	// Acceleration is a ramp rule (see Acceleration), a model of
+	// Anthropic's acceleration limits; off by default.
+	Acceleration Acceleration `yaml:"acceleration,omitempty"`
 }
 
 // Capacity is the provider's capacity over all keys.
@@ -266,6 +297,9 @@ type LimitsPatch struct {
 	TPM           *int           `yaml:"tpm,omitempty"`
 	RetryAfter    *time.Duration `yaml:"retry_after,omitempty"`
 	CountRejected *bool          `yaml:"count_rejected,omitempty"`
+	Burst         *time.Duration `yaml:"burst,omitempty"`
+	RetryAfterMS  *bool          `yaml:"retry_after_ms,omitempty"`
+	Acceleration  *Acceleration  `yaml:"acceleration,omitempty"`
 }
 
 // Apply returns l with the fields p sets replaced.
@@ -286,6 +320,15 @@ func (p LimitsPatch) Apply(l Limits) Limits {
 	if p.CountRejected != nil {
 		l.CountRejected = *p.CountRejected
 	}
+	if p.Burst != nil {
+		l.Burst = *p.Burst
+	}
+	if p.RetryAfterMS != nil {
+		l.RetryAfterMS = *p.RetryAfterMS
+	}
+	if p.Acceleration != nil {
+		l.Acceleration = *p.Acceleration
+	}
 	return l
 }
 
@@ -300,7 +343,7 @@ func DefaultConfig() Config {
 // decoder of every ratelab configuration).
 func (c *Config) UnmarshalStrict(d *strict.Decoder, n *yaml.Node, path string) {
 	type plain Config // without this method
-	p := plain(DefaultConfig())
+	p := plain(profileBase(d, n, path))
 	d.Decode(n, &p, path)
 	*c = Config(p)
 }
@@ -438,6 +481,14 @@ func (c Config) Validate() error {
 	check(c.Output.DefaultMaxTokens >= 0 && c.Output.DefaultMaxTokens <= MaxOutputTokens,
 		"output.default_max_tokens", "must be in [0, %d], got %d", MaxOutputTokens, c.Output.DefaultMaxTokens)
 	validateLimits(c.Limits, "limits", check)
+	for _, p := range poolPatterns(c.LimitsByModel) {
+		_, err := path.Match(p, "")
+		check(err == nil && p != "", "limits_by_model."+p, "want a model pattern such as claude-sonnet-4-*, got %q", p)
+		validateLimits(c.LimitsByModel[p], "limits_by_model."+p, check)
+	}
+	validateQuota(c.Quota, "quota", check)
+	check(c.Cache.MinTokens == 0 || c.Cache.MinTokens >= minCachePrefix && c.Cache.MinTokens <= MaxInputTokens, "cache.min_tokens",
+		"must be 0 (the default, %d) or in [%d, %d], got %d", DefaultCacheMinTokens, minCachePrefix, MaxInputTokens, c.Cache.MinTokens)
 	nonNeg("capacity.max_concurrent", c.Capacity.MaxConcurrent)
 	f := c.Faults
 	rate("faults.error_500", f.Error500)
@@ -511,7 +562,15 @@ func validateLimits(l Limits, path string, check func(bool, string, string, ...a
 	}
 	check(l.RetryAfter >= 0, path+".retry_after", "must not be negative, got %v", l.RetryAfter)
 	check(l.RetryAfter <= MaxLatency, path+".retry_after", "%v is above the longest duration the mock can plan, %v", l.RetryAfter, MaxLatency)
+	check(l.Burst >= 0 && l.Burst <= MaxBurst, path+".burst", "must be in [0, %v] (0 is one minute), got %v", MaxBurst, l.Burst)
+	a := l.Acceleration
+	check(a.Factor == 0 || a.Factor >= 1 && a.Factor <= 1e6, path+".acceleration.factor", "must be 0 (off) or in [1, 1e6], got %v", a.Factor)
+	check(a.Floor >= 0, path+".acceleration.floor", "must not be negative, got %d", a.Floor)
+	check(a.Factor == 0 || a.Floor >= 1, path+".acceleration.floor", "must be at least 1 with a factor, or no request could ever start, got %d", a.Floor)
 }
+
+// MaxBurst is the longest Limits.Burst: a day of refill.
+const MaxBurst = 24 * time.Hour
 
 // LoadConfig reads and parses the YAML file at path; a file larger than
 // 4 MiB is refused before it is parsed.
@@ -528,9 +587,34 @@ func LoadConfig(path string) (Config, error) {
 // wrong type and invalid value is reported at once, one a line, as
 // "FILE:LINE: KEY: what is wrong"; filename is used only in messages.
 func ParseConfig(data []byte, filename string) (Config, error) {
+	return ParseConfigProfile(data, filename, "")
+}
+
+// LoadConfigProfile is LoadConfig starting from the provider profile
+// called profile (mockllm --profile), unless that is empty.
+func LoadConfigProfile(path, profile string) (Config, error) {
+	data, err := strict.ReadFile(path)
+	if err != nil {
+		return Config{}, err
+	}
+	return ParseConfigProfile(data, path, profile)
+}
+
+// ParseConfigProfile is ParseConfig starting from the provider profile
+// called profile, unless that is empty: the file's keys override the
+// profile's, and a file naming another profile is refused.
+func ParseConfigProfile(data []byte, filename, profile string) (Config, error) {
 	root, err := strict.Parse(filename, data)
 	if err != nil {
 		return Config{}, err
+	}
+	if profile != "" {
+		if root == nil {
+			root = &yaml.Node{Kind: yaml.MappingNode}
+		}
+		if err := withProfile(root, profile); err != nil {
+			return Config{}, fmt.Errorf("%s:%w", filename, err)
+		}
 	}
 	cfg := DefaultConfig()
 	d := strict.NewDecoder(filename)

@@ -132,8 +132,20 @@ func TestParseConfigMessages(t *testing.T) {
 			"f.yaml:3: limits.rpm: want an integer, got \"abc\"\n" +
 				"f.yaml:4: limits.itpm: must not be negative, got -1\n" +
 				"f.yaml:5: faults.error_500: must be a rate in [0, 1], got 2\n" +
-				"f.yaml:6: bogus: unknown key \"bogus\" (want one of admin_token, api_keys, capacity, decode_budget, faults, latency, limits, max_header_bytes, metrics_token, models, output, schedule, seed, strict)"},
+				"f.yaml:6: bogus: unknown key \"bogus\" (want one of admin_token, api_keys, cache, capacity, decode_budget, faults, latency, limits, limits_by_model, max_header_bytes, metrics_token, models, output, profile, quota, schedule, seed, strict)"},
 		{"limits:\n  rpm: -1\n", `f.yaml:2: limits.rpm: must not be negative, got -1`},
+		{"limits:\n  rpm: 60\n  burst: 25h\n", `f.yaml:3: limits.burst: must be in [0, 24h0m0s] (0 is one minute), got 25h0m0s`},
+		{"limits:\n  burst: 5\n", `f.yaml:2: limits.burst: want a duration like 500ms or 1s, got 5`},
+		{"limits:\n  retry_after_ms: 1000\n", `f.yaml:2: limits.retry_after_ms: want true or false, got 1000`},
+		{"schedule:\n  - at: 1s\n    limits: {burst: -1s}\n", `f.yaml:3: schedule[0].limits.burst: must be in [0, 24h0m0s] (0 is one minute), got -1s`},
+		{"quota:\n  requests: 5\n  input_tokens: -1\n", `f.yaml:3: quota.input_tokens: must not be negative, got -1`},
+		{"cache:\n  min_tokens: 100\n", `f.yaml:2: cache.min_tokens: must be 0 (the default, 1024) or in [128, 16777216], got 100`},
+		{"limits_by_model:\n  \"claude-sonnet-*\":\n    rpm: 50\n    itpm: -1\n", `f.yaml:4: limits_by_model.claude-sonnet-*.itpm: must not be negative, got -1`},
+		{"limits_by_model:\n  \"[\": {rpm: 1}\n", `f.yaml:2: limits_by_model.[: want a model pattern such as claude-sonnet-4-*, got "["`},
+		{"limits_by_model:\n  gpt-4o: {rmp: 1}\n", `f.yaml:2: limits_by_model.gpt-4o.rmp: unknown key "rmp" (did you mean rpm?)`},
+		{"limits:\n  acceleration: {factor: 0.5, floor: 10}\n", `f.yaml:2: limits.acceleration.factor: must be 0 (off) or in [1, 1e6], got 0.5`},
+		{"limits:\n  acceleration:\n    factor: 2\n", `f.yaml:3: limits.acceleration.floor: must be at least 1 with a factor, or no request could ever start, got 0`},
+		{"quota:\n  requets: 5\n", `f.yaml:2: quota.requets: unknown key "requets" (did you mean requests?)`},
 	}
 	for _, tt := range tests {
 		_, err := ParseConfig([]byte(tt.src), "f.yaml")

@@ -49,18 +49,25 @@ type decision struct {
 	err        apiError
 	retryAfter time.Duration // sent as retry-after when > 0
 	noRetry    bool          // send x-should-retry: false
-	abort      bool          // the reset fault: close the connection
-	snap       snapshot
-	now        time.Time
+	// shouldRetry, when set and noRetry is not, is sent as x-should-retry.
+	shouldRetry *bool
+	// exactWait is sent as retry-after-ms (its whole milliseconds plus
+	// one) when withMS is set: Limits.RetryAfterMS.
+	exactWait time.Duration
+	withMS    bool
+	abort     bool // the reset fault: close the connection
+	snap      snapshot
+	now       time.Time
 
 	// For admitted requests:
 	ks       *keyState
 	gen      uint64 // the Server's generation at admission
 	id       uint64
 	plan     plan
-	reserved int    // output tokens reserved at admission: max_tokens
-	lease    string // the slot taken in Config.Store; "" when none
-	key      string // the API key the lease belongs to
+	reserved int         // output tokens reserved at admission: max_tokens
+	pool     *keyLimiter // the per-model pool charged with it, or nil
+	lease    string      // the slot taken in Config.Store; "" when none
+	key      string      // the API key the lease belongs to
 }
 
 func (s *Server) model(wr wire) http.HandlerFunc {
@@ -143,8 +150,18 @@ func (s *Server) prepare(w http.ResponseWriter, req *http.Request, wr wire) *exc
 		if d.retryAfter > 0 {
 			h["Retry-After"] = []string{strconv.FormatInt(int64(d.retryAfter/time.Second), 10)}
 		}
-		if d.noRetry {
+		if d.withMS {
+			// One more than the whole milliseconds of the wait: a retry
+			// sent at the very instant a slot frees or a bucket refills
+			// may be served just before it (events at one instant run in
+			// any order).
+			h["Retry-After-Ms"] = []string{strconv.FormatInt(int64(d.exactWait/time.Millisecond)+1, 10)}
+		}
+		switch {
+		case d.noRetry:
 			h["X-Should-Retry"] = valueFalse
+		case d.shouldRetry != nil:
+			h["X-Should-Retry"] = []string{strconv.FormatBool(*d.shouldRetry)}
 		}
 		s.metrics.request(api, d.status, s.keyLabel(key))
 		wr.writeError(w, d.status, d.err, reqID)
@@ -207,6 +224,10 @@ func (s *Server) countRefused(key string, status int, limit string) {
 // s.mu is held.
 func countRefusal(c *counts, status int, limit string) {
 	switch {
+	case limit == LimitQuota:
+		// A spend cap, not a rate limit: its dimension is counted by
+		// admit, which knows it.
+		c.quotaExceeded++
 	case status == http.StatusTooManyRequests:
 		c.throttled++
 		inc(&c.throttledBy, limit)
@@ -303,6 +324,9 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire, n int, r
 		ks.lim.sync(now, s.limits)
 		if r != nil {
 			d.snap = ks.lim.snapshot(now, r.limit)
+			if r.status == http.StatusTooManyRequests && s.limits.RetryAfterMS {
+				d.exactWait, d.withMS = r.retryAfter, true
+			}
 			return reject(r.status, r.err, r.retryAfter)
 		}
 	}
@@ -310,19 +334,57 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire, n int, r
 		return reject(wr.overloadStatus(), apiError{msg: "Overloaded", limit: limitCapacity}, 0)
 	}
 
+	if dim := s.quota.exhausted(ks.lim.used); dim != "" {
+		inc(&ks.counts.quotaExceededBy, dim)
+		d.shouldRetry = s.quota.ShouldRetry
+		return reject(http.StatusTooManyRequests, apiError{msg: quotaMessage(wr, s.quota, dim), limit: LimitQuota}, 0)
+	}
+
+	_, auto := wr.(openai) // OpenAI caches automatically; Anthropic at cache_control breakpoints
+	cu := ks.lim.cache.lookup(now, s.cfg.Cache, c, auto)
+	c.cacheRead, c.cacheWrite = cu.read, cu.write
+	charged := c.input // toward itpm and tpm
+	if !auto && !s.cfg.Cache.ReadsCountITPM {
+		charged -= cu.read
+	}
 	p := s.plan(received, c, ks)
 	d.id = s.seq.Add(1)
-	v := ks.lim.admit(now, s.limits, d.id, demand{input: c.input, maxTokens: c.maxTokens, end: p.due(p.n)})
+	var pool *keyLimiter
+	var pl Limits
+	if name := poolFor(s.cfg.LimitsByModel, c.model); name != "" {
+		pool, pl = ks.lim.pool(name), s.cfg.LimitsByModel[name]
+	}
+	v, byPool := ks.lim.admitPooled(now, s.limits, pool, pl, d.id, demand{input: charged, maxTokens: c.maxTokens, end: p.due(p.n)})
 	if !v.ok {
-		d.snap = ks.lim.snapshot(now, v.limit)
+		switch {
+		case byPool:
+			d.snap = ks.lim.snapshot(now, "").merge(pool.snapshot(now, v.limit))
+		case pool != nil:
+			d.snap = ks.lim.snapshot(now, "").merge(pool.snapshot(now, ""))
+			d.snap.exhaust(v.limit)
+		default:
+			d.snap = ks.lim.snapshot(now, v.limit)
+		}
 		e := apiError{msg: limitMessage(v, c), limit: v.limit}
 		if v.tooLarge {
 			d.noRetry = true
 			return reject(http.StatusTooManyRequests, e, 0)
 		}
+		if s.limits.RetryAfterMS {
+			d.exactWait, d.withMS = v.wait, true
+		}
+		if _, ok := wr.(anthropic); ok {
+			// Observed on Anthropic's rate-limit 429s (WIRE.md §1.4).
+			d.shouldRetry = &yes
+		}
 		return reject(http.StatusTooManyRequests, e, v.retryAfter)
 	}
 	d.snap = ks.lim.snapshot(now, "")
+	if pool != nil {
+		d.snap = d.snap.merge(pool.snapshot(now, ""))
+		d.pool = pool
+	}
+	ks.lim.cache.commit(now, p.start.Add(p.first), cu)
 	s.inFlight++
 	s.maxInFlight = max(s.maxInFlight, s.inFlight)
 	kc := &ks.counts
@@ -335,6 +397,8 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire, n int, r
 }
 
 func countFault(ks *keyState, name string) { inc(&ks.counts.faults, name) }
+
+var yes = true
 
 // chance draws from the seeded source; a zero rate draws nothing, so adding
 // a fault does not change the draws of a config without it.
@@ -352,7 +416,8 @@ func (s *Server) plan(now time.Time, c *call, ks *keyState) plan {
 	}
 	// Config.Validate keeps these within MaxLatency for any request;
 	// SetLatency does not validate, so clamp as well.
-	first := satAdd(l.TTFT, satMul(l.TTFTPerInputToken, c.input))
+	// Cached input adds nothing to the time to first token.
+	first := satAdd(l.TTFT, satMul(l.TTFTPerInputToken, c.input-c.cacheRead))
 	if s.chance(f.Slow.Rate) {
 		countFault(ks, "slow")
 		first = satAdd(first, f.Slow.Extra)
@@ -391,6 +456,9 @@ func satAdd(a, b time.Duration) time.Duration {
 }
 
 func limitMessage(v verdict, c *call) string {
+	if v.msg != "" {
+		return v.msg
+	}
 	if v.tooLarge {
 		return fmt.Sprintf("request too large for %s: it needs %d tokens and the limit is %d per minute (%s); it can never succeed", v.limit, v.need, v.cap, v.limit)
 	}
@@ -420,6 +488,9 @@ func (s *Server) release(d *decision, produced, merged int) {
 	defer s.mu.Unlock()
 	now := time.Now()
 	d.ks.lim.release(now, d.id, d.reserved, produced)
+	if d.pool != nil {
+		d.pool.release(now, d.id, d.reserved, produced)
+	}
 	if d.gen != s.gen {
 		// A Reset happened since: the counters since then do not include
 		// it; /metrics, which counts from the start, does.

@@ -18,23 +18,48 @@ const (
 	LimitDecodeBudget = "decode_budget"
 )
 
-// bucket is a token bucket holding up to capacity tokens that refills
-// continuously at capacity tokens per minute. Every method takes the current
+// bucket is a token bucket refilling continuously at limit tokens per
+// minute and holding at most capacity tokens: limit × burst / 1 minute, so
+// that a burst of one minute (the default) holds a minute's refill and one
+// of 1 s at 60 per minute holds one token. Every method takes the current
 // time, so its behaviour is a pure function of the instants it is given; it
 // is not safe for concurrent use.
+//
+// A request larger than the capacity but within the per-minute limit is let
+// through when the bucket is full, leaving the level negative: it then
+// waits for its whole cost to refill, as a request of that size would under
+// the per-minute limit, rather than never fitting.
 type bucket struct {
-	capacity float64
+	limit    float64 // per minute: the refill rate, and the headers' limit
+	capacity float64 // the most the bucket holds
 	level    float64
 	last     time.Time
 }
 
-// newBucket returns a full bucket of perMinute tokens.
-func newBucket(perMinute int, now time.Time) *bucket {
-	return &bucket{capacity: float64(perMinute), level: float64(perMinute), last: now}
+// burstCapacity is the capacity of a bucket of perMinute tokens a minute
+// holding burst of refill; burst 0 means one minute.
+func burstCapacity(perMinute int, burst time.Duration) float64 {
+	if burst <= 0 || burst == time.Minute {
+		return float64(perMinute)
+	}
+	return float64(perMinute) * burst.Seconds() / 60
+}
+
+// BurstSize is how many tokens a bucket of perMinute a minute holds under
+// l.Burst: what a key may spend at once after an idle spell.
+func (l Limits) BurstSize(perMinute int) float64 {
+	return burstCapacity(perMinute, l.Burst)
+}
+
+// newBucket returns a full bucket of perMinute tokens a minute holding
+// burst of refill (0: one minute).
+func newBucket(perMinute int, burst time.Duration, now time.Time) *bucket {
+	c := burstCapacity(perMinute, burst)
+	return &bucket{limit: float64(perMinute), capacity: c, level: c, last: now}
 }
 
 // perSecond is the refill rate.
-func (b *bucket) perSecond() float64 { return b.capacity / 60 }
+func (b *bucket) perSecond() float64 { return b.limit / 60 }
 
 // advance refills the bucket up to now. A now before the last instant seen
 // is treated as the last instant.
@@ -46,14 +71,17 @@ func (b *bucket) advance(now time.Time) {
 	b.last = now
 }
 
-// tokens returns the tokens available at now.
+// tokens returns the tokens available at now (negative after a request
+// larger than the capacity).
 func (b *bucket) tokens(now time.Time) float64 {
 	b.advance(now)
 	return b.level
 }
 
-// wait returns how long until n tokens are available: 0 if they are now.
-// n above the capacity never fits; wait returns the time to fill the bucket.
+// wait returns how long until n tokens may be taken: 0 if they may now. n
+// above the capacity may be taken when the bucket is full; above the
+// per-minute limit it never fits (tooLarge) and wait returns the time to
+// fill the bucket.
 func (b *bucket) wait(now time.Time, n float64) time.Duration {
 	b.advance(now)
 	n = math.Min(n, b.capacity)
@@ -63,7 +91,14 @@ func (b *bucket) wait(now time.Time, n float64) time.Duration {
 	return secondsToDuration((n - b.level) / b.perSecond())
 }
 
-// take removes n tokens; the caller has checked that they are available.
+// tooLarge reports whether n tokens exceed what the bucket ever allows: the
+// per-minute limit, or the capacity when a burst above a minute makes it
+// larger.
+func (b *bucket) tooLarge(n float64) bool {
+	return n > math.Max(b.limit, b.capacity)
+}
+
+// take removes n tokens; the caller has checked that they may be taken.
 func (b *bucket) take(now time.Time, n float64) {
 	b.advance(now)
 	b.level -= n
@@ -84,11 +119,12 @@ func (b *bucket) fullIn(now time.Time) time.Duration {
 	return secondsToDuration((b.capacity - b.level) / b.perSecond())
 }
 
-// resize changes the capacity without resetting the level: the tokens
-// already used stay used, and a lower capacity caps the level.
-func (b *bucket) resize(now time.Time, perMinute int) {
+// resize changes the limit and burst without resetting the level: the
+// tokens already used stay used, and a lower capacity caps the level.
+func (b *bucket) resize(now time.Time, perMinute int, burst time.Duration) {
 	b.advance(now)
-	b.capacity = float64(perMinute)
+	b.limit = float64(perMinute)
+	b.capacity = burstCapacity(perMinute, burst)
 	b.level = math.Min(b.level, b.capacity)
 }
 
@@ -98,16 +134,17 @@ func secondsToDuration(s float64) time.Duration {
 	return time.Duration(math.Round(s * float64(time.Second)))
 }
 
-// syncBucket makes *b match a per-minute limit: nil when unlimited, a full
-// new bucket when the limit appears, a resized one when it changes.
-func syncBucket(b **bucket, perMinute int, now time.Time) {
+// syncBucket makes *b match a per-minute limit and burst: nil when
+// unlimited, a full new bucket when the limit appears, a resized one when
+// the limit or the burst changes.
+func syncBucket(b **bucket, perMinute int, burst time.Duration, now time.Time) {
 	switch {
 	case perMinute <= 0:
 		*b = nil
 	case *b == nil:
-		*b = newBucket(perMinute, now)
-	case (*b).capacity != float64(perMinute):
-		(*b).resize(now, perMinute)
+		*b = newBucket(perMinute, burst, now)
+	case (*b).limit != float64(perMinute) || (*b).capacity != burstCapacity(perMinute, burst):
+		(*b).resize(now, perMinute, burst)
 	}
 }
 
@@ -133,8 +170,10 @@ type verdict struct {
 	ok         bool
 	limit      string        // the limit that was exceeded
 	retryAfter time.Duration // whole seconds
+	wait       time.Duration // the exact wait retryAfter rounds up (retry-after-ms)
 	tooLarge   bool          // the request alone exceeds the limit; retrying cannot help
 	need, cap  int           // for messages: what was requested and the limit
+	msg        string        // the 429's message, when the limit words it itself
 }
 
 // keyLimiter holds one API key's limiter state. Its methods take the time
@@ -142,7 +181,11 @@ type verdict struct {
 type keyLimiter struct {
 	inFlight             int
 	rpm, itpm, otpm, tpm *bucket
-	ends                 map[uint64]time.Time // planned ends of in-flight requests
+	ends                 map[uint64]time.Time   // planned ends of in-flight requests
+	used                 quotaUsage             // toward Config.Quota
+	cache                promptCache            // prompt prefixes cached (cache.go)
+	pools                map[string]*keyLimiter // Config.LimitsByModel, by pattern (pools.go)
+	ramp                 ramp                   // requests started, for Limits.Acceleration (accel.go)
 }
 
 func newKeyLimiter() *keyLimiter {
@@ -151,10 +194,10 @@ func newKeyLimiter() *keyLimiter {
 
 // sync makes the buckets match l, keeping their levels.
 func (k *keyLimiter) sync(now time.Time, l Limits) {
-	syncBucket(&k.rpm, l.RPM, now)
-	syncBucket(&k.itpm, l.ITPM, now)
-	syncBucket(&k.otpm, l.OTPM, now)
-	syncBucket(&k.tpm, l.TPM, now)
+	syncBucket(&k.rpm, l.RPM, l.Burst, now)
+	syncBucket(&k.itpm, l.ITPM, l.Burst, now)
+	syncBucket(&k.otpm, l.OTPM, l.Burst, now)
+	syncBucket(&k.tpm, l.TPM, l.Burst, now)
 }
 
 // admit decides whether request id with demand d may start at now under l.
@@ -169,12 +212,15 @@ func (k *keyLimiter) admit(now time.Time, l Limits, id uint64, d demand) verdict
 			k.rpm.take(now, 1)
 		}
 		if l.RetryAfter > 0 {
-			v.retryAfter = l.RetryAfter
+			v.retryAfter, v.wait = l.RetryAfter, l.RetryAfter
 		}
 		return v
 	}
 	k.inFlight++
 	k.ends[id] = d.end
+	k.ramp.add(now)
+	k.used.requests++
+	k.used.input += int64(d.input)
 	if k.rpm != nil {
 		k.rpm.take(now, 1)
 	}
@@ -198,7 +244,13 @@ func (k *keyLimiter) check(now time.Time, l Limits, d demand) verdict {
 				wait, first = d, false
 			}
 		}
-		return verdict{limit: LimitConcurrency, retryAfter: ceilSeconds(wait), need: 1, cap: l.MaxConcurrent}
+		return verdict{limit: LimitConcurrency, retryAfter: ceilSeconds(wait), wait: max(wait, 0), need: 1, cap: l.MaxConcurrent}
+	}
+	if a := l.Acceleration; a.Factor > 0 {
+		if ok, allowed, cur, prev, wait := k.ramp.allows(now, a); !ok {
+			return verdict{limit: LimitAcceleration, retryAfter: ceilSeconds(wait), wait: wait, need: cur + 1, cap: allowed,
+				msg: accelerationMessage(a, allowed, cur, prev)}
+		}
 	}
 	for _, c := range []struct {
 		name string
@@ -213,13 +265,14 @@ func (k *keyLimiter) check(now time.Time, l Limits, d demand) verdict {
 		if c.b == nil {
 			continue
 		}
-		if w := c.b.wait(now, float64(c.n)); w > 0 || float64(c.n) > c.b.capacity {
+		if w, large := c.b.wait(now, float64(c.n)), c.b.tooLarge(float64(c.n)); w > 0 || large {
 			return verdict{
 				limit:      c.name,
 				retryAfter: ceilSeconds(w),
-				tooLarge:   float64(c.n) > c.b.capacity,
+				wait:       w,
+				tooLarge:   large,
 				need:       c.n,
-				cap:        int(c.b.capacity),
+				cap:        int(c.b.limit),
 			}
 		}
 	}
@@ -231,6 +284,7 @@ func (k *keyLimiter) check(now time.Time, l Limits, d demand) verdict {
 func (k *keyLimiter) release(now time.Time, id uint64, reserved, produced int) {
 	k.inFlight--
 	delete(k.ends, id)
+	k.used.output += int64(produced)
 	if k.otpm != nil && reserved > produced {
 		k.otpm.give(now, float64(reserved-produced))
 	}
@@ -252,7 +306,7 @@ func dim(b *bucket, now time.Time) dimension {
 		return dimension{}
 	}
 	return dimension{
-		limit:     int64(b.capacity),
+		limit:     int64(b.limit),
 		remaining: max(0, int64(math.Floor(b.tokens(now)))),
 		reset:     b.fullIn(now),
 	}
@@ -270,7 +324,13 @@ func (k *keyLimiter) snapshot(now time.Time, exceeded string) snapshot {
 		output:   dim(k.otpm, now),
 		tokens:   dim(k.tpm, now),
 	}
-	switch exceeded {
+	s.exhaust(exceeded)
+	return s
+}
+
+// exhaust reports remaining 0 in the dimension of limit, if it has one.
+func (s *snapshot) exhaust(limit string) {
+	switch limit {
 	case LimitRPM:
 		s.requests.remaining = 0
 	case LimitITPM:
@@ -280,5 +340,4 @@ func (k *keyLimiter) snapshot(now time.Time, exceeded string) snapshot {
 	case LimitTPM:
 		s.tokens.remaining = 0
 	}
-	return s
 }

@@ -10,7 +10,7 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 func at(d time.Duration) time.Time { return t0.Add(d) }
 
 func TestBucketSteps(t *testing.T) {
-	b := newBucket(60, t0) // 60 per minute: 1 per second, burst 60
+	b := newBucket(60, 0, t0) // 60 per minute: 1 per second, burst 60
 	steps := []struct {
 		now      time.Time
 		op       string // take, give, resize
@@ -36,7 +36,7 @@ func TestBucketSteps(t *testing.T) {
 		case "give":
 			b.give(s.now, s.n)
 		case "resize":
-			b.resize(s.now, int(s.n))
+			b.resize(s.now, int(s.n), 0)
 		}
 		if got := b.wait(s.now, 1); got != s.wantWait {
 			t.Errorf("step %d (%s %v at %v): wait(1) = %v, want %v", i, s.op, s.n, s.now.Sub(t0), got, s.wantWait)
@@ -48,7 +48,7 @@ func TestBucketSteps(t *testing.T) {
 }
 
 func TestBucketFullIn(t *testing.T) {
-	b := newBucket(600, t0) // 10 per second
+	b := newBucket(600, 0, t0) // 10 per second
 	b.take(t0, 300)
 	if got, want := b.fullIn(t0), 30*time.Second; got != want {
 		t.Errorf("fullIn after taking half = %v, want %v", got, want)

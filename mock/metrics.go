@@ -100,6 +100,8 @@ var (
 		"Admitted requests whose response has not ended.", nil, nil)
 	descRejections = prometheus.NewDesc("mockllm_rejections_total",
 		"Requests rejected by limit: max_concurrent, rpm, itpm, otpm, tpm, script, decode_budget (429) or capacity (529/503).", []string{"limit"}, nil)
+	descQuota = prometheus.NewDesc("mockllm_quota_exceeded_total",
+		"Requests refused because the API key's quota (a spend cap, not a rate limit) is spent, by dimension: requests, input_tokens, output_tokens.", []string{"dimension"}, nil)
 	descFaults = prometheus.NewDesc("mockllm_faults_total",
 		"Injected faults by kind.", []string{"fault"}, nil)
 	descTokens = prometheus.NewDesc("mockllm_tokens_total",
@@ -113,7 +115,7 @@ type serverCollector struct{ s *Server }
 
 // Describe implements prometheus.Collector.
 func (c serverCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descInFlight, descRejections, descFaults, descTokens, descMerged} {
+	for _, d := range []*prometheus.Desc{descInFlight, descRejections, descQuota, descFaults, descTokens, descMerged} {
 		ch <- d
 	}
 }
@@ -131,6 +133,9 @@ func (c serverCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if sum.capacity > 0 {
 		ch <- prometheus.MustNewConstMetric(descRejections, prometheus.CounterValue, float64(sum.capacity), limitCapacity)
+	}
+	for dim, n := range sum.quotaExceededBy {
+		ch <- prometheus.MustNewConstMetric(descQuota, prometheus.CounterValue, float64(n), dim)
 	}
 	for fault, n := range sum.faults {
 		ch <- prometheus.MustNewConstMetric(descFaults, prometheus.CounterValue, float64(n), fault)

@@ -101,6 +101,9 @@ func (openai) decode(body []byte, defaultMax int) (*call, error) {
 		c.input += (utf8.RuneCount(req.Tools) + 3) / 4
 	}
 	c.stream = req.Stream
+	if c.input >= minCachePrefix {
+		c.prefixes = requestPrefixes(req.Tools, nil, req.Messages, true)
+	}
 	if req.StreamOptions != nil {
 		if !c.stream {
 			return nil, invalid("stream_options", "only allowed when stream is true")
@@ -147,6 +150,9 @@ func (openai) writeError(w http.ResponseWriter, status int, e apiError, _ string
 			oe.Type = "tokens"
 		}
 		oe.Code = strp("rate_limit_exceeded")
+		if e.limit == LimitQuota {
+			oe.Type, oe.Code = "insufficient_quota", strp("insufficient_quota")
+		}
 	case status == http.StatusServiceUnavailable || status == 529:
 		oe.Type = "server_error"
 		oe.Code = strp("overloaded")
@@ -228,6 +234,7 @@ func (openai) body(b []byte, c *call, r *result) ([]byte, error) {
 	b = append(b, finishReason(r)...)
 	b = append(b, `"}],"usage":{"prompt_tokens":`...)
 	b = strconv.AppendInt(b, int64(c.input), 10)
+	b = appendCachedTokens(b, c)
 	b = append(b, `,"completion_tokens":`...)
 	b = strconv.AppendInt(b, int64(r.n), 10)
 	b = append(b, `,"total_tokens":`...)
@@ -320,6 +327,7 @@ func (openai) streamEnd(b []byte, c *call, r *result) []byte {
 		b = chunkHead(b, c, r)
 		b = append(b, `[],"usage":{"prompt_tokens":`...)
 		b = strconv.AppendInt(b, int64(c.input), 10)
+		b = appendCachedTokens(b, c)
 		b = append(b, `,"completion_tokens":`...)
 		b = strconv.AppendInt(b, int64(out), 10)
 		b = append(b, `,"total_tokens":`...)
@@ -383,6 +391,7 @@ func openaiContentBody(b []byte, c *call, r *result) []byte {
 	out := cr.outputTokens(r)
 	b = append(b, `],"usage":{"prompt_tokens":`...)
 	b = strconv.AppendInt(b, int64(c.input), 10)
+	b = appendCachedTokens(b, c)
 	b = append(b, `,"completion_tokens":`...)
 	b = strconv.AppendInt(b, int64(out), 10)
 	b = append(b, `,"total_tokens":`...)
@@ -427,4 +436,15 @@ func openaiContentDelta(b []byte, c *call, r *result, from, to int) []byte {
 	}
 	b = append(b, ']')
 	return chunkTail(b, c)
+}
+
+// appendCachedTokens appends prompt_tokens_details when the prompt cache
+// served part of the prompt.
+func appendCachedTokens(b []byte, c *call) []byte {
+	if c.cacheRead == 0 {
+		return b
+	}
+	b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
+	b = strconv.AppendInt(b, int64(c.cacheRead), 10)
+	return append(b, '}')
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -54,6 +55,7 @@ type Server struct {
 	limits   Limits // base with the schedule entries due so far
 	latency  Latency
 	faults   Faults
+	quota    Quota     // Config.Quota or the last SetQuota
 	epoch    time.Time // when the schedule started: the first model request; zero before
 	next     int       // the next schedule entry to apply
 	perKey   map[string]*keyState
@@ -86,6 +88,7 @@ func New(cfg Config) (*Server, error) {
 	cfg.Faults.Script = slices.Clone(cfg.Faults.Script)
 	cfg.Schedule = slices.Clone(cfg.Schedule)
 	cfg.Models.Extra = slices.Clone(cfg.Models.Extra)
+	cfg.LimitsByModel = maps.Clone(cfg.LimitsByModel)
 	s := &Server{
 		cfg:     cfg,
 		log:     cfg.Logger,
@@ -98,6 +101,7 @@ func New(cfg Config) (*Server, error) {
 		limits:  cfg.Limits,
 		latency: cfg.Latency,
 		faults:  cfg.Faults,
+		quota:   cfg.Quota,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

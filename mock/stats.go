@@ -24,6 +24,11 @@ type Stats struct {
 	// ThrottledBy counts 429s by limit: max_concurrent, rpm, itpm, otpm,
 	// tpm, script, decode_budget.
 	ThrottledBy map[string]int64 `json:"throttled_by,omitempty"`
+	// QuotaExceeded counts 429s of a spent Config.Quota (a spend cap, not
+	// a rate limit: Throttled does not count them); QuotaExceededBy by
+	// dimension: requests, input_tokens, output_tokens.
+	QuotaExceeded   int64            `json:"quota_exceeded"`
+	QuotaExceededBy map[string]int64 `json:"quota_exceeded_by,omitempty"`
 	// Overloaded counts 529s (Anthropic) and 503s (OpenAI): capacity,
 	// injected and scripted.
 	Overloaded int64 `json:"overloaded"`
@@ -50,17 +55,22 @@ type Stats struct {
 
 // KeyStats are the counters of one API key.
 type KeyStats struct {
-	Attempts     int64            `json:"attempts"`
-	Admitted     int64            `json:"admitted"`
-	Throttled    int64            `json:"throttled"`
-	ThrottledBy  map[string]int64 `json:"throttled_by,omitempty"`
-	Overloaded   int64            `json:"overloaded"`
-	Errors       int64            `json:"errors"`
-	EarlyRetries int64            `json:"early_retries"`
-	InFlight     int              `json:"in_flight"`
-	MaxInFlight  int              `json:"max_in_flight"`
-	InputTokens  int64            `json:"input_tokens"`
-	OutputTokens int64            `json:"output_tokens"`
+	Attempts    int64            `json:"attempts"`
+	Admitted    int64            `json:"admitted"`
+	Throttled   int64            `json:"throttled"`
+	ThrottledBy map[string]int64 `json:"throttled_by,omitempty"`
+	// QuotaExceeded and QuotaExceededBy as in Stats; QuotaUsed is what the
+	// key has used toward Config.Quota.
+	QuotaExceeded   int64            `json:"quota_exceeded"`
+	QuotaExceededBy map[string]int64 `json:"quota_exceeded_by,omitempty"`
+	QuotaUsed       QuotaUsed        `json:"quota_used"`
+	Overloaded      int64            `json:"overloaded"`
+	Errors          int64            `json:"errors"`
+	EarlyRetries    int64            `json:"early_retries"`
+	InFlight        int              `json:"in_flight"`
+	MaxInFlight     int              `json:"max_in_flight"`
+	InputTokens     int64            `json:"input_tokens"`
+	OutputTokens    int64            `json:"output_tokens"`
 }
 
 // limitCapacity names the overloads refused for Config.Capacity in
@@ -77,6 +87,8 @@ type counts struct {
 	attempts, admitted, throttled, overloaded, errors int64
 	capacity                                          int64            // overloaded for Config.Capacity
 	throttledBy                                       map[string]int64 // 429s by limit
+	quotaExceeded                                     int64            // 429s of a spent Config.Quota, not in throttled
+	quotaExceededBy                                   map[string]int64 // by dimension
 	faults                                            map[string]int64 // injected faults by name
 	inputTokens, outputTokens                         int64
 	mergedEvents                                      int64 // stream events carrying late tokens together
@@ -94,6 +106,8 @@ func (c *counts) add(o *counts) {
 	c.inputTokens += o.inputTokens
 	c.outputTokens += o.outputTokens
 	c.mergedEvents += o.mergedEvents
+	c.quotaExceeded += o.quotaExceeded
+	addAll(&c.quotaExceededBy, o.quotaExceededBy)
 	addAll(&c.throttledBy, o.throttledBy)
 	addAll(&c.faults, o.faults)
 }
@@ -117,16 +131,18 @@ func inc(m *map[string]int64, k string) {
 // keyStats is the KeyStats view of c.
 func (c *counts) keyStats() KeyStats {
 	return KeyStats{
-		Attempts:     c.attempts,
-		Admitted:     c.admitted,
-		Throttled:    c.throttled,
-		ThrottledBy:  maps.Clone(c.throttledBy),
-		Overloaded:   c.overloaded,
-		Errors:       c.errors,
-		InFlight:     c.inFlight,
-		MaxInFlight:  c.maxInFlight,
-		InputTokens:  c.inputTokens,
-		OutputTokens: c.outputTokens,
+		Attempts:        c.attempts,
+		Admitted:        c.admitted,
+		Throttled:       c.throttled,
+		ThrottledBy:     maps.Clone(c.throttledBy),
+		QuotaExceeded:   c.quotaExceeded,
+		QuotaExceededBy: maps.Clone(c.quotaExceededBy),
+		Overloaded:      c.overloaded,
+		Errors:          c.errors,
+		InFlight:        c.inFlight,
+		MaxInFlight:     c.maxInFlight,
+		InputTokens:     c.inputTokens,
+		OutputTokens:    c.outputTokens,
 	}
 }
 
@@ -154,23 +170,26 @@ func (s *Server) Stats() Stats {
 	defer s.mu.Unlock()
 	sum := s.sumLocked(false)
 	st := Stats{
-		Attempts:     sum.attempts,
-		Admitted:     sum.admitted,
-		Throttled:    sum.throttled,
-		ThrottledBy:  sum.throttledBy,
-		Overloaded:   sum.overloaded,
-		Errors:       sum.errors,
-		Faults:       sum.faults,
-		InFlight:     s.inFlight,
-		MaxInFlight:  s.maxInFlight,
-		InputTokens:  sum.inputTokens,
-		OutputTokens: sum.outputTokens,
-		Calls:        s.calls.snapshot(),
+		Attempts:        sum.attempts,
+		Admitted:        sum.admitted,
+		Throttled:       sum.throttled,
+		ThrottledBy:     sum.throttledBy,
+		Overloaded:      sum.overloaded,
+		Errors:          sum.errors,
+		Faults:          sum.faults,
+		QuotaExceeded:   sum.quotaExceeded,
+		QuotaExceededBy: sum.quotaExceededBy,
+		InFlight:        s.inFlight,
+		MaxInFlight:     s.maxInFlight,
+		InputTokens:     sum.inputTokens,
+		OutputTokens:    sum.outputTokens,
+		Calls:           s.calls.snapshot(),
 	}
 	st.EarlyRetries = st.Calls.EarlyRetries
 	st.Keys = make(map[string]KeyStats, len(s.perKey))
 	for name, ks := range s.perKey {
 		k := ks.counts.keyStats()
+		k.QuotaUsed = ks.lim.used.public()
 		k.EarlyRetries = s.calls.earlyOf(name)
 		st.Keys[s.keyLabel(name)] = k
 	}

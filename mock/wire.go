@@ -20,6 +20,11 @@ type call struct {
 	maxTokens    int
 	stream       bool
 	includeUsage bool // OpenAI stream_options.include_usage
+	// prefixes are the request's cacheable prefixes (cache.go); nil when
+	// it has none. cacheRead and cacheWrite are the input tokens read from
+	// and written to the prompt cache at admission, part of input.
+	prefixes              []prefix
+	cacheRead, cacheWrite int
 	// content is what the request asks of the answer beyond plain text
 	// (content.go); nil for a plain request.
 	content *contentReq

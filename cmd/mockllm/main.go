@@ -17,6 +17,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -36,6 +37,7 @@ func main() {
 }
 
 const usageHead = `Usage: mockllm [flags]
+       mockllm profiles    list the provider profiles --profile takes
 
 mockllm is a mock of the Anthropic Messages API (POST /v1/messages,
 /v1/messages/count_tokens) and the OpenAI Chat Completions API
@@ -100,6 +102,21 @@ defaults, except where noted:
     tpm: 0                     # tokens per minute, charged max(max_tokens, input)
     retry_after: 0s            # fixed retry-after on 429; 0 = computed from the limit
     count_rejected: false      # rejected attempts use up rpm too
+    burst: 0s                  # refill each per-minute bucket holds; 0 = one minute, 1s = rpm/60 at once
+    retry_after_ms: false      # add retry-after-ms (the exact wait) to rate-limit 429s
+    acceleration: {factor: 0, floor: 0}  # a ramp model: at most max(floor, factor x the minute
+                               # before) requests a minute; factor 0 = off
+  limits_by_model: {}          # per-model pools beside limits, e.g. {"claude-sonnet-*": {rpm: 50}}
+  quota:                       # per API key, in total; 0 = unlimited. Spent: Anthropic 429 with
+    requests: 0                # details.error_code enforced_spend_limit_reached, OpenAI 429
+    input_tokens: 0            # insufficient_quota; no retry-after (PUT /_admin/quota changes it)
+    output_tokens: 0
+    should_retry: null         # true/false: send x-should-retry with quota errors; unset sends none
+  cache:                       # prompt caching: Anthropic cache_control, OpenAI automatic
+    off: false
+    min_tokens: 0              # shortest prefix cached; 0 = 1024
+    reads_count_itpm: false    # cache reads count toward itpm (older Anthropic models)
+  profile: ""                  # start from a provider profile (mockllm profiles); keys here override it
   capacity:
     max_concurrent: 0          # over all keys; beyond it 529 (Anthropic) / 503 (OpenAI)
   faults:                      # rates in [0, 1], drawn per attempt
@@ -152,10 +169,17 @@ func redactURL(raw string) string {
 // run is the whole command: it parses args (and the MOCKLLM_ environment
 // variables), serves until ctx ends, then shuts down gracefully.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "profiles" {
+		if len(args) > 1 {
+			return fmt.Errorf("profiles takes no arguments, got %q", args[1:])
+		}
+		return listProfiles(stdout)
+	}
 	fs := flag.NewFlagSet("mockllm", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
 		configPath      = fs.String("config", "", "YAML config `file` (see below)")
+		profile         = fs.String("profile", "", "start from the provider profile `NAME` (mockllm profiles lists them); the config file and flags override it")
 		addr            = fs.String("addr", "127.0.0.1:8080", "listen `address`; 127.0.0.1:0 picks a free port")
 		redisURL        = fs.String("redis", "", "share limits.max_concurrent with the replicas using this Redis `URL` (redis://HOST:PORT/DB)")
 		redisPrefix     = fs.String("redis-prefix", "mockllm", "prefix of the Redis keys: replicas with the same prefix share their limits")
@@ -189,11 +213,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	cfg := mock.DefaultConfig()
-	if *configPath != "" {
+	switch {
+	case *configPath != "":
 		var err error
-		if cfg, err = mock.LoadConfig(*configPath); err != nil {
+		if cfg, err = mock.LoadConfigProfile(*configPath, *profile); err != nil {
 			return err
 		}
+	case *profile != "":
+		p, err := mock.LookupProfile(*profile)
+		if err != nil {
+			return fmt.Errorf("--profile: %w", err)
+		}
+		cfg, cfg.Profile = p.Config, p.Name
 	}
 	if cfg.Output.Length == "" {
 		// Real clients treat max_tokens / length as an error: mockllm's
@@ -241,6 +272,33 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}
+
+// listProfiles prints the provider profiles: name, provider, the limits
+// they set, the date checked, then each one's source.
+func listProfiles(w io.Writer) error {
+	ps, err := mock.Profiles()
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tPROVIDER\tRPM\tITPM\tOTPM\tTPM\tBURST\tCHECKED")
+	for _, p := range ps {
+		l := p.Config.Limits
+		burst := "1m0s"
+		if l.Burst > 0 {
+			burst = l.Burst.String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", p.Name, p.Provider, l.RPM, l.ITPM, l.OTPM, l.TPM, burst, p.Checked)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	for _, p := range ps {
+		fmt.Fprintf(w, "%s: %s\n  source: %s\n", p.Name, strings.Join(strings.Fields(p.Description), " "), p.Source)
 	}
 	return nil
 }

@@ -1,0 +1,95 @@
+package mock
+
+import (
+	"fmt"
+	"time"
+)
+
+// LimitAcceleration is the limit of a 429 from Limits.Acceleration.
+const LimitAcceleration = "acceleration"
+
+// Acceleration is a ramp rule, a model of Anthropic's acceleration limits:
+// "if your organization has a sharp increase in usage, you might see 429
+// errors due to acceleration limits"
+// (https://docs.claude.com/en/api/errors). Anthropic publishes no figures
+// and no algorithm; this rule is the mock's own. With Factor set, a key may
+// start at most max(Floor, Factor × the requests it started in the minute
+// before) requests in any minute, counted in one-second steps, even below
+// its other limits: a key that has been idle may start Floor a minute, and
+// each minute may grow its traffic by Factor. The zero value is off.
+type Acceleration struct {
+	// Factor is how much a minute's requests may exceed the previous
+	// minute's; 0 turns the rule off, else at least 1.
+	Factor float64 `yaml:"factor,omitempty"`
+	// Floor is how many requests a minute are always allowed.
+	Floor int `yaml:"floor,omitempty"`
+}
+
+// ramp counts a key's admitted requests per second over the last two
+// minutes.
+type ramp struct {
+	slot  [120]int64 // the second each count belongs to, since the epoch
+	count [120]int
+	epoch time.Time
+}
+
+func (r *ramp) second(now time.Time) int64 {
+	if r.epoch.IsZero() {
+		r.epoch = now
+	}
+	return int64(now.Sub(r.epoch) / time.Second)
+}
+
+// windows returns the requests started in the current minute (the last 60
+// one-second steps, the current one included) and in the minute before.
+func (r *ramp) windows(s int64) (cur, prev int) {
+	for i := range r.slot {
+		age := s - r.slot[i]
+		switch {
+		case r.count[i] == 0 || age < 0:
+		case age < 60:
+			cur += r.count[i]
+		case age < 120:
+			prev += r.count[i]
+		}
+	}
+	return cur, prev
+}
+
+// allows reports whether one more request may start at now under a, with
+// the requests the current minute allows, the requests of this minute and
+// of the minute before, and when refused the wait until one may start.
+func (r *ramp) allows(now time.Time, a Acceleration) (ok bool, allowed, cur, prev int, wait time.Duration) {
+	s := r.second(now)
+	fits := func(s int64) (bool, int, int, int) {
+		cur, prev := r.windows(s)
+		allowed := max(a.Floor, int(a.Factor*float64(prev)))
+		return cur+1 <= allowed, allowed, cur, prev
+	}
+	if ok, allowed, cur, prev = fits(s); ok {
+		return
+	}
+	// The counts only age: within two minutes every one has, and Floor
+	// (at least 1) lets a request start.
+	for k := int64(1); k <= int64(len(r.slot)); k++ {
+		if later, _, _, _ := fits(s + k); later {
+			return false, allowed, cur, prev, r.epoch.Add(time.Duration(s+k) * time.Second).Sub(now)
+		}
+	}
+	return false, allowed, cur, prev, 2 * time.Minute
+}
+
+// add counts a request started at now.
+func (r *ramp) add(now time.Time) {
+	s := r.second(now)
+	i := int(s % int64(len(r.slot)))
+	if r.slot[i] != s {
+		r.slot[i], r.count[i] = s, 0
+	}
+	r.count[i]++
+}
+
+func accelerationMessage(a Acceleration, allowed, cur, prev int) string {
+	return fmt.Sprintf("rate limit exceeded: acceleration: this API key's traffic grew too fast: %d requests started in the last minute after %d in the minute before, and it may start max(%d, %g × %d) = %d (the mock's ramp model of acceleration limits)",
+		cur, prev, a.Floor, a.Factor, prev, allowed)
+}

@@ -1,0 +1,97 @@
+package mock
+
+import (
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+)
+
+// Every shipped profile parses, names its source and date, and makes a
+// server.
+func TestShippedProfiles(t *testing.T) {
+	ps, err := Profiles()
+	if err != nil {
+		t.Fatalf("Profiles: %v", err)
+	}
+	if len(ps) < 2 {
+		t.Fatalf("%d profiles, want the shipped ones", len(ps))
+	}
+	for _, p := range ps {
+		if p.Source == "" || p.Checked == "" || p.Description == "" {
+			t.Errorf("%s: source %q checked %q description %q, want all three", p.Name, p.Source, p.Checked, p.Description)
+		}
+		s, err := New(p.Config)
+		if err != nil {
+			t.Errorf("%s: New: %v", p.Name, err)
+			continue
+		}
+		s.Close()
+	}
+	p, err := LookupProfile("anthropic-start")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := p.Config.Limits; l.RPM != 1000 || l.ITPM != 500000 || l.OTPM != 100000 || l.Burst != time.Second {
+		t.Errorf("anthropic-start limits = %+v, want rpm 1000, itpm 500000, otpm 100000, burst 1s", l)
+	}
+}
+
+// A configuration naming a profile starts from it; the keys beside it
+// override it, and the rest keep the profile's values.
+func TestConfigProfile(t *testing.T) {
+	cfg, err := ParseConfig([]byte("profile: anthropic-start\nlimits:\n  max_concurrent: 5\n  rpm: 50\n"), "f.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Limits{MaxConcurrent: 5, RPM: 50, ITPM: 500000, OTPM: 100000, Burst: time.Second}
+	if cfg.Limits != want || cfg.Profile != "anthropic-start" || cfg.Latency.PerToken != 5*time.Millisecond {
+		t.Errorf("limits = %+v (profile %q, per_token %v), want %+v from anthropic-start with the overrides", cfg.Limits, cfg.Profile, cfg.Latency.PerToken, want)
+	}
+	// mockllm --profile: the same, with or without the key in the file.
+	for _, src := range []string{"limits: {max_concurrent: 5, rpm: 50}\n", "profile: anthropic-start\nlimits: {max_concurrent: 5, rpm: 50}\n"} {
+		cfg, err := ParseConfigProfile([]byte(src), "f.yaml", "anthropic-start")
+		if err != nil || cfg.Limits != want {
+			t.Errorf("ParseConfigProfile(%q) = %+v, %v; want %+v", src, cfg.Limits, err, want)
+		}
+	}
+	if cfg, err := ParseConfigProfile(nil, "empty.yaml", "anthropic-scale"); err != nil || cfg.Limits.RPM != 4000 {
+		t.Errorf("an empty file with --profile anthropic-scale: rpm %d, %v; want 4000", cfg.Limits.RPM, err)
+	}
+
+	bad := []struct{ src, profile, want string }{
+		{"seed: 1\nprofile: nope\n", "", `f.yaml:2: profile: unknown profile "nope" (want one of anthropic-scale, anthropic-start; mockllm profiles lists them)`},
+		{"profile: anthropic-start\nlimits: {burst: -1s}\n", "", "f.yaml:2: limits.burst: must be in [0, 24h0m0s]"},
+		{"profile: anthropic-scale\n", "anthropic-start", `f.yaml:1: profile: the file names "anthropic-scale" and --profile "anthropic-start"; name one`},
+		{"", "nope", `unknown profile "nope"`},
+	}
+	for _, b := range bad {
+		_, err := ParseConfigProfile([]byte(b.src), "f.yaml", b.profile)
+		if err == nil || !strings.Contains(err.Error(), b.want) {
+			t.Errorf("ParseConfigProfile(%q, %q) = %v, want an error containing %q", b.src, b.profile, err, b.want)
+		}
+	}
+}
+
+// A profile file is held to its schema.
+func TestParseProfiles(t *testing.T) {
+	good := "name: x\nprovider: openai\ndescription: d\nsource: https://example.com/limits\nchecked: 2026-12-01\nserver:\n  limits: {tpm: 100}\n"
+	ps, err := parseProfiles(fstest.MapFS{"x.yaml": {Data: []byte(good)}})
+	if err != nil || len(ps) != 1 || ps[0].Config.Limits.TPM != 100 || ps[0].Config.Latency.PerToken != 5*time.Millisecond {
+		t.Fatalf("parseProfiles(good) = %+v, %v", ps, err)
+	}
+	for _, tt := range []struct{ src, want string }{
+		{strings.Replace(good, "name: x", "name: y", 1), `profiles/x.yaml:1: name: must be the file's name, "x", got "y"`},
+		{strings.Replace(good, "provider: openai", "provider: gemini", 1), `profiles/x.yaml:2: provider: want anthropic or openai, got "gemini"`},
+		{strings.Replace(good, "checked: 2026-12-01", "checked: December", 1), `profiles/x.yaml:5: checked: want the date the figures were checked, YYYY-MM-DD, got "December"`},
+		{strings.Replace(good, "source: https://example.com/limits", "source: memory", 1), `profiles/x.yaml:4: source: must name the page`},
+		{strings.Replace(good, "{tpm: 100}", "{tpm: -1}", 1), `profiles/x.yaml:7: server.limits.tpm: must not be negative, got -1`},
+		{good + "  profile: anthropic-start\n", `server.profile: a profile cannot start from another profile`},
+		{good + "extra: 1\n", `profiles/x.yaml:8: extra: unknown key "extra"`},
+	} {
+		_, err := parseProfiles(fstest.MapFS{"x.yaml": {Data: []byte(tt.src)}})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("parseProfiles(%q) = %v, want an error containing %q", tt.src, err, tt.want)
+		}
+	}
+}
