@@ -148,7 +148,9 @@ func (s *Server) prepare(w http.ResponseWriter, req *http.Request, wr wire) *exc
 	if d.status != 0 {
 		s.calls.end(&x.att, d.status, d.err.limit, d.retryAfter)
 		if d.retryAfter > 0 {
-			h["Retry-After"] = []string{strconv.FormatInt(int64(d.retryAfter/time.Second), 10)}
+			// Whole seconds, as the APIs send it, rounded up: a configured
+			// retry_after of 200ms is 1, not 0 (retry at once).
+			h["Retry-After"] = []string{strconv.FormatInt(int64(ceilSeconds(d.retryAfter)/time.Second), 10)}
 		}
 		if d.withMS {
 			// One more than the whole milliseconds of the wait: a retry

@@ -348,7 +348,7 @@ func TestRetryAfterValues(t *testing.T) {
 		{"fixed", Limits{MaxConcurrent: 1, RetryAfter: 3 * time.Second}, 100, "3"},
 		{"computed from the in-flight end", Limits{MaxConcurrent: 1}, 460, "3"}, // 2.3s
 		{"computed from rpm", Limits{RPM: 1}, 1, "60"},
-		{"fixed rounds up to whole seconds", Limits{RPM: 1, RetryAfter: 1500 * time.Millisecond}, 1, "1"},
+		{"fixed rounds up to whole seconds", Limits{RPM: 1, RetryAfter: 1500 * time.Millisecond}, 1, "2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -404,3 +404,18 @@ func TestConcurrencyMessage(t *testing.T) {
 		})
 	}
 }
+
+// TestRetryAfterRoundsUp: a configured retry_after below a second goes out
+// as retry-after: 1, not 0 (which tells a client to retry at once).
+func TestRetryAfterRoundsUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := startMock(t, "limits: {max_concurrent: 1, retry_after: 200ms}\nlatency: {per_token: 10ms}\n")
+		held := h.block(t, 100)
+		status, hdr, b := h.post(t, "/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":5,"messages":[{"role":"user","content":"Hi"}]}`,
+			"anthropic-version", "2023-06-01", "x-api-key", sdkKey)
+		if status != http.StatusTooManyRequests || hdr.Get("Retry-After") != "1" {
+			t.Errorf("%d, retry-after %q (%s); want 429 with retry-after 1", status, hdr.Get("Retry-After"), b)
+		}
+		<-held
+	})
+}
