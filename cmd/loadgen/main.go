@@ -105,6 +105,9 @@ Usage:
                                      its type and default; strategy kinds and
                                      their parameters; the metrics of expect:
 
+Every command takes --log-format text|json: the format of the log records
+on stderr (a shared limit's Redis lost or back), text (key=value) by default.
+
 Exit status: 0 ok; 1 an expectation failed or compare found a regression;
 2 a usage or input error; 130 interrupted.
 
@@ -113,10 +116,15 @@ Run 'loadgen help COMMAND' or 'loadgen COMMAND --help' for a command's flags.
 
 // run is loadgen's main: it parses args and runs one subcommand.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	args, logFormat, err := cutLogFormat(args)
+	if err != nil {
+		return err
+	}
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return &exitError{code: exitUsage}
 	}
+	defer logTo(logFormat, stderr)()
 	// Shared limits talk to Redis: go-redis's own lines (a failed dial, dozens
 	// a second while Redis is down) become one slog record per outage.
 	redislog.Install(nil)

@@ -9,7 +9,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	neturl "net/url"
@@ -23,6 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/internal/buildinfo"
+	"github.com/ratelab/ratelab/internal/logformat"
 	"github.com/ratelab/ratelab/internal/redislog"
 	"github.com/ratelab/ratelab/mock"
 )
@@ -185,8 +185,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		redisPrefix     = fs.String("redis-prefix", "mockllm", "prefix of the Redis keys: replicas with the same prefix share their limits")
 		shutdownTimeout = fs.Duration("shutdown-timeout", 30*time.Second, "how long in-flight responses may take to finish on shutdown")
 		version         = fs.Bool("version", false, "print the version and VCS revision, and exit")
+		logFormat       logformat.Format
 		mockFlags       = mock.AddFlags(fs) // every flag that sets a mock.Config field
 	)
+	fs.Var(&logFormat, "log-format", logformat.Usage)
 	// flag reports a parse error itself on stderr; the returned error adds
 	// the hint. --help prints everything, to stdout, and nothing to stderr.
 	fs.Usage = func() {}
@@ -232,7 +234,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		cfg.Output.Length = mock.LengthNatural
 	}
 	mockFlags.Apply(&cfg)
-	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	logger := logFormat.Logger(stderr)
 	cfg.Logger = logger
 	if *redisURL != "" {
 		redislog.Install(logger) // go-redis's own lines: one record per outage
