@@ -63,14 +63,16 @@ func TestLogFormat(t *testing.T) {
 		{[]string{"--log-format", "json"}, logformat.JSON},
 		{[]string{"--log-format=text"}, logformat.Text},
 	} {
-		var stdout, stderr bytes.Buffer
+		// go-redis logs from its own dialing goroutines.
+		var stdout bytes.Buffer
+		var stderr lockedBuffer
 		args := append([]string{"batch", "--input", in, "--output", filepath.Join(dir, "out.jsonl"), "--target", "mock",
 			"--shared-redis", closed, "--shared-key", "k", "--state-file="}, tt.flags...)
 		err := run(context.Background(), args, &stdout, &stderr)
 		if err == nil || !strings.Contains(err.Error(), "redis unreachable") {
 			t.Fatalf("%q: run = %v, want redis unreachable", tt.flags, err)
 		}
-		recs, perr := tt.want.Parse(stderr.Bytes())
+		recs, perr := tt.want.Parse([]byte(stderr.String()))
 		if perr != nil {
 			t.Fatalf("%q: stderr is not %s records: %v\n%s", tt.flags, tt.want, perr, stderr.String())
 		}
@@ -80,10 +82,10 @@ func TestLogFormat(t *testing.T) {
 		}
 	}
 	// Once run has returned, its stderr receives nothing more.
-	var stderr bytes.Buffer
+	var stderr lockedBuffer
 	run(context.Background(), []string{"--log-format", "json", "--version"}, new(bytes.Buffer), &stderr)
 	slog.Warn("TestLogFormat: a record after run returned goes to the process's stderr")
-	if stderr.Len() > 0 {
+	if stderr.String() != "" {
 		t.Errorf("a record after run returned reached its stderr: %s", stderr.String())
 	}
 }
