@@ -46,7 +46,10 @@ func cutLogFormat(args []string) ([]string, logformat.Format, error) {
 
 // logTo makes slog's default logger (which the shared limits and go-redis
 // log through) write f's records to w, and returns the function that
-// points it back at the process's stderr in text.
+// points it back at the process's stderr in text. go-redis logs from its
+// own goroutines, beside run's own writes to w, so w must be safe for
+// concurrent use: an *os.File is; any other writer (a test's buffer) is
+// replaced by the process's stderr.
 //
 // slog.SetDefault is called once, with a handler that forwards to the
 // current target: setting it again per run could not be undone, since
@@ -57,6 +60,9 @@ func logTo(f logformat.Format, w io.Writer) (restore func()) {
 		logTarget.Store(&target{logformat.Text.Handler(os.Stderr)})
 		slog.SetDefault(slog.New(&forwardHandler{}))
 	})
+	if _, ok := w.(*os.File); !ok {
+		w = os.Stderr
+	}
 	prev := logTarget.Swap(&target{f.Handler(w)})
 	return func() { logTarget.Store(prev) }
 }

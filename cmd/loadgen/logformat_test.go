@@ -63,29 +63,48 @@ func TestLogFormat(t *testing.T) {
 		{[]string{"--log-format", "json"}, logformat.JSON},
 		{[]string{"--log-format=text"}, logformat.Text},
 	} {
-		// go-redis logs from its own dialing goroutines.
+		// stderr is a file, as a process's is: records go to any writer
+		// that is safe for concurrent use.
 		var stdout bytes.Buffer
-		var stderr lockedBuffer
+		stderr := tempFile(t)
 		args := append([]string{"batch", "--input", in, "--output", filepath.Join(dir, "out.jsonl"), "--target", "mock",
 			"--shared-redis", closed, "--shared-key", "k", "--state-file="}, tt.flags...)
-		err := run(context.Background(), args, &stdout, &stderr)
+		err := run(context.Background(), args, &stdout, stderr)
 		if err == nil || !strings.Contains(err.Error(), "redis unreachable") {
 			t.Fatalf("%q: run = %v, want redis unreachable", tt.flags, err)
 		}
-		recs, perr := tt.want.Parse([]byte(stderr.String()))
+		out := readFile(t, stderr)
+		recs, perr := tt.want.Parse(out)
 		if perr != nil {
-			t.Fatalf("%q: stderr is not %s records: %v\n%s", tt.flags, tt.want, perr, stderr.String())
+			t.Fatalf("%q: stderr is not %s records: %v\n%s", tt.flags, tt.want, perr, out)
 		}
 		if len(recs) != 1 || recs[0]["level"] != "WARN" || recs[0]["source"] != "go-redis" ||
 			!strings.Contains(recs[0]["msg"].(string), "connection refused") {
-			t.Errorf("%q: records = %v, want one WARN from go-redis saying connection refused\n%s", tt.flags, recs, stderr.String())
+			t.Errorf("%q: records = %v, want one WARN from go-redis saying connection refused\n%s", tt.flags, recs, out)
 		}
 	}
 	// Once run has returned, its stderr receives nothing more.
-	var stderr lockedBuffer
-	run(context.Background(), []string{"--log-format", "json", "--version"}, new(bytes.Buffer), &stderr)
+	stderr := tempFile(t)
+	run(context.Background(), []string{"--log-format", "json", "--version"}, new(bytes.Buffer), stderr)
 	slog.Warn("TestLogFormat: a record after run returned goes to the process's stderr")
-	if stderr.String() != "" {
-		t.Errorf("a record after run returned reached its stderr: %s", stderr.String())
+	if out := readFile(t, stderr); len(out) > 0 {
+		t.Errorf("a record after run returned reached its stderr: %s", out)
 	}
+}
+
+func tempFile(t *testing.T) *os.File {
+	f, err := os.CreateTemp(t.TempDir(), "stderr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+func readFile(t *testing.T, f *os.File) []byte {
+	data, err := os.ReadFile(f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
