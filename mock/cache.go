@@ -2,7 +2,9 @@ package mock
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"hash/maphash"
 	"time"
 	"unicode/utf8"
 )
@@ -68,30 +70,31 @@ type prefix struct {
 	breakpoint bool // Anthropic: a block here carries cache_control
 }
 
-// prefixer builds a request's prefixes segment by segment, hashing them
-// with FNV-1a as one running string.
+// prefixer builds a request's prefixes segment by segment, each hash
+// chaining the one before it. The hashes live in this process only, so
+// hash/maphash (AES-based, a seed per process) serves: byte-at-a-time
+// FNV-1a over a request's 2.4 KB of tools was a tenth of its CPU.
 type prefixer struct {
 	sum    uint64
 	tokens int
 	out    []prefix
 }
 
+var prefixSeed = maphash.MakeSeed()
+
 // add appends a segment of n tokens whose bytes are role and raw. With
 // auto (OpenAI) every segment ends a candidate prefix; otherwise only one
 // holding a cache_control block does.
 func (p *prefixer) add(role string, raw []byte, n int, auto bool) {
-	const prime = 1099511628211
-	if p.sum == 0 {
-		p.sum = 14695981039346656037 // the FNV offset basis
-	}
-	for i := range len(role) {
-		p.sum = (p.sum ^ uint64(role[i])) * prime
-	}
-	p.sum = (p.sum ^ 0x1f) * prime
-	for _, b := range raw {
-		p.sum = (p.sum ^ uint64(b)) * prime
-	}
-	p.sum = (p.sum ^ 0x1e) * prime // a separator between segments
+	var h maphash.Hash
+	h.SetSeed(prefixSeed)
+	var prev [8]byte
+	binary.LittleEndian.PutUint64(prev[:], p.sum)
+	h.Write(prev[:])
+	h.WriteString(role)
+	h.WriteByte(0x1f) // between the role and the content
+	h.Write(raw)
+	p.sum = h.Sum64()
 	p.tokens += n
 	if auto {
 		p.out = append(p.out, prefix{hash: p.sum, tokens: p.tokens, ttl: cacheTTLShort})
