@@ -599,7 +599,7 @@ func (r *run) process(it Item) {
 			wait = strategies.Backoff(round, rng.Int64N)
 		}
 		round++
-		slept, err := sleep(r.stopCtx, wait)
+		slept, err := strategies.Sleep(r.stopCtx, wait)
 		if o.HasRetryAfter {
 			waits.RetryAfter += slept
 		} else {
@@ -668,23 +668,6 @@ func (r *run) call(it Item, cost strategies.Cost, policy *strategies.RetryPolicy
 		res.Kind = kindOf(o)
 	}
 	return res, o, checkErr != nil, true
-}
-
-// sleep waits for d or until ctx ends, whichever is first, and returns how
-// long it waited, with ctx's error if ctx ended first.
-func sleep(ctx context.Context, d time.Duration) (time.Duration, error) {
-	if d <= 0 {
-		return 0, ctx.Err()
-	}
-	start := time.Now()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return d, nil
-	case <-ctx.Done():
-		return time.Since(start), ctx.Err()
-	}
 }
 
 // deliver hands res to the sinks, then the recorder and OnResult, one

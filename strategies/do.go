@@ -72,7 +72,7 @@ func Do(ctx context.Context, s Strategy, p *RetryPolicy, c Cost, attempt func(ct
 		} else {
 			pm.Observe(o)
 		}
-		slept, err := sleep(ctx, wait)
+		slept, err := Sleep(ctx, wait)
 		if o.HasRetryAfter {
 			call.Waits.RetryAfter += slept
 		} else {
@@ -108,9 +108,10 @@ func acquire(ctx context.Context, s Strategy, c Cost, w *Waits) (Permit, error) 
 	return pm, err
 }
 
-// sleep waits for d or until ctx ends, whichever is first. It returns how
-// long it waited, and ctx's error if ctx ended first.
-func sleep(ctx context.Context, d time.Duration) (time.Duration, error) {
+// Sleep waits for d or until ctx ends, whichever is first. It returns how
+// long it waited, and ctx's error if ctx ended first. It is the one blocking
+// wait of the retry policy, token-first's pacing and the engine's re-queue.
+func Sleep(ctx context.Context, d time.Duration) (time.Duration, error) {
 	if d <= 0 {
 		return 0, ctx.Err()
 	}

@@ -150,7 +150,7 @@ func (b *TokenBucket) Acquire(ctx context.Context, c Cost) (Permit, error) {
 	}
 	if d := r.wait.Total(); d > 0 {
 		b.m.enqueue()
-		slept, err := sleep(ctx, d)
+		slept, err := Sleep(ctx, d)
 		b.m.dequeue()
 		if err != nil {
 			b.cancel(time.Now(), r)
