@@ -70,6 +70,10 @@ type storeKey struct {
 	// other replicas may have lost it too, so the next exchange re-asserts
 	// them and quiets the key.
 	failed bool
+	// renew orders a heartbeat's renewal of the key's leases with Release:
+	// without it a lease released while a beat was on its way to Redis was
+	// added back by the beat and held a slot until it expired.
+	renew sync.Mutex
 }
 
 var _ Store = (*RedisStore)(nil)
@@ -268,10 +272,16 @@ func (r *RedisStore) keyLocked(base string) *storeKey {
 func (r *RedisStore) Release(key, lease string) {
 	base := r.base(key)
 	r.mu.Lock()
-	if k, ok := r.keys[base]; ok {
-		delete(k.leases, lease)
-	}
+	k, ok := r.keys[base]
 	r.mu.Unlock()
+	if ok {
+		// Not while a beat renews the key's leases (see storeKey.renew).
+		k.renew.Lock()
+		defer k.renew.Unlock()
+		r.mu.Lock()
+		delete(k.leases, lease)
+		r.mu.Unlock()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 	defer cancel()
 	r.client.ZRem(ctx, base+"inflight", lease)
@@ -347,6 +357,10 @@ func (r *RedisStore) fail() {
 func (r *RedisStore) beatKey(ctx context.Context, base string) error {
 	r.mu.Lock()
 	k := r.keyLocked(base)
+	r.mu.Unlock()
+	k.renew.Lock()
+	defer k.renew.Unlock()
+	r.mu.Lock()
 	flag, failed := 0, k.failed
 	if failed {
 		flag = 1
