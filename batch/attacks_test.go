@@ -4,6 +4,7 @@ package batch
 
 import (
 	"fmt"
+	"github.com/ratelab/ratelab/internal/fakeclient"
 	"os"
 	"strings"
 	"syscall"
@@ -34,7 +35,7 @@ func TestBatchDiskFull(t *testing.T) {
 			t.Errorf("unmount %s: %v", dir, err)
 		}
 	})
-	c := &batchClient{}
+	c := &fakeclient.Client{}
 	b := newTestBatch(t, c, n)
 	b.Output = dir + "/results.jsonl"
 
@@ -49,7 +50,7 @@ func TestBatchDiskFull(t *testing.T) {
 	if sum.Completed == 0 || sum.Completed >= n || sum.Remaining != n-sum.Completed {
 		t.Errorf("first run: completed %d, remaining %d of %d, want part of the batch done and the rest remaining", sum.Completed, sum.Remaining, n)
 	}
-	firstCalls := c.calls.Load()
+	firstCalls := c.Calls.Load()
 	t.Logf("disk full after %d bytes: completed %d, remaining %d, calls %d", st.Size(), sum.Completed, sum.Remaining, firstCalls)
 
 	// Every result the run counted as written is whole in the output; a
@@ -77,7 +78,7 @@ func TestBatchDiskFull(t *testing.T) {
 	if sum2.DoneOK != whole || sum2.Completed != n-whole || !sum2.AllOK() {
 		t.Errorf("rerun: done %d, completed %d, want %d and %d, all ok", sum2.DoneOK, sum2.Completed, whole, n-whole)
 	}
-	if got := c.calls.Load() - firstCalls; got != int64(n-whole) {
+	if got := c.Calls.Load() - firstCalls; got != int64(n-whole) {
 		t.Errorf("rerun made %d calls, want %d (only the items without a line)", got, n-whole)
 	}
 	for id, rs := range checkExactlyOnce(t, b.Output, n) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ratelab/ratelab/internal/fakeclient"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,47 +18,6 @@ import (
 	"github.com/ratelab/ratelab/provider"
 	"github.com/ratelab/ratelab/strategies"
 )
-
-// batchClient is a fake Client: each call's outcome is decided by fail
-// from the prompt and the number of calls made for it so far.
-type batchClient struct {
-	calls atomic.Int64
-	mu    sync.Mutex
-	seen  map[string]int
-	fail  func(prompt string, n int) (status int, typ string)
-	// retryAfter is sent with every 429 and 529.
-	retryAfter time.Duration
-}
-
-func (c *batchClient) Do(ctx context.Context, r provider.Request, attempt int) (provider.Response, strategies.Outcome) {
-	c.calls.Add(1)
-	prompt := r.Messages[len(r.Messages)-1].Content
-	c.mu.Lock()
-	if c.seen == nil {
-		c.seen = make(map[string]int)
-	}
-	n := c.seen[prompt]
-	c.seen[prompt]++
-	c.mu.Unlock()
-	if c.fail != nil {
-		if status, typ := c.fail(prompt, n); status != 0 {
-			o := strategies.Outcome{Kind: provider.KindOf(status), Status: status,
-				Err: &provider.APIError{Status: status, Type: typ, Message: "no"}}
-			if status < 300 { // an error event in a stream that began with 200
-				o.Kind = strategies.Failed
-			}
-			if typ == "insufficient_quota" { // as provider's decode classifies it
-				o.Kind = strategies.Quota
-			}
-			if o.Kind == strategies.Throttled || o.Kind == strategies.Overloaded {
-				o.HasRetryAfter, o.RetryAfter = true, c.retryAfter
-			}
-			return provider.Response{}, o
-		}
-	}
-	return provider.Response{Text: "ok " + prompt, StopReason: "end_turn", Usage: strategies.Usage{InputTokens: 1, OutputTokens: 2}},
-		strategies.Outcome{Kind: strategies.Success, Status: 200}
-}
 
 func writeLines(t *testing.T, path string, lines ...string) {
 	t.Helper()
@@ -138,7 +98,7 @@ func TestBatchInputErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &batchClient{}
+			c := &fakeclient.Client{}
 			b := newTestBatch(t, c, 0)
 			b.Input = filepath.Join(t.TempDir(), "items.jsonl")
 			writeLines(t, b.Input, tt.lines...)
@@ -150,7 +110,7 @@ func TestBatchInputErrors(t *testing.T) {
 			if got := strings.ReplaceAll(err.Error(), filepath.Dir(b.Input)+"/", ""); !strings.Contains(got, tt.want) {
 				t.Errorf("error = %q, want it to contain %q", got, tt.want)
 			}
-			if n := c.calls.Load(); n != 0 {
+			if n := c.Calls.Load(); n != 0 {
 				t.Errorf("%d calls made, want 0", n)
 			}
 			if _, err := os.Stat(b.Output); !errors.Is(err, os.ErrNotExist) {
@@ -161,7 +121,7 @@ func TestBatchInputErrors(t *testing.T) {
 }
 
 func TestBatchSkipInvalid(t *testing.T) {
-	c := &batchClient{}
+	c := &fakeclient.Client{}
 	b := newTestBatch(t, c, 0)
 	writeLines(t, b.Input, `{"id":"id-0","prompt":"a"}`, `oops`, `{"id":"id-0","prompt":"b"}`, `{"id":"id-1","prompt":"c"}`)
 	b.SkipInvalid = true
@@ -181,7 +141,7 @@ func TestBatchSkipInvalid(t *testing.T) {
 // TestBatchResume interrupts a batch after some results and resumes it.
 func TestBatchResume(t *testing.T) {
 	const n = 50
-	c := &batchClient{}
+	c := &fakeclient.Client{}
 	b := newTestBatch(t, c, n)
 	ctx, cancel := context.WithCancel(t.Context())
 	var got atomic.Int64
@@ -211,7 +171,7 @@ func TestBatchResume(t *testing.T) {
 
 func TestBatchTornLine(t *testing.T) {
 	const n = 10
-	c := &batchClient{}
+	c := &fakeclient.Client{}
 	b := newTestBatch(t, c, n)
 	if _, err := b.Run(t.Context()); err != nil {
 		t.Fatal(err)
@@ -239,7 +199,7 @@ func TestBatchTornLine(t *testing.T) {
 func TestBatchRetryFailed(t *testing.T) {
 	const n = 12
 	broken := true
-	c := &batchClient{fail: func(prompt string, _ int) (int, string) {
+	c := &fakeclient.Client{Fail: func(prompt string, _ int) (int, string) {
 		if broken && (prompt == "p3" || prompt == "p7") {
 			return 400, "invalid_request_error"
 		}
@@ -251,8 +211,8 @@ func TestBatchRetryFailed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Failed != 2 || sum.FailedByType["invalid_request_error"] != 2 || c.calls.Load() != n {
-		t.Errorf("failed %d (%v), calls %d; want 2 invalid_request_error, %d calls (a 400 is not retried)", sum.Failed, sum.FailedByType, c.calls.Load(), n)
+	if sum.Failed != 2 || sum.FailedByType["invalid_request_error"] != 2 || c.Calls.Load() != n {
+		t.Errorf("failed %d (%v), calls %d; want 2 invalid_request_error, %d calls (a 400 is not retried)", sum.Failed, sum.FailedByType, c.Calls.Load(), n)
 	}
 	// Rerunning without --retry-failed makes nothing.
 	if sum, err = b.Run(t.Context()); err != nil || sum.Completed+sum.Failed != 0 || sum.DoneFailed != 2 {
@@ -278,7 +238,7 @@ func TestBatchRetryFailed(t *testing.T) {
 // succeeds; each is recorded once, with all its attempts.
 func TestBatchRequeue(t *testing.T) {
 	const n = 20
-	c := &batchClient{fail: func(prompt string, k int) (int, string) {
+	c := &fakeclient.Client{Fail: func(prompt string, k int) (int, string) {
 		switch {
 		case k < 2:
 			return 429, "rate_limit_error"
@@ -314,7 +274,7 @@ func TestBatchRequeue(t *testing.T) {
 // says is temporary: a stream's rate_limit_error and overloaded_error events
 // are, a 400 and a 500 past its retries are not.
 func TestBatchRequeueKinds(t *testing.T) {
-	c := &batchClient{fail: func(prompt string, k int) (int, string) {
+	c := &fakeclient.Client{Fail: func(prompt string, k int) (int, string) {
 		switch {
 		case prompt == "p0" && k == 0:
 			return 200, "rate_limit_error"
@@ -351,7 +311,7 @@ func TestBatchQuotaStops(t *testing.T) {
 	const n = 40
 	spent := atomic.Bool{}
 	spent.Store(true)
-	c := &batchClient{fail: func(prompt string, k int) (int, string) {
+	c := &fakeclient.Client{Fail: func(prompt string, k int) (int, string) {
 		if prompt == "p5" && spent.Load() {
 			return 429, "insufficient_quota"
 		}
@@ -366,8 +326,8 @@ func TestBatchQuotaStops(t *testing.T) {
 	if sum.QuotaSpent != 1 || sum.Requeued != 0 || sum.Failed != 0 {
 		t.Errorf("quota spent %d, requeued %d, failed %d; want 1, 0, 0", sum.QuotaSpent, sum.Requeued, sum.Failed)
 	}
-	if c.seen["p5"] != 1 {
-		t.Errorf("p5 was tried %d times, want once", c.seen["p5"])
+	if c.Seen("p5") != 1 {
+		t.Errorf("p5 was tried %d times, want once", c.Seen("p5"))
 	}
 	first := readOutput(t, b.Output)
 	if len(first["id-5"]) != 0 || len(first) == n || sum.Remaining != n-len(first) {
@@ -383,7 +343,7 @@ func TestBatchQuotaStops(t *testing.T) {
 }
 
 func TestBatchOutputNotResults(t *testing.T) {
-	b := newTestBatch(t, &batchClient{}, 3)
+	b := newTestBatch(t, &fakeclient.Client{}, 3)
 	writeLines(t, b.Output, `{"id":"id-0","attempts":1}`, `not json`)
 	_, err := b.Run(t.Context())
 	if err == nil || !strings.Contains(err.Error(), "line 2") {
@@ -394,7 +354,7 @@ func TestBatchOutputNotResults(t *testing.T) {
 // TestBatchInputShrinks: an input cut short between the passes ends the
 // batch with the missing items remaining, instead of waiting for them.
 func TestBatchInputShrinks(t *testing.T) {
-	b := newTestBatch(t, &batchClient{}, 10)
+	b := newTestBatch(t, &fakeclient.Client{}, 10)
 	b.OnStart = func(Summary) { writeLines(t, b.Input, `{"id":"id-0","prompt":"p0"}`) }
 	sum, err := b.Run(t.Context())
 	if err != nil {
@@ -407,7 +367,7 @@ func TestBatchInputShrinks(t *testing.T) {
 
 // TestBatchLocked: a second batch on the same output refuses to start.
 func TestBatchLocked(t *testing.T) {
-	b := newTestBatch(t, &batchClient{}, 3)
+	b := newTestBatch(t, &fakeclient.Client{}, 3)
 	f, err := openLocked(b.Output, os.O_RDWR|os.O_CREATE)
 	if err != nil {
 		t.Fatal(err)
@@ -424,7 +384,7 @@ func TestBatchLocked(t *testing.T) {
 // it until the deadline) and none recorded twice.
 func TestBatchRequeueRace(t *testing.T) {
 	const n = 3000
-	c := &batchClient{fail: func(prompt string, k int) (int, string) {
+	c := &fakeclient.Client{Fail: func(prompt string, k int) (int, string) {
 		if k < 1+len(prompt)%3 {
 			return 429, "rate_limit_error"
 		}

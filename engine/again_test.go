@@ -2,7 +2,7 @@ package engine
 
 import (
 	"context"
-	"sync"
+	"github.com/ratelab/ratelab/internal/fakeclient"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -29,7 +29,7 @@ func TestAgain(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				c := &batchClient{retryAfter: 3 * time.Second, fail: func(_ string, k int) (int, string) {
+				c := &fakeclient.Client{RetryAfter: 3 * time.Second, Fail: func(_ string, k int) (int, string) {
 					if k < 3 {
 						return 429, "rate_limit_error"
 					}
@@ -79,7 +79,7 @@ func TestAgain(t *testing.T) {
 // finished, and Again is not asked once it is stopping.
 func TestAgainStops(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := &batchClient{retryAfter: time.Minute, fail: func(string, int) (int, string) { return 429, "rate_limit_error" }}
+		c := &fakeclient.Client{RetryAfter: time.Minute, Fail: func(string, int) (int, string) { return 429, "rate_limit_error" }}
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()
 		var asked atomic.Int64
@@ -92,45 +92,10 @@ func TestAgainStops(t *testing.T) {
 		if err != context.DeadlineExceeded {
 			t.Errorf("Run: %v, want context.DeadlineExceeded", err)
 		}
-		if asked.Load() != 2 || c.calls.Load() != 2 || sum.Canceled != 1 || !sum.Incomplete {
-			t.Errorf("asked %d, calls %d, canceled %d, incomplete %v; want 2, 2, 1, true", asked.Load(), c.calls.Load(), sum.Canceled, sum.Incomplete)
+		if asked.Load() != 2 || c.Calls.Load() != 2 || sum.Canceled != 1 || !sum.Incomplete {
+			t.Errorf("asked %d, calls %d, canceled %d, incomplete %v; want 2, 2, 1, true", asked.Load(), c.Calls.Load(), sum.Canceled, sum.Incomplete)
 		}
 	})
-}
-
-// batchClient is a fake Client: each call's outcome is decided by fail
-// from the prompt and the number of calls made for it so far.
-type batchClient struct {
-	calls atomic.Int64
-	mu    sync.Mutex
-	seen  map[string]int
-	fail  func(prompt string, n int) (status int, typ string)
-	// retryAfter is sent with every 429 and 529.
-	retryAfter time.Duration
-}
-
-func (c *batchClient) Do(ctx context.Context, r provider.Request, attempt int) (provider.Response, strategies.Outcome) {
-	c.calls.Add(1)
-	prompt := r.Messages[len(r.Messages)-1].Content
-	c.mu.Lock()
-	if c.seen == nil {
-		c.seen = make(map[string]int)
-	}
-	n := c.seen[prompt]
-	c.seen[prompt]++
-	c.mu.Unlock()
-	if c.fail != nil {
-		if status, typ := c.fail(prompt, n); status != 0 {
-			o := strategies.Outcome{Kind: provider.KindOf(status), Status: status,
-				Err: &provider.APIError{Status: status, Type: typ, Message: "no"}}
-			if o.Kind == strategies.Throttled || o.Kind == strategies.Overloaded {
-				o.HasRetryAfter, o.RetryAfter = true, c.retryAfter
-			}
-			return provider.Response{}, o
-		}
-	}
-	return provider.Response{Text: "ok " + prompt, StopReason: "end_turn", Usage: strategies.Usage{InputTokens: 1, OutputTokens: 2}},
-		strategies.Outcome{Kind: strategies.Success, Status: 200}
 }
 
 // testRequest is a request whose prompt is p.
