@@ -11,27 +11,17 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
+	"github.com/ratelab/ratelab/bench/internal/benchcmd"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"strconv"
-	"syscall"
 	"time"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "bareserver:", err)
-		os.Exit(1)
-	}
-}
+func main() { benchcmd.Main("bareserver", run) }
 
 // Response is a captured HTTP response, the format of --response.
 type Response struct {
@@ -88,18 +78,6 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		w.Write(body)
 	})
 
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-	go func() {
-		<-ctx.Done()
-		srv.Close()
-	}()
-	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return benchcmd.Serve(ctx, *addr, stdout, srv.Serve, func() { srv.Close() })
 }

@@ -30,11 +30,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/ratelab/ratelab/bench/internal/benchcmd"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -44,14 +44,7 @@ import (
 	"time"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "compare:", err)
-		os.Exit(1)
-	}
-}
+func main() { benchcmd.Main("compare", run) }
 
 type serverFlags []string
 

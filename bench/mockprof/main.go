@@ -11,28 +11,18 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
-	"fmt"
+	"github.com/ratelab/ratelab/bench/internal/benchcmd"
 	"io"
 	"net"
 	"net/http"
 	"net/http/pprof"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/ratelab/ratelab/mock"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "mockprof:", err)
-		os.Exit(1)
-	}
-}
+func main() { benchcmd.Main("mockprof", run) }
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("mockprof", flag.ContinueOnError)
@@ -64,18 +54,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	go http.Serve(pl, mux)
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
-	go func() {
-		<-ctx.Done()
+	return benchcmd.Serve(ctx, *addr, stdout, s.Serve, func() {
 		s.Close()
 		pl.Close()
-	}()
-	if err := s.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	})
 }

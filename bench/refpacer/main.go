@@ -11,26 +11,15 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
+	"github.com/ratelab/ratelab/bench/internal/benchcmd"
 	"io"
-	"net"
 	"net/http"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "refpacer:", err)
-		os.Exit(1)
-	}
-}
+func main() { benchcmd.Main("refpacer", run) }
 
 const (
 	head  = "event: message_start\ndata: {\"type\":\"message_start\"}\n\n"
@@ -78,18 +67,6 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if *tokens < 1 || *perToken <= 0 {
 		return fmt.Errorf("--tokens must be at least 1 and --per-token positive")
 	}
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
 	srv := &http.Server{Handler: pacer(*tokens, *perToken), ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		srv.Close()
-	}()
-	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return benchcmd.Serve(ctx, *addr, stdout, srv.Serve, func() { srv.Close() })
 }
