@@ -24,7 +24,7 @@ func (anthropic) overloadStatus() int     { return 529 }
 // an allocation each).
 type anthropicRequest struct {
 	Model     string          `json:"model"`
-	MaxTokens int64           `json:"max_tokens"`
+	MaxTokens *int64          `json:"max_tokens"` // nil: absent or null
 	Messages  []message       `json:"messages"`
 	System    json.RawMessage `json:"system"`
 	Tools     json.RawMessage `json:"tools"`
@@ -46,12 +46,9 @@ func (anthropic) decode(body []byte, _ int) (*call, error) {
 // decodeAnthropic decodes a Messages request; count_tokens requests have no
 // max_tokens (needMax false).
 func decodeAnthropic(body []byte, needMax bool) (*call, error) {
-	req := anthropicRequest{Model: absentString, MaxTokens: absentInt}
+	req := anthropicRequest{Model: absentString}
 	if err := json.Unmarshal(body, &req); err != nil {
 		return nil, describeBodyError(body, err)
-	}
-	if err := sentinelSet(body, "max_tokens", req.MaxTokens); err != nil {
-		return nil, err
 	}
 	c := &call{temperature: req.Temperature, topP: req.TopP}
 	if err := checkModel(req.Model); err != nil {
@@ -62,10 +59,10 @@ func decodeAnthropic(body []byte, needMax bool) (*call, error) {
 		c.firstRole = req.Messages[0].Role
 	}
 	if needMax {
-		if req.MaxTokens == absentInt {
+		if req.MaxTokens == nil {
 			return nil, invalid("max_tokens", "field required")
 		}
-		n, err := checkMaxTokens("max_tokens", req.MaxTokens)
+		n, err := checkMaxTokens("max_tokens", *req.MaxTokens)
 		if err != nil {
 			return nil, err
 		}

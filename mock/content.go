@@ -299,7 +299,7 @@ func openaiTools(raw json.RawMessage) any {
 // decodeContent reads Chat Completions' content fields.
 func (req *openaiRequest) decodeContent(c *call) error {
 	if !present(req.Tools) && !present(req.ToolChoice) && !present(req.ResponseFormat) && !present(req.Stop) &&
-		req.N == absentInt && !req.Logprobs && req.TopLogprobs == absentInt {
+		req.N == nil && !req.Logprobs && req.TopLogprobs == nil {
 		return nil
 	}
 	cr := &contentReq{choices: 1, idPrefix: "call_",
@@ -383,21 +383,21 @@ func (req *openaiRequest) decodeContent(c *call) error {
 			return invalid("stop", "at most 4 stop sequences, got %d", len(cr.stops))
 		}
 	}
-	if req.N != absentInt {
-		if req.N < 1 || req.N > 128 {
-			return invalid("n", "must be in [1, 128], got %d", req.N)
+	if n := req.N; n != nil {
+		if *n < 1 || *n > 128 {
+			return invalid("n", "must be in [1, 128], got %d", *n)
 		}
-		cr.choices = int(req.N)
+		cr.choices = int(*n)
 	}
 	cr.logprobs = req.Logprobs
-	if req.TopLogprobs != absentInt {
-		if req.TopLogprobs < 0 || req.TopLogprobs > 20 {
-			return invalid("top_logprobs", "must be in [0, 20], got %d", req.TopLogprobs)
+	if tl := req.TopLogprobs; tl != nil {
+		if *tl < 0 || *tl > 20 {
+			return invalid("top_logprobs", "must be in [0, 20], got %d", *tl)
 		}
 		if !req.Logprobs {
 			return invalid("top_logprobs", "logprobs must be true when top_logprobs is set")
 		}
-		cr.topLogprobs = int(req.TopLogprobs)
+		cr.topLogprobs = int(*tl)
 	}
 	if err := cr.checkTools("tool_choice", "tool_choice.function.name", "tools"); err != nil {
 		return err

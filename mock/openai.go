@@ -1,7 +1,6 @@
 package mock
 
 import (
-	"cmp"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -25,8 +24,8 @@ const defaultMaxTokens = 256
 type openaiRequest struct {
 	Model               string    `json:"model"`
 	Messages            []message `json:"messages"`
-	MaxCompletionTokens int64     `json:"max_completion_tokens"`
-	MaxTokens           int64     `json:"max_tokens"`
+	MaxCompletionTokens *int64    `json:"max_completion_tokens"` // nil: absent or null
+	MaxTokens           *int64    `json:"max_tokens"`
 	Stream              bool      `json:"stream"`
 	StreamOptions       *struct {
 		IncludeUsage bool `json:"include_usage"`
@@ -36,9 +35,9 @@ type openaiRequest struct {
 	ToolChoice     json.RawMessage `json:"tool_choice"`
 	ResponseFormat json.RawMessage `json:"response_format"`
 	Stop           json.RawMessage `json:"stop"` // a string or an array of strings
-	N              int64           `json:"n"`
+	N              *int64          `json:"n"`
 	Logprobs       bool            `json:"logprobs"`
-	TopLogprobs    int64           `json:"top_logprobs"`
+	TopLogprobs    *int64          `json:"top_logprobs"`
 	// Sampling, for strictness's range checks only.
 	Temperature json.RawMessage `json:"temperature"`
 	TopP        json.RawMessage `json:"top_p"`
@@ -47,12 +46,9 @@ type openaiRequest struct {
 var openaiRoles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true, "function": true}
 
 func (openai) decode(body []byte, defaultMax int) (*call, error) {
-	req := openaiRequest{Model: absentString, MaxTokens: absentInt, MaxCompletionTokens: absentInt, N: absentInt, TopLogprobs: absentInt}
+	req := openaiRequest{Model: absentString}
 	if err := json.Unmarshal(body, &req); err != nil {
 		return nil, describeBodyError(body, err)
-	}
-	if err := cmp.Or(sentinelSet(body, "max_tokens", req.MaxTokens), sentinelSet(body, "max_completion_tokens", req.MaxCompletionTokens)); err != nil {
-		return nil, err
 	}
 	c := &call{temperature: req.Temperature, topP: req.TopP}
 	if err := checkModel(req.Model); err != nil {
@@ -65,12 +61,12 @@ func (openai) decode(body []byte, defaultMax int) (*call, error) {
 	}
 	for _, m := range [...]struct {
 		name string
-		v    int64
+		v    *int64
 	}{{"max_tokens", req.MaxTokens}, {"max_completion_tokens", req.MaxCompletionTokens}} {
-		if m.v == absentInt {
+		if m.v == nil {
 			continue
 		}
-		n, err := checkMaxTokens(m.name, m.v)
+		n, err := checkMaxTokens(m.name, *m.v)
 		if err != nil {
 			return nil, err
 		}

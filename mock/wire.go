@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -157,49 +156,13 @@ type message struct {
 	Content json.RawMessage `json:"content"`
 }
 
-// Sentinels that decoding starts from, to tell an absent (or null) field
-// from one set to its zero value.
-const (
-	absentString = "\x00absent"
-	absentInt    = math.MinInt64
-)
-
-// sentinelSet reports the one case the sentinels cannot tell apart:
-// encoding/json decodes -9223372036854775808 to absentInt, so an int field
-// found "absent" after decoding is looked up in the body. It returns the
-// error for name set to that value, or nil.
-func sentinelSet(body []byte, name string, v int64) error {
-	// A present member decodes to absentInt only from the literal
-	// -9223372036854775808 (encoding/json refuses other spellings into an
-	// int64): without those digits in the body the field was absent, and
-	// the body need not be decoded a second time, which was a fifth of an
-	// OpenAI request's CPU (max_tokens is absent from most).
-	if v != absentInt || !bytes.Contains(body, minInt64Digits) || !hasMember(body, name) {
-		return nil
-	}
-	return invalid(name, "must be at least 1, got %d", v)
-}
-
-var minInt64Digits = []byte("9223372036854775808")
+// absentString is what decoding starts a string field from, to tell an
+// absent (or null) field from an empty one; an integer field that must be
+// told apart is a pointer, nil when absent or null.
+const absentString = "\x00absent"
 
 // isNull reports whether the raw JSON value v is null.
 func isNull(v []byte) bool { return string(v) == "null" }
-
-// hasMember reports whether the JSON object body (valid JSON) has a member
-// that encoding/json would decode into a field tagged name: an exact or
-// case-insensitive match, after unescaping the key.
-func hasMember(body []byte, name string) bool {
-	var members map[string]json.RawMessage
-	if json.Unmarshal(body, &members) != nil {
-		return false
-	}
-	for k, v := range members {
-		if strings.EqualFold(k, name) && !isNull(v) {
-			return true
-		}
-	}
-	return false
-}
 
 func checkModel(model string) error {
 	switch model {
