@@ -1,9 +1,9 @@
 package mock_test
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
+	"github.com/ratelab/ratelab/internal/ssetext"
 	"io"
 	"net"
 	"net/http"
@@ -451,23 +451,7 @@ func runStreams(b *testing.B, c *http.Client, base, body string, arr *arrivals, 
 			}
 			// A late server may put several tokens in one delta; every
 			// token is four characters, so the text length counts them.
-			var last time.Time
-			chars := 0
-			br := bufio.NewReader(resp.Body)
-			for {
-				line, err := br.ReadSlice('\n')
-				if _, text, ok := bytes.Cut(line, []byte(`"text_delta","text":"`)); ok {
-					if j := bytes.IndexByte(text, '"'); j >= 0 {
-						chars += j
-						if chars >= 4*paceTokens && last.IsZero() {
-							last = time.Now()
-						}
-					}
-				}
-				if err != nil {
-					break
-				}
-			}
+			chars, _, last := ssetext.Read(resp.Body, 4*paceTokens)
 			if chars != 4*paceTokens {
 				errs <- fmt.Errorf("stream %d: %d characters of text, want %d (%d tokens)", i, chars, 4*paceTokens, paceTokens)
 				return

@@ -24,13 +24,13 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"github.com/ratelab/ratelab/bench/internal/benchcmd"
+	"github.com/ratelab/ratelab/internal/ssetext"
 	"io"
 	"net/http"
 	"os"
@@ -418,24 +418,8 @@ func runStreams(ctx context.Context, c *http.Client, url, body string, streams, 
 			}
 			// Every token is four characters, so the text's length counts
 			// the tokens an event carries.
-			var last time.Time
-			chars := 0
-			br := bufio.NewReader(resp.Body)
-			for {
-				line, err := br.ReadSlice('\n')
-				if _, text, ok := bytes.Cut(line, []byte(`"text_delta","text":"`)); ok {
-					if j := bytes.IndexByte(text, '"'); j >= 0 {
-						chars += j
-						events[i]++
-						if chars >= 4*tokens && last.IsZero() {
-							last = time.Now()
-						}
-					}
-				}
-				if err != nil {
-					break
-				}
-			}
+			chars, n, last := ssetext.Read(resp.Body, 4*tokens)
+			events[i] = n
 			if chars != 4*tokens {
 				errs <- fmt.Errorf("stream %d: %d characters of text, want %d (%d tokens)", i, chars, 4*tokens, tokens)
 				return
