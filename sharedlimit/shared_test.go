@@ -165,7 +165,13 @@ func TestRefund(t *testing.T) {
 				t.Fatal(err)
 			}
 			p.Done(tt.outcome)
-			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			// Frozen time: 100 ms shows a wait that would never end; an
+			// admission needs only a round trip, however loaded the machine.
+			limit := 100 * time.Millisecond
+			if tt.admits {
+				limit = 30 * time.Second
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), limit)
 			defer cancel()
 			q, err := s.Acquire(ctx, strategies.Cost{InputTokens: tt.next})
 			if tt.admits {
@@ -652,7 +658,14 @@ func TestObserveChargesUsage(t *testing.T) {
 		tokens int
 		ok     bool
 	}{{251, false}, {250, true}} {
-		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		// The time is frozen, so a call that must wait would wait forever:
+		// 50 ms shows it waits. One that is admitted needs only a round
+		// trip, which a loaded machine can stretch well past 50 ms.
+		limit := 50 * time.Millisecond
+		if tt.ok {
+			limit = 30 * time.Second
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), limit)
 		q, err := s.Acquire(ctx, strategies.Cost{InputTokens: tt.tokens})
 		cancel()
 		if (err == nil) != tt.ok {
