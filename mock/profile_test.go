@@ -1,9 +1,11 @@
 package mock
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"testing/fstest"
+	"testing/synctest"
 	"time"
 )
 
@@ -60,7 +62,7 @@ func TestConfigProfile(t *testing.T) {
 	}
 
 	bad := []struct{ src, profile, want string }{
-		{"seed: 1\nprofile: nope\n", "", `f.yaml:2: profile: unknown profile "nope" (want one of anthropic-scale, anthropic-start; mockllm profiles lists them)`},
+		{"seed: 1\nprofile: nope\n", "", `f.yaml:2: profile: unknown profile "nope" (want one of anthropic-scale, anthropic-start, openai-tier1, openai-tier5; mockllm profiles lists them)`},
 		{"profile: anthropic-start\nlimits: {burst: -1s}\n", "", "f.yaml:2: limits.burst: must be in [0, 24h0m0s]"},
 		{"profile: anthropic-scale\n", "anthropic-start", `f.yaml:1: profile: the file names "anthropic-scale" and --profile "anthropic-start"; name one`},
 		{"", "nope", `unknown profile "nope"`},
@@ -94,4 +96,34 @@ func TestParseProfiles(t *testing.T) {
 			t.Errorf("parseProfiles(%q) = %v, want an error containing %q", tt.src, err, tt.want)
 		}
 	}
+}
+
+// openai-tier1 limits each model apart, as OpenAI does: gpt-4o's 30,000
+// tokens a minute are spent by one large request while gpt-4o-mini's pool
+// still admits, and a dated snapshot shares gpt-4o's pool.
+func TestOpenAITierProfile(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg, err := ParseConfigProfile(nil, "f.yaml", "openai-tier1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Latency.PerToken = 0
+		ts := startServer(t, cfg)
+		defer ts.stop()
+		body := func(model string, maxTokens int) string {
+			return strings.Replace(openaiBody(maxTokens, false, false, "hi"), "gpt-4o-mini", model, 1)
+		}
+		var got []string
+		for _, step := range []struct {
+			model string
+			max   int
+		}{{"gpt-4o", 20000}, {"gpt-4o-2024-08-06", 20000}, {"gpt-4o-mini", 20000}, {"gpt-4o-mini-2024-07-18", 20000}} {
+			r := ts.do(t, "POST", "/v1/chat/completions", body(step.model, step.max))
+			got = append(got, fmt.Sprintf("%s %d %s", step.model, r.status, r.header.Get("X-Ratelimit-Limit-Tokens")))
+		}
+		want := "[gpt-4o 200 30000 gpt-4o-2024-08-06 429 30000 gpt-4o-mini 200 200000 gpt-4o-mini-2024-07-18 200 200000]"
+		if fmt.Sprint(got) != want {
+			t.Errorf("replies = %v\nwant      %s", got, want)
+		}
+	})
 }

@@ -9,11 +9,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	neturl "net/url"
 	"os"
 	"os/signal"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -286,14 +289,33 @@ func listProfiles(w io.Writer) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tPROVIDER\tRPM\tITPM\tOTPM\tTPM\tBURST\tCHECKED")
-	for _, p := range ps {
-		l := p.Config.Limits
+	fmt.Fprintln(tw, "NAME\tPROVIDER\tMODELS\tRPM\tITPM\tOTPM\tTPM\tBURST\tCHECKED")
+	// One line for the key's limits and one for each per-model pool (the
+	// OpenAI profiles have only pools: OpenAI limits per model).
+	num := func(n int) string {
+		if n == 0 {
+			return "-"
+		}
+		return strconv.Itoa(n)
+	}
+	line := func(name, provider, models string, l mock.Limits, checked string) {
 		burst := "1m0s"
 		if l.Burst > 0 {
 			burst = l.Burst.String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", p.Name, p.Provider, l.RPM, l.ITPM, l.OTPM, l.TPM, burst, p.Checked)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, provider, models,
+			num(l.RPM), num(l.ITPM), num(l.OTPM), num(l.TPM), burst, checked)
+	}
+	for _, p := range ps {
+		name, provider, checked := p.Name, p.Provider, p.Checked
+		if l := p.Config.Limits; l != (mock.Limits{}) || len(p.Config.LimitsByModel) == 0 {
+			line(name, provider, "all", l, checked)
+			name, provider, checked = "", "", ""
+		}
+		for _, m := range slices.Sorted(maps.Keys(p.Config.LimitsByModel)) {
+			line(name, provider, m, p.Config.LimitsByModel[m], checked)
+			name, provider, checked = "", "", ""
+		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err

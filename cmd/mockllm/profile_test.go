@@ -19,8 +19,10 @@ func TestProfilesCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"NAME             PROVIDER   RPM   ITPM     OTPM    TPM  BURST  CHECKED",
-		"anthropic-start  anthropic  1000  500000   100000  0    1s     2026-12-01",
+		"NAME             PROVIDER   MODELS        RPM    ITPM     OTPM    TPM        BURST  CHECKED",
+		"anthropic-start  anthropic  all           1000   500000   100000  -          1s     2026-12-01",
+		"openai-tier1     openai     gpt-4o*       500    -        -       30000      1m0s   2026-12-01",
+		"                            gpt-4o-mini*  500    -        -       200000     1m0s",
 		"  source: https://",
 	} {
 		if !strings.Contains(out.String(), want) {
