@@ -229,51 +229,99 @@ func anthropicStopReason(r *result) string {
 	return "end_turn"
 }
 
+// A Message, its stream events and its usage carry every field
+// anthropic-sdk-go v1.84.0 marks required (api:"required" in message.go)
+// but one, with the values the API sends when the feature behind a field
+// is unused.
+// Where each value comes from:
+//
+//   - container: null, in the Message and in message_delta's delta. The SDK
+//     (Message.Container): "non-null if a container tool (e.g. code
+//     execution) was used"; the TypeScript SDK types it Container | null.
+//   - stop_details: null, likewise. The SDK (Message.StopDetails): "null
+//     when the stop_reason has no additional detail to report"; it is a
+//     RefusalStopDetails, filled only for stop_reason refusal (as in the
+//     SDK's lib/betafallback/testdata/fallbackstream/refusal.sse).
+//   - diagnostics: null. The SDK (Message.Diagnostics): "null when the
+//     request did not supply diagnostics".
+//   - usage.cache_creation: {"ephemeral_5m_input_tokens",
+//     "ephemeral_1h_input_tokens"}, the cache write split by TTL
+//     (cacheWriteLong); its shape is the SDK's CacheCreation and the usage
+//     of the SDK's fallbackstream/*.sse fixtures, zeros when nothing is
+//     written.
+//   - usage.output_tokens_details: {"thinking_tokens": 0}. The SDK
+//     (OutputTokensDetails.ThinkingTokens): the output tokens spent on
+//     internal reasoning; the mock does no extended thinking.
+//   - usage.server_tool_use: null. A ServerToolUsage counts web search and
+//     web fetch requests, which the mock never runs; the TypeScript SDK
+//     types it ServerToolUsage | null, and the SDK's recorded streams
+//     (fallbackstream/*.sse) have none.
+//   - usage.speed: "standard", the default of the request's speed
+//     (UsageSpeed: "standard" or "fast").
+//   - usage.inference_geo: "global", as in the SDK's recorded streams
+//     (fallbackstream/fallback-end.sse). A request that names no
+//     inference_geo gets its workspace's default_inference_geo
+//     (MessageNewParams.InferenceGeo); the mock has no workspaces and
+//     does not read the request's field.
+//   - a text block's citations: absent, the one required field the mock
+//     leaves out, because the API does. The SDK marks TextBlock.Citations
+//     required (TypeScript: Array<TextCitation> | null), but the Vercel AI
+//     SDK's @ai-sdk/anthropic 3.0.140, written against the real API,
+//     validates a text block's citations as an optional array that may
+//     not be null, and fails the whole response ("Invalid JSON response")
+//     when it is; its content_block_start text blocks have none either
+//     (fallbackstream/refusal.sse). The Go SDK reads it absent as nil.
+//   - a tool_use block's caller: {"type": "direct"} (ToolUseBlock.Caller,
+//     DirectCaller: "tool invocation directly from the model"), the
+//     variant of every call of a client-defined tool that no code
+//     execution tool made.
+//   - message_delta's usage: input_tokens, cache_creation_input_tokens and
+//     cache_read_input_tokens as in message_start (MessageDeltaUsage: "the
+//     cumulative number of input tokens"; the fallbackstream fixtures repeat
+//     message_start's counts), with output_tokens_details and
+//     server_tool_use as above.
+
 // body builds the Message by hand: it is the hot path of JSON throughput,
 // and every field but the model is known not to need escaping.
 func (anthropic) body(b []byte, c *call, r *result) ([]byte, error) {
 	if c.content != nil {
 		return anthropicContentBody(b, c, r), nil
 	}
-	b = slices.Grow(b, 320+4*r.n+len(c.model))
+	b = slices.Grow(b, 640+4*r.n+len(c.model))
 	b = append(b, `{"id":"`...)
 	b = append(b, r.id...)
 	b = append(b, `","type":"message","role":"assistant","model":`...)
 	b = appendJSONString(b, c.model)
 	b = append(b, `,"content":[{"type":"text","text":"`...)
 	b = appendText(b, r, 0, r.n)
-	b = append(b, `"}],"stop_reason":"`...)
+	b = append(b, `"}],"container":null,"stop_reason":"`...)
 	b = append(b, anthropicStopReason(r)...)
-	b = append(b, `","stop_sequence":null,"usage":{"input_tokens":`...)
+	b = append(b, `","stop_sequence":null,"stop_details":null,"usage":{"input_tokens":`...)
 	b = strconv.AppendInt(b, int64(c.input-c.cacheRead-c.cacheWrite), 10)
 	b = append(b, `,"output_tokens":`...)
 	b = strconv.AppendInt(b, int64(r.n), 10)
-	b = appendCacheUsage(b, c)
+	b = appendUsageTail(b, c)
 	return b, nil
 }
 
 func (anthropic) streamStart(b []byte, c *call, r *result) []byte {
-	start := `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`
-	if c.content != nil && c.content.ans[0].tool {
-		start = ""
-	}
 	b = append(b, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\""...)
 	b = append(b, r.id...)
-	b = append(b, `","type":"message","role":"assistant","content":[],"model":`...)
+	b = append(b, `","type":"message","role":"assistant","content":[],"container":null,"model":`...)
 	b = appendJSONString(b, c.model)
-	b = append(b, `,"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":`...)
+	b = append(b, `,"stop_reason":null,"stop_sequence":null,"stop_details":null,"usage":{"input_tokens":`...)
 	b = strconv.AppendInt(b, int64(c.input-c.cacheRead-c.cacheWrite), 10)
 	b = append(b, `,"output_tokens":1`...)
-	b = appendCacheUsage(b, c)
+	b = appendUsageTail(b, c)
 	b = append(b, "}\n\n"...)
-	if start == "" {
+	if c.content != nil && c.content.ans[0].tool {
 		b = append(b, "event: content_block_start\ndata: "...)
 		b = appendToolUseBlock(b, c, nil)
 		b = append(b, "\n\n"...)
 	} else {
-		b = appendSSE(b, "content_block_start", []byte(start))
+		b = append(b, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"...)
 	}
-	return appendSSE(b, "ping", []byte(`{"type": "ping"}`))
+	return append(b, "event: ping\ndata: {\"type\": \"ping\"}\n\n"...)
 }
 
 func (anthropic) streamDelta(b []byte, c *call, r *result, from, to int) []byte {
@@ -296,7 +344,7 @@ func (anthropic) streamDelta(b []byte, c *call, r *result, from, to int) []byte 
 }
 
 func (anthropic) streamEnd(b []byte, c *call, r *result) []byte {
-	b = appendSSE(b, "content_block_stop", []byte(`{"type":"content_block_stop","index":0}`))
+	b = append(b, "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n"...)
 	b = append(b, "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\""...)
 	n := r.n
 	if c.content != nil {
@@ -309,10 +357,18 @@ func (anthropic) streamEnd(b []byte, c *call, r *result) []byte {
 		b = append(b, anthropicStopReason(r)...)
 		b = append(b, `","stop_sequence":null`...)
 	}
-	b = append(b, `},"usage":{"output_tokens":`...)
+	// message_delta's usage is cumulative: the input and cache counts of
+	// message_start again, and the final output count.
+	b = append(b, `,"stop_details":null,"container":null},"usage":{"input_tokens":`...)
+	b = strconv.AppendInt(b, int64(c.input-c.cacheRead-c.cacheWrite), 10)
+	b = append(b, `,"cache_creation_input_tokens":`...)
+	b = strconv.AppendInt(b, int64(c.cacheWrite), 10)
+	b = append(b, `,"cache_read_input_tokens":`...)
+	b = strconv.AppendInt(b, int64(c.cacheRead), 10)
+	b = append(b, `,"output_tokens":`...)
 	b = strconv.AppendInt(b, int64(n), 10)
-	b = append(b, "}}\n\n"...)
-	return appendSSE(b, "message_stop", []byte(`{"type":"message_stop"}`))
+	b = append(b, `,"output_tokens_details":{"thinking_tokens":0},"server_tool_use":null}}`+"\n\n"...)
+	return append(b, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"...)
 }
 
 func (anthropic) streamError(b []byte, _ *call, _ *result) []byte {
@@ -361,7 +417,7 @@ func appendToolUse(b []byte, cr *contentReq, k int, input []byte) []byte {
 	b = appendJSONString(b, cr.tools[cr.toolIdx].name)
 	b = append(b, `,"input":`...)
 	b = append(b, input...)
-	return append(b, '}')
+	return append(b, `,"caller":{"type":"direct"}}`...)
 }
 
 // anthropicContentBody is body for a request with content fields.
@@ -384,23 +440,49 @@ func anthropicContentBody(b []byte, c *call, r *result) []byte {
 		b = ch.appendTokens(b, 0, r.n)
 		b = append(b, `"}`...)
 	}
-	b = append(b, `],"stop_reason":"`...)
+	b = append(b, `],"container":null,"stop_reason":"`...)
 	b = append(b, ch.anthropicStopReason(r)...)
 	b = append(b, `","stop_sequence":`...)
 	b = ch.appendStopSequence(b, r)
-	b = append(b, `,"usage":{"input_tokens":`...)
+	b = append(b, `,"stop_details":null,"usage":{"input_tokens":`...)
 	b = strconv.AppendInt(b, int64(c.input-c.cacheRead-c.cacheWrite), 10)
 	b = append(b, `,"output_tokens":`...)
 	b = strconv.AppendInt(b, int64(ch.emitted(r)), 10)
-	return appendCacheUsage(b, c)
+	return appendUsageTail(b, c)
 }
 
-// appendCacheUsage appends the cache fields of an Anthropic usage object
-// and closes it and its message.
-func appendCacheUsage(b []byte, c *call) []byte {
+// appendUsageTail appends the rest of a Message's usage after
+// output_tokens, closes it, appends the fields that follow it and closes
+// the Message.
+func appendUsageTail(b []byte, c *call) []byte {
 	b = append(b, `,"cache_creation_input_tokens":`...)
 	b = strconv.AppendInt(b, int64(c.cacheWrite), 10)
 	b = append(b, `,"cache_read_input_tokens":`...)
 	b = strconv.AppendInt(b, int64(c.cacheRead), 10)
-	return append(b, `,"service_tier":"standard"}}`...)
+	long := cacheWriteLong(c)
+	b = append(b, `,"cache_creation":{"ephemeral_5m_input_tokens":`...)
+	b = strconv.AppendInt(b, int64(c.cacheWrite-long), 10)
+	b = append(b, `,"ephemeral_1h_input_tokens":`...)
+	b = strconv.AppendInt(b, int64(long), 10)
+	return append(b, `},"output_tokens_details":{"thinking_tokens":0},"server_tool_use":null,"service_tier":"standard","speed":"standard","inference_geo":"global"},"diagnostics":null}`...)
+}
+
+// cacheWriteLong is the part of c's cache write that goes to the one-hour
+// cache, as the prompt-caching docs bill a request that mixes TTLs
+// ("Mixing different TTLs", https://docs.claude.com/en/docs/build-with-claude/prompt-caching):
+// A is the tokens read, B the highest one-hour breakpoint after A (A if
+// none), C the last breakpoint; B−A tokens are written for an hour and
+// C−B for five minutes. The mock's write is C−A.
+func cacheWriteLong(c *call) int {
+	if c.cacheWrite == 0 {
+		return 0
+	}
+	a := c.cacheRead
+	hi := a
+	for _, p := range c.prefixes {
+		if p.ttl == cacheTTLLong && p.tokens > hi && p.tokens <= a+c.cacheWrite {
+			hi = p.tokens
+		}
+	}
+	return hi - a
 }

@@ -225,7 +225,7 @@ func (s *Server) listModels(w http.ResponseWriter, req *http.Request) {
 	if _, isAnthropic := wr.(anthropic); isAnthropic {
 		data := make([]anthropicModel, len(cat))
 		for i, m := range cat {
-			data[i] = newAnthropicModel(m)
+			data[i] = newAnthropicModel(m, betaRequest(req))
 		}
 		writeJSONBody(w, http.StatusOK, struct {
 			Data    []anthropicModel `json:"data"`
@@ -257,33 +257,78 @@ func (s *Server) getModel(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	if _, isAnthropic := wr.(anthropic); isAnthropic {
-		writeJSONBody(w, http.StatusOK, newAnthropicModel(m))
+		writeJSONBody(w, http.StatusOK, newAnthropicModel(m, betaRequest(req)))
 		return
 	}
 	writeJSONBody(w, http.StatusOK, newOpenAIModel(m))
 }
 
-// anthropicModel is Anthropic's ModelInfo, with the fields the mock can
-// fill honestly (the SDK tolerates the rest missing).
+// anthropicModel is Anthropic's ModelInfo, every field anthropic-sdk-go
+// v1.84.0 marks required (model.go). With beta, it is BetaModelInfo
+// (betamodel.go), which the SDK's Beta.Models asks for with ?beta=true:
+// the same fields and allowed_fallback_models, and a compaction entry in
+// capabilities.
 type anthropicModel struct {
-	ID             string  `json:"id"`
-	Type           string  `json:"type"`
-	DisplayName    string  `json:"display_name"`
-	CreatedAt      string  `json:"created_at"`
-	Lifecycle      string  `json:"lifecycle"`
-	Line           *string `json:"line"`
-	MaxInputTokens int64   `json:"max_input_tokens"`
-	MaxTokens      int64   `json:"max_tokens"`
-	DeprecatedAt   *string `json:"deprecated_at"`
-	RetiresAt      *string `json:"retires_at"`
+	ID                    string          `json:"id"`
+	Type                  string          `json:"type"`
+	DisplayName           string          `json:"display_name"`
+	CreatedAt             string          `json:"created_at"`
+	Lifecycle             string          `json:"lifecycle"`
+	Line                  *string         `json:"line"`
+	MaxInputTokens        int64           `json:"max_input_tokens"`
+	MaxTokens             int64           `json:"max_tokens"`
+	DeprecatedAt          *string         `json:"deprecated_at"`
+	RetiresAt             *string         `json:"retires_at"`
+	Capabilities          json.RawMessage `json:"capabilities"`
+	AllowedFallbackModels []string        `json:"allowed_fallback_models,omitzero"`
 }
 
-func newAnthropicModel(m model) anthropicModel {
-	return anthropicModel{
+// anthropicCapabilities is every model's capabilities: what this server
+// serves, the same for each model, not what the real model does. The
+// SDK's ModelCapabilities documents each key ("keys are always present for
+// all known capabilities"); a capability is supported when a request
+// using it gets the answer it asks for:
+//
+//   - structured_outputs: output_config.format and strict tool schemas are
+//     served (content.go).
+//   - image_input, pdf_input: image and document blocks are accepted and
+//     count as input tokens (their JSON length, contentLen).
+//   - thinking: a request's thinking is ignored, never answered with
+//     thinking blocks, so unsupported; types.disabled is true, as the SDK
+//     says it is "on a model that does not support thinking".
+//   - batch (no /v1/messages/batches), citations, code_execution,
+//     context_management, effort and server_tools (web search, code
+//     execution) are not served: false, with every sub-entry false.
+const anthropicCapabilities = `{"batch":{"supported":false},"citations":{"supported":false},"code_execution":{"supported":false},` +
+	`"context_management":{"clear_thinking_20251015":{"supported":false},"clear_tool_uses_20250919":{"supported":false},"compact_20260112":{"supported":false},"supported":false},` +
+	`"effort":{"high":{"supported":false},"low":{"supported":false},"max":{"supported":false},"medium":{"supported":false},"supported":false,"xhigh":{"supported":false}},` +
+	`"image_input":{"supported":true},"pdf_input":{"supported":true},` +
+	`"server_tools":{"code_execution":{"supported":false},"supported":false,"web_search":{"supported":false}},` +
+	`"structured_outputs":{"supported":true},` +
+	`"thinking":{"supported":false,"types":{"adaptive":{"supported":false},"between_tools":{"supported":false},"disabled":{"supported":true},"enabled":{"supported":false}}}}`
+
+// anthropicBetaCapabilities adds BetaModelCapabilities' compaction: the
+// mock does not serve the compaction request parameter.
+var anthropicBetaCapabilities = strings.Replace(anthropicCapabilities, `"context_management":`,
+	`"compaction":{"summarize":{"supported":false},"supported":false},"context_management":`, 1)
+
+func newAnthropicModel(m model, beta bool) anthropicModel {
+	am := anthropicModel{
 		ID: m.id, Type: "model", DisplayName: m.name, CreatedAt: m.created.Format(time.RFC3339),
 		Lifecycle: "active", Line: strp(m.line), MaxInputTokens: MaxInputTokens, MaxTokens: MaxOutputTokens,
+		Capabilities: json.RawMessage(anthropicCapabilities),
 	}
+	if beta {
+		// An empty list: the Messages API's fallbacks parameter is not
+		// served for any model (BetaModelInfo.AllowedFallbackModels).
+		am.Capabilities, am.AllowedFallbackModels = json.RawMessage(anthropicBetaCapabilities), []string{}
+	}
+	return am
 }
+
+// betaRequest reports whether req is the SDKs' beta form of a request
+// (?beta=true).
+func betaRequest(req *http.Request) bool { return req.URL.Query().Get("beta") == "true" }
 
 // openaiModel is OpenAI's Model.
 type openaiModel struct {
