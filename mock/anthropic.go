@@ -29,6 +29,8 @@ type anthropicRequest struct {
 	System    json.RawMessage `json:"system"`
 	Tools     json.RawMessage `json:"tools"`
 	Stream    bool            `json:"stream"`
+	// InferenceGeo is reported back in usage.inference_geo.
+	InferenceGeo string `json:"inference_geo"`
 	// Content fields (content.go).
 	ToolChoice    json.RawMessage `json:"tool_choice"`
 	StopSequences []string        `json:"stop_sequences"`
@@ -50,7 +52,7 @@ func decodeAnthropic(body []byte, needMax bool) (*call, error) {
 	if err := json.Unmarshal(body, &req); err != nil {
 		return nil, describeBodyError(body, err)
 	}
-	c := &call{temperature: req.Temperature, topP: req.TopP}
+	c := &call{temperature: req.Temperature, topP: req.TopP, inferenceGeo: req.InferenceGeo}
 	if err := checkModel(req.Model); err != nil {
 		return nil, err
 	}
@@ -258,11 +260,14 @@ func anthropicStopReason(r *result) string {
 //     (fallbackstream/*.sse) have none.
 //   - usage.speed: "standard", the default of the request's speed
 //     (UsageSpeed: "standard" or "fast").
-//   - usage.inference_geo: "global", as in the SDK's recorded streams
-//     (fallbackstream/fallback-end.sse). A request that names no
-//     inference_geo gets its workspace's default_inference_geo
-//     (MessageNewParams.InferenceGeo); the mock has no workspaces and
-//     does not read the request's field.
+//   - usage.inference_geo: the request's inference_geo ("global", "us"),
+//     where the data-residency docs say inference ran
+//     (https://platform.claude.com/docs/en/manage-claude/data-residency);
+//     "not_available" when the request names none, as published real
+//     responses to such requests show it (claude-haiku-4-5 answers,
+//     Claude Code transcripts through 2026-09; the SDK's fallbackstream
+//     fixtures show "global", from requests the mock cannot see). The mock
+//     has no workspaces, so no workspace default_inference_geo.
 //   - a text block's citations: absent, the one required field the mock
 //     leaves out, because the API does. The SDK marks TextBlock.Citations
 //     required (TypeScript: Array<TextCitation> | null), but the Vercel AI
@@ -464,7 +469,13 @@ func appendUsageTail(b []byte, c *call) []byte {
 	b = strconv.AppendInt(b, int64(c.cacheWrite-long), 10)
 	b = append(b, `,"ephemeral_1h_input_tokens":`...)
 	b = strconv.AppendInt(b, int64(long), 10)
-	return append(b, `},"output_tokens_details":{"thinking_tokens":0},"server_tool_use":null,"service_tier":"standard","speed":"standard","inference_geo":"global"},"diagnostics":null}`...)
+	b = append(b, `},"output_tokens_details":{"thinking_tokens":0},"server_tool_use":null,"service_tier":"standard","speed":"standard","inference_geo":`...)
+	if c.inferenceGeo == "" {
+		b = append(b, `"not_available"`...)
+	} else {
+		b = appendJSONString(b, c.inferenceGeo)
+	}
+	return append(b, `},"diagnostics":null}`...)
 }
 
 // cacheWriteLong is the part of c's cache write that goes to the one-hour

@@ -95,11 +95,17 @@ func TestSDKAnthropicUnusedFeatures(t *testing.T) {
 		}{
 			{"text", anthropic.MessageNewParams{Model: sdkModel, MaxTokens: 20,
 				Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Hello"))}}},
-			{"tool", anthropic.MessageNewParams{Model: sdkModel, MaxTokens: 200,
+			{"tool", anthropic.MessageNewParams{Model: sdkModel, MaxTokens: 200, InferenceGeo: anthropic.String("us"),
 				Messages:   []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Weather?"))},
 				Tools:      []anthropic.ToolUnionParam{{OfTool: &tool}},
 				ToolChoice: anthropic.ToolChoiceUnionParam{OfAny: &anthropic.ToolChoiceAnyParam{}}}},
 		} {
+			// usage.inference_geo is the request's, not_available when
+			// it names none.
+			geo := "not_available"
+			if tc.params.InferenceGeo.Valid() {
+				geo = tc.params.InferenceGeo.Value
+			}
 			m, err := c.Messages.New(t.Context(), tc.params)
 			if err != nil {
 				t.Fatal(err)
@@ -131,9 +137,9 @@ func TestSDKAnthropicUnusedFeatures(t *testing.T) {
 					}
 				}
 				u := m.Usage
-				if u.Speed != anthropic.UsageSpeedStandard || u.InferenceGeo != "global" || u.ServiceTier != anthropic.UsageServiceTierStandard ||
+				if u.Speed != anthropic.UsageSpeedStandard || u.InferenceGeo != geo || u.ServiceTier != anthropic.UsageServiceTierStandard ||
 					!u.OutputTokensDetails.JSON.ThinkingTokens.Valid() || u.OutputTokensDetails.ThinkingTokens != 0 {
-					t.Errorf("%s %s: usage %s, want speed and service tier standard, inference_geo global, 0 thinking tokens", tc.name, got.how, u.RawJSON())
+					t.Errorf("%s %s: usage %s, want speed and service tier standard, inference_geo %s, 0 thinking tokens", tc.name, got.how, u.RawJSON(), geo)
 				}
 				if len(m.Content) != 1 {
 					t.Fatalf("%s %s: content %+v, want one block", tc.name, got.how, m.Content)

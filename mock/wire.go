@@ -35,6 +35,9 @@ type call struct {
 	// decoder has read them.
 	temperature, topP json.RawMessage
 	firstRole         string
+	// inferenceGeo is an Anthropic request's inference_geo, which its
+	// usage reports back; empty when absent.
+	inferenceGeo string
 }
 
 // badRequest is a 400 naming the offending field.

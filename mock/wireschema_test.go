@@ -331,7 +331,7 @@ func containsString(list []string, s string) bool {
 func TestCheckFieldsCatches(t *testing.T) {
 	good := `{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"hi"}],"container":null,"stop_reason":"end_turn","stop_sequence":null,"stop_details":null,` +
 		`"usage":{"input_tokens":1,"output_tokens":1,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"cache_creation":{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":0},` +
-		`"output_tokens_details":{"thinking_tokens":0},"server_tool_use":null,"service_tier":"standard","speed":"standard","inference_geo":"global"},"diagnostics":null}`
+		`"output_tokens_details":{"thinking_tokens":0},"server_tool_use":null,"service_tier":"standard","speed":"standard","inference_geo":"not_available"},"diagnostics":null}`
 	for _, tc := range []struct{ name, body, want string }{
 		{"good", good, ""},
 		{"wrong type", strings.Replace(good, `"input_tokens":1`, `"input_tokens":"one"`, 1), `$.usage.input_tokens: "one" is not of the type`},
