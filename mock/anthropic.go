@@ -234,8 +234,7 @@ func anthropicStopReason(r *result) string {
 // A Message, its stream events and its usage carry every field
 // anthropic-sdk-go v1.84.0 marks required (api:"required" in message.go)
 // but one, with the values the API sends when the feature behind a field
-// is unused.
-// Where each value comes from:
+// is unused. Where each value comes from:
 //
 //   - container: null, in the Message and in message_delta's delta. The SDK
 //     (Message.Container): "non-null if a container tool (e.g. code
@@ -266,8 +265,8 @@ func anthropicStopReason(r *result) string {
 //     "not_available" when the request names none, as published real
 //     responses to such requests show it (claude-haiku-4-5 answers,
 //     Claude Code transcripts through 2026-09; the SDK's fallbackstream
-//     fixtures show "global", from requests the mock cannot see). The mock
-//     has no workspaces, so no workspace default_inference_geo.
+//     fixtures show "global" without the requests that produced them).
+//     The mock has no workspaces, so no workspace default_inference_geo.
 //   - a text block's citations: absent, the one required field the mock
 //     leaves out, because the API does. The SDK marks TextBlock.Citations
 //     required (TypeScript: Array<TextCitation> | null), but the Vercel AI
