@@ -50,6 +50,9 @@ type Event struct {
 	// onFire, when set (by a simulated clock), is called once, as the
 	// event fires, before Fire returns.
 	onFire func(*Event)
+	// waiters are the goroutines a Sim has blocked on the event, guarded
+	// by the Sim's lock.
+	waiters []simWaiter
 }
 
 // Fire fires e. Firing it again does nothing.

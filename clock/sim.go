@@ -1,0 +1,501 @@
+package clock
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+)
+
+// Sim is a simulated clock: a deterministic cooperative scheduler for the
+// goroutines of a run.
+//
+// Run starts the run's first goroutine; it and every goroutine started with
+// Go (or by an AfterFunc) run one at a time, each until it blocks in Wait or
+// Sleep (or a primitive built on them) or ends, and then hands over to the
+// next goroutine ready to run, in the order they became ready (FIFO). When no
+// goroutine is ready, the scheduler first wakes the waiters whose context
+// has ended, and else moves its time straight to the earliest pending timer
+// (timers at the same instant fire in the order they were set) and fires it.
+// Nothing waits for real time, so a run takes as long as its code takes to
+// execute, and with the same program and seed it makes the same decisions in
+// the same order every time.
+//
+// The rules of package clock are strict here: a goroutine of the run that
+// blocks anywhere else (a bare channel, a sync.WaitGroup, a socket) stalls
+// the whole run, since nothing else runs meanwhile; and a context of the run
+// must not end by a real timer (context.WithTimeout), which would end it at
+// a real instant rather than a simulated one. Context ends are seen when the
+// run is idle, before its time moves, so a cancellation from inside the run
+// (a cancel func called by one of its goroutines) takes effect at the
+// simulated instant it was made, and one from outside (Ctrl-C) at the next
+// idle moment.
+//
+// A run where every goroutine is blocked with no timer pending and no
+// context left to end can never go on: Run reports it as an error naming
+// how many goroutines were stuck, and ends them (their deferred calls run,
+// their waits never return), rather than hanging.
+//
+// A Sim may run several runs one after the other; its time goes on from
+// where the last one left it. Now may be called from any goroutine; Go,
+// Sleep, Wait and Event.Fire only from goroutines of a run in progress.
+type Sim struct {
+	mu      sync.Mutex
+	now     time.Time
+	running bool
+	ctx     context.Context // Run's
+	cur     *gor            // the goroutine holding the baton
+	ready   gorQueue
+	live    int // goroutines of the run not ended
+	timers  timerHeap
+	seq     uint64 // orders timers set for the same instant
+	blocked gorList
+	groups  map[context.Context]*ctxGroup
+	order   []*ctxGroup // groups by creation, for a deterministic wake order
+	dead    bool        // a deadlock was declared: the run is ending
+	err     error
+	done    chan struct{} // closed when the run's last goroutine ends
+	fire    func(*Event)
+}
+
+var _ Clock = (*Sim)(nil)
+
+// NewSim returns a simulated clock whose time is start until a run moves it.
+func NewSim(start time.Time) *Sim {
+	s := &Sim{now: start, groups: make(map[context.Context]*ctxGroup)}
+	s.fire = s.fired
+	return s
+}
+
+// gor is one goroutine of a run.
+type gor struct {
+	baton chan struct{} // receives the right to run
+
+	// The wait under way, guarded by Sim.mu. gen changes at every wait and
+	// wake-up, so that an Event's stale record of a waiter is ignored.
+	gen          uint64
+	waiting      bool
+	reason       wakeReason
+	timer        *simTimer
+	group        *ctxGroup
+	gprev, gnext *gor // in group's list
+	bprev, bnext *gor // in Sim.blocked
+}
+
+type wakeReason uint8
+
+const (
+	wokeFired wakeReason = iota
+	wokeTimeout
+	wokeCtx
+	wokeKilled
+)
+
+// Run runs f as the first goroutine of a run and returns when every
+// goroutine of the run has ended. It returns an error when the run
+// deadlocked (see Sim), or when a run is already in progress; ctx ending
+// does not by itself make it an error: f reports that as it sees fit.
+func (s *Sim) Run(ctx context.Context, f func()) error {
+	s.mu.Lock()
+	if s.running {
+		s.mu.Unlock()
+		return errors.New("clock: Sim.Run called while a run is in progress")
+	}
+	s.running, s.ctx, s.dead, s.err = true, ctx, false, nil
+	s.done = make(chan struct{})
+	g := s.spawnLocked(f)
+	s.cur = s.ready.pop()
+	done := s.done
+	s.mu.Unlock()
+	g.baton <- struct{}{}
+	<-done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.running, s.ctx, s.cur = false, nil, nil
+	return s.err
+}
+
+// Now implements Clock.
+func (s *Sim) Now() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.now
+}
+
+// Go implements Clock: f joins the back of the ready queue. It panics when
+// no run is in progress.
+func (s *Sim) Go(f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.running {
+		panic("clock: Sim.Go called outside Sim.Run")
+	}
+	s.spawnLocked(f)
+}
+
+// spawnLocked starts f's goroutine, parked until it is handed the baton,
+// and queues it as ready.
+func (s *Sim) spawnLocked(f func()) *gor {
+	g := &gor{baton: make(chan struct{}, 1)}
+	s.live++
+	s.ready.push(g)
+	go func() {
+		<-g.baton
+		defer s.exit()
+		f()
+	}()
+	return g
+}
+
+// exit ends the current goroutine and hands over to the next.
+func (s *Sim) exit() {
+	s.mu.Lock()
+	s.live--
+	next := s.scheduleLocked()
+	s.cur = next
+	if next == nil {
+		close(s.done)
+	}
+	s.mu.Unlock()
+	if next != nil {
+		next.baton <- struct{}{}
+	}
+}
+
+// Sleep implements Clock.
+func (s *Sim) Sleep(ctx context.Context, d time.Duration) error {
+	_, err := s.Wait(ctx, nil, d)
+	return err
+}
+
+// Wait implements Clock.
+func (s *Sim) Wait(ctx context.Context, e *Event, d time.Duration) (bool, error) {
+	if e != nil && e.Fired() {
+		return true, nil
+	}
+	if e == nil && d <= 0 {
+		return false, ctx.Err()
+	}
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	if s.dead {
+		s.mu.Unlock()
+		runtime.Goexit()
+	}
+	g := s.cur
+	if g == nil {
+		s.mu.Unlock()
+		panic("clock: Sim.Wait called outside Sim.Run")
+	}
+	g.gen++
+	g.waiting = true
+	if e != nil {
+		e.waiters = append(e.waiters, simWaiter{g, g.gen})
+	}
+	if d > 0 {
+		g.timer = s.addTimerLocked(d, g, nil)
+	}
+	if ctx.Done() != nil {
+		s.joinLocked(ctx, g)
+	}
+	s.blocked.push(g)
+	next := s.scheduleLocked()
+	s.cur = next
+	s.mu.Unlock()
+	if next != g {
+		next.baton <- struct{}{}
+		<-g.baton
+	}
+	switch g.reason {
+	case wokeFired:
+		return true, nil
+	case wokeTimeout:
+		return false, nil
+	case wokeCtx:
+		return false, ctx.Err()
+	}
+	runtime.Goexit()
+	panic("unreachable")
+}
+
+// AfterFunc implements Clock: f runs as a new goroutine of the run, queued
+// as ready when its timer fires. A timer set outside a run fires in the next
+// one.
+func (s *Sim) AfterFunc(d time.Duration, f func()) func() bool {
+	s.mu.Lock()
+	t := s.addTimerLocked(d, nil, f)
+	s.mu.Unlock()
+	return func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if t.index < 0 {
+			return false
+		}
+		heap.Remove(&s.timers, t.index)
+		return true
+	}
+}
+
+// NewEvent implements Clock.
+func (s *Sim) NewEvent() *Event {
+	return &Event{ch: make(chan struct{}), onFire: s.fire}
+}
+
+// simWaiter is a goroutine waiting for an Event, as of its wait number gen.
+type simWaiter struct {
+	g   *gor
+	gen uint64
+}
+
+// fired readies e's waiters, in the order they started waiting.
+func (s *Sim) fired(e *Event) {
+	s.mu.Lock()
+	for _, w := range e.waiters {
+		if w.g.gen == w.gen {
+			s.wakeLocked(w.g, wokeFired)
+		}
+	}
+	e.waiters = nil
+	s.mu.Unlock()
+}
+
+// wakeLocked ends g's wait for reason and queues it as ready.
+func (s *Sim) wakeLocked(g *gor, reason wakeReason) {
+	if !g.waiting {
+		return
+	}
+	g.waiting = false
+	g.gen++
+	g.reason = reason
+	if g.timer != nil {
+		if g.timer.index >= 0 {
+			heap.Remove(&s.timers, g.timer.index)
+		}
+		g.timer = nil
+	}
+	if g.group != nil {
+		s.leaveLocked(g)
+	}
+	s.blocked.remove(g)
+	s.ready.push(g)
+}
+
+// scheduleLocked returns the goroutine to run next: the first ready one,
+// after waking those whose context ended or moving the time to the next
+// timer when none is. It returns nil when the run's goroutines have all
+// ended.
+func (s *Sim) scheduleLocked() *gor {
+	for {
+		if g := s.ready.pop(); g != nil {
+			return g
+		}
+		if s.live == 0 {
+			return nil
+		}
+		if s.wakeEndedLocked() {
+			continue
+		}
+		if len(s.timers) > 0 {
+			t := heap.Pop(&s.timers).(*simTimer)
+			if t.when.After(s.now) {
+				s.now = t.when
+			}
+			if t.g != nil {
+				t.g.timer = nil
+				s.wakeLocked(t.g, wokeTimeout)
+			} else {
+				s.spawnLocked(t.f)
+			}
+			continue
+		}
+		s.deadlockLocked()
+	}
+}
+
+// deadlockLocked records that the run can never go on and readies every
+// blocked goroutine to end it.
+func (s *Sim) deadlockLocked() {
+	n := s.blocked.n
+	note := ""
+	if s.ctx.Err() != nil {
+		note = " (the run's context has ended, but they do not wait for it)"
+	}
+	s.err = fmt.Errorf("clock: simulated run deadlocked at %s: %d goroutine(s) blocked with no timer pending%s",
+		s.now.Format(time.RFC3339Nano), n, note)
+	s.dead = true
+	for s.blocked.head != nil {
+		s.wakeLocked(s.blocked.head, wokeKilled)
+	}
+}
+
+// A ctxGroup is the goroutines waiting under one context, so that an idle
+// run checks each context once, however many wait for it.
+type ctxGroup struct {
+	ctx        context.Context
+	head, tail *gor
+	gone       bool // removed from Sim.groups; dropped from Sim.order at the next check
+}
+
+func (s *Sim) joinLocked(ctx context.Context, g *gor) {
+	grp := s.groups[ctx]
+	if grp == nil {
+		grp = &ctxGroup{ctx: ctx}
+		s.groups[ctx] = grp
+		s.order = append(s.order, grp)
+	}
+	g.group = grp
+	g.gprev, g.gnext = grp.tail, nil
+	if grp.tail != nil {
+		grp.tail.gnext = g
+	} else {
+		grp.head = g
+	}
+	grp.tail = g
+}
+
+func (s *Sim) leaveLocked(g *gor) {
+	grp := g.group
+	if g.gprev != nil {
+		g.gprev.gnext = g.gnext
+	} else {
+		grp.head = g.gnext
+	}
+	if g.gnext != nil {
+		g.gnext.gprev = g.gprev
+	} else {
+		grp.tail = g.gprev
+	}
+	g.group, g.gprev, g.gnext = nil, nil, nil
+	if grp.head == nil {
+		delete(s.groups, grp.ctx)
+		grp.gone = true
+	}
+}
+
+// wakeEndedLocked wakes the waiters of every context that has ended, group
+// by group in the order the groups were made, each group's waiters in the
+// order they started waiting. It reports whether it woke any.
+func (s *Sim) wakeEndedLocked() bool {
+	woke := false
+	kept := s.order[:0]
+	for _, grp := range s.order {
+		if !grp.gone && grp.ctx.Err() != nil {
+			for grp.head != nil {
+				s.wakeLocked(grp.head, wokeCtx)
+			}
+			woke = true
+		}
+		if !grp.gone {
+			kept = append(kept, grp)
+		}
+	}
+	clear(s.order[len(kept):])
+	s.order = kept
+	return woke
+}
+
+// simTimer wakes g, or starts f, at when.
+type simTimer struct {
+	when  time.Time
+	seq   uint64
+	index int // in Sim.timers; -1 when not in it
+	g     *gor
+	f     func()
+}
+
+func (s *Sim) addTimerLocked(d time.Duration, g *gor, f func()) *simTimer {
+	s.seq++
+	t := &simTimer{when: s.now.Add(max(d, 0)), seq: s.seq, g: g, f: f}
+	heap.Push(&s.timers, t)
+	return t
+}
+
+// timerHeap orders timers by (when, seq).
+type timerHeap []*simTimer
+
+func (h timerHeap) Len() int { return len(h) }
+func (h timerHeap) Less(i, j int) bool {
+	if !h[i].when.Equal(h[j].when) {
+		return h[i].when.Before(h[j].when)
+	}
+	return h[i].seq < h[j].seq
+}
+func (h timerHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *timerHeap) Push(x any) {
+	t := x.(*simTimer)
+	t.index = len(*h)
+	*h = append(*h, t)
+}
+func (h *timerHeap) Pop() any {
+	old := *h
+	t := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	t.index = -1
+	return t
+}
+
+// gorQueue is the FIFO queue of ready goroutines.
+type gorQueue struct {
+	buf  []*gor
+	head int
+}
+
+func (q *gorQueue) push(g *gor) { q.buf = append(q.buf, g) }
+
+func (q *gorQueue) pop() *gor {
+	if q.head == len(q.buf) {
+		return nil
+	}
+	g := q.buf[q.head]
+	q.buf[q.head] = nil
+	q.head++
+	if q.head == len(q.buf) {
+		q.buf, q.head = q.buf[:0], 0
+	} else if q.head >= 1024 && q.head*2 >= len(q.buf) {
+		n := copy(q.buf, q.buf[q.head:])
+		clear(q.buf[n:])
+		q.buf, q.head = q.buf[:n], 0
+	}
+	return g
+}
+
+// gorList is the list of blocked goroutines, in the order they blocked.
+type gorList struct {
+	head, tail *gor
+	n          int
+}
+
+func (l *gorList) push(g *gor) {
+	g.bprev, g.bnext = l.tail, nil
+	if l.tail != nil {
+		l.tail.bnext = g
+	} else {
+		l.head = g
+	}
+	l.tail = g
+	l.n++
+}
+
+func (l *gorList) remove(g *gor) {
+	if g.bprev != nil {
+		g.bprev.bnext = g.bnext
+	} else {
+		l.head = g.bnext
+	}
+	if g.bnext != nil {
+		g.bnext.bprev = g.bprev
+	} else {
+		l.tail = g.bprev
+	}
+	g.bprev, g.bnext = nil, nil
+	l.n--
+}
