@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/ratelab/ratelab/clock"
 )
 
 // AdaptiveConfig configures an Adaptive strategy. A zero field takes the
@@ -33,6 +35,9 @@ type AdaptiveConfig struct {
 	// the holder of the fleet's probe token probes above its share. nil:
 	// each process learns its own limit.
 	Fleet Fleet `json:"-" yaml:"-"`
+	// Clock is the clock the strategy reads the time from and waits
+	// through: clock.Sim for a simulated run. nil means real time.
+	Clock clock.Clock `json:"-" yaml:"-"`
 }
 
 // withDefaults returns c with its zero fields set to the defaults and Initial
@@ -140,6 +145,7 @@ const defaultRTT = time.Second
 // for concurrent use.
 type Adaptive struct {
 	cfg  AdaptiveConfig
+	clk  clock.Clock
 	m    meter
 	mu   sync.Mutex
 	keys map[limitKey]*adaptiveKey
@@ -158,7 +164,7 @@ type adaptiveKey struct {
 
 // NewAdaptive returns an Adaptive strategy configured by cfg.
 func NewAdaptive(cfg AdaptiveConfig, opts ...Option) *Adaptive {
-	a := &Adaptive{cfg: cfg.withDefaults(), keys: make(map[limitKey]*adaptiveKey)}
+	a := &Adaptive{cfg: cfg.withDefaults(), clk: clock.Or(cfg.Clock), keys: make(map[limitKey]*adaptiveKey)}
 	a.m.init(opts)
 	a.m.set(func(st *Stats) { st.Limit = float64(a.cfg.Initial) })
 	return a
@@ -168,7 +174,7 @@ func NewAdaptive(cfg AdaptiveConfig, opts ...Option) *Adaptive {
 func (a *Adaptive) keyLocked(k limitKey) *adaptiveKey {
 	ak, ok := a.keys[k]
 	if !ok {
-		ak = &adaptiveKey{law: newAdaptiveLaw(a.cfg), line: newLine()}
+		ak = &adaptiveKey{law: newAdaptiveLaw(a.cfg), line: newLine(a.clk)}
 		a.keys[k] = ak
 	}
 	return ak
@@ -202,7 +208,7 @@ func (a *Adaptive) Acquire(ctx context.Context, c Cost) (Permit, error) {
 	finish := func(o Outcome, done bool) {
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		now := time.Now()
+		now := a.clk.Now()
 		at = ak.law.finish(now, at, o, done)
 		a.syncFleetLocked(now, k, ak)
 		a.publishLocked(now)
@@ -227,7 +233,7 @@ func (p *windowPermit) grantLimit() int { return p.limit }
 // Stats implements Strategy.
 func (a *Adaptive) Stats() Stats {
 	a.mu.Lock()
-	a.publishLocked(time.Now())
+	a.publishLocked(a.clk.Now())
 	a.mu.Unlock()
 	return a.m.snapshot()
 }

@@ -104,8 +104,8 @@ func (a *Adaptive) SetState(provider, key string, s LearnedState) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	ak := a.keyLocked(limitKey{provider, key})
-	ak.law.restore(time.Now(), s)
-	a.publishLocked(time.Now())
+	ak.law.restore(a.clk.Now(), s)
+	a.publishLocked(a.clk.Now())
 	ak.line.notifyLocked()
 }
 
@@ -119,7 +119,7 @@ func (a *Adaptive) SaveState(path string, key StateKey) error {
 	s := a.State(key.Provider, key.KeyFingerprint)
 	s.StateKey = key
 	s.KeyFingerprint = legacyFingerprint(key.KeyFingerprint)
-	s.Saved = time.Now().UTC().Truncate(time.Second)
+	s.Saved = a.clk.Now().UTC().Truncate(time.Second)
 
 	f, err := readStateFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -6,6 +6,8 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/ratelab/ratelab/clock"
 )
 
 // AIMDConfig configures an AIMD. A zero field takes the default given with it.
@@ -21,6 +23,9 @@ type AIMDConfig struct {
 	Increase float64 `json:"increase" yaml:"increase"`
 	// Decrease multiplies the window on a throttle. Default 0.9.
 	Decrease float64 `json:"decrease" yaml:"decrease"`
+	// Clock is the clock the strategy reads the time from and waits
+	// through: clock.Sim for a simulated run. nil means real time.
+	Clock clock.Clock `json:"-" yaml:"-"`
 }
 
 // noBound is the Max of a window with none: a window grows only while it
@@ -86,6 +91,7 @@ func (c AIMDConfig) withDefaults() AIMDConfig {
 // below the permits out. It is safe for concurrent use.
 type AIMD struct {
 	m    meter
+	clk  clock.Clock
 	mu   sync.Mutex
 	law  aimdLaw
 	line *line
@@ -95,9 +101,10 @@ var _ Strategy = (*AIMD)(nil)
 
 // NewAIMD returns an AIMD configured by cfg.
 func NewAIMD(cfg AIMDConfig, opts ...Option) *AIMD {
-	a := &AIMD{law: newAIMDLaw(cfg), line: newLine()}
+	c := clock.Or(cfg.Clock)
+	a := &AIMD{clk: c, law: newAIMDLaw(cfg), line: newLine(c)}
 	a.m.init(opts)
-	a.publishLocked(time.Now(), "initial")
+	a.publishLocked(c.Now(), "initial")
 	return a
 }
 
@@ -122,7 +129,7 @@ func (a *AIMD) Acquire(ctx context.Context, _ Cost) (Permit, error) {
 		before := a.law.capacity()
 		seq = a.law.observe(seq, o, done)
 		if c := a.law.capacity(); c != before {
-			a.publishLocked(time.Now(), o.Kind.String())
+			a.publishLocked(a.clk.Now(), o.Kind.String())
 		}
 		a.line.notifyLocked()
 	}

@@ -5,6 +5,8 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/ratelab/ratelab/clock"
 )
 
 // AIMDDelayConfig configures an AIMDDelay. A zero field takes the default
@@ -26,6 +28,9 @@ type AIMDDelayConfig struct {
 	Increase float64 `json:"increase" yaml:"increase"`
 	// Cooldown is the pause after a throttle (see AIMDDelay). Default 10 s.
 	Cooldown time.Duration `json:"cooldown" yaml:"cooldown"`
+	// Clock is the clock the strategy reads the time from and waits
+	// through: clock.Sim for a simulated run. nil means real time.
+	Clock clock.Clock `json:"-" yaml:"-"`
 }
 
 // withDefaults returns c with its zero fields set to the defaults and the
@@ -88,6 +93,7 @@ func (c AIMDDelayConfig) withDefaults() AIMDDelayConfig {
 type AIMDDelay struct {
 	m    meter
 	mu   sync.Mutex
+	clk  clock.Clock
 	law  delayLaw
 	line *line
 }
@@ -96,7 +102,8 @@ var _ Strategy = (*AIMDDelay)(nil)
 
 // NewAIMDDelay returns an AIMDDelay configured by cfg.
 func NewAIMDDelay(cfg AIMDDelayConfig, opts ...Option) *AIMDDelay {
-	a := &AIMDDelay{law: newDelayLaw(cfg), line: newLine()}
+	c := clock.Or(cfg.Clock)
+	a := &AIMDDelay{clk: c, law: newDelayLaw(cfg), line: newLine(c)}
 	a.m.init(opts)
 	a.publishLocked()
 	return a
@@ -120,7 +127,7 @@ func (a *AIMDDelay) Acquire(ctx context.Context, _ Cost) (Permit, error) {
 	learn := func(o Outcome) {
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		a.law.observe(time.Now(), o)
+		a.law.observe(a.clk.Now(), o)
 		a.publishLocked()
 		a.line.notifyLocked()
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/ratelab/ratelab/clock"
 )
 
 // budget is a token bucket that calls reserve from in a FIFO line and settle
@@ -28,7 +30,7 @@ type reservation struct {
 	n       float64
 	granted bool
 	elem    *list.Element // in budget.line while waiting
-	ready   chan struct{} // closed by the owner of the budget when granted
+	ready   *clock.Event  // set and fired by the owner of the budget when granted
 }
 
 // newBudget returns a full budget refilling perMinute tokens a minute and
@@ -59,7 +61,7 @@ func (b *budget) reserve(now time.Time, n int) (*reservation, error) {
 	if float64(n) > b.burst {
 		return nil, fmt.Errorf("%w: %d tokens, budget %.0f", ErrExceedsBudget, n, b.burst)
 	}
-	r := &reservation{n: float64(max(n, 0)), ready: make(chan struct{})}
+	r := &reservation{n: float64(max(n, 0))}
 	r.elem = b.line.PushBack(r)
 	return r, nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/ratelab/ratelab/clock"
 )
 
 // Call is how one call made through Do went.
@@ -27,7 +29,7 @@ type Call struct {
 // X-Stainless-Retry-Count) and classifies how it ended; it should honour ctx
 // and return a Canceled outcome when ctx ends it.
 //
-// Between attempts Do waits as p says: inside the held permit (reporting each
+// Between attempts Do waits as p says, through p.Clock: inside the held permit (reporting each
 // retried attempt with Permit.Observe), or, when p.Requeue is set, after
 // releasing the permit with Done, acquiring a new one once the wait is over.
 // A nil p makes one attempt.
@@ -39,7 +41,11 @@ type Call struct {
 // fails, Do returns a nil error: Call.Outcome says how the call ended.
 func Do(ctx context.Context, s Strategy, p *RetryPolicy, c Cost, attempt func(ctx context.Context, n int) Outcome) (Call, error) {
 	var call Call
-	pm, err := acquire(ctx, s, c, &call.Waits)
+	clk := clock.Real
+	if p != nil {
+		clk = clock.Or(p.Clock)
+	}
+	pm, err := acquire(ctx, clk, s, c, &call.Waits)
 	if err != nil {
 		return call, err
 	}
@@ -72,7 +78,7 @@ func Do(ctx context.Context, s Strategy, p *RetryPolicy, c Cost, attempt func(ct
 		} else {
 			pm.Observe(o)
 		}
-		slept, err := Sleep(ctx, wait)
+		slept, err := sleep(clk, ctx, wait)
 		if o.HasRetryAfter {
 			call.Waits.RetryAfter += slept
 		} else {
@@ -86,7 +92,7 @@ func Do(ctx context.Context, s Strategy, p *RetryPolicy, c Cost, attempt func(ct
 			return call, err
 		}
 		if p.Requeue {
-			if pm, err = acquire(ctx, s, c, &call.Waits); err != nil {
+			if pm, err = acquire(ctx, clk, s, c, &call.Waits); err != nil {
 				return call, err
 			}
 			held = true
@@ -96,32 +102,34 @@ func Do(ctx context.Context, s Strategy, p *RetryPolicy, c Cost, attempt func(ct
 
 var errAttemptPanicked = errors.New("strategies: attempt panicked")
 
-// acquire acquires a permit from s and adds its waits to w.
-func acquire(ctx context.Context, s Strategy, c Cost, w *Waits) (Permit, error) {
-	start := time.Now()
+// acquire acquires a permit from s and adds its waits, timed on clk, to w.
+func acquire(ctx context.Context, clk clock.Clock, s Strategy, c Cost, w *Waits) (Permit, error) {
+	start := clk.Now()
 	pm, err := s.Acquire(ctx, c)
 	if r, ok := pm.(WaitReporter); ok && err == nil {
 		*w = w.Add(r.Waited())
 	} else {
-		w.Slot += time.Since(start)
+		w.Slot += clock.Since(clk, start)
 	}
 	return pm, err
 }
 
 // Sleep waits for d or until ctx ends, whichever is first. It returns how
-// long it waited, and ctx's error if ctx ended first. It is the one blocking
-// wait of the retry policy, token-first's pacing and the engine's re-queue.
+// long it waited, and ctx's error if ctx ended first. It waits in real
+// time; the engine and the strategies wait through their clock (see sleep).
 func Sleep(ctx context.Context, d time.Duration) (time.Duration, error) {
+	return sleep(clock.Real, ctx, d)
+}
+
+// sleep is Sleep on clock c: the one blocking wait of the retry policy and
+// token-bucket's pacing.
+func sleep(c clock.Clock, ctx context.Context, d time.Duration) (time.Duration, error) {
 	if d <= 0 {
 		return 0, ctx.Err()
 	}
-	start := time.Now()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return d, nil
-	case <-ctx.Done():
-		return time.Since(start), ctx.Err()
+	start := c.Now()
+	if err := c.Sleep(ctx, d); err != nil {
+		return clock.Since(c, start), err
 	}
+	return d, nil
 }

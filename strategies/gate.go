@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/ratelab/ratelab/clock"
 )
 
 // gate is a retry-after gate: once a server asks a key's callers to wait, the
@@ -69,8 +71,9 @@ type admitFunc func(now time.Time) (ok bool, wait time.Duration, gated bool)
 // it named has come. A caller never overtakes an earlier one, so no caller
 // starves and a herd released by a gate passes one at a time.
 type line struct {
-	turn    chan struct{} // holds the head-of-line token when nobody has it
-	changed chan struct{} // closed and replaced by notifyLocked
+	clk     clock.Clock
+	turn    *slots       // the head-of-line token: one slot, taken in arrival order
+	changed *clock.Event // fired and replaced by notifyLocked
 
 	// The time the head of the line has spent held by a gate, so that the
 	// callers behind it can count that part of their wait as RetryAfter:
@@ -89,17 +92,17 @@ func (l *line) gatedLocked(now time.Time) time.Duration {
 	return l.gatedTotal + now.Sub(l.gatedSince)
 }
 
-func newLine() *line {
-	l := &line{turn: make(chan struct{}, 1), changed: make(chan struct{})}
-	l.turn <- struct{}{}
-	return l
+// newLine returns a line whose callers wait through c (nil: real time).
+func newLine(c clock.Clock) *line {
+	c = clock.Or(c)
+	return &line{clk: c, turn: newSlotsOn(c, 1), changed: c.NewEvent()}
 }
 
 // notifyLocked wakes the head of the line to evaluate the core again. Call it
 // with the owner's lock held, after any change that could admit a caller.
 func (l *line) notifyLocked() {
-	close(l.changed)
-	l.changed = make(chan struct{})
+	l.changed.Fire()
+	l.changed = l.clk.NewEvent()
 }
 
 // wait waits in line until ok evaluated under mu admits the caller, or ctx
@@ -110,7 +113,7 @@ func (l *line) wait(ctx context.Context, m *meter, mu sync.Locker, ok admitFunc)
 	var (
 		w      Waits
 		queued bool
-		start  = time.Now()
+		start  = l.clk.Now()
 	)
 	giveUp := func() (Waits, error) {
 		if queued {
@@ -119,42 +122,29 @@ func (l *line) wait(ctx context.Context, m *meter, mu sync.Locker, ok admitFunc)
 		m.gaveUp(w)
 		return Waits{}, ctx.Err()
 	}
-	select {
-	case <-l.turn:
-	default:
+	if !l.turn.tryAcquire() {
 		// In line behind the head: the part of the wait during which the
 		// head was held by a gate is RetryAfter, the rest Slot.
 		m.enqueue()
 		queued = true
 		mu.Lock()
-		g0 := l.gatedLocked(time.Now())
+		g0 := l.gatedLocked(l.clk.Now())
 		mu.Unlock()
-		var err error
-		select {
-		case <-l.turn:
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
+		err := l.turn.acquire(ctx)
 		mu.Lock()
-		gated := l.gatedLocked(time.Now()) - g0
+		gated := l.gatedLocked(l.clk.Now()) - g0
 		mu.Unlock()
 		w.RetryAfter += gated
-		w.Slot += time.Since(start) - gated
+		w.Slot += clock.Since(l.clk, start) - gated
 		if err != nil {
 			return giveUp()
 		}
 	}
-	defer func() { l.turn <- struct{}{} }()
+	defer l.turn.release()
 
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
 	for {
 		mu.Lock()
-		now := time.Now()
+		now := l.clk.Now()
 		admitted, d, gated := ok(now)
 		if !admitted && gated {
 			l.gatedSince = now
@@ -171,25 +161,9 @@ func (l *line) wait(ctx context.Context, m *meter, mu sync.Locker, ok admitFunc)
 			m.enqueue()
 			queued = true
 		}
-		var fire <-chan time.Time
-		if d > 0 {
-			// Since Go 1.23, Reset on a fired or stopped timer leaves no stale
-			// tick behind, so the timer can be reused as is.
-			if timer == nil {
-				timer = time.NewTimer(d)
-			} else {
-				timer.Reset(d)
-			}
-			fire = timer.C
-		}
-		var err error
-		select {
-		case <-changed:
-		case <-fire:
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
-		waited := time.Since(now)
+		// d == 0: only a change of the state can admit the caller.
+		_, err := l.clk.Wait(ctx, changed, d)
+		waited := clock.Since(l.clk, now)
 		if gated {
 			mu.Lock()
 			l.gatedTotal += waited

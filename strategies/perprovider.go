@@ -3,6 +3,8 @@ package strategies
 import (
 	"context"
 	"sync"
+
+	"github.com/ratelab/ratelab/clock"
 )
 
 // PerProviderConfig configures a PerProvider strategy.
@@ -14,6 +16,9 @@ type PerProviderConfig struct {
 	// Default is the limit for a provider missing from Limits. 0 means calls
 	// to such a provider are not limited.
 	Default int `json:"default" yaml:"default"`
+	// Clock is the clock the strategy reads the time from and waits
+	// through: clock.Sim for a simulated run. nil means real time.
+	Clock clock.Clock `json:"-" yaml:"-"`
 }
 
 // PerProvider keeps a separate semaphore for each provider and API key
@@ -28,6 +33,7 @@ type PerProviderConfig struct {
 // their limits, or 0 when any of them is unlimited. StatsFor gives one
 // provider and key alone. It is safe for concurrent use.
 type PerProvider struct {
+	clk      clock.Clock
 	limits   map[string]int
 	fallback int
 
@@ -52,7 +58,7 @@ func NewPerProvider(cfg PerProviderConfig, _ ...Option) *PerProvider {
 	for name, n := range cfg.Limits {
 		limits[name] = max(n, 0)
 	}
-	p := &PerProvider{limits: limits, fallback: max(cfg.Default, 0), parts: make(map[partitionKey]*partition)}
+	p := &PerProvider{clk: clock.Or(cfg.Clock), limits: limits, fallback: max(cfg.Default, 0), parts: make(map[partitionKey]*partition)}
 	return p
 }
 
@@ -69,7 +75,7 @@ func (p *PerProvider) partition(provider, key string) *partition {
 	if !ok {
 		limit = p.fallback
 	}
-	pt := &partition{slots: newSlots(limit)}
+	pt := &partition{slots: newSlotsOn(p.clk, limit)}
 	pt.m.set(func(st *Stats) { st.Limit = float64(limit) })
 	p.parts[k] = pt
 	return pt
@@ -79,7 +85,7 @@ func (p *PerProvider) partition(provider, key string) *partition {
 // the calls to that provider and key, or until ctx ends.
 func (p *PerProvider) Acquire(ctx context.Context, c Cost) (Permit, error) {
 	pt := p.partition(c.Provider, c.Key)
-	w, err := waitSlot(ctx, &pt.m, pt.slots)
+	w, err := waitSlot(ctx, p.clk, &pt.m, pt.slots)
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,8 @@ package strategies
 
 import (
 	"context"
-	"time"
+
+	"github.com/ratelab/ratelab/clock"
 )
 
 // SemaphoreConfig configures a Semaphore.
@@ -10,6 +11,9 @@ type SemaphoreConfig struct {
 	// Max is the most calls in flight at once (n in a scenario). Values
 	// below 1 mean 1.
 	Max int `json:"n" yaml:"n"`
+	// Clock is the clock the strategy reads the time from and waits
+	// through: clock.Sim for a simulated run. nil means real time.
+	Clock clock.Clock `json:"-" yaml:"-"`
 }
 
 // Semaphore admits at most Max calls at once, in arrival order: the seeds'
@@ -21,6 +25,7 @@ type SemaphoreConfig struct {
 // callers waited for a slot. It is safe for concurrent use.
 type Semaphore struct {
 	m     meter
+	clk   clock.Clock
 	max   int
 	slots *slots
 }
@@ -30,7 +35,8 @@ var _ Strategy = (*Semaphore)(nil)
 // NewSemaphore returns a Semaphore configured by cfg.
 func NewSemaphore(cfg SemaphoreConfig, opts ...Option) *Semaphore {
 	n := max(cfg.Max, 1)
-	s := &Semaphore{max: n, slots: newSlots(n)}
+	c := clock.Or(cfg.Clock)
+	s := &Semaphore{max: n, slots: newSlotsOn(c, n), clk: c}
 	s.m.init(opts)
 	s.m.set(func(st *Stats) { st.Limit = float64(n) })
 	return s
@@ -38,7 +44,7 @@ func NewSemaphore(cfg SemaphoreConfig, opts ...Option) *Semaphore {
 
 // Acquire waits for a free slot, in arrival order, or until ctx ends.
 func (s *Semaphore) Acquire(ctx context.Context, _ Cost) (Permit, error) {
-	w, err := waitSlot(ctx, &s.m, s.slots)
+	w, err := waitSlot(ctx, s.clk, &s.m, s.slots)
 	if err != nil {
 		return nil, err
 	}
@@ -48,18 +54,18 @@ func (s *Semaphore) Acquire(ctx context.Context, _ Cost) (Permit, error) {
 // Stats implements Strategy.
 func (s *Semaphore) Stats() Stats { return s.m.snapshot() }
 
-// waitSlot takes a slot from sl, counting the caller as queued on m while it
+// waitSlot takes a slot from sl, timing the wait on c, counting the caller as queued on m while it
 // waits. It returns the time waited as Waits.Slot; when ctx ends first, it
 // records that wait on m and returns ctx's error.
-func waitSlot(ctx context.Context, m *meter, sl *slots) (Waits, error) {
+func waitSlot(ctx context.Context, c clock.Clock, m *meter, sl *slots) (Waits, error) {
 	if sl.tryAcquire() {
 		return Waits{}, nil
 	}
-	start := time.Now()
+	start := c.Now()
 	m.enqueue()
 	err := sl.acquire(ctx)
 	m.dequeue()
-	w := Waits{Slot: time.Since(start)}
+	w := Waits{Slot: clock.Since(c, start)}
 	if err != nil {
 		m.gaveUp(w)
 		return Waits{}, err

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/ratelab/ratelab/clock"
 )
 
 // The convergence experiment: an in-process model of a provider with an
@@ -58,6 +60,7 @@ type simStep struct {
 // arriving at the instant another ends is held, whichever goroutine runs
 // first.
 type simServer struct {
+	clk      clock.Clock
 	mu       sync.Mutex
 	model    simModel
 	start    time.Time
@@ -77,9 +80,11 @@ type simPoint struct {
 	n int
 }
 
-func newSimServer(model simModel, seed uint64, steps []simStep) *simServer {
-	return &simServer{model: model, start: time.Now(), steps: steps, rng: rand.New(rand.NewPCG(seed, 0x5eed))}
+func newSimServer(clk clock.Clock, model simModel, seed uint64, steps []simStep) *simServer {
+	return &simServer{clk: clk, model: model, start: clk.Now(), steps: steps, rng: rand.New(rand.NewPCG(seed, 0x5eed))}
 }
+
+func (s *simServer) since() time.Duration { return clock.Since(s.clk, s.start) }
 
 func (s *simServer) limitAt(t time.Duration) int {
 	limit := simLimit
@@ -105,17 +110,17 @@ func (s *simServer) heldLocked(t time.Duration) int {
 // call is one attempt, the attempt function given to Do.
 func (s *simServer) call(ctx context.Context, _ int) Outcome {
 	s.mu.Lock()
-	t := time.Since(s.start)
+	t := s.since()
 	s.attempts++
 	s.sent++
 	s.sentLog = append(s.sentLog, simPoint{t, s.sent})
 	if s.heldLocked(t) >= s.limitAt(t) {
 		s.refusals = append(s.refusals, t)
 		s.mu.Unlock()
-		time.Sleep(s.model.refusal)
+		s.clk.Sleep(context.Background(), s.model.refusal) //nolint:errcheck // Background never ends
 		s.mu.Lock()
 		s.sent--
-		s.sentLog = append(s.sentLog, simPoint{time.Since(s.start), s.sent})
+		s.sentLog = append(s.sentLog, simPoint{s.since(), s.sent})
 		s.mu.Unlock()
 		return Outcome{Kind: Throttled, Status: 429, Latency: s.model.refusal, RetryAfter: simRetryAfter, HasRetryAfter: true}
 	}
@@ -128,11 +133,11 @@ func (s *simServer) call(ctx context.Context, _ int) Outcome {
 	s.heldLog = append(s.heldLog, simPoint{t, s.heldLocked(t)})
 	s.mu.Unlock()
 
-	time.Sleep(latency)
+	s.clk.Sleep(context.Background(), latency) //nolint:errcheck // Background never ends
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t = time.Since(s.start)
+	t = s.since()
 	s.ends = slices.Delete(s.ends, slices.Index(s.ends, end), slices.Index(s.ends, end)+1)
 	s.sent--
 	s.heldLog = append(s.heldLog, simPoint{t, s.heldLocked(t)})
@@ -166,14 +171,31 @@ type simConfig struct {
 	// maxRetries is the retry policy's MaxRetries (re-queued); 0 means
 	// unlimited, each call retried until it succeeds.
 	maxRetries int
+	// sim, when set, runs the experiment under this simulated clock
+	// instead of in a synctest bubble; new must then give the strategy
+	// that clock.
+	sim *clock.Sim
 }
 
-// runSim makes the run c describes, in virtual time.
+// runSim makes the run c describes, in virtual time: synctest's, or c.sim's.
 func runSim(t *testing.T, c simConfig) simRun {
 	t.Helper()
 	var run simRun
-	synctest.Test(t, func(t *testing.T) {
-		srv := newSimServer(c.model, c.seed, c.steps)
+	if c.sim != nil {
+		if err := c.sim.Run(t.Context(), func() { run = simBody(t, c, c.sim) }); err != nil {
+			t.Fatal(err)
+		}
+		return run
+	}
+	synctest.Test(t, func(t *testing.T) { run = simBody(t, c, clock.Real) })
+	return run
+}
+
+// simBody is the run c describes, on clk.
+func simBody(t *testing.T, c simConfig, clk clock.Clock) simRun {
+	var run simRun
+	{
+		srv := newSimServer(clk, c.model, c.seed, c.steps)
 		var limits []simPoint // the observer is called one event at a time
 		s := c.new(WithObserver(func(e Event) {
 			if e.Type == EventLimit {
@@ -184,15 +206,17 @@ func runSim(t *testing.T, c simConfig) simRun {
 		if maxRetries == 0 {
 			maxRetries = -1
 		}
-		policy := &RetryPolicy{MaxRetries: maxRetries, Requeue: true, Seed: int64(c.seed)}
+		policy := &RetryPolicy{MaxRetries: maxRetries, Requeue: true, Seed: int64(c.seed), Clock: clk}
 		cost := Cost{Provider: "sim", Key: Fingerprint("sim-key")}
 		var (
-			wg     sync.WaitGroup
+			wg     = clock.NewWaitGroup(clk)
 			mu     sync.Mutex
 			failed int
 		)
 		for i := range c.calls {
-			wg.Go(func() {
+			wg.Add(1)
+			clk.Go(func() {
+				defer wg.Done()
 				call, err := Do(t.Context(), s, policy.ForCall(int64(i)), cost, srv.call)
 				if err != nil {
 					t.Errorf("call %d: %v", i, err)
@@ -209,11 +233,11 @@ func runSim(t *testing.T, c simConfig) simRun {
 		}
 		wg.Wait()
 		run = simRun{
-			stats: s.Stats(), calls: c.calls, attempts: srv.attempts, failed: failed, wall: time.Since(srv.start),
+			stats: s.Stats(), calls: c.calls, attempts: srv.attempts, failed: failed, wall: srv.since(),
 			heldLog: srv.heldLog, sentLog: srv.sentLog, refusals: srv.refusals, finished: srv.finished,
 			limits: limits,
 		}
-	})
+	}
 	return run
 }
 

@@ -4,22 +4,30 @@ import (
 	"container/list"
 	"context"
 	"sync"
+
+	"github.com/ratelab/ratelab/clock"
 )
 
 // slots is a FIFO counting semaphore whose limit may change while callers
 // wait. Waiters are admitted in arrival order: a caller never overtakes an
 // earlier one still waiting, so a steady stream of new callers cannot starve
 // an old one. A limit of 0 or less means unlimited. The zero value is an
-// unlimited semaphore.
+// unlimited semaphore waiting in real time; clk, when set, is the clock its
+// callers wait through.
 type slots struct {
+	clk     clock.Clock
 	mu      sync.Mutex
 	limit   int
 	used    int
-	waiters list.List // of chan struct{}, closed when granted
+	waiters list.List // of *clock.Event, fired when granted
 }
 
 // newSlots returns a semaphore admitting limit callers at once.
 func newSlots(limit int) *slots { return &slots{limit: limit} }
+
+// newSlotsOn returns a semaphore admitting limit callers at once, whose
+// callers wait through c (nil: real time).
+func newSlotsOn(c clock.Clock, limit int) *slots { return &slots{clk: c, limit: limit} }
 
 // acquire takes a slot, waiting in line for one if none is free. If ctx ends
 // first it returns ctx's error and holds no slot.
@@ -30,22 +38,20 @@ func (s *slots) acquire(ctx context.Context) error {
 		s.mu.Unlock()
 		return nil
 	}
-	ready := make(chan struct{})
+	c := clock.Or(s.clk)
+	ready := c.NewEvent()
 	e := s.waiters.PushBack(ready)
 	s.mu.Unlock()
 
-	select {
-	case <-ready:
+	if fired, _ := c.Wait(ctx, ready, 0); fired {
 		return nil
-	case <-ctx.Done():
 	}
 	s.mu.Lock()
-	select {
-	case <-ready:
+	if ready.Fired() {
 		// Granted as ctx ended: give the slot to the next in line.
 		s.used--
 		s.grantLocked()
-	default:
+	} else {
 		s.waiters.Remove(e)
 	}
 	s.mu.Unlock()
@@ -95,8 +101,8 @@ func (s *slots) freeLocked() bool { return s.limit <= 0 || s.used < s.limit }
 
 func (s *slots) grantLocked() {
 	for s.waiters.Len() > 0 && s.freeLocked() {
-		ready := s.waiters.Remove(s.waiters.Front()).(chan struct{})
+		ready := s.waiters.Remove(s.waiters.Front()).(*clock.Event)
 		s.used++
-		close(ready)
+		ready.Fire()
 	}
 }

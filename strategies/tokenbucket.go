@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/ratelab/ratelab/clock"
 )
 
 // ErrExceedsBudget is returned by Acquire for a call whose Cost.Tokens()
@@ -33,6 +35,9 @@ type TokenBucketConfig struct {
 	// spell. 0 means a minute's worth (TPM), as a provider's bucket holds.
 	// A call costing more is refused with ErrExceedsBudget.
 	TokenBurst int `json:"token_burst" yaml:"token_burst"`
+	// Clock is the clock the strategy reads the time from and waits
+	// through: clock.Sim for a simulated run. nil means real time.
+	Clock clock.Clock `json:"-" yaml:"-"`
 }
 
 // TokenBucket paces calls to a provider's published requests-per-minute and
@@ -53,7 +58,8 @@ type TokenBucketConfig struct {
 // Waits.Slot, the further wait for the token bucket as Waits.Tokens. It is
 // safe for concurrent use.
 type TokenBucket struct {
-	m meter
+	m   meter
+	clk clock.Clock
 
 	mu    sync.Mutex // orders reservations on both buckets
 	req   *rate.Limiter
@@ -68,6 +74,7 @@ var _ Strategy = (*TokenBucket)(nil)
 // full.
 func NewTokenBucket(cfg TokenBucketConfig, opts ...Option) *TokenBucket {
 	b := &TokenBucket{
+		clk: clock.Or(cfg.Clock),
 		req: newLimiter(cfg.RPM, max(cfg.RequestBurst, 1)),
 		tpm: max(cfg.TPM, 0),
 	}
@@ -143,17 +150,17 @@ func (b *TokenBucket) cancel(now time.Time, r bucketReservation) {
 // returns an error wrapping ErrExceedsBudget, at once, for a call costing
 // more than TokenBurst.
 func (b *TokenBucket) Acquire(ctx context.Context, c Cost) (Permit, error) {
-	now := time.Now()
+	now := b.clk.Now()
 	r, err := b.reserve(now, c.Tokens())
 	if err != nil {
 		return nil, err
 	}
 	if d := r.wait.Total(); d > 0 {
 		b.m.enqueue()
-		slept, err := Sleep(ctx, d)
+		slept, err := sleep(b.clk, ctx, d)
 		b.m.dequeue()
 		if err != nil {
-			b.cancel(time.Now(), r)
+			b.cancel(b.clk.Now(), r)
 			b.m.gaveUp(splitWait(r.wait, slept))
 			return nil, err
 		}
@@ -171,7 +178,7 @@ func splitWait(w Waits, d time.Duration) Waits {
 // Stats implements Strategy.
 func (b *TokenBucket) Stats() Stats {
 	st := b.m.snapshot()
-	st.Tokens = b.tokensAt(time.Now())
+	st.Tokens = b.tokensAt(b.clk.Now())
 	return st
 }
 

@@ -5,6 +5,8 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/ratelab/ratelab/clock"
 )
 
 // TokenFirstConfig configures a TokenFirst strategy. The zero value limits
@@ -19,6 +21,9 @@ type TokenFirstConfig struct {
 	// MaxConcurrent is the most calls in flight at once (n in a scenario,
 	// as semaphore's). 0 means no limit.
 	MaxConcurrent int `json:"n" yaml:"n"`
+	// Clock is the clock the strategy reads the time from and waits
+	// through: clock.Sim for a simulated run. nil means real time.
+	Clock clock.Clock `json:"-" yaml:"-"`
 }
 
 // TokenFirst gates each call on both a provider's limits, tokens first: it
@@ -46,11 +51,12 @@ type TokenFirstConfig struct {
 // Waits.Slot. It is safe for concurrent use.
 type TokenFirst struct {
 	m     meter
+	clk   clock.Clock
 	slots *slots
 
-	mu     sync.Mutex // guards budget and timer
-	budget *budget    // nil when tokens are not budgeted
-	timer  *time.Timer
+	mu       sync.Mutex  // guards budget and stopTick
+	budget   *budget     // nil when tokens are not budgeted
+	stopTick func() bool // stops the pending tick; nil when none is set
 }
 
 var _ Strategy = (*TokenFirst)(nil)
@@ -59,13 +65,14 @@ var _ Strategy = (*TokenFirst)(nil)
 // budget.
 func NewTokenFirst(cfg TokenFirstConfig, opts ...Option) *TokenFirst {
 	n := max(cfg.MaxConcurrent, 0)
-	s := &TokenFirst{slots: newSlots(n)}
+	c := clock.Or(cfg.Clock)
+	s := &TokenFirst{clk: c, slots: newSlotsOn(c, n)}
 	if cfg.TPM > 0 {
 		burst := cfg.TokenBurst
 		if burst <= 0 {
 			burst = int(math.Ceil(cfg.TPM))
 		}
-		s.budget = newBudget(time.Now(), cfg.TPM, burst)
+		s.budget = newBudget(c.Now(), cfg.TPM, burst)
 	}
 	s.m.init(opts)
 	s.m.set(func(st *Stats) { st.Limit = float64(n) })
@@ -81,7 +88,7 @@ func (s *TokenFirst) Acquire(ctx context.Context, c Cost) (Permit, error) {
 	if err != nil {
 		return nil, err
 	}
-	w, err := waitSlot(ctx, &s.m, s.slots)
+	w, err := waitSlot(ctx, s.clk, &s.m, s.slots)
 	if err != nil {
 		s.withdraw(r)
 		s.m.gaveUp(Waits{Tokens: wTokens})
@@ -110,13 +117,14 @@ func (s *TokenFirst) reserve(ctx context.Context, n int) (*reservation, time.Dur
 	if s.budget == nil {
 		return nil, 0, nil
 	}
-	start := time.Now()
+	start := s.clk.Now()
 	s.mu.Lock()
 	r, err := s.budget.reserve(start, n)
 	if err != nil {
 		s.mu.Unlock()
 		return nil, 0, err
 	}
+	r.ready = s.clk.NewEvent()
 	s.admitLocked(start)
 	granted := r.granted
 	s.mu.Unlock()
@@ -126,13 +134,11 @@ func (s *TokenFirst) reserve(ctx context.Context, n int) (*reservation, time.Dur
 
 	s.m.enqueue()
 	defer s.m.dequeue()
-	select {
-	case <-r.ready:
-		return r, time.Since(start), nil
-	case <-ctx.Done():
+	if fired, _ := s.clk.Wait(ctx, r.ready, 0); fired {
+		return r, clock.Since(s.clk, start), nil
 	}
 	s.withdraw(r)
-	s.m.gaveUp(Waits{Tokens: time.Since(start)})
+	s.m.gaveUp(Waits{Tokens: clock.Since(s.clk, start)})
 	return nil, 0, ctx.Err()
 }
 
@@ -141,7 +147,7 @@ func (s *TokenFirst) withdraw(r *reservation) {
 	if r == nil {
 		return
 	}
-	now := time.Now()
+	now := s.clk.Now()
 	s.mu.Lock()
 	s.budget.withdraw(now, r)
 	s.admitLocked(now)
@@ -151,7 +157,7 @@ func (s *TokenFirst) withdraw(r *reservation) {
 // settle corrects the budget for a call that reserved reserved tokens and
 // used used.
 func (s *TokenFirst) settle(reserved, used float64) {
-	now := time.Now()
+	now := s.clk.Now()
 	s.mu.Lock()
 	s.budget.settle(now, reserved, used)
 	s.admitLocked(now)
@@ -163,22 +169,21 @@ func (s *TokenFirst) settle(reserved, used float64) {
 func (s *TokenFirst) admitLocked(now time.Time) {
 	granted, next := s.budget.admit(now)
 	for _, r := range granted {
-		close(r.ready)
+		r.ready.Fire()
 	}
-	switch {
-	case next == 0 && s.timer != nil:
-		s.timer.Stop()
-	case next > 0 && s.timer == nil:
-		s.timer = time.AfterFunc(next, s.tick)
-	case next > 0:
-		s.timer.Reset(next)
+	if s.stopTick != nil {
+		s.stopTick()
+		s.stopTick = nil
+	}
+	if next > 0 {
+		s.stopTick = s.clk.AfterFunc(next, s.tick)
 	}
 }
 
 // tick is the timer's callback: the head of the line may now have its tokens.
 func (s *TokenFirst) tick() {
 	s.mu.Lock()
-	s.admitLocked(time.Now())
+	s.admitLocked(s.clk.Now())
 	s.mu.Unlock()
 }
 
@@ -187,7 +192,7 @@ func (s *TokenFirst) Stats() Stats {
 	st := s.m.snapshot()
 	if s.budget != nil {
 		s.mu.Lock()
-		st.Tokens = s.budget.available(time.Now())
+		st.Tokens = s.budget.available(s.clk.Now())
 		s.mu.Unlock()
 	}
 	return st
