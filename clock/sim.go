@@ -36,8 +36,9 @@ import (
 //
 // A run where every goroutine is blocked with no timer pending and no
 // context left to end can never go on: Run reports it as an error naming
-// how many goroutines were stuck, and ends them (their deferred calls run,
-// their waits never return), rather than hanging.
+// how many goroutines were stuck, and ends them (with runtime.Goexit: their
+// deferred calls run, their waits never return), rather than hanging. The
+// timers of helpers (GoHelper) do not count.
 //
 // A Sim may run several runs one after the other; its time goes on from
 // where the last one left it. Now may be called from any goroutine; Go,
@@ -51,6 +52,7 @@ type Sim struct {
 	ready   gorQueue
 	live    int // goroutines of the run not ended
 	timers  timerHeap
+	pending int    // timers in timers not set by a helper's wait (see GoHelper)
 	seq     uint64 // orders timers set for the same instant
 	blocked gorList
 	groups  map[context.Context]*ctxGroup
@@ -72,7 +74,8 @@ func NewSim(start time.Time) *Sim {
 
 // gor is one goroutine of a run.
 type gor struct {
-	baton chan struct{} // receives the right to run
+	baton  chan struct{} // receives the right to run
+	helper bool          // started by GoHelper: its timers keep no run alive
 
 	// The wait under way, guarded by Sim.mu. gen changes at every wait and
 	// wake-up, so that an Event's stale record of a waiter is ignored.
@@ -115,6 +118,13 @@ func (s *Sim) Run(ctx context.Context, f func()) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.running, s.ctx, s.cur = false, nil, nil
+	// Timers still pending belong to a run that is over: dropped, they
+	// cannot move the time of the next one.
+	for _, t := range s.timers {
+		t.index = -1
+	}
+	clear(s.timers)
+	s.timers, s.pending = s.timers[:0], 0
 	return s.err
 }
 
@@ -134,6 +144,16 @@ func (s *Sim) Go(f func()) {
 		panic("clock: Sim.Go called outside Sim.Run")
 	}
 	s.spawnLocked(f)
+}
+
+// goHelper implements GoHelper.
+func (s *Sim) goHelper(f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.running {
+		panic("clock: Sim.Go called outside Sim.Run")
+	}
+	s.spawnLocked(f).helper = true
 }
 
 // spawnLocked starts f's goroutine, parked until it is handed the baton,
@@ -199,6 +219,10 @@ func (s *Sim) Wait(ctx context.Context, e *Event, d time.Duration) (bool, error)
 	}
 	if d > 0 {
 		g.timer = s.addTimerLocked(d, g, nil)
+		g.timer.helper = g.helper
+		if g.helper {
+			s.pending--
+		}
 	}
 	if ctx.Done() != nil {
 		s.joinLocked(ctx, g)
@@ -224,8 +248,8 @@ func (s *Sim) Wait(ctx context.Context, e *Event, d time.Duration) (bool, error)
 }
 
 // AfterFunc implements Clock: f runs as a new goroutine of the run, queued
-// as ready when its timer fires. A timer set outside a run fires in the next
-// one.
+// as ready when its timer fires. A timer set between runs fires in the next
+// one; one still pending when its run ends is dropped.
 func (s *Sim) AfterFunc(d time.Duration, f func()) func() bool {
 	s.mu.Lock()
 	t := s.addTimerLocked(d, nil, f)
@@ -236,7 +260,7 @@ func (s *Sim) AfterFunc(d time.Duration, f func()) func() bool {
 		if t.index < 0 {
 			return false
 		}
-		heap.Remove(&s.timers, t.index)
+		s.removeTimerLocked(t)
 		return true
 	}
 }
@@ -274,7 +298,7 @@ func (s *Sim) wakeLocked(g *gor, reason wakeReason) {
 	g.reason = reason
 	if g.timer != nil {
 		if g.timer.index >= 0 {
-			heap.Remove(&s.timers, g.timer.index)
+			s.removeTimerLocked(g.timer)
 		}
 		g.timer = nil
 	}
@@ -300,8 +324,9 @@ func (s *Sim) scheduleLocked() *gor {
 		if s.wakeEndedLocked() {
 			continue
 		}
-		if len(s.timers) > 0 {
-			t := heap.Pop(&s.timers).(*simTimer)
+		if s.pending > 0 {
+			t := s.timers[0]
+			s.removeTimerLocked(t)
 			if t.when.After(s.now) {
 				s.now = t.when
 			}
@@ -319,14 +344,27 @@ func (s *Sim) scheduleLocked() *gor {
 
 // deadlockLocked records that the run can never go on and readies every
 // blocked goroutine to end it.
+// Helpers left when every other goroutine has ended are no deadlock: they
+// are ended the same way, and the run ends without an error.
 func (s *Sim) deadlockLocked() {
 	n := s.blocked.n
-	note := ""
-	if s.ctx.Err() != nil {
-		note = " (the run's context has ended, but they do not wait for it)"
+	helpers := 0
+	for g := s.blocked.head; g != nil; g = g.bnext {
+		if g.helper {
+			helpers++
+		}
 	}
-	s.err = fmt.Errorf("clock: simulated run deadlocked at %s: %d goroutine(s) blocked with no timer pending%s",
-		s.now.Format(time.RFC3339Nano), n, note)
+	if helpers < n || helpers < s.live {
+		note := ""
+		if helpers > 0 {
+			note = fmt.Sprintf(" (%d of them helpers)", helpers)
+		}
+		if s.ctx.Err() != nil {
+			note += " (the run's context has ended, but they do not wait for it)"
+		}
+		s.err = fmt.Errorf("clock: simulated run deadlocked at %s: %d goroutine(s) blocked with no timer pending%s",
+			s.now.Format(time.RFC3339Nano), n, note)
+	}
 	s.dead = true
 	for s.blocked.head != nil {
 		s.wakeLocked(s.blocked.head, wokeKilled)
@@ -401,18 +439,27 @@ func (s *Sim) wakeEndedLocked() bool {
 
 // simTimer wakes g, or starts f, at when.
 type simTimer struct {
-	when  time.Time
-	seq   uint64
-	index int // in Sim.timers; -1 when not in it
-	g     *gor
-	f     func()
+	when   time.Time
+	seq    uint64
+	index  int // in Sim.timers; -1 when not in it
+	helper bool
+	g      *gor
+	f      func()
 }
 
 func (s *Sim) addTimerLocked(d time.Duration, g *gor, f func()) *simTimer {
 	s.seq++
 	t := &simTimer{when: s.now.Add(max(d, 0)), seq: s.seq, g: g, f: f}
 	heap.Push(&s.timers, t)
+	s.pending++
 	return t
+}
+
+func (s *Sim) removeTimerLocked(t *simTimer) {
+	heap.Remove(&s.timers, t.index)
+	if !t.helper {
+		s.pending--
+	}
 }
 
 // timerHeap orders timers by (when, seq).
@@ -498,4 +545,19 @@ func (l *gorList) remove(g *gor) {
 	}
 	g.bprev, g.bnext = nil, nil
 	l.n--
+}
+
+// GoHelper runs f in a new goroutine of the run, like c.Go, as a helper that
+// does not keep the run alive: under a Sim, a run whose other goroutines
+// are all blocked with no timer of theirs pending has deadlocked, whatever
+// timers the helpers still have (a timeline's sampler ticking on would
+// otherwise move the time forever), and helpers still waiting once every
+// other goroutine has ended are ended with the run. Under any other clock it
+// is c.Go.
+func GoHelper(c Clock, f func()) {
+	if s, ok := c.(*Sim); ok {
+		s.goHelper(f)
+		return
+	}
+	c.Go(f)
 }

@@ -430,3 +430,56 @@ func BenchmarkSimEvent(b *testing.B) {
 		b.Fatal(err)
 	}
 }
+
+// TestSimHelper: a helper ticking on keeps no run alive. It ticks while the
+// run goes on, ends with it, and does not hide a deadlock.
+func TestSimHelper(t *testing.T) {
+	ticker := func(tr *trace, c Clock) {
+		GoHelper(c, func() {
+			for {
+				c.Sleep(context.Background(), 400*time.Millisecond)
+				tr.log("tick")
+			}
+		})
+	}
+	got := runTrace(t, func(tr *trace) {
+		ticker(tr, tr.s)
+		tr.s.Sleep(context.Background(), time.Second)
+		tr.log("done")
+	})
+	checkSteps(t, got, []string{"400ms tick", "800ms tick", "1s done"})
+
+	s := NewSim(t0)
+	tr := &trace{s: s}
+	err := s.Run(t.Context(), func() {
+		ticker(tr, s)
+		s.Wait(t.Context(), s.NewEvent(), 0)
+	})
+	if err == nil || !strings.Contains(err.Error(), "2 goroutine(s) blocked") || !strings.Contains(err.Error(), "1 of them helpers") {
+		t.Errorf("Run = %v, want a deadlock of 2 goroutines, 1 a helper", err)
+	}
+	if len(tr.steps) != 0 {
+		t.Errorf("the helper ticked %v in a run deadlocked from the start", tr.steps)
+	}
+}
+
+// TestSimTimersDropped: a timer still pending when a run ends does not fire
+// in the next run, nor move its time.
+func TestSimTimersDropped(t *testing.T) {
+	s := NewSim(t0)
+	var stop func() bool
+	if err := s.Run(t.Context(), func() {
+		stop = s.AfterFunc(time.Hour, func() { t.Error("a timer of an ended run fired") })
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Run(t.Context(), func() { s.Sleep(t.Context(), 2*time.Hour) }); err != nil {
+		t.Fatal(err)
+	}
+	if stop() {
+		t.Error("stop of a dropped timer = true")
+	}
+	if got := s.Now().Sub(t0); got != 2*time.Hour {
+		t.Errorf("time %v, want 2h", got)
+	}
+}
