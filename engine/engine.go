@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ratelab/ratelab/clock"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/provider"
 	"github.com/ratelab/ratelab/strategies"
@@ -318,6 +319,14 @@ type Config struct {
 	// block. It is not asked once the run is stopping: an item whose round
 	// ends then, or that is waiting between rounds, is not finished.
 	Again func(Result) bool
+	// Clock is the run's time and way of waiting: the workers and the
+	// timeline's sampler are its goroutines, every timing is read from it,
+	// and the waits between rounds and, when Retry's Clock is nil, between
+	// attempts go through it. Give Strategy (and Client, when it waits) the
+	// same clock. A clock.Sim makes a simulated run: call Run from within
+	// Sim.Run, and use a Source that does not block (Slice, Generate). nil
+	// means real time.
+	Clock clock.Clock
 }
 
 // PanicError is what Run panics with when a worker panicked: the original
@@ -366,6 +375,7 @@ func Run(ctx context.Context, cfg Config, src Source) (measure.Summary, error) {
 
 type run struct {
 	cfg  Config
+	clk  clock.Clock
 	ctx  context.Context // the caller's
 	rec  *Recorder
 	cost func(provider.Request) strategies.Cost
@@ -396,7 +406,7 @@ func newRun(ctx context.Context, cfg Config) *run {
 	if cfg.Resolution == 0 {
 		cfg.Resolution = DefaultResolution
 	}
-	r := &run{cfg: cfg, ctx: ctx}
+	r := &run{cfg: cfg, clk: clock.Or(cfg.Clock), ctx: ctx}
 	r.rec = NewRecorder(cfg.Strategy, cfg.Resolution)
 	if c, ok := cfg.Client.(Coster); ok {
 		r.cost = c.Cost
@@ -417,19 +427,19 @@ func newRun(ctx context.Context, cfg Config) *run {
 }
 
 func (r *run) run(src Source) (sum measure.Summary, err error) {
-	start := time.Now()
+	start := r.clk.Now()
 	r.rec.start(start)
-	sampler := r.rec.sample(start)
-	finished := make(chan struct{})
+	sampler := r.rec.sample(r.clk, start)
+	finished := r.clk.NewEvent()
 	if r.cfg.Grace > 0 {
-		go r.watchGrace(finished)
+		r.clk.Go(func() { r.watchGrace(finished) })
 	}
 
 	// Workers are started as items arrive and no worker is idle, up to
 	// cfg.Workers, and then live for the run: a worker's stack grows once,
 	// not once per item, and memory follows the concurrency actually used.
-	work := make(chan Item)
-	var wg sync.WaitGroup
+	work := clock.NewChan[Item](r.clk)
+	wg := clock.NewWaitGroup(r.clk)
 	workers, taken, exhausted := 0, 0, false
 	var srcErr error
 	worker := func(first Item) {
@@ -440,12 +450,16 @@ func (r *run) run(src Source) (sum measure.Summary, err error) {
 			}
 		}()
 		r.process(first)
-		for it := range work {
+		for {
+			it, ok := work.Recv()
+			if !ok {
+				return
+			}
 			r.process(it)
 		}
 	}
 	func() {
-		defer close(work)
+		defer work.Close()
 		// A panic in the source still waits for the workers before it
 		// goes on up.
 		defer func() {
@@ -461,33 +475,30 @@ func (r *run) run(src Source) (sum measure.Summary, err error) {
 			if r.stopCtx.Err() != nil {
 				return
 			}
-			select {
-			case work <- it:
+			if work.TrySend(it) {
 				taken++
 				continue
-			default:
 			}
 			if workers < r.cfg.Workers {
 				workers++
 				taken++
 				wg.Add(1)
-				go worker(it)
+				first := it // escapes to the worker; it itself stays on the stack
+				r.clk.Go(func() { worker(first) })
 				continue
 			}
-			select {
-			case work <- it:
-				taken++
-			case <-r.stopCtx.Done():
+			if work.Send(r.stopCtx, it) != nil {
 				return
 			}
+			taken++
 		}
 		exhausted = true
 	}()
 	wg.Wait()
-	close(finished)
+	finished.Fire()
 	r.cancelCall()
 	r.stop(nil)
-	end := time.Now()
+	end := r.clk.Now()
 	sampler.stop(end)
 
 	if r.panicked != nil {
@@ -509,22 +520,16 @@ func (r *run) run(src Source) (sum measure.Summary, err error) {
 
 // watchGrace cancels the attempts in progress Grace after the caller's ctx
 // ends, or at once when the run is aborted.
-func (r *run) watchGrace(finished <-chan struct{}) {
-	select {
-	case <-r.stopCtx.Done():
-	case <-finished:
+func (r *run) watchGrace(finished *clock.Event) {
+	if fired, _ := r.clk.Wait(r.stopCtx, finished, 0); fired {
 		return
 	}
 	if errors.Is(context.Cause(r.stopCtx), errFatal) {
 		r.cancelCall()
 		return
 	}
-	t := time.NewTimer(r.cfg.Grace)
-	defer t.Stop()
-	select {
-	case <-t.C:
+	if fired, _ := r.clk.Wait(context.Background(), finished, r.cfg.Grace); !fired {
 		r.cancelCall()
-	case <-finished:
 	}
 }
 
@@ -546,7 +551,7 @@ func (r *run) abort(err error, p *PanicError) {
 // and when its call ended temporarily and Again says so (after a wait).
 func (r *run) process(it Item) {
 	cost := r.cost(it.Request)
-	start := time.Now()
+	start := r.clk.Now()
 	var (
 		attempts int // over every call made for the item
 		waits    strategies.Waits
@@ -557,6 +562,14 @@ func (r *run) process(it Item) {
 	// A jitter source per item keeps runs with the same seed identical,
 	// whatever order the workers happen to retry in.
 	policy := r.cfg.Retry.ForCall(int64(it.Index))
+	if r.cfg.Clock != nil {
+		if policy == nil {
+			policy = &strategies.RetryPolicy{} // one attempt, as nil
+		}
+		if policy.Clock == nil {
+			policy.Clock = r.cfg.Clock
+		}
+	}
 	for {
 		res, o, invalid, ok := r.call(it, cost, policy, attempts, &waits)
 		if !ok {
@@ -599,7 +612,7 @@ func (r *run) process(it Item) {
 			wait = strategies.Backoff(round, rng.Int64N)
 		}
 		round++
-		slept, err := strategies.Sleep(r.stopCtx, wait)
+		slept, err := r.sleep(wait)
 		if o.HasRetryAfter {
 			waits.RetryAfter += slept
 		} else {
@@ -612,6 +625,19 @@ func (r *run) process(it Item) {
 	}
 }
 
+// sleep waits d on the run's clock, or until the run stops, and returns how
+// long it waited (strategies.Sleep on the run's clock).
+func (r *run) sleep(d time.Duration) (time.Duration, error) {
+	if d <= 0 {
+		return 0, r.stopCtx.Err()
+	}
+	start := r.clk.Now()
+	if err := r.clk.Sleep(r.stopCtx, d); err != nil {
+		return clock.Since(r.clk, start), err
+	}
+	return d, nil
+}
+
 // call makes one call for it through strategies.Do and returns its Result
 // (attempts, the item's attempts before it, and waits are the item's
 // totals), the last attempt's Outcome, and whether Check rejected the
@@ -619,7 +645,7 @@ func (r *run) process(it Item) {
 func (r *run) call(it Item, cost strategies.Cost, policy *strategies.RetryPolicy, attempts int, waits *strategies.Waits) (res Result, o strategies.Outcome, invalid, ok bool) {
 	var resp provider.Response
 	call, err := strategies.Do(r.callCtx, r.strategy, policy, cost, func(ctx context.Context, n int) strategies.Outcome {
-		a := Attempt{Index: it.Index, ID: it.ID, N: attempts + n, Cost: cost, Start: time.Now()}
+		a := Attempt{Index: it.Index, ID: it.ID, N: attempts + n, Cost: cost, Start: r.clk.Now()}
 		r.rec.attemptStarted()
 		resp, a.Outcome = r.cfg.Client.Do(ctx, it.Request, n)
 		r.rec.Attempt(a)
@@ -637,7 +663,7 @@ func (r *run) call(it Item, cost strategies.Cost, policy *strategies.RetryPolicy
 		}
 	}
 	res = Result{Index: it.Index, ID: it.ID, Metadata: it.Metadata, Attempts: attempts + call.Attempts}
-	res.Timings.End = time.Now()
+	res.Timings.End = r.clk.Now()
 	res.Timings.WaitSlot = waits.Slot
 	res.Timings.WaitTokens = waits.Tokens
 	res.Timings.WaitRetryAfter = waits.RetryAfter
@@ -705,5 +731,25 @@ func (s stoppable) Acquire(ctx context.Context, c strategies.Cost) (strategies.P
 	defer cancel()
 	unhook := context.AfterFunc(s.stop, cancel)
 	defer unhook()
-	return s.Strategy.Acquire(ctx, c)
+	return s.Strategy.Acquire(orStopped{ctx, s.stop}, c)
+}
+
+// orStopped is a context that has ended once stop has, as Err reports at
+// once: its Done closes a moment later, when context.AfterFunc has called
+// cancel in a goroutine of its own, while a simulated clock, which checks
+// the contexts of the waits with Err, must see the end at the instant stop
+// ended.
+type orStopped struct {
+	context.Context
+	stop context.Context
+}
+
+func (c orStopped) Err() error {
+	if err := c.Context.Err(); err != nil {
+		return err
+	}
+	if c.stop.Err() != nil {
+		return context.Canceled
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -8,6 +9,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/ratelab/ratelab/clock"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/strategies"
 )
@@ -200,42 +202,54 @@ func (r *Recorder) coarsen() {
 	r.resolution *= 2
 }
 
-// sampler takes the timeline's points on a ticker until stopped.
+// sampler takes the timeline's points, one per resolution, in a goroutine
+// of the run until stopped.
 type sampler struct {
 	r    *Recorder
-	quit chan struct{}
-	done chan struct{}
+	c    clock.Clock
+	quit *clock.Event
+	done *clock.Event
 }
 
-// sample starts the timeline: a point at start, then one per resolution.
-func (r *Recorder) sample(start time.Time) *sampler {
-	s := &sampler{r: r}
+// sample starts the timeline on c: a point at start, then one per
+// resolution, as a ticker would: a tick missed is dropped, and after the
+// resolution coarsens the next tick is a new resolution away.
+func (r *Recorder) sample(c clock.Clock, start time.Time) *sampler {
+	s := &sampler{r: r, c: c}
 	if r.resolution <= 0 {
 		return s
 	}
 	r.point(start)
-	s.quit, s.done = make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(s.done)
+	s.quit, s.done = c.NewEvent(), c.NewEvent()
+	// A helper: a run whose workers are stuck is a deadlock under a
+	// simulated clock, not a timeline ticking on forever.
+	clock.GoHelper(c, func() {
+		defer s.done.Fire()
 		res := r.resolution
-		t := time.NewTicker(res)
-		defer t.Stop()
+		next := start.Add(res)
 		for {
-			select {
-			case now := <-t.C:
-				r.point(now)
-				r.mu.Lock()
-				coarser := r.resolution
-				r.mu.Unlock()
-				if coarser != res {
-					res = coarser
-					t.Reset(res)
+			d := next.Sub(c.Now())
+			if d <= 0 {
+				if s.quit.Fired() {
+					return
 				}
-			case <-s.quit:
+			} else if quit, _ := c.Wait(context.Background(), s.quit, d); quit {
 				return
 			}
+			now := c.Now()
+			r.point(now)
+			r.mu.Lock()
+			coarser := r.resolution
+			r.mu.Unlock()
+			if next = next.Add(res); !next.After(now) {
+				next = now.Add(res)
+			}
+			if coarser != res {
+				res = coarser
+				next = now.Add(res)
+			}
 		}
-	}()
+	})
 	return s
 }
 
@@ -246,8 +260,8 @@ func (s *sampler) stop(end time.Time) {
 	if s.quit == nil {
 		return
 	}
-	close(s.quit)
-	<-s.done
+	s.quit.Fire()
+	s.c.Wait(context.Background(), s.done, 0) //nolint:errcheck // Background never ends
 	r := s.r
 	r.mu.Lock()
 	last := r.lastSample
