@@ -13,6 +13,10 @@
 // time straight to the next timer: minutes of rate-limited traffic take
 // milliseconds, with the same decisions made by the same code, in an order
 // fixed by the seed and the program alone.
+//
+// Chan (an unbuffered channel) and WaitGroup are built on Events for any
+// clock (Chan is a plain Go channel under Real), and GoHelper starts a
+// goroutine that does not keep a simulated run alive.
 package clock
 
 import (
