@@ -38,7 +38,9 @@ import (
 // context left to end can never go on: Run reports it as an error naming
 // how many goroutines were stuck, and ends them (with runtime.Goexit: their
 // deferred calls run, their waits never return), rather than hanging. The
-// timers of helpers (GoHelper) do not count.
+// timers of helpers (GoHelper) do not count. A goroutine that blocks
+// outside the clock stalls the run: after 30 s of real time without a
+// handover, Run returns an error saying so, and the Sim runs no more.
 //
 // A Sim may run several runs one after the other; its time goes on from
 // where the last one left it. Now may be called from any goroutine; Go,
@@ -59,6 +61,8 @@ type Sim struct {
 	order   []*ctxGroup // groups by creation, for a deterministic wake order
 	dead    bool        // a deadlock was declared: the run is ending
 	err     error
+	steps   uint64 // scheduling decisions, for the stall watch
+	broken  error  // a run stalled: the Sim can run no more
 	done    chan struct{} // closed when the run's last goroutine ends
 	fire    func(*Event)
 }
@@ -107,6 +111,10 @@ func (s *Sim) Run(ctx context.Context, f func()) error {
 		s.mu.Unlock()
 		return errors.New("clock: Sim.Run called while a run is in progress")
 	}
+	if s.broken != nil {
+		s.mu.Unlock()
+		return fmt.Errorf("clock: Sim.Run after a stalled run: %w", s.broken)
+	}
 	s.running, s.ctx, s.dead, s.err = true, ctx, false, nil
 	s.done = make(chan struct{})
 	g := s.spawnLocked(f)
@@ -114,7 +122,9 @@ func (s *Sim) Run(ctx context.Context, f func()) error {
 	done := s.done
 	s.mu.Unlock()
 	g.baton <- struct{}{}
-	<-done
+	if err := s.watch(done); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.running, s.ctx, s.cur = false, nil, nil
@@ -126,6 +136,44 @@ func (s *Sim) Run(ctx context.Context, f func()) error {
 	clear(s.timers)
 	s.timers, s.pending = s.timers[:0], 0
 	return s.err
+}
+
+// stallAfter is how long, in real time, a run may go without a scheduling
+// decision before Run reports it stalled.
+var stallAfter = 30 * time.Second
+
+// watch waits for the run to end. A run whose goroutine holding the baton
+// makes no scheduling decision for stallAfter of real time is blocked
+// outside the clock and would never end: watch reports it as an error, and
+// the Sim runs no more (its goroutines are left where they are; those that
+// come back end at their next wait).
+func (s *Sim) watch(done <-chan struct{}) error {
+	t := time.NewTicker(stallAfter / 4)
+	defer t.Stop()
+	last, quiet := uint64(0), 0
+	for {
+		select {
+		case <-done:
+			return nil
+		case <-t.C:
+		}
+		s.mu.Lock()
+		if s.steps != last {
+			last, quiet = s.steps, 0
+			s.mu.Unlock()
+			continue
+		}
+		if quiet++; quiet < 4 {
+			s.mu.Unlock()
+			continue
+		}
+		s.broken = fmt.Errorf("clock: simulated run stalled at %s: no goroutine of the run has handed over for %v of real time, so one blocks outside the clock "+
+			"(a bare channel, a socket, a lock held across a wait, or a strategy or client given no Clock)", s.now.Format(time.RFC3339Nano), stallAfter)
+		s.dead = true
+		err := s.broken
+		s.mu.Unlock()
+		return err
+	}
 }
 
 // Now implements Clock.
@@ -143,6 +191,9 @@ func (s *Sim) Go(f func()) {
 	if !s.running {
 		panic("clock: Sim.Go called outside Sim.Run")
 	}
+	if s.broken != nil {
+		return // the run stalled: nothing will run f
+	}
 	s.spawnLocked(f)
 }
 
@@ -152,6 +203,9 @@ func (s *Sim) goHelper(f func()) {
 	defer s.mu.Unlock()
 	if !s.running {
 		panic("clock: Sim.Go called outside Sim.Run")
+	}
+	if s.broken != nil {
+		return
 	}
 	s.spawnLocked(f).helper = true
 }
@@ -173,6 +227,10 @@ func (s *Sim) spawnLocked(f func()) *gor {
 // exit ends the current goroutine and hands over to the next.
 func (s *Sim) exit() {
 	s.mu.Lock()
+	if s.broken != nil {
+		s.mu.Unlock()
+		return
+	}
 	s.live--
 	next := s.scheduleLocked()
 	s.cur = next
@@ -314,6 +372,7 @@ func (s *Sim) wakeLocked(g *gor, reason wakeReason) {
 // timer when none is. It returns nil when the run's goroutines have all
 // ended.
 func (s *Sim) scheduleLocked() *gor {
+	s.steps++
 	for {
 		if g := s.ready.pop(); g != nil {
 			return g

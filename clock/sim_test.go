@@ -483,3 +483,28 @@ func TestSimTimersDropped(t *testing.T) {
 		t.Errorf("time %v, want 2h", got)
 	}
 }
+
+// TestSimStall: a goroutine of the run blocked outside the clock (here a
+// bare channel) is reported, not waited for forever.
+func TestSimStall(t *testing.T) {
+	defer func(d time.Duration) { stallAfter = d }(stallAfter)
+	stallAfter = 200 * time.Millisecond
+	s := NewSim(t0)
+	block := make(chan struct{})
+	ended := make(chan struct{})
+	err := s.Run(t.Context(), func() {
+		defer close(ended)
+		s.Sleep(t.Context(), time.Second)
+		<-block
+		s.Sleep(t.Context(), time.Second) // ends the goroutine: the Sim is broken
+		t.Error("a wait returned after the run stalled")
+	})
+	if err == nil || !strings.Contains(err.Error(), "stalled at 2026-01-01T00:00:01Z") {
+		t.Errorf("Run = %v, want a stall at 1s", err)
+	}
+	close(block)
+	<-ended
+	if err := s.Run(t.Context(), func() {}); err == nil {
+		t.Error("Run after a stall = nil")
+	}
+}
