@@ -61,8 +61,8 @@ type Sim struct {
 	order   []*ctxGroup // groups by creation, for a deterministic wake order
 	dead    bool        // a deadlock was declared: the run is ending
 	err     error
-	steps   uint64 // scheduling decisions, for the stall watch
-	broken  error  // a run stalled: the Sim can run no more
+	steps   uint64        // scheduling decisions, for the stall watch
+	broken  error         // a run stalled: the Sim can run no more
 	done    chan struct{} // closed when the run's last goroutine ends
 	fire    func(*Event)
 }
