@@ -384,6 +384,13 @@ func (s *Sim) scheduleLocked() *gor {
 			continue
 		}
 		if s.pending > 0 {
+			// One timer at a time: what it readies runs to its next wait
+			// before the next timer due at the same instant fires. Firing
+			// all of an instant's timers first would make every consequence
+			// of that instant wait behind all of them, a bias no real run
+			// has: in scenarios/20-concurrent.yaml, semaphore(50)'s retries
+			// would always find the slots of the calls ending with them
+			// freed (200 completed, where real runs give 160 to 180).
 			t := s.timers[0]
 			s.removeTimerLocked(t)
 			if t.when.After(s.now) {
