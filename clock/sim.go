@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 )
@@ -421,20 +422,58 @@ func (s *Sim) deadlockLocked() {
 		}
 	}
 	if helpers < n || helpers < s.live {
-		note := ""
-		if helpers > 0 {
-			note = fmt.Sprintf(" (%d of them helpers)", helpers)
-		}
-		if s.ctx.Err() != nil {
-			note += " (the run's context has ended, but they do not wait for it)"
-		}
-		s.err = fmt.Errorf("clock: simulated run deadlocked at %s: %d goroutine(s) blocked with no timer pending%s",
-			s.now.Format(time.RFC3339Nano), n, note)
+		s.err = &DeadlockError{At: s.now, Blocked: n, Helpers: helpers, CtxEnded: s.ctx.Err() != nil, Stacks: s.stacks()}
 	}
 	s.dead = true
 	for s.blocked.head != nil {
 		s.wakeLocked(s.blocked.head, wokeKilled)
 	}
+}
+
+// stacks returns the stacks of the goroutines waiting in s.Wait.
+func (s *Sim) stacks() string {
+	buf := make([]byte, 64<<10)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) || len(buf) >= 16<<20 {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	mark := fmt.Sprintf("clock.(*Sim).Wait(%p", s)
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, mark) {
+			out = append(out, g)
+		}
+	}
+	return strings.Join(out, "\n\n")
+}
+
+// A DeadlockError is Sim.Run's error for a run that could never go on:
+// every goroutine blocked, no timer pending, no context left to end.
+type DeadlockError struct {
+	At       time.Time // the simulated time it happened
+	Blocked  int       // the goroutines blocked
+	Helpers  int       // how many of them were helpers (GoHelper)
+	CtxEnded bool      // the run's context had ended, but they did not wait for it
+	// Stacks are the stacks of the blocked goroutines, as runtime.Stack
+	// prints them: where each one waits.
+	Stacks string
+}
+
+// Error implements error; it leaves out the stacks.
+func (e *DeadlockError) Error() string {
+	note := ""
+	if e.Helpers > 0 {
+		note = fmt.Sprintf(" (%d of them helpers)", e.Helpers)
+	}
+	if e.CtxEnded {
+		note += " (the run's context has ended, but they do not wait for it)"
+	}
+	return fmt.Sprintf("clock: simulated run deadlocked at %s: %d goroutine(s) blocked with no timer pending%s",
+		e.At.Format(time.RFC3339Nano), e.Blocked, note)
 }
 
 // A ctxGroup is the goroutines waiting under one context, so that an idle

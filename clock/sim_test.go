@@ -247,6 +247,10 @@ func TestSimDeadlock(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "4 goroutine(s) blocked") {
 		t.Fatalf("Run = %v, want a deadlock of 4 goroutines", err)
 	}
+	var dl *DeadlockError
+	if !errors.As(err, &dl) || strings.Count(dl.Stacks, "TestSimDeadlock") != 4 {
+		t.Errorf("Run's error %T: want a *DeadlockError with the 4 stacks of the test's goroutines", err)
+	}
 	if deferred.Load() != 4 {
 		t.Errorf("%d deferred calls ran, want 4", deferred.Load())
 	}
