@@ -21,7 +21,7 @@ package clock
 
 import (
 	"context"
-	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -47,10 +47,10 @@ type Clock interface {
 }
 
 // An Event fires once; Wait returns when it has. Fire it from any goroutine
-// of the run.
+// of the run, and wait for it with the clock that made it (NewEvent).
 type Event struct {
-	once sync.Once
-	ch   chan struct{}
+	fired atomic.Bool
+	ch    chan struct{} // closed as it fires; nil for a simulated clock's
 	// onFire, when set (by a simulated clock), is called once, as the
 	// event fires, before Fire returns.
 	onFire func(*Event)
@@ -61,23 +61,19 @@ type Event struct {
 
 // Fire fires e. Firing it again does nothing.
 func (e *Event) Fire() {
-	e.once.Do(func() {
+	if !e.fired.CompareAndSwap(false, true) {
+		return
+	}
+	if e.ch != nil {
 		close(e.ch)
-		if e.onFire != nil {
-			e.onFire(e)
-		}
-	})
+	}
+	if e.onFire != nil {
+		e.onFire(e)
+	}
 }
 
 // Fired reports whether e has fired.
-func (e *Event) Fired() bool {
-	select {
-	case <-e.ch:
-		return true
-	default:
-		return false
-	}
-}
+func (e *Event) Fired() bool { return e.fired.Load() }
 
 // Since returns the time elapsed on c since t.
 func Since(c Clock, t time.Time) time.Duration { return c.Now().Sub(t) }

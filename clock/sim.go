@@ -326,7 +326,7 @@ func (s *Sim) AfterFunc(d time.Duration, f func()) func() bool {
 
 // NewEvent implements Clock.
 func (s *Sim) NewEvent() *Event {
-	return &Event{ch: make(chan struct{}), onFire: s.fire}
+	return &Event{onFire: s.fire}
 }
 
 // simWaiter is a goroutine waiting for an Event, as of its wait number gen.
