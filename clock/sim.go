@@ -65,6 +65,7 @@ type Sim struct {
 	steps   uint64        // scheduling decisions, for the stall watch
 	broken  error         // a run stalled: the Sim can run no more
 	done    chan struct{} // closed when the run's last goroutine ends
+	idle    []*gor        // goroutines parked for reuse (see spawnLocked)
 	fire    func(*Event)
 }
 
@@ -80,6 +81,7 @@ func NewSim(start time.Time) *Sim {
 // gor is one goroutine of a run.
 type gor struct {
 	baton  chan struct{} // receives the right to run
+	f      func()        // what to run when handed the baton; nil: end
 	helper bool          // started by GoHelper: its timers keep no run alive
 
 	// The wait under way, guarded by Sim.mu. gen changes at every wait and
@@ -129,6 +131,12 @@ func (s *Sim) Run(ctx context.Context, f func()) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.running, s.ctx, s.cur = false, nil, nil
+	// The goroutines kept for reuse end with the run.
+	for _, g := range s.idle {
+		g.baton <- struct{}{}
+	}
+	clear(s.idle)
+	s.idle = s.idle[:0]
 	// Timers still pending belong to a run that is over: dropped, they
 	// cannot move the time of the next one.
 	for _, t := range s.timers {
@@ -211,28 +219,66 @@ func (s *Sim) goHelper(f func()) {
 	s.spawnLocked(f).helper = true
 }
 
-// spawnLocked starts f's goroutine, parked until it is handed the baton,
-// and queues it as ready.
+// maxIdle bounds the goroutines a Sim keeps parked for reuse.
+const maxIdle = 1024
+
+// spawnLocked queues f as a ready goroutine of the run. It runs on a
+// goroutine that an earlier one left idle when there is one (its stack has
+// already grown: a simulated run starts a goroutine per request), or else
+// on a new one, parked until it is handed the baton.
 func (s *Sim) spawnLocked(f func()) *gor {
-	g := &gor{baton: make(chan struct{}, 1)}
+	var g *gor
+	if n := len(s.idle); n > 0 {
+		g = s.idle[n-1]
+		s.idle[n-1] = nil
+		s.idle = s.idle[:n-1]
+		g.helper = false
+	} else {
+		g = &gor{baton: make(chan struct{}, 1)}
+		go s.runner(g)
+	}
+	g.f = f
 	s.live++
 	s.ready.push(g)
-	go func() {
-		<-g.baton
-		defer s.exit()
-		f()
-	}()
 	return g
 }
 
-// exit ends the current goroutine and hands over to the next.
-func (s *Sim) exit() {
+// runner runs g's functions, one each time g is handed the baton with one,
+// until it is handed none or one of them does not return normally.
+func (s *Sim) runner(g *gor) {
+	for {
+		<-g.baton
+		if g.f == nil || !s.runOne(g) {
+			return
+		}
+	}
+}
+
+// runOne runs g's function and ends it, and reports whether g may run
+// another: not when the function did not return (runtime.Goexit, a panic).
+func (s *Sim) runOne(g *gor) (reuse bool) {
+	f := g.f
+	g.f = nil
+	returned := false
+	defer func() { reuse = s.exit(g, returned) }()
+	f()
+	returned = true
+	return
+}
+
+// exit ends the current goroutine g and hands over to the next. It reports
+// whether g was kept for reuse.
+func (s *Sim) exit(g *gor, returned bool) bool {
 	s.mu.Lock()
 	if s.broken != nil {
 		s.mu.Unlock()
-		return
+		return false
 	}
 	s.live--
+	keep := returned && !s.dead && len(s.idle) < maxIdle
+	if keep {
+		s.idle = append(s.idle, g)
+	}
 	next := s.scheduleLocked()
 	s.cur = next
 	if next == nil {
@@ -242,6 +288,7 @@ func (s *Sim) exit() {
 	if next != nil {
 		next.baton <- struct{}{}
 	}
+	return keep
 }
 
 // Sleep implements Clock.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -511,4 +512,28 @@ func TestSimStall(t *testing.T) {
 	if err := s.Run(t.Context(), func() {}); err == nil {
 		t.Error("Run after a stall = nil")
 	}
+}
+
+// TestSimGoexit: a goroutine of the run that ends with runtime.Goexit (as
+// t.FailNow does) ends like any other; the goroutines started after it run,
+// on reused goroutines or new ones, and none is left once Run returns
+// (goleak checks).
+func TestSimGoexit(t *testing.T) {
+	got := runTrace(t, func(tr *trace) {
+		c := tr.s
+		for i := range 3 {
+			c.Go(func() {
+				defer tr.log("g%d deferred", i)
+				if i == 1 {
+					runtime.Goexit()
+				}
+				c.Sleep(context.Background(), time.Second)
+			})
+		}
+		c.Sleep(context.Background(), 2*time.Second)
+		for i := range 3 {
+			c.Go(func() { tr.log("h%d", i) })
+		}
+	})
+	checkSteps(t, got, []string{"0s g1 deferred", "1s g0 deferred", "1s g2 deferred", "2s h0", "2s h1", "2s h2"})
 }
