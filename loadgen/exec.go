@@ -19,7 +19,11 @@ import (
 // refused (Expect.allRefusedCheck).
 func runStrategy(ctx context.Context, s *Scenario, st *Row, opt Options, key string) (res reports.Result, err error) {
 	tally := new(errorTally)
-	defer func() { res.Expectations = append(st.Expect.Check(&res), st.Expect.allRefusedCheck(&res, tally)...) }()
+	probe := startLatenessProbe() // wall expectations allow for what it measures
+	defer func() {
+		res.TimerLateness = probe.finish(res.WallSeconds)
+		res.Expectations = append(st.Expect.Check(&res), st.Expect.allRefusedCheck(&res, tally)...)
+	}()
 	if run := kinds[st.Kind].run; run != nil {
 		return run(ctx, s, st, opt)
 	}

@@ -81,7 +81,34 @@ func (e Expectation) Check(r *reports.Result) reports.Check {
 	}
 	m := Metrics[e.Metric]
 	v := m.Value(r)
-	return reports.Check{Metric: e.Key, Expected: e.String(), Actual: formatNumber(v), OK: e.Holds(v)}
+	c := reports.Check{Metric: e.Key, Expected: e.String(), Actual: formatNumber(v), OK: e.Holds(v)}
+	if tl := r.TimerLateness; m.Late != nil && tl != nil && tl.LostSeconds > 0 && e.Op != OpGE && e.Op != OpGT {
+		// To the millisecond, up: the probe's own resolution.
+		lost := math.Ceil(tl.LostSeconds*1000-1e-6) / 1000
+		if a := m.Late(r, lost); a > 0 {
+			w := e.widened(a)
+			c.Allowance = a
+			c.OK = w.Holds(v)
+			c.NeededAllowance = c.OK && !e.Holds(v)
+			c.Expected = fmt.Sprintf("%s (%s with %s s of timer lateness measured in this run)", e, w, formatNumber(lost))
+		}
+	}
+	return c
+}
+
+// widened is e with its upper bound raised by a: what a wall time may
+// read when the machine held the run back by the timer lateness a stands
+// for. A lower bound stays: lateness only ever makes a wall longer.
+func (e Expectation) widened(a float64) Expectation {
+	switch e.Op {
+	case OpLE, OpLT:
+		e.V += a
+	case OpRange:
+		e.Hi += a
+	case OpEq:
+		e.Op, e.Hi = OpRange, e.V+a
+	}
+	return e
 }
 
 // Expect is a strategy's expectations, in file order.
@@ -207,6 +234,11 @@ type Metric struct {
 	Value func(*reports.Result) float64
 	// By is who measures it, and so the rows on which it is known.
 	By Measurer
+	// Late, for a metric that is a real-time wall, is how much later it
+	// may read when the run's timers were late by lost seconds in all
+	// (TimerLateness.LostSeconds); nil for every other metric, which is
+	// checked as written.
+	Late func(r *reports.Result, lost float64) float64
 }
 
 // Measurer is who measures a metric.
@@ -289,9 +321,9 @@ var Metrics = map[string]Metric{
 	"failed_tokens":     {Doc: "tokens reserved by attempts that did not succeed", Value: func(r *reports.Result) float64 { return float64(r.FailedTokens) }, By: ByClient},
 	"input_tokens":      {Doc: "input tokens used", Value: func(r *reports.Result) float64 { return float64(r.InputTokens) }},
 	"output_tokens":     {Doc: "output tokens used", Value: func(r *reports.Result) float64 { return float64(r.OutputTokens) }},
-	"wall_seconds":      {Doc: "wall time of the strategy's run", Value: func(r *reports.Result) float64 { return r.WallSeconds }},
+	"wall_seconds":      {Doc: "wall time of the strategy's run", Value: func(r *reports.Result) float64 { return r.WallSeconds }, Late: lateSeconds},
 	"oracle_seconds":    {Doc: "the oracle's ideal time", Value: func(r *reports.Result) float64 { return r.OracleSeconds }},
-	"wall_over_oracle":  {Doc: "wall time / oracle time", Value: func(r *reports.Result) float64 { return r.WallOverOracle }},
+	"wall_over_oracle":  {Doc: "wall time / oracle time", Value: func(r *reports.Result) float64 { return r.WallOverOracle }, Late: lateOverOracle},
 	"final_limit":       {Doc: "the strategy's limit at the end", Value: func(r *reports.Result) float64 { return r.FinalLimit }, By: ByClient},
 	"end_to_end_p50":    {Doc: "median item time, s", Value: pct(func(r *reports.Result) measure.Percentiles { return r.EndToEnd }, func(p measure.Percentiles) float64 { return p.P50 }), By: ByClient},
 	"end_to_end_p99":    {Doc: "p99 item time, s", Value: pct(func(r *reports.Result) measure.Percentiles { return r.EndToEnd }, func(p measure.Percentiles) float64 { return p.P99 }), By: ByClient},
@@ -322,6 +354,19 @@ var Metrics = map[string]Metric{
 		}
 		return float64(r.Command.ExitCode)
 	}},
+}
+
+// lateSeconds is a wall time's allowance for lost seconds of timer
+// lateness: all of them.
+func lateSeconds(_ *reports.Result, lost float64) float64 { return lost }
+
+// lateOverOracle is wall_over_oracle's allowance: the lost seconds over
+// the oracle's.
+func lateOverOracle(r *reports.Result, lost float64) float64 {
+	if r.OracleSeconds <= 0 {
+		return 0
+	}
+	return lost / r.OracleSeconds
 }
 
 // arrivals is r's open-loop figures, zero when it has none.

@@ -47,6 +47,32 @@ type Result struct {
 
 	// Command is how a command row's program ran; nil on other rows.
 	Command *Command `json:"command,omitempty"`
+
+	// TimerLateness is how late this process's timers fired while the row
+	// ran in real time; nil when it was not measured (a row in simulated
+	// time, whose timers are never late).
+	TimerLateness *TimerLateness `json:"timer_lateness,omitempty"`
+}
+
+// TimerLateness is what a probe measured while a row ran: a goroutine that
+// asks to sleep PeriodSeconds over and over, and records how much later
+// than asked it wakes each time. On a quiet machine Go's timers wake within
+// about a millisecond; on a busy one the process waits for a CPU, and so
+// does every timer, read and write of the row. LostSeconds, the lateness
+// beyond FloorSeconds summed over the wakes, is about the time the machine
+// held the process back while the row ran: an expectation on a wall time
+// allows for it (Check.Allowance).
+type TimerLateness struct {
+	PeriodSeconds float64 `json:"period_seconds"`
+	Wakes         int     `json:"wakes"`
+	// P50, P99 and Max are the wakes' lateness, s.
+	P50 float64 `json:"p50"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+	// FloorSeconds is the lateness of one wake that counts as the
+	// runtime's own timer resolution, not the machine's load.
+	FloorSeconds float64 `json:"floor_seconds"`
+	LostSeconds  float64 `json:"lost_seconds"`
 }
 
 // ServerView is what the embedded mock measured of a row, from its call
@@ -86,4 +112,12 @@ type Check struct {
 	Expected string `json:"expected"` // e.g. "= 200", "<= 1.05", "160..180"
 	Actual   string `json:"actual"`
 	OK       bool   `json:"ok"`
+	// Allowance is how far an expectation on a real-time wall was widened
+	// upward for the timer lateness measured in the run (TimerLateness), in
+	// the metric's unit; Expected then names both the written and the
+	// widened bound. 0 in simulated time and for other metrics.
+	Allowance float64 `json:"allowance,omitempty"`
+	// NeededAllowance is true when the check held only with its
+	// Allowance: as written, it would have failed.
+	NeededAllowance bool `json:"needed_allowance,omitempty"`
 }
