@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 )
 
@@ -90,6 +91,36 @@ var csvColumns = []struct {
 	{"command_seconds", fromCommand(func(c *Command) string { return number(c.Seconds) })},
 }
 
+// csvArrivalColumns are appended to csvColumns when any row is open-loop
+// (a scenario with arrival:), so that a closed-loop CSV is as it always
+// was. Names are the JSON fields under "arrivals", prefixed where alone
+// they would be ambiguous.
+var csvArrivalColumns = []struct {
+	name  string
+	value func(Report, Result) string
+}{
+	{"arrival_process", fromArrivalsCSV(func(a Arrivals) string { return a.Process })},
+	{"arrival_rate_per_second", fromArrivalsCSV(func(a Arrivals) string { return number(a.RatePerSecond) })},
+	{"arrival_seconds", fromArrivalsCSV(func(a Arrivals) string { return number(a.ArrivalSeconds) })},
+	{"goodput_per_second", fromArrivalsCSV(func(a Arrivals) string { return number(a.GoodputPerSecond) })},
+	{"queueing_delay_p50", fromArrivalsCSV(func(a Arrivals) string { return number(a.QueueingDelay.P50) })},
+	{"queueing_delay_p90", fromArrivalsCSV(func(a Arrivals) string { return number(a.QueueingDelay.P90) })},
+	{"queueing_delay_p99", fromArrivalsCSV(func(a Arrivals) string { return number(a.QueueingDelay.P99) })},
+	{"queueing_delay_max", fromArrivalsCSV(func(a Arrivals) string { return number(a.QueueingDelay.Max) })},
+	{"queueing_delay_mean", fromArrivalsCSV(func(a Arrivals) string { return number(a.QueueingDelay.Mean) })},
+}
+
+// fromArrivalsCSV is a column of the open-loop figures: an empty cell on a
+// row without them.
+func fromArrivalsCSV(f func(Arrivals) string) func(Report, Result) string {
+	return func(_ Report, x Result) string {
+		if x.Arrivals == nil {
+			return ""
+		}
+		return f(*x.Arrivals)
+	}
+}
+
 // fromServer is a column of the server's view: an empty cell on a row
 // without one (a run against a target).
 func fromServer(f func(ServerView) string) func(Report, Result) string {
@@ -123,18 +154,23 @@ func optional(f float64) string {
 // CSV writes r as CSV: a header row of column names, then one row per
 // strategy. The column order is fixed and numbers are plain (no separators,
 // no units; seconds for times); a value the run did not define, such as the
-// oracle time or time to first token, is an empty cell.
+// oracle time or time to first token, is an empty cell. An open-loop run
+// (a scenario with arrival:) has csvArrivalColumns after the rest.
 func CSV(w io.Writer, r Report) error {
 	cw := csv.NewWriter(w)
-	row := make([]string, len(csvColumns))
-	for i, c := range csvColumns {
+	cols := csvColumns
+	if openLoop(r.Results) {
+		cols = append(slices.Clip(cols), csvArrivalColumns...)
+	}
+	row := make([]string, len(cols))
+	for i, c := range cols {
 		row[i] = c.name
 	}
 	if err := cw.Write(row); err != nil {
 		return fmt.Errorf("reports: csv: %w", err)
 	}
 	for _, res := range r.Results {
-		for i, c := range csvColumns {
+		for i, c := range cols {
 			row[i] = c.value(r, res)
 		}
 		if err := cw.Write(row); err != nil {

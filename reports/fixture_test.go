@@ -174,3 +174,30 @@ func edgeReport() Report {
 		},
 	}
 }
+
+// openReport is an open-loop run (a scenario with arrival:): 200 items
+// arriving as a Poisson process at 20/s against a limit of 20, served by a
+// semaphore of 5 (which cannot keep up: items queue) and one of 20.
+func openReport() Report {
+	arrivals := func(goodput float64, q measure.Percentiles) *Arrivals {
+		return &Arrivals{Process: "poisson", RatePerSecond: 20, ArrivalSeconds: 11.102040643, GoodputPerSecond: goodput, QueueingDelay: q}
+	}
+	return Report{
+		Scenario: "open",
+		Target:   "embedded mock",
+		Results: []Result{
+			{Name: "semaphore(5)", Kind: "semaphore", Params: map[string]any{"n": 5},
+				Summary: measure.Summary{Items: 200, Completed: 200, Attempts: 200, AttemptsPerCall: 1, WallSeconds: 20.594,
+					EndToEnd: measure.Percentiles{Count: 200, P50: 4.85, P90: 8.6, P99: 9.49, Max: 9.51, Mean: 4.87}},
+				OracleSeconds: 11.602, WallOverOracle: 1.775,
+				Arrivals:     arrivals(9.711387240830785, measure.Percentiles{Count: 200, P50: 4.348628939, P90: 8.114539587, P99: 8.989397598, Max: 9.011997803, Mean: 4.365937660195001}),
+				Expectations: []Check{{Metric: "min_goodput", Expected: ">= 9", Actual: "9.711387", OK: true}}},
+			{Name: "semaphore(20)", Kind: "semaphore", Params: map[string]any{"n": 20},
+				Summary: measure.Summary{Items: 200, Completed: 200, Attempts: 200, AttemptsPerCall: 1, WallSeconds: 11.6,
+					EndToEnd: measure.Percentiles{Count: 200, P50: 0.501, P90: 0.51, P99: 0.523, Max: 0.53, Mean: 0.503}},
+				OracleSeconds: 11.602, WallOverOracle: 0.9998,
+				Arrivals:     arrivals(17.24, measure.Percentiles{Count: 200, P50: 0.0008, P90: 0.004, P99: 0.023, Max: 0.031, Mean: 0.002}),
+				Expectations: []Check{{Metric: "max_queueing_delay_p99", Expected: "<= 0.05", Actual: "0.023", OK: true}}},
+		},
+	}
+}

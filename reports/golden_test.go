@@ -40,6 +40,7 @@ func TestRenderersGolden(t *testing.T) {
 		{"guide", guideReport()},
 		{"edge", edgeReport()},
 		{"empty", Report{Scenario: "nothing", Results: []Result{}}},
+		{"open", openReport()},
 	}
 	renderers := []struct {
 		ext    string

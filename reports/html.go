@@ -46,6 +46,7 @@ func HTML(w io.Writer, r Report) error {
 type htmlPage struct {
 	Report
 	Target       string
+	Arrival      string // how items arrived, for an open-loop run
 	CSSColors    template.CSS
 	Header       []htmlHeader
 	Rows         []htmlRow
@@ -95,7 +96,7 @@ type htmlLatency struct {
 }
 
 func newHTMLPage(r Report) htmlPage {
-	p := htmlPage{Report: r, Target: targetName(r), CSSColors: seriesCSS(len(r.Results)), Compare: newHTMLCompare(r.Results)}
+	p := htmlPage{Report: r, Target: targetName(r), Arrival: arrivalLine(r.Results), CSSColors: seriesCSS(len(r.Results)), Compare: newHTMLCompare(r.Results)}
 	cols := wideColumns(r.Results)
 	for _, c := range cols {
 		p.Header = append(p.Header, htmlHeader{Label: c.long, Title: c.title, Number: c.number})
@@ -143,6 +144,11 @@ func newHTMLStrategy(anchor string, res Result) htmlStrategy {
 	}
 	if res.Quota > 0 {
 		s.Stats = append(s.Stats, htmlStat{"quota refusals", formatInt(res.Quota)})
+	}
+	if a := res.Arrivals; a != nil {
+		q := a.QueueingDelay
+		s.Stats = append(s.Stats, htmlStat{"goodput", formatFixed(a.GoodputPerSecond, 2) + " /s of " + formatRate(a.RatePerSecond)},
+			htmlStat{"queueing p50", formatPercentile(q, q.P50)}, htmlStat{"queueing p99", formatPercentile(q, q.P99)})
 	}
 	if v, ok := res.Server(); ok {
 		s.Stats = append(s.Stats, htmlStat{"peak concurrency", formatInt(v.PeakConcurrency)},

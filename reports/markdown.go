@@ -23,6 +23,9 @@ func Markdown(w io.Writer, r Report) error {
 		fmt.Fprintf(ew, "%s\n\n", mdEscape(r.Description))
 	}
 	fmt.Fprintf(ew, "Target: %s. Strategies: %d.\n\n", mdEscape(targetName(r)), len(r.Results))
+	if l := arrivalLine(r.Results); l != "" {
+		fmt.Fprintf(ew, "Open loop: %s.\n\n", mdEscape(l))
+	}
 	if r.Incomplete {
 		fmt.Fprint(ew, "> **Incomplete:** the run was interrupted; the figures cover what finished.\n\n")
 	}
@@ -116,6 +119,9 @@ func markdownStrategy(w io.Writer, res Result) {
 	}
 	if s := throttledByAttempt(res.ThrottledByAttempt); s != "" {
 		facts = append(facts, "429s by attempt: "+s+".")
+	}
+	if a := res.Arrivals; a != nil {
+		facts = append(facts, "Open loop: "+mdEscape(arrivalFacts(*a))+".")
 	}
 	if res.MaxAttempts > 0 {
 		facts = append(facts, fmt.Sprintf("Most attempts for one item: %s.", formatInt(res.MaxAttempts)))

@@ -3,6 +3,7 @@ package reports
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 )
@@ -114,16 +115,82 @@ var serverColumns = []column{
 	}},
 }
 
-// wideColumns are the summary columns of Markdown and HTML: summaryColumns,
+// wideColumns are the summary columns of Markdown and HTML: tableColumns,
 // then serverColumns when any result has a server view (a run against a
 // target has none, and a column of dashes says nothing).
 func wideColumns(results []Result) []column {
+	cols := tableColumns(results)
 	for _, r := range results {
 		if _, ok := r.Server(); ok {
-			return append(slices.Clip(summaryColumns), serverColumns...)
+			return append(slices.Clip(cols), serverColumns...)
 		}
 	}
+	return cols
+}
+
+// tableColumns are the terminal table's columns: summaryColumns, then
+// arrivalColumns when any result is open-loop (a scenario with arrival:),
+// so that a closed-loop table is as it always was.
+func tableColumns(results []Result) []column {
+	if openLoop(results) {
+		return append(slices.Clip(summaryColumns), arrivalColumns...)
+	}
 	return summaryColumns
+}
+
+// openLoop reports whether any result has open-loop figures.
+func openLoop(results []Result) bool {
+	return slices.ContainsFunc(results, func(r Result) bool { return r.Arrivals != nil })
+}
+
+// arrivalColumns are an open-loop row's figures (Arrivals): how much it
+// served of what arrived, and how long items queued before their first
+// attempt.
+var arrivalColumns = []column{
+	{"goodput/s", "goodput /s", "completed items per second of wall time, against the arrival rate", true, fromArrivals(func(a Arrivals) string {
+		return formatFixed(a.GoodputPerSecond, 2)
+	})},
+	{"queue p50", "queueing p50", "median time from an item's arrival to its first attempt", true, fromArrivals(func(a Arrivals) string {
+		return formatPercentile(a.QueueingDelay, a.QueueingDelay.P50)
+	})},
+	{"queue p99", "queueing p99", "99th percentile time from an item's arrival to its first attempt", true, fromArrivals(func(a Arrivals) string {
+		return formatPercentile(a.QueueingDelay, a.QueueingDelay.P99)
+	})},
+}
+
+// fromArrivals is a cell of the open-loop figures: "-" on a row without
+// them.
+func fromArrivals(f func(Arrivals) string) func(Result) string {
+	return func(r Result) string {
+		if r.Arrivals == nil {
+			return "-"
+		}
+		return f(*r.Arrivals)
+	}
+}
+
+// arrivalLine describes how items arrived, from the first open-loop row:
+// "items arrive as a poisson process at 20/s, the last at 11.10 s"; "" for
+// a closed-loop run.
+func arrivalLine(results []Result) string {
+	for _, r := range results {
+		if a := r.Arrivals; a != nil {
+			return fmt.Sprintf("items arrive as a %s process at %s/s, the last at %s s", a.Process,
+				formatRate(a.RatePerSecond), formatFixed(a.ArrivalSeconds, 2))
+		}
+	}
+	return ""
+}
+
+// formatRate formats a rate per second with the decimals it needs, up to
+// three: 20, 0.5, 16.667.
+func formatRate(f float64) string {
+	for d := range 3 {
+		if p := math.Pow10(d); math.Abs(f*p-math.Round(f*p)) < 1e-9*p {
+			return formatFixed(f, d)
+		}
+	}
+	return formatFixed(f, 3)
 }
 
 // commandLine describes how a command row's program ran, in one clause

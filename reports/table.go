@@ -14,13 +14,18 @@ import (
 // Table writes r as a terminal table with one row per strategy, in the
 // shape of the guide's table: completed, attempts, 429s, 529/5xx, other
 // errors, attempts per completed call, wall and oracle seconds, wall/oracle
-// and the p50 and p99 end-to-end times. A title line names the scenario and
-// target; lines under the table list every failed expectation, or say that
-// all were met. It fits in 100–120 columns for strategy names up to about
+// and the p50 and p99 end-to-end times; for an open-loop run (a scenario
+// with arrival:) also the goodput and the queueing delay's p50 and p99,
+// under a line saying how items arrived. A title line names the scenario
+// and target; lines under the table list every failed expectation, or say
+// that all were met. It fits in 100–120 columns for strategy names up to about
 // 24 characters.
 func Table(w io.Writer, r Report) error {
 	ew := &errWriter{w: w}
 	fmt.Fprintf(ew, "%s · %s\n", r.Scenario, targetName(r))
+	if l := arrivalLine(r.Results); l != "" {
+		fmt.Fprintf(ew, "open loop: %s\n", l)
+	}
 	if r.Incomplete {
 		fmt.Fprintln(ew, "INCOMPLETE: the run was interrupted; the figures cover what finished.")
 	}
@@ -49,9 +54,10 @@ func Table(w io.Writer, r Report) error {
 // style: columns two spaces apart, a rule under the header, numbers
 // right-aligned.
 func writeSummaryTable(w io.Writer, results []Result) error {
-	header := make([]string, len(summaryColumns))
-	align := make(tw.Alignment, len(summaryColumns))
-	for i, c := range summaryColumns {
+	cols := tableColumns(results)
+	header := make([]string, len(cols))
+	align := make(tw.Alignment, len(cols))
+	for i, c := range cols {
 		header[i] = c.short
 		align[i] = tw.AlignLeft
 		if c.number {
@@ -61,8 +67,8 @@ func writeSummaryTable(w io.Writer, results []Result) error {
 	t := newPlainTable(align)
 	t.Header(header)
 	for _, res := range results {
-		row := make([]string, len(summaryColumns))
-		for i, c := range summaryColumns {
+		row := make([]string, len(cols))
+		for i, c := range cols {
 			row[i] = c.cell(res)
 		}
 		if res.Incomplete {
@@ -130,9 +136,11 @@ func (t plainTable) render(w io.Writer) error {
 // width: for each command row how its program ran, and for each row with
 // early retries how many (a client that retries before the retry-after it
 // was given is a defect worth a line; zero, the normal case, is not
-// printed), how many attempts were refused for a spent quota, and for each
+// printed), how many attempts were refused for a spent quota, for each
 // strategy that ended at its own configured bound
-// which one (the run was held by the row's settings, not by the server).
+// which one (the run was held by the row's settings, not by the server),
+// and each wall expectation that held only with its allowance for the
+// timer lateness measured in the run (Check.NeededAllowance).
 // Peak concurrency is in Markdown, HTML, JSON and CSV.
 func writeServerNotes(w io.Writer, results []Result) {
 	first := true
@@ -158,7 +166,22 @@ func writeServerNotes(w io.Writer, results []Result) {
 		if b := res.Stats.Bound; b != "" {
 			note("%s: ended at its own bound (%s), not at a limit the server set\n", res.Name, b)
 		}
+		for _, c := range res.Expectations {
+			if c.NeededAllowance {
+				note("%s: %s %s held only with its allowance for a busy machine%s: expected %s\n",
+					res.Name, c.Metric, c.Actual, latenessDetail(res.TimerLateness), c.Expected)
+			}
+		}
 	}
+}
+
+// latenessDetail is " (timers woke up to 120ms late, p99 35ms)", or ""
+// when the row has no measurement.
+func latenessDetail(tl *TimerLateness) string {
+	if tl == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (timers woke up to %s late, p99 %s)", formatLatency(tl.Max), formatLatency(tl.P99))
 }
 
 // writeExpectationSummary writes one line per failed expectation, or one
