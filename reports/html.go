@@ -20,7 +20,11 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 // HTML writes r as one self-contained HTML page, report.html: it loads no
 // scripts, fonts or stylesheets and works offline. It holds the summary
 // table (Table's columns, then the server's view: wideColumns) with failed
-// expectations; for two strategies or more, a comparison: every strategy's
+// expectations; for a report with a sweep or loadgen tune's
+// recommendation, the sweep: every row as a point of wall time against its
+// 429s and against its attempts, labelled with its setting, each sweep's
+// points joined in order, the recommended row ringed (newHTMLSweep); for
+// two strategies or more, a comparison: every strategy's
 // timeline overlaid on one time axis (peak calls in flight, completions per
 // second), one colour per strategy, and bars of wall time, attempts and
 // 429s per strategy; a note on reading the charts; and per strategy its
@@ -54,6 +58,7 @@ type htmlPage struct {
 	FailedChecks []string
 	Strategies   []htmlStrategy
 	Compare      *htmlCompare // nil for fewer than two strategies
+	Sweep        *htmlSweep   // nil without a sweep or a recommendation
 }
 
 type htmlHeader struct {
@@ -96,7 +101,7 @@ type htmlLatency struct {
 }
 
 func newHTMLPage(r Report) htmlPage {
-	p := htmlPage{Report: r, Target: targetName(r), Arrival: arrivalLine(r.Results), CSSColors: seriesCSS(len(r.Results)), Compare: newHTMLCompare(r.Results)}
+	p := htmlPage{Report: r, Target: targetName(r), Arrival: arrivalLine(r.Results), CSSColors: seriesCSS(len(r.Results)), Compare: newHTMLCompare(r.Results), Sweep: newHTMLSweep(r)}
 	cols := wideColumns(r.Results)
 	for _, c := range cols {
 		p.Header = append(p.Header, htmlHeader{Label: c.long, Title: c.title, Number: c.number})
