@@ -3,6 +3,7 @@ package reports
 import (
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -77,10 +78,9 @@ type svgSweepPoint struct {
 	// Wall and Count are the plotted values as printed (the point's
 	// tooltip and the tests' handle on it).
 	Wall, Count string
-	LabelX      float64
-	LabelY      float64
-	Anchor      string // the label's text-anchor: start or end
-	Hollow      bool   // left out of the recommendation
+	LabelX      float64 // where the label starts
+	LabelY      float64 // its baseline
+	Hollow      bool    // left out of the recommendation
 	Best        bool
 }
 
@@ -295,21 +295,42 @@ func sweepLabel(res Result) string {
 	return strings.Join(parts, ", ")
 }
 
-// placeSweepLabels puts each point's label beside it where it overlaps no
-// other point and no label placed before it: to the right, the left, above
-// or below, in that order; the recommended point's label ("recommended")
-// goes where it fits best too. A label that fits nowhere goes to the right
-// anyway: it may overlap, but it is there (and in the point's tooltip).
+// placeSweepLabels puts each point's label beside it: at the first of
+// ten spots around the point (right, left, above, below, the diagonals, a
+// line further up or down) that overlaps no point, no label placed before
+// it and no sweep line, else the first that overlaps no point or label,
+// else to the right anyway (it may overlap, but it is there, and in the
+// point's tooltip). The recommended point goes first, and its
+// "recommended" is placed the same way, below it by preference.
 func placeSweepLabels(p *svgSweepPanel) {
 	type box struct{ x0, y0, x1, y1 float64 }
 	overlaps := func(a, b box) bool { return a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1 }
 	var taken []box
 	for _, pt := range p.Points {
-		r := sweepPointR + 1
+		r := sweepPointR + 2.5 // and a little air
 		taken = append(taken, box{pt.X - r, pt.Y - r, pt.X + r, pt.Y + r})
 	}
+	// The lines, as the points every 3 units along them.
+	var linePts [][2]float64
+	for _, l := range p.Lines {
+		var prev [2]float64
+		for i, f := range strings.FieldsFunc(l.D, func(r rune) bool { return r == 'M' || r == 'L' }) {
+			xs, ys, _ := strings.Cut(f, ",")
+			x, _ := strconv.ParseFloat(xs, 64)
+			y, _ := strconv.ParseFloat(ys, 64)
+			if i > 0 {
+				n := int(math.Hypot(x-prev[0], y-prev[1])/3) + 1
+				for k := 0; k <= n; k++ {
+					f := float64(k) / float64(n)
+					linePts = append(linePts, [2]float64{prev[0] + f*(x-prev[0]), prev[1] + f*(y-prev[1])})
+				}
+			}
+			prev = [2]float64{x, y}
+		}
+	}
+	right := math.Min(p.Right+sweepPlotGap-60, chartWidth-4) // short of the next plot's tick labels
 	free := func(b box) bool {
-		if b.x0 < p.Left-4 || b.x1 > p.Right+sweepPlotGap-60 || b.y0 < p.Top-8 || b.y1 > p.Bottom {
+		if b.x0 < p.Left-4 || b.x1 > right || b.y0 < p.Top-8 || b.y1 > p.Bottom {
 			return false
 		}
 		for _, t := range taken {
@@ -319,24 +340,29 @@ func placeSweepLabels(p *svgSweepPanel) {
 		}
 		return true
 	}
-	// candidates returns the label positions around a point at distance
-	// gap, as (text x, baseline y, anchor, box).
+	clean := func(b box) bool {
+		for _, q := range linePts {
+			if q[0] > b.x0 && q[0] < b.x1 && q[1] > b.y0 && q[1] < b.y1 {
+				return false
+			}
+		}
+		return true
+	}
 	type spot struct {
-		x, y   float64
-		anchor string
-		b      box
+		x, y float64 // where the text starts (text-anchor start), its baseline
+		b    box
 	}
 	// Centred above or below a point, a label is kept inside the plot.
 	centre := func(x, w float64) float64 { return math.Max(p.Left+2, math.Min(x-w/2, p.Right-w)) }
 	candidates := func(x, y, w, gap float64) []spot {
 		h := float64(sweepLabelH)
-		at := func(tx, baseline float64) spot { // a label starting at tx
-			return spot{tx, baseline, "start", box{tx, baseline - h + 2, tx + w, baseline + 2}}
+		at := func(tx, baseline float64) spot {
+			return spot{tx, baseline, box{tx, baseline - h + 2, tx + w, baseline + 2}}
 		}
 		c := centre(x, w)
 		return []spot{
-			at(x+gap, y+4), // right
-			{x - gap, y + 4, "end", box{x - gap - w, y - h + 6, x - gap, y + 6}}, // left
+			at(x+gap, y+4),           // right
+			at(x-gap-w, y+4),         // left
 			at(c, y-gap),             // above
 			at(c, y+gap+h-2),         // below
 			at(x+gap-2, y-gap+2),     // above right
@@ -347,7 +373,19 @@ func placeSweepLabels(p *svgSweepPanel) {
 			at(c, y+gap+2*h-2),       // a line lower
 		}
 	}
-	// The recommendation first: its label matters most.
+	pick := func(spots []spot) spot {
+		for _, s := range spots {
+			if free(s.b) && clean(s.b) {
+				return s
+			}
+		}
+		for _, s := range spots {
+			if free(s.b) {
+				return s
+			}
+		}
+		return spots[0]
+	}
 	order := make([]int, 0, len(p.Points))
 	for i, pt := range p.Points {
 		if pt.Best {
@@ -363,34 +401,16 @@ func placeSweepLabels(p *svgSweepPanel) {
 		if pt.Best {
 			gap = sweepBestR + 3
 		}
-		spots := candidates(pt.X, pt.Y, w, gap)
-		chosen := spots[0]
-		for _, s := range spots {
-			if free(s.b) {
-				chosen = s
-				break
-			}
-		}
-		pt.LabelX, pt.LabelY, pt.Anchor = round1(chosen.x), round1(chosen.y), chosen.anchor
-		taken = append(taken, chosen.b)
+		s := pick(candidates(pt.X, pt.Y, w, gap))
+		pt.LabelX, pt.LabelY = round1(s.x), round1(s.y)
+		taken = append(taken, s.b)
 		if pt.Best {
 			best := *pt
 			p.Best = &best
-			// "recommended" under the point's own label, or wherever fits.
-			rw := sweepCharW * float64(len("recommended"))
-			around := candidates(pt.X, pt.Y, rw, sweepBestR+3)
-			pick := around[0]
-			for _, s := range append([]spot{around[3], around[2], around[1], around[0]}, around[4:]...) {
-				if free(s.b) {
-					pick = s
-					break
-				}
-			}
-			p.BestLabelX, p.BestLabelY = round1(pick.x), round1(pick.y)
-			taken = append(taken, pick.b)
-			if pick.anchor == "end" {
-				p.BestLabelX = round1(pick.x - rw)
-			}
+			around := candidates(pt.X, pt.Y, sweepCharW*float64(len("recommended")), sweepBestR+3)
+			r := pick(append([]spot{around[3], around[2], around[1], around[0]}, around[4:]...))
+			p.BestLabelX, p.BestLabelY = round1(r.x), round1(r.y)
+			taken = append(taken, r.b)
 		}
 	}
 }

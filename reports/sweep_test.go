@@ -3,6 +3,7 @@ package reports
 import (
 	"bytes"
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -47,6 +48,30 @@ func sweepReport() Report {
 	return r
 }
 
+// realTuneReport is loadgen tune --max-429s 0 on the same sweep in real
+// time (README, Sweeps and loadgen tune): the rows above 20 lose items and
+// their points crowd along 5.5 s.
+func realTuneReport() Report {
+	r := Report{Scenario: "sweep", Target: "embedded mock"}
+	excluded := map[string]string{}
+	for _, v := range [][5]float64{
+		{5, 200, 200, 0, 20.094}, {10, 200, 200, 0, 10.035}, {15, 200, 200, 0, 7.040}, {20, 200, 200, 0, 5.056},
+		{25, 190, 225, 35, 5.513}, {30, 198, 250, 52, 5.521}, {35, 196, 275, 79, 5.539}, {40, 173, 289, 116, 5.671},
+		{45, 174, 304, 130, 5.685}, {50, 172, 321, 149, 6.587},
+	} {
+		n := strconv.Itoa(int(v[0]))
+		res := Result{Name: "semaphore n=" + n, Kind: "semaphore", Params: map[string]any{"n": int(v[0])},
+			Sweep:   []Swept{{Key: "n", Value: n, Number: v[0]}},
+			Summary: measure.Summary{Items: 200, Completed: int(v[1]), Attempts: int64(v[2]), Throttled: int64(v[3]), WallSeconds: v[4]}}
+		if res.Completed < res.Items {
+			excluded[res.Name] = "items did not complete"
+		}
+		r.Results = append(r.Results, res)
+	}
+	r.Tune = &Tune{Objective: "wall", Max429s: 0, Best: "semaphore n=20", Value: 5.056, Next: "semaphore n=15", NextValue: 7.04, Margin: 1.984, Excluded: excluded}
+	return r
+}
+
 // TestSweepChartData checks the sweep chart as laid out for the template:
 // per panel one point per row, at the row's wall (y) and 429s or attempts
 // (x), in the right order on both axes; each sweep joined in sweep order;
@@ -54,12 +79,25 @@ func sweepReport() Report {
 // other; the recommended row ringed and labelled, the rows tune left out
 // hollow.
 func TestSweepChartData(t *testing.T) {
-	r := sweepReport()
+	for _, tt := range []struct {
+		name   string
+		r      Report
+		legend []string
+	}{
+		{"virtual, with adaptive", sweepReport(), []string{"semaphore, by n", "adaptive"}},
+		{"real time", realTuneReport(), []string{"semaphore, by n"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) { checkSweepChart(t, tt.r, tt.legend) })
+	}
+}
+
+func checkSweepChart(t *testing.T, r Report, legend []string) {
+	t.Helper()
 	s := newHTMLSweep(r)
 	if s == nil || s.Chart == nil {
 		t.Fatal("newHTMLSweep = nil for a report with a sweep")
 	}
-	if got, want := legendNames(s.Chart.Legend), []string{"semaphore, by n", "adaptive"}; !slices.Equal(got, want) {
+	if got, want := legendNames(s.Chart.Legend), legend; !slices.Equal(got, want) {
 		t.Errorf("legend = %q, want %q", got, want)
 	}
 	for _, p := range s.Chart.Panels {
@@ -94,16 +132,16 @@ func TestSweepChartData(t *testing.T) {
 			}
 			for _, b := range r.Results[i+1:] {
 				pb := byRow[b.Name]
-				if cmp(count(a), count(b)) != cmp(pa.X, pb.X) {
+				if !sameOrder(count(a), count(b), pa.X, pb.X, 0) {
 					t.Errorf("%s: %s (%v) and %s (%v) drawn at x %v and %v: out of order", p.Key, a.Name, count(a), b.Name, count(b), pa.X, pb.X)
 				}
-				if cmp(a.WallSeconds, b.WallSeconds) != cmp(pb.Y, pa.Y) { // y grows downward
+				if !sameOrder(a.WallSeconds, b.WallSeconds, pb.Y, pa.Y, 0.01) { // y grows downward
 					t.Errorf("%s: %s (%v s) and %s (%v s) drawn at y %v and %v: out of order", p.Key, a.Name, a.WallSeconds, b.Name, b.WallSeconds, pa.Y, pb.Y)
 				}
 			}
 		}
-		// The sweep's line runs through its ten points in order; adaptive,
-		// a row alone, has none.
+		// The sweep's line runs through its ten points in order; a row
+		// alone (adaptive) has none.
 		if len(p.Lines) != 1 || p.Lines[0].Strategy != 1 {
 			t.Fatalf("%s: lines %+v, want one, the sweep's", p.Key, p.Lines)
 		}
@@ -124,9 +162,6 @@ func TestSweepChartData(t *testing.T) {
 		for _, pt := range p.Points {
 			w := sweepCharW * float64(len([]rune(pt.Label)))
 			x0 := pt.LabelX
-			if pt.Anchor == "end" {
-				x0 -= w
-			}
 			boxes = append(boxes, box{x0, pt.LabelY - sweepLabelH + 2, x0 + w, pt.LabelY + 2})
 			names = append(names, pt.Label)
 		}
@@ -141,10 +176,21 @@ func TestSweepChartData(t *testing.T) {
 			}
 		}
 	}
-	if b := s.Best; b == nil || b.Name != "semaphore n=20" || b.Value != "5.00 s" || b.Next != "semaphore n=15" || b.Margin != "2.00 s" ||
-		b.Constraint != "every item completed, at most 0 429s" {
+	if b := s.Best; b == nil || b.Name != "semaphore n=20" || b.Value != objectiveValue("wall", r.Tune.Value) || b.Next != "semaphore n=15" ||
+		b.Margin != objectiveValue("wall", r.Tune.Margin) || b.Constraint != "every item completed, at most 0 429s" {
 		t.Errorf("recommendation = %+v", s.Best)
 	}
+}
+
+// sameOrder reports whether the values a and b are drawn at positions
+// pa and pb in their order: equal values at one position, different ones
+// in their order, except that values closer than tol (the drawing's
+// resolution) may share a position.
+func sameOrder(a, b, pa, pb, tol float64) bool {
+	if abs := math.Abs(a - b); abs <= tol {
+		return abs > 0 || pa == pb
+	}
+	return cmp(a, b) == cmp(pa, pb)
 }
 
 func cmp(a, b float64) int {
