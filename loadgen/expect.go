@@ -85,7 +85,7 @@ func (e Expectation) Check(r *reports.Result) reports.Check {
 	if tl := r.TimerLateness; m.Late != nil && tl != nil && tl.LostSeconds > 0 && e.Op != OpGE && e.Op != OpGT {
 		// To the millisecond, up: the probe's own resolution.
 		lost := math.Ceil(tl.LostSeconds*1000-1e-6) / 1000
-		if a := m.Late(r, lost); a > 0 {
+		if a := math.Round(m.Late(r, lost)*1e9) / 1e9; a > 0 {
 			w := e.widened(a)
 			c.Allowance = a
 			c.OK = w.Holds(v)

@@ -27,8 +27,8 @@ func TestTableNotesTimerLateness(t *testing.T) {
 	if err := Table(&buf, r); err != nil {
 		t.Fatal(err)
 	}
-	want := "unbounded, retries=2: wall_seconds 2.820632 held only with its allowance for a busy machine (timers woke up to 98ms late, p99 51ms): " +
-		"expected 2.5..2.625 (2.5..3.626 with 1.001 s of timer lateness measured in this run)\n"
+	want := "unbounded, retries=2: wall_seconds 2.820632 held only with its allowance for a busy machine (timers woke up to 98ms late, p99 51ms):\n" +
+		"  expected 2.5..2.625 (2.5..3.626 with 1.001 s of timer lateness measured in this run)\n"
 	if !strings.Contains(buf.String(), want) {
 		t.Errorf("table lacks the note %q:\n%s", want, buf.String())
 	}

@@ -168,7 +168,7 @@ func writeServerNotes(w io.Writer, results []Result) {
 		}
 		for _, c := range res.Expectations {
 			if c.NeededAllowance {
-				note("%s: %s %s held only with its allowance for a busy machine%s: expected %s\n",
+				note("%s: %s %s held only with its allowance for a busy machine%s:\n  expected %s\n",
 					res.Name, c.Metric, c.Actual, latenessDetail(res.TimerLateness), c.Expected)
 			}
 		}
