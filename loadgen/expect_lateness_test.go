@@ -70,21 +70,27 @@ func TestWallExpectationAllowsTimerLateness(t *testing.T) {
 func abs(f float64) float64 { return max(f, -f) }
 
 // TestLatenessProbeVirtual: in a synctest bubble the probe's timers fire
-// exactly on time, so it measures no lateness at all, whatever the run
-// does meanwhile; a row whose wall is longer than the real time the probe
-// saw pass (a simulated run) gets no measurement.
+// exactly on time, so it measures no lateness at all, and backs off
+// (10 ms, 20 ms, 40 ms, … up to a minute apart: 7 wakes in 2.5 s, not 250, and 23 in a
+// 712 s row, not 71,200); a row whose wall is longer than the real time
+// the probe saw pass (a simulated run) gets no measurement.
 func TestLatenessProbeVirtual(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := startLatenessProbe()
-		time.Sleep(2500 * time.Millisecond)
-		tl := p.finish(2.5)
-		if tl == nil {
-			t.Fatal("finish(2.5) after 2.5 s = nil, want a measurement")
-		}
-		if tl.LostSeconds != 0 || tl.Max != 0 || tl.Wakes != 250 {
-			t.Errorf("probe in virtual time = %+v, want 250 wakes, nothing late", *tl)
-		}
-	})
+	for _, tt := range []struct {
+		d     time.Duration
+		wakes int
+	}{{2500 * time.Millisecond, 7}, {712 * time.Second, 23}} {
+		synctest.Test(t, func(t *testing.T) {
+			p := startLatenessProbe()
+			time.Sleep(tt.d)
+			tl := p.finish(tt.d.Seconds())
+			if tl == nil {
+				t.Fatalf("finish(%v) after %v = nil, want a measurement", tt.d.Seconds(), tt.d)
+			}
+			if tl.LostSeconds != 0 || tl.Max != 0 || tl.Wakes != tt.wakes {
+				t.Errorf("probe over %v of virtual time = %+v, want %d wakes, nothing late", tt.d, *tl, tt.wakes)
+			}
+		})
+	}
 	synctest.Test(t, func(t *testing.T) {
 		p := startLatenessProbe()
 		time.Sleep(time.Second)
