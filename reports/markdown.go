@@ -12,7 +12,8 @@ import (
 // Markdown writes r as GitHub-flavoured Markdown: a title naming the
 // scenario, the summary table (Table's columns, then peak concurrency and
 // early retries when the server measured them: wideColumns), the expectation
-// tally, and then a section per strategy with its kind and parameters, its
+// tally, loadgen tune's recommendation when there is one, and then a
+// section per strategy with its kind and parameters, its
 // latency percentiles, 429s by attempt number, token counts and each
 // expectation's result. Text from the report is escaped, so a strategy name
 // cannot break the table or inject markup.
@@ -67,6 +68,19 @@ func Markdown(w io.Writer, r Report) error {
 				}
 			}
 			fmt.Fprintln(ew)
+		}
+	}
+
+	if b := newSweepBest(r.Tune); b != nil {
+		if b.None {
+			fmt.Fprintf(ew, "**Recommended:** none: no row completed every item within the constraint (%s).\n\n", b.Constraint)
+		} else {
+			fmt.Fprintf(ew, "**Recommended** by %s, %s: **%s**, %s", b.Objective, b.Constraint, mdEscape(b.Name), b.Value)
+			if b.Next != "" {
+				fmt.Fprintf(ew, ", %s ahead of %s (%s).\n\n", b.Margin, mdEscape(b.Next), b.NextValue)
+			} else {
+				fmt.Fprint(ew, "; no other row qualified.\n\n")
+			}
 		}
 	}
 

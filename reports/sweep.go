@@ -124,21 +124,7 @@ func newHTMLSweep(r Report) *htmlSweep {
 		}
 		s.Hollow += "."
 	}
-	if t := r.Tune; t != nil {
-		obj := t.Objective
-		if obj == "" {
-			obj = "wall"
-		}
-		b := &htmlSweepBest{Name: t.Best, Objective: objectiveName(obj), Value: objectiveValue(obj, t.Value), None: t.Best == ""}
-		b.Constraint = "every item completed, any number of 429s"
-		if t.Max429s >= 0 {
-			b.Constraint = "every item completed, at most " + formatInt(t.Max429s) + " 429s"
-		}
-		if t.Next != "" {
-			b.Next, b.NextValue, b.Margin = t.Next, objectiveValue(obj, t.NextValue), objectiveValue(obj, t.Margin)
-		}
-		s.Best = b
-	}
+	s.Best = newSweepBest(r.Tune)
 
 	c := &svgSweep{Width: chartWidth}
 	c.Label = "wall time against 429s and against attempts, one point per row"
@@ -208,6 +194,26 @@ func newHTMLSweep(r Report) *htmlSweep {
 	c.Height = int(sweepPlotTop + sweepPlotHeight + sweepFooter)
 	s.Chart = c
 	return s
+}
+
+// newSweepBest formats tune's recommendation, or returns nil for none.
+func newSweepBest(t *Tune) *htmlSweepBest {
+	if t == nil {
+		return nil
+	}
+	obj := t.Objective
+	if obj == "" {
+		obj = "wall"
+	}
+	b := &htmlSweepBest{Name: t.Best, Objective: objectiveName(obj), Value: objectiveValue(obj, t.Value), None: t.Best == ""}
+	b.Constraint = "every item completed, any number of 429s"
+	if t.Max429s >= 0 {
+		b.Constraint = "every item completed, at most " + formatInt(t.Max429s) + " 429s"
+	}
+	if t.Next != "" {
+		b.Next, b.NextValue, b.Margin = t.Next, objectiveValue(obj, t.NextValue), objectiveValue(obj, t.Margin)
+	}
+	return b
 }
 
 // sweepTicks returns the ticks of a count axis holding lo..hi, and their

@@ -341,3 +341,35 @@ func TestSweepInChromium(t *testing.T) {
 	}
 	t.Logf("painted pixels: %v", counts)
 }
+
+// TestMarkdownRecommendation: report.md says what tune recommended, or
+// that nothing qualified; a report without tune says nothing of it.
+func TestMarkdownRecommendation(t *testing.T) {
+	none := sweepReport()
+	none.Tune = &Tune{Objective: "attempts", Max429s: -1}
+	for _, tt := range []struct {
+		name string
+		r    Report
+		want string
+	}{
+		{"tune", sweepReport(), "**Recommended** by wall time, every item completed, at most 0 429s: **semaphore n=20**, 5.00 s, 2.00 s ahead of semaphore n=15 (7.00 s).\n"},
+		{"nothing qualified", none, "**Recommended:** none: no row completed every item within the constraint (every item completed, any number of 429s).\n"},
+		{"no tune", guideReport(), ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := Markdown(&buf, tt.r); err != nil {
+				t.Fatal(err)
+			}
+			if tt.want == "" {
+				if strings.Contains(buf.String(), "Recommended") {
+					t.Errorf("report.md without tune recommends:\n%s", buf.String())
+				}
+				return
+			}
+			if !strings.Contains(buf.String(), tt.want) {
+				t.Errorf("report.md lacks %q:\n%s", tt.want, buf.String())
+			}
+		})
+	}
+}
