@@ -44,6 +44,7 @@ type htmlSweepBest struct {
 type svgSweep struct {
 	Width, Height int
 	Label         string
+	PointR, BestR float64 // a point's radius, the ring's
 	Panels        []svgSweepPanel
 	Legend        []svgSweepLegend
 }
@@ -126,7 +127,7 @@ func newHTMLSweep(r Report) *htmlSweep {
 	}
 	s.Best = newSweepBest(r.Tune)
 
-	c := &svgSweep{Width: chartWidth}
+	c := &svgSweep{Width: chartWidth, PointR: sweepPointR, BestR: sweepBestR}
 	c.Label = "wall time against 429s and against attempts, one point per row"
 	for k, g := range groups {
 		c.Legend = append(c.Legend, svgSweepLegend{Strategy: k + 1, Name: g.name})
