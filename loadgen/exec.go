@@ -19,7 +19,10 @@ import (
 // refused (Expect.allRefusedCheck).
 func runStrategy(ctx context.Context, s *Scenario, st *Row, opt Options, key string) (res reports.Result, err error) {
 	tally := new(errorTally)
-	probe := startLatenessProbe() // wall expectations allow for what it measures
+	// Wall expectations allow for the timer lateness the probe measures in
+	// real time. A row on a clock.Sim needs none: leave its TimerLateness
+	// nil (finish already does when the simulated wall outlasts real time).
+	probe := startLatenessProbe()
 	defer func() {
 		res.TimerLateness = probe.finish(res.WallSeconds)
 		res.Expectations = append(st.Expect.Check(&res), st.Expect.allRefusedCheck(&res, tally)...)
