@@ -1,7 +1,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test unit lint vet bench bench-mock bench-large run fmt clean node-deps dist dist-check image
+.PHONY: all build test unit lint vet bench bench-mock bench-loadgen bench-large run fmt clean node-deps dist dist-check image
 
 all: build test
 
@@ -66,6 +66,7 @@ bench:
 	$(GO) test -run '^$$' -bench 'Run100k' -benchtime 3x ./engine/
 	$(GO) test -run '^$$' -bench . -benchmem ./strategies/ ./provider/
 	$(MAKE) bench-mock
+	$(MAKE) bench-loadgen
 
 ## bench-mock: mockllm measured cross-process, as users run it (bench/compare
 ## starts each server as its own process and drives it from another, in
@@ -83,6 +84,21 @@ bench-mock:
 	./bin/compare stream -rounds $(BENCH_ROUNDS) -streams 1000 -tokens 20 -per-token 20ms \
 		-server 'ref=bin/refpacer --tokens 20 --per-token 20ms' \
 		-server 'mockllm=bin/mockllm --config bench/mock-stream.yaml --addr 127.0.0.1:0'
+
+## bench-loadgen: loadgen run measured end to end, as users run it, against
+## vegeta attack and a bare Go client loop (bench/clients runs each as its
+## own process, afresh every run, in interleaved rounds): the same zero-latency
+## server (bench/bareserver), the same request, 32 workers, 100,000 calls.
+LOADGEN_ROUNDS ?= 4
+LOADGEN_CALLS ?= 100000
+bench-loadgen:
+	$(GO) build -o bin/loadgen ./cmd/loadgen
+	$(GO) build -o bin/ ./bench/bareserver ./bench/clientloop ./bench/clients
+	$(GO) build -o bin/vegeta github.com/tsenart/vegeta/v12
+	./bin/clients -server bin/bareserver -rounds $(LOADGEN_ROUNDS) -calls $(LOADGEN_CALLS) -workers 32 \
+		-client 'bare=bin/clientloop --target @TARGETS@ --workers @WORKERS@ --calls @CALLS@' \
+		-client 'vegeta=bin/vegeta attack -lazy -format json -targets @TARGETS@ -rate 0 -workers @WORKERS@ -max-workers @WORKERS@ -output @RESULTS@' \
+		-client 'loadgen=bin/loadgen run @SCENARIO@ --format json'
 
 ## bench-large: peak RSS of scenarios/large.yaml (100,000 calls) and of a
 ## 1,000,000-line batch's validating and resume passes.

@@ -23,7 +23,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -139,24 +138,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 
 // start runs command and waits for its "listening on URL" line.
 func start(name, command string) (*server, error) {
-	f := strings.Fields(command)
-	cmd := exec.Command(f[0], f[1:]...)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
+	cmd, url, err := benchcmd.Start("-server "+name, command)
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("-server %s: %w", name, err)
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	url, ok := strings.CutPrefix(strings.TrimSpace(line), "listening on ")
-	if err != nil || !ok {
-		cmd.Process.Kill()
-		cmd.Wait()
-		return nil, fmt.Errorf("-server %s: first line %q, want \"listening on URL\" (%v)", name, line, err)
-	}
-	go io.Copy(io.Discard, out)
 	return &server{name: name, url: url, cmd: cmd}, nil
 }
 
@@ -247,7 +232,7 @@ func compareJSON(ctx context.Context, w io.Writer, servers []*server, rounds, co
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "%s: median %.0f req/s %s, %.1f µs server CPU a request %s\n", servers[0].name, median(rates[0]), spread(rates[0], "%.0f"), median(cpu[0]), spread(cpu[0], "%.1f"))
+	fmt.Fprintf(w, "%s: median %.0f req/s %s, %.1f µs server CPU a request %s\n", servers[0].name, benchcmd.Median(rates[0]), benchcmd.Spread(rates[0], "%.0f"), benchcmd.Median(cpu[0]), benchcmd.Spread(cpu[0], "%.1f"))
 	for i := 1; i < len(servers); i++ {
 		ratios := make([]float64, rounds)
 		eff := make([]float64, rounds)
@@ -255,9 +240,9 @@ func compareJSON(ctx context.Context, w io.Writer, servers []*server, rounds, co
 			ratios[r] = rates[i][r] / rates[0][r]
 			eff[r] = cpu[0][r] / cpu[i][r]
 		}
-		fmt.Fprintf(w, "%s: median %.0f req/s %s, %.1f µs server CPU a request %s\n", servers[i].name, median(rates[i]), spread(rates[i], "%.0f"), median(cpu[i]), spread(cpu[i], "%.1f"))
+		fmt.Fprintf(w, "%s: median %.0f req/s %s, %.1f µs server CPU a request %s\n", servers[i].name, benchcmd.Median(rates[i]), benchcmd.Spread(rates[i], "%.0f"), benchcmd.Median(cpu[i]), benchcmd.Spread(cpu[i], "%.1f"))
 		fmt.Fprintf(w, "  %s/%s: throughput median %.3f %s; CPU efficiency (%s's CPU a request / %s's) median %.3f %s\n",
-			servers[i].name, servers[0].name, median(ratios), spread(ratios, "%.3f"), servers[0].name, servers[i].name, median(eff), spread(eff, "%.3f"))
+			servers[i].name, servers[0].name, benchcmd.Median(ratios), benchcmd.Spread(ratios, "%.3f"), servers[0].name, servers[i].name, benchcmd.Median(eff), benchcmd.Spread(eff, "%.3f"))
 	}
 	return nil
 }
@@ -353,7 +338,7 @@ func compareStreams(ctx context.Context, w io.Writer, servers []*server, rounds,
 		mx := pick(i, func(r streamRound) float64 { return msOf(r.max) })
 		merged := pick(i, func(r streamRound) float64 { return float64(r.merged) })
 		fmt.Fprintf(w, "%s: p50 %.2f ms %s, p99 %.2f ms %s, max %.1f ms %s, merged streams %.0f %s",
-			s.name, median(p50), spread(p50, "%.2f"), median(p99), spread(p99, "%.2f"), median(mx), spread(mx, "%.1f"), median(merged), spread(merged, "%.0f"))
+			s.name, benchcmd.Median(p50), benchcmd.Spread(p50, "%.2f"), benchcmd.Median(p99), benchcmd.Spread(p99, "%.2f"), benchcmd.Median(mx), benchcmd.Spread(mx, "%.1f"), benchcmd.Median(merged), benchcmd.Spread(merged, "%.0f"))
 		if i > 0 {
 			r50 := make([]float64, rounds)
 			r99 := make([]float64, rounds)
@@ -361,7 +346,7 @@ func compareStreams(ctx context.Context, w io.Writer, servers []*server, rounds,
 				r50[r] = float64(res[i][r].p50) / float64(res[0][r].p50)
 				r99[r] = float64(res[i][r].p99) / float64(res[0][r].p99)
 			}
-			fmt.Fprintf(w, "; vs %s p50 %.2f× %s, p99 %.2f× %s", servers[0].name, median(r50), spread(r50, "%.2f"), median(r99), spread(r99, "%.2f"))
+			fmt.Fprintf(w, "; vs %s p50 %.2f× %s, p99 %.2f× %s", servers[0].name, benchcmd.Median(r50), benchcmd.Spread(r50, "%.2f"), benchcmd.Median(r99), benchcmd.Spread(r99, "%.2f"))
 		}
 		fmt.Fprintln(w)
 	}
@@ -447,19 +432,4 @@ func runStreams(ctx context.Context, c *http.Client, url, body string, streams, 
 func pct(sorted []time.Duration, p int) time.Duration {
 	i := (len(sorted)*p + 99) / 100
 	return sorted[max(0, min(len(sorted)-1, i-1))]
-}
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
-
-// spread is [min–max] of v.
-func spread(v []float64, format string) string {
-	return "[" + fmt.Sprintf(format, slices.Min(v)) + "–" + fmt.Sprintf(format, slices.Max(v)) + "]"
 }

@@ -14,25 +14,6 @@ func TestOrderRotates(t *testing.T) {
 	}
 }
 
-func TestMedianSpread(t *testing.T) {
-	for _, c := range []struct {
-		v      []float64
-		median float64
-		spread string
-	}{
-		{[]float64{3, 1, 2}, 2, "[1–3]"},
-		{[]float64{4, 1, 3, 2}, 2.5, "[1–4]"},
-		{[]float64{5}, 5, "[5–5]"},
-	} {
-		if got := median(c.v); got != c.median {
-			t.Errorf("median(%v) = %v, want %v", c.v, got, c.median)
-		}
-		if got := spread(c.v, "%.0f"); got != c.spread {
-			t.Errorf("spread(%v) = %q, want %q", c.v, got, c.spread)
-		}
-	}
-}
-
 func TestPct(t *testing.T) {
 	var d []time.Duration
 	for i := 1; i <= 100; i++ {
