@@ -4,7 +4,7 @@
 // process too, started once), in interleaved rounds whose order rotates. It
 // prints every run and the medians over rounds with their [min–max]: calls
 // a second (calls over the process's wall time, start-up included), the
-// client's CPU time a call and its peak RSS, and each client's throughput
+// client's CPU time a call and its peak RSS (when /usr/bin/time is there), and each client's throughput
 // against every earlier one (the first client is the baseline).
 //
 //	clients -server 'bin/bareserver' -rounds 4 -calls 100000 -workers 32 \
@@ -260,6 +260,16 @@ func runClient(ctx context.Context, c client, files map[string]string, results s
 		}
 		args = append(args, strings.ReplaceAll(a, "@RESULTS@", results))
 	}
+	// ru_maxrss of a child Go started counts Go's own RSS (the child
+	// shares Go's memory until it execs), so the peak RSS is /usr/bin/time's
+	// figure, from a child it forked itself; its rusage includes the client's
+	// CPU time, which is all that is.
+	rssFile := results + ".rss"
+	timed := false
+	if _, err := os.Stat("/usr/bin/time"); err == nil {
+		args = append([]string{"/usr/bin/time", "-f", "%M", "-o", rssFile}, args...)
+		timed = true
+	}
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -280,8 +290,16 @@ func runClient(ctx context.Context, c client, files map[string]string, results s
 		rate: float64(calls) / wall.Seconds(),
 		cpu:  float64(st.UserTime()+st.SystemTime()) / 1e3 / float64(calls),
 	}
-	if ru, ok := st.SysUsage().(*syscall.Rusage); ok {
-		s.rssMiB = float64(ru.Maxrss) / 1024 // KiB on Linux
+	if timed {
+		b, err := os.ReadFile(rssFile)
+		if err != nil {
+			return sample{}, fmt.Errorf("%s: peak RSS: %w", c.name, err)
+		}
+		kib, err := strconv.ParseFloat(strings.TrimSpace(string(b)), 64)
+		if err != nil {
+			return sample{}, fmt.Errorf("%s: peak RSS: /usr/bin/time wrote %q", c.name, b)
+		}
+		s.rssMiB = kib / 1024
 	}
 	return s, nil
 }
