@@ -37,6 +37,8 @@ Flags (they may come before or after FILE):
   --timeline DUR    timeline resolution (default: the file's timeline, else
                     100ms); at least 1ms, and coarser for a run that would
                     need more than 2000 points (a note on stderr says so)
+  --cpuprofile FILE write a CPU profile of the run (go tool pprof reads it)
+  --memprofile FILE write a heap profile, taken when the live heap was largest
 
 While running, progress goes to stderr: on a terminal a live line (strategy
 3 of 8, done/total, in flight, 429s, elapsed, ETA); otherwise, as in a CI
@@ -59,6 +61,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var only stringsFlag
 	fs.Var(&only, "only", "strategy names to run (comma-separated; repeatable)")
 	timeline := fs.Duration("timeline", 0, "timeline resolution")
+	var prof profiles
+	prof.flags(fs)
 	files, ok, err := parseFlags(fs, args, stdout)
 	if !ok {
 		return err
@@ -96,7 +100,13 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		opts.Results = results
 	}
 
+	if err := prof.start(); err != nil {
+		return &exitError{code: exitUsage, err: fmt.Errorf("run: %w", err)}
+	}
 	rep, runErr := loadgen.Run(ctx, s, opts)
+	if err := prof.finish(); err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
 	if runErr != nil && len(rep.Results) == 0 {
 		if errors.Is(runErr, context.Canceled) {
 			return &exitError{code: exitInterrupted, err: errors.New("interrupted before any strategy finished")}
