@@ -1,7 +1,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test unit lint vet bench bench-mock bench-loadgen bench-large run fmt clean node-deps dist dist-check image
+.PHONY: all build test unit lint vet bench bench-mock bench-loadgen bench-inflight bench-large run fmt clean node-deps dist dist-check image
 
 all: build test
 
@@ -67,6 +67,7 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./strategies/ ./provider/
 	$(MAKE) bench-mock
 	$(MAKE) bench-loadgen
+	$(MAKE) bench-inflight
 
 ## bench-mock: mockllm measured cross-process, as users run it (bench/compare
 ## starts each server as its own process and drives it from another, in
@@ -99,6 +100,14 @@ bench-loadgen:
 		-client 'bare=bin/clientloop --target @TARGETS@ --workers @WORKERS@ --calls @CALLS@' \
 		-client 'vegeta=bin/vegeta attack -lazy -format json -targets @TARGETS@ -rate 0 -workers @WORKERS@ -max-workers @WORKERS@ -output @RESULTS@' \
 		-client 'loadgen=bin/loadgen run @SCENARIO@ --format json'
+
+## bench-inflight: memory per in-flight call: peak RSS of bench/inflight.yaml
+## (10,000 workers against a limit of 5,000), then the scaled test of it
+## (TestMemoryPerInflightCall: 250 and 1,000 workers).
+bench-inflight:
+	$(GO) build -o bin/loadgen ./cmd/loadgen
+	/usr/bin/time -f 'inflight.yaml: peak RSS %M KiB, %e s' ./bin/loadgen run bench/inflight.yaml >/dev/null
+	$(GO) test -count=1 -run 'MemoryPerInflightCall' -v ./bench/inflight/ | grep -i rss
 
 ## bench-large: peak RSS of scenarios/large.yaml (100,000 calls) and of a
 ## 1,000,000-line batch's validating and resume passes.

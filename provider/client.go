@@ -151,8 +151,6 @@ func NewTransport(concurrency int) *http.Transport {
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
-		WriteBufferSize:       16 << 10,
-		ReadBufferSize:        16 << 10,
 	}
 }
 
