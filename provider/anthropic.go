@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -33,18 +34,66 @@ func (Anthropic) KeyEnv() string { return "ANTHROPIC_API_KEY" }
 type anthropicRequest struct {
 	Model     string    `json:"model"`
 	MaxTokens int       `json:"max_tokens"`
-	System    string    `json:"system,omitempty"`
+	System    any       `json:"system,omitempty"` // a string, or []anthropicTextBlock with cache_control
 	Messages  []Message `json:"messages"`
 	Stream    bool      `json:"stream,omitempty"`
 }
 
+// anthropicTextBlock is a text content block; its CacheControl marks a
+// prompt-cache breakpoint.
+type anthropicTextBlock struct {
+	Type         string        `json:"type"`
+	Text         string        `json:"text"`
+	CacheControl *cacheControl `json:"cache_control,omitempty"`
+}
+
+// cacheControl is Anthropic's cache_control: {"type": "ephemeral"} caches
+// for 5 minutes, with "ttl": "1h" for an hour
+// (https://docs.claude.com/en/docs/build-with-claude/prompt-caching).
+type cacheControl struct {
+	Type string `json:"type"`
+	TTL  string `json:"ttl,omitempty"`
+}
+
+// anthropicSystem is the system field for r: absent, the prompt as a
+// string, or, to cache it, one text block with cache_control.
+func anthropicSystem(r Request) (any, error) {
+	switch {
+	case r.System == "" && r.SystemCache != "":
+		return nil, fmt.Errorf("provider: anthropic request: SystemCache %q without a system prompt to cache", r.SystemCache)
+	case r.System == "":
+		return nil, nil
+	case r.SystemCache == "":
+		return r.System, nil
+	}
+	cc := &cacheControl{Type: "ephemeral"}
+	switch r.SystemCache {
+	case "5m":
+	case "1h":
+		cc.TTL = "1h"
+	default:
+		return nil, fmt.Errorf("provider: anthropic request: SystemCache %q (want 5m or 1h)", r.SystemCache)
+	}
+	return []anthropicTextBlock{{Type: "text", Text: r.System, CacheControl: cc}}, nil
+}
+
+// cacheReadsUncounted marks Anthropic as a provider whose limits leave
+// prompt-cache reads out of its input-tokens limit (for current models,
+// per https://docs.claude.com/en/api/rate-limits), so that a Client
+// takes them out of a call's Cost.
+func (Anthropic) cacheReadsUncounted() {}
+
 // NewRequest builds POST {base}/v1/messages with x-api-key, anthropic-version
 // and X-Stainless-Retry-Count, as the official SDKs send them.
 func (a Anthropic) NewRequest(ctx context.Context, baseURL, apiKey string, r Request, attempt int) (*http.Request, error) {
+	system, err := anthropicSystem(r)
+	if err != nil {
+		return nil, err
+	}
 	req, h, err := newPost(ctx, "anthropic", joinURL(baseURL, a.DefaultBaseURL(), "/v1/messages"), anthropicRequest{
 		Model:     r.Model,
 		MaxTokens: r.MaxTokens,
-		System:    r.System,
+		System:    system,
 		Messages:  nonNil(r.Messages),
 		Stream:    r.Stream,
 	}, r, attempt)

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -18,11 +19,84 @@ import (
 // BaseURL means the provider's DefaultBaseURL and its nil HTTP means
 // http.DefaultClient; for load, give it an http.Client built on NewTransport.
 // A Client is safe for concurrent use.
+//
+// A Client learns the prompt cache: after a response to a request whose
+// system prompt it asked the provider to cache (Request.SystemCache), it
+// remembers how many input tokens the provider reported reading from or
+// writing to its cache, and until when that entry lives (the TTL after its
+// last use), so that Cost can tell a strategy which part of the next call
+// with the same model and system prompt is a cache read. It does so only
+// for a provider whose limits leave cache reads out (Anthropic); OpenAI's
+// limits count cached input, so its Cost is the whole prompt.
 type Client struct {
 	Provider Provider
 	BaseURL  string
 	APIKey   string
 	HTTP     *http.Client
+
+	cacheMu sync.Mutex
+	cached  map[cachedKey]cachedPrefix
+}
+
+// cachedKey identifies a cached prefix: the model and the system prompt up
+// to its breakpoint (the request's other parts follow it).
+type cachedKey struct{ model, system, ttl string }
+
+// cachedPrefix is a prefix the provider reported cached: its tokens, and
+// when the provider's entry expires unless a call reads it again.
+type cachedPrefix struct {
+	tokens int
+	until  time.Time
+}
+
+// cacheTTLs are the lifetimes of Anthropic's cache_control entries.
+var cacheTTLs = map[string]time.Duration{"5m": 5 * time.Minute, "1h": time.Hour}
+
+// cacheReadsUncounted is implemented by providers whose limits leave
+// prompt-cache reads out, so that a call's Cost leaves them out too.
+type cacheReadsUncounted interface{ cacheReadsUncounted() }
+
+// learnCache records what the response to r (an attempt that ended with o
+// at now) reported of its cached prefix: the tokens read from and written
+// to the cache, together the prefix up to the breakpoint, which the next
+// call with that prefix reads; a success reporting none forgets the prefix
+// (the provider did not cache it: too short, or caching is off).
+func (c *Client) learnCache(now time.Time, r Request, o strategies.Outcome) {
+	ttl, ok := cacheTTLs[r.SystemCache]
+	if !ok || r.System == "" || o.Kind != strategies.Success {
+		return
+	}
+	if _, ok := c.Provider.(cacheReadsUncounted); !ok {
+		return
+	}
+	k := cachedKey{r.Model, r.System, r.SystemCache}
+	n := o.Usage.CacheReadInputTokens + o.Usage.CacheCreationInputTokens
+	c.cacheMu.Lock()
+	defer c.cacheMu.Unlock()
+	if n == 0 {
+		delete(c.cached, k)
+		return
+	}
+	if c.cached == nil {
+		c.cached = make(map[cachedKey]cachedPrefix)
+	}
+	c.cached[k] = cachedPrefix{tokens: n, until: now.Add(ttl)}
+}
+
+// cachedTokens returns the input tokens of r that the provider is expected
+// to read from its cache at now: 0 unless a response to a request with the
+// same model and system prompt reported them cached within their TTL.
+func (c *Client) cachedTokens(now time.Time, r Request) int {
+	if r.SystemCache == "" || r.System == "" {
+		return 0
+	}
+	c.cacheMu.Lock()
+	defer c.cacheMu.Unlock()
+	e, ok := c.cached[cachedKey{r.Model, r.System, r.SystemCache}]
+	if !ok || !now.Before(e.until) {
+		return 0
+	}
+	return e.tokens
 }
 
 // Do makes exactly one HTTP request for r (attempt is its 0-based index) and
@@ -52,18 +126,23 @@ func (c *Client) Do(ctx context.Context, r Request, attempt int) (Response, stra
 	defer resp.Body.Close()
 	out, o := c.Provider.Decode(resp, sent)
 	o.Err = c.redact(o.Err)
+	c.learnCache(time.Now(), r, o)
 	return out, o
 }
 
 // Cost returns what r is expected to consume, for a strategy's Acquire: the
 // provider's name, the key's fingerprint (strategies.Fingerprint, the format
-// state files and the mock use too), EstimateTokens(r) and r.MaxTokens.
+// state files and the mock use too), EstimateTokens(r), the part of it the
+// provider is expected to read from its prompt cache and leave out of its
+// limits (see Client), and r.MaxTokens.
 func (c *Client) Cost(r Request) strategies.Cost {
+	in := EstimateTokens(r)
 	return strategies.Cost{
-		Provider:    c.Provider.Name(),
-		Key:         keyFingerprint(c.APIKey),
-		InputTokens: EstimateTokens(r),
-		MaxTokens:   r.MaxTokens,
+		Provider:          c.Provider.Name(),
+		Key:               keyFingerprint(c.APIKey),
+		InputTokens:       in,
+		CachedInputTokens: min(c.cachedTokens(time.Now(), r), in),
+		MaxTokens:         r.MaxTokens,
 	}
 }
 

@@ -19,11 +19,17 @@ type Message struct {
 
 // Request is one call, independent of the provider's wire format.
 type Request struct {
-	Model     string
-	System    string
-	Messages  []Message
-	MaxTokens int
-	Stream    bool
+	Model  string
+	System string
+	// SystemCache, when set, asks the provider to cache the system prompt
+	// for this long after its last use: Anthropic's cache_control
+	// breakpoint on it, "5m" (ephemeral, the default TTL) or "1h". The
+	// OpenAI APIs ignore it: they cache a repeated prefix of 1,024 tokens
+	// or more by themselves.
+	SystemCache string
+	Messages    []Message
+	MaxTokens   int
+	Stream      bool
 	// IdempotencyKey, when set, is sent as Idempotency-Key so a server can
 	// count attempts of the same call.
 	IdempotencyKey string
