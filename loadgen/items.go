@@ -76,13 +76,17 @@ func source(groups []ItemGroup, meta json.RawMessage) engine.Source {
 
 // item is an item of group g.
 func (g ItemGroup) item(msgs []provider.Message, system string, maxTokens int) engine.Item {
-	return engine.Item{Request: provider.Request{
+	r := provider.Request{
 		Model:     g.Model,
 		System:    system,
 		Messages:  msgs,
 		MaxTokens: maxTokens,
 		Stream:    *g.Stream,
-	}}
+	}
+	if system != "" {
+		r.SystemCache = g.SystemCache
+	}
+	return engine.Item{Request: r}
 }
 
 // lineItem is the item of one line of a file group: the line's prompt or

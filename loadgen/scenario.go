@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"time"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/ratelab/ratelab/internal/fielderr"
 	"github.com/ratelab/ratelab/internal/strict"
+	"github.com/ratelab/ratelab/mock"
 )
 
 // Scenario is one experiment: a batch of items, the server it runs against
@@ -87,6 +89,16 @@ type Request struct {
 	PromptTokens int `yaml:"prompt_tokens"`
 	// System is an optional system prompt.
 	System string `yaml:"system"`
+	// SystemTokens, when set, makes the system prompt filler text of this
+	// many tokens (under the mock's estimate), the same for every item: a
+	// long shared context, as a RAG batch sends.
+	SystemTokens int `yaml:"system_tokens"`
+	// SystemCache asks Anthropic to cache the system prompt: "5m" or "1h",
+	// the cache_control TTL. Its client then learns from the responses
+	// which part of each later call is a cache read, and the token-budget
+	// strategies reserve only the rest. OpenAI caches by itself and
+	// refuses it.
+	SystemCache string `yaml:"system_cache"`
 	// Stream requests a streamed (SSE) response.
 	Stream bool `yaml:"stream"`
 	// APIKey is the key sent to the embedded mock: a test value, never a real
@@ -109,6 +121,8 @@ type ItemGroup struct {
 	Prompt       string `yaml:"prompt"`
 	PromptTokens int    `yaml:"prompt_tokens"`
 	System       string `yaml:"system"`
+	SystemTokens int    `yaml:"system_tokens"`
+	SystemCache  string `yaml:"system_cache"`
 	Stream       *bool  `yaml:"stream"`
 	APIKey       string `yaml:"api_key"`
 
@@ -276,7 +290,8 @@ func (s *Scenario) applyDefaults() {
 	}
 }
 
-// Groups returns the item groups with every inherited field resolved.
+// Groups returns the item groups with every inherited field resolved, and
+// System holding the filler of SystemTokens when that is set.
 func (s *Scenario) Groups() []ItemGroup {
 	out := make([]ItemGroup, len(s.Items.Groups))
 	r := s.Request
@@ -295,8 +310,14 @@ func (s *Scenario) Groups() []ItemGroup {
 		if g.Prompt == "" && g.PromptTokens == 0 {
 			g.Prompt, g.PromptTokens = r.Prompt, r.PromptTokens
 		}
-		if g.System == "" {
-			g.System = r.System
+		if g.System == "" && g.SystemTokens == 0 {
+			g.System, g.SystemTokens = r.System, r.SystemTokens
+		}
+		if g.SystemTokens > 0 {
+			g.System = mock.Filler(g.SystemTokens)
+		}
+		if g.SystemCache == "" {
+			g.SystemCache = r.SystemCache
 		}
 		if g.Stream == nil {
 			stream := r.Stream
@@ -388,4 +409,49 @@ func (s *Scenario) OracleSeconds() float64 {
 func baseName(path string) string {
 	b := filepath.Base(path)
 	return strings.TrimSuffix(b, filepath.Ext(b))
+}
+
+// validateSystem reports the problems of the request's and each group's
+// system prompt keys through d: system_tokens negative or beside system,
+// and a system_cache that is not a TTL Anthropic accepts, has no system
+// prompt to cache, or is sent to OpenAI, which caches by itself.
+func (s *Scenario) validateSystem(d *strict.Decoder) {
+	bad := d.Invalidf
+	check := func(p, system string, tokens int, cache string) {
+		if tokens < 0 {
+			bad(fielderr.Join(p, "system_tokens"), "must not be negative, got %d", tokens)
+		}
+		if system != "" && tokens != 0 {
+			bad(fielderr.Join(p, "system_tokens"), "set system or system_tokens, not both")
+		}
+		if cache != "" && cache != "5m" && cache != "1h" {
+			bad(fielderr.Join(p, "system_cache"), "want 5m or 1h (Anthropic's cache_control TTLs), got %q", cache)
+		}
+	}
+	r := s.Request
+	check("request", r.System, r.SystemTokens, r.SystemCache)
+	groupPath := func(i int) string {
+		if len(s.Items.Groups) > 1 {
+			return fmt.Sprintf("items[%d]", i)
+		}
+		return "items"
+	}
+	for i, g := range s.Items.Groups {
+		check(groupPath(i), g.System, g.SystemTokens, g.SystemCache)
+	}
+	for i, g := range s.Groups() {
+		if g.SystemCache == "" {
+			continue
+		}
+		p := "request.system_cache"
+		if i < len(s.Items.Groups) && s.Items.Groups[i].SystemCache != "" {
+			p = groupPath(i) + ".system_cache"
+		}
+		switch {
+		case g.Provider != "anthropic":
+			bad(p, "is Anthropic's cache_control; %s caches a repeated prompt prefix of 1,024 tokens or more by itself, so remove it", g.Provider)
+		case g.System == "" && g.File == "":
+			bad(p, "has no system prompt to cache: set system or system_tokens")
+		}
+	}
 }

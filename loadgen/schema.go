@@ -21,7 +21,8 @@ Top level
                           the batch: a count, one item group, or a list of groups run
                           in file order. A group's keys (all optional but count)
                           override request: count, provider, model, max_tokens,
-                          prompt, prompt_tokens, system, stream, api_key.
+                          prompt, prompt_tokens, system, system_tokens,
+                          system_cache, stream, api_key.
                           file: FILE instead of count: your own items, in loadgen
                           batch's input format (relative to this file), one a line
                           with its own prompt or messages, system and max_tokens
@@ -41,6 +42,11 @@ Top level
                            (default "Classify ticket {i}.")
     prompt_tokens int      instead of prompt: filler text of this many tokens
     system        string   a system prompt (default none)
+    system_tokens int      instead of system: filler text of this many tokens,
+                           the same for every item (a long shared context)
+    system_cache  5m | 1h  anthropic: cache the system prompt (cache_control
+                           with this TTL); the client learns the cached part
+                           from the responses and token budgets reserve the rest
     stream        bool     stream the response over SSE (default false)
     api_key       string   the key sent to the embedded mock, a test value
                            (default: the first of server.api_keys, else

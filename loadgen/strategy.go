@@ -286,6 +286,7 @@ func (s *Scenario) validate(d *strict.Decoder) {
 		bad("items", "required: the number of items (e.g. items: 200) or item groups")
 	}
 	s.validateArrival(d)
+	s.validateSystem(d)
 	for i, g := range s.Items.Groups {
 		p := "items"
 		if len(s.Items.Groups) > 1 {

@@ -85,8 +85,12 @@ func (s *Scenario) validateLimits(d *strict.Decoder) {
 	if len(groups) == 0 { // a batch's config: its request alone
 		stream := s.Request.Stream
 		r := s.Request
+		system := r.System
+		if r.SystemTokens > 0 {
+			system = mock.Filler(r.SystemTokens)
+		}
 		groups = []ItemGroup{{Provider: r.Provider, Model: r.Model, MaxTokens: r.MaxTokens, Prompt: r.Prompt,
-			PromptTokens: r.PromptTokens, System: r.System, Stream: &stream}}
+			PromptTokens: r.PromptTokens, System: system, Stream: &stream}}
 	}
 	for i, g := range groups {
 		// Where each value was set: the group's own key, else the request's.
