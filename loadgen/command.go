@@ -321,6 +321,7 @@ func fillFromServer(r *reports.Result, srv *mock.Server, oracle float64) {
 	r.Completed = int(min(c.Completed, int64(r.Items)))
 	r.Failed = r.Items - r.Completed
 	r.Attempts, r.Throttled, r.Overloaded = c.Attempts, c.Throttled, c.Overloaded
+	r.Quota = c.QuotaExceeded // a spent quota's 429s, not in Throttled
 	r.ServerErrors, r.Errors = c.ServerErrors, c.Errors
 	r.AttemptsPerCall = c.AttemptsPerCall
 	r.ThrottledByAttempt = c.ThrottledByAttempt

@@ -52,12 +52,16 @@ type CallStats struct {
 	Completed int64 `json:"completed"` // calls with a 2xx
 	Failed    int64 `json:"failed"`    // calls with no 2xx and no attempt in flight
 	Attempts  int64 `json:"attempts"`  // attempts
-	Throttled int64 `json:"throttled"` // 429s
+	Throttled int64 `json:"throttled"` // 429s for rate limits
 	// ThrottledBy counts 429s by the limit that refused them (max_concurrent,
-	// rpm, itpm, otpm, tpm, script, decode_budget).
-	ThrottledBy  map[string]int64 `json:"throttled_by,omitempty"`
-	Overloaded   int64            `json:"overloaded"`    // 529 (Anthropic) and 503 (OpenAI)
-	ServerErrors int64            `json:"server_errors"` // other 5xx
+	// rpm, itpm, otpm, tpm, acceleration, script, decode_budget).
+	ThrottledBy map[string]int64 `json:"throttled_by,omitempty"`
+	// QuotaExceeded counts 429s for a spent quota (Config.Quota): a spend
+	// cap, not a rate limit, so Throttled, ThrottledBy, ThrottledByAttempt
+	// and the timeline's throttles leave them out, as Stats does.
+	QuotaExceeded int64 `json:"quota_exceeded"`
+	Overloaded    int64 `json:"overloaded"`    // 529 (Anthropic) and 503 (OpenAI)
+	ServerErrors  int64 `json:"server_errors"` // other 5xx
 	// Errors counts other failed attempts: 4xx other than 429, connection
 	// resets and cut streams (status 0), clients gone before the end (499).
 	Errors int64 `json:"errors"`
@@ -155,7 +159,7 @@ type openCall struct {
 type callCounts struct {
 	calls, completed, busy                int64 // busy: calls with an attempt in flight
 	attempts, throttled, overloaded, s5xx int64
-	errors, early                         int64
+	errors, early, quota                  int64
 	throttledBy                           map[string]int64
 	throttledByAttempt                    []int64
 	earlyByKey                            map[string]int64
@@ -321,6 +325,8 @@ func (l *callLog) end(a *callAttempt, status int, limit string, retryAfter time.
 		c.completed++
 		t.completions++
 		return
+	case limit == LimitQuota:
+		c.quota++
 	case status == http.StatusTooManyRequests:
 		c.throttled++
 		t.throttle++
@@ -434,6 +440,7 @@ func (l *callLog) snapshot() CallStats {
 		Failed:             c.calls - c.completed - c.busy,
 		Attempts:           c.attempts,
 		Throttled:          c.throttled,
+		QuotaExceeded:      c.quota,
 		Overloaded:         c.overloaded,
 		ServerErrors:       c.s5xx,
 		Errors:             c.errors,

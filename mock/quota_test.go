@@ -2,6 +2,7 @@ package mock
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -79,6 +80,10 @@ func TestQuotaOverHTTP(t *testing.T) {
 				if st.QuotaExceeded != 3 || st.QuotaExceededBy[QuotaOutputTokens] != 3 || st.Throttled != 0 || st.ThrottledBy != nil || st.Admitted != 3 {
 					t.Errorf("stats: quota_exceeded %d by %v, throttled %d by %v, admitted %d; want 3 by output_tokens, 0, 3",
 						st.QuotaExceeded, st.QuotaExceededBy, st.Throttled, st.ThrottledBy, st.Admitted)
+				}
+				if c := st.Calls; c.QuotaExceeded != 3 || c.Throttled != 0 || c.ThrottledBy != nil || slices.ContainsFunc(c.ThrottledByAttempt, func(n int64) bool { return n != 0 }) {
+					t.Errorf("call stats: quota_exceeded %d, throttled %d by %v, by attempt %v; want 3, 0, none",
+						c.QuotaExceeded, c.Throttled, c.ThrottledBy, c.ThrottledByAttempt)
 				}
 				k := st.Keys["anonymous"]
 				if k.QuotaExceeded != 3 || k.QuotaUsed != (QuotaUsed{Requests: 3, InputTokens: 3, OutputTokens: 30}) {
