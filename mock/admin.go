@@ -18,6 +18,7 @@ import (
 //	GET  /_admin/latency   PUT /_admin/latency    the latency model
 //	GET  /_admin/faults    PUT /_admin/faults     the injected faults
 //	GET  /_admin/quota     PUT /_admin/quota      the per-key quota
+//	GET  /_admin/limits_by_model  PUT …           the per-model pools (a pattern set to null is removed)
 //	GET  /_admin/stats                            Stats as JSON
 //	POST /_admin/reset                            Reset
 //
@@ -39,6 +40,7 @@ func (s *Server) adminRoutes() []route {
 	adminSetting(s, handle, "latency", s.Latency, s.SetLatency, func(c *Config, v Latency) { c.Latency = v })
 	adminSetting(s, handle, "faults", s.Faults, s.SetFaults, func(c *Config, v Faults) { c.Faults = v })
 	adminSetting(s, handle, "quota", s.Quota, s.SetQuota, func(c *Config, v Quota) { c.Quota = v })
+	adminSetting(s, handle, "limits_by_model", s.poolsPatch, s.setPoolsPatch, func(c *Config, v poolsPatch) { c.LimitsByModel = v })
 	handle("stats", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSONBody(w, http.StatusOK, s.Stats())
 	}, http.MethodGet)

@@ -268,8 +268,9 @@ func FuzzAdminPut(f *testing.F) {
 		`{"ttft": "1e9h"}`, `{"per_token": 5}`, "per_token: !!binary AAAA\n", "rpm: &a 1\ntpm: *a\n",
 		"a: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: [*c,*c,*c,*c,*c,*c,*c,*c,*c]\n",
 		strings.Repeat("[", 10000), "\xff\xfe\x00", `{"rate": 2, "status": 529}`, `{"rate": -0.5}`, `{"rate": 1.5}`,
+		`{"claude-*": {"rpm": 2}}`, `{"claude-*": null}`, `{"[": {}}`, `{"": {"rpm": 1}}`, `{"a": {"b": 1}}`, `{"a": [1]}`,
 	} {
-		for setting := range 3 {
+		for setting := range 5 {
 			f.Add(uint8(setting), []byte(seed))
 		}
 	}
@@ -285,7 +286,7 @@ func FuzzAdminPut(f *testing.F) {
 		return rec
 	}
 	f.Fuzz(func(t *testing.T, setting uint8, body []byte) {
-		path := "/_admin/" + []string{"limits", "latency", "faults"}[int(setting)%3]
+		path := "/_admin/" + []string{"limits", "latency", "faults", "quota", "limits_by_model"}[int(setting)%5]
 		before := serve("GET", path, nil).Body.Bytes()
 		rec := serve("PUT", path, body)
 		if rec.Code >= 500 {

@@ -353,8 +353,8 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire, n int, r
 	d.id = s.seq.Add(1)
 	var pool *keyLimiter
 	var pl Limits
-	if name := poolFor(s.cfg.LimitsByModel, c.model); name != "" {
-		pool, pl = ks.lim.pool(name), s.cfg.LimitsByModel[name]
+	if name := poolFor(s.pools, c.model); name != "" {
+		pool, pl = ks.lim.pool(name), s.pools[name]
 	}
 	v, byPool := ks.lim.admitPooled(now, s.limits, pool, pl, d.id, demand{input: charged, maxTokens: c.maxTokens, end: p.due(p.n)})
 	if !v.ok {

@@ -55,9 +55,10 @@ type Server struct {
 	limits   Limits // base with the schedule entries due so far
 	latency  Latency
 	faults   Faults
-	quota    Quota     // Config.Quota or the last SetQuota
-	epoch    time.Time // when the schedule started: the first model request; zero before
-	next     int       // the next schedule entry to apply
+	quota    Quota             // Config.Quota or the last SetQuota
+	pools    map[string]Limits // Config.LimitsByModel or the last SetLimitsByModel; never changed in place
+	epoch    time.Time         // when the schedule started: the first model request; zero before
+	next     int               // the next schedule entry to apply
 	perKey   map[string]*keyState
 	inFlight int    // over all keys, for Capacity
 	gen      uint64 // incremented by Reset
@@ -102,6 +103,7 @@ func New(cfg Config) (*Server, error) {
 		latency: cfg.Latency,
 		faults:  cfg.Faults,
 		quota:   cfg.Quota,
+		pools:   cfg.LimitsByModel,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
