@@ -105,6 +105,17 @@ func (p *prefixer) add(role string, raw []byte, n int, auto bool) {
 	}
 }
 
+// cachesAutomatically reports whether wr's API caches a repeated prefix by
+// itself (OpenAI's Chat Completions and Responses APIs) rather than at
+// cache_control breakpoints (Anthropic's).
+func cachesAutomatically(wr wire) bool {
+	switch wr.(type) {
+	case openai, responses:
+		return true
+	}
+	return false
+}
+
 // minCachePrefix is the fewest input tokens for which an OpenAI request's
 // prefixes are hashed at all; Cache.MinTokens may not be lower.
 const minCachePrefix = 128

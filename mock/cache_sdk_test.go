@@ -6,6 +6,7 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/ratelab/ratelab/mock"
 )
@@ -13,7 +14,8 @@ import (
 // TestSDKPromptCache: the official SDKs read the mock's cache usage. A
 // 2,000-token system prompt with cache_control is written by the first
 // Anthropic call and read by the second, JSON and streamed alike; OpenAI's
-// automatic cache reports a repeated 1,500-token prefix as cached_tokens.
+// automatic cache reports a repeated 1,500-token prefix as cached_tokens,
+// on chat completions and on the Responses API (its instructions).
 func TestSDKPromptCache(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := startMock(t, "api_keys: ["+sdkKey+"]\nlatency: {per_token: 1ms}\n")
@@ -55,6 +57,21 @@ func TestSDKPromptCache(t *testing.T) {
 			}
 			if got := r.Usage.PromptTokensDetails.CachedTokens; got != want || r.Usage.PromptTokens != 1501 {
 				t.Errorf("openai call %d: prompt %d cached %d, want 1501 and %d", i, r.Usage.PromptTokens, got, want)
+			}
+		}
+
+		rp := responses.ResponseNewParams{
+			Model: sdkOpenAIModel, MaxOutputTokens: openai.Int(16), Instructions: openai.String(mock.Filler(1500)),
+			Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("Hi")},
+		}
+		for i, want := range []int64{0, 1408} {
+			r, err := oc.Responses.New(t.Context(), rp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			validate(t, "Response", []byte(r.RawJSON()))
+			if got := r.Usage.InputTokensDetails.CachedTokens; got != want || r.Usage.InputTokens != 1501 {
+				t.Errorf("responses call %d: input %d cached %d, want 1501 and %d", i, r.Usage.InputTokens, got, want)
 			}
 		}
 	})

@@ -342,7 +342,7 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire, n int, r
 		return reject(http.StatusTooManyRequests, apiError{msg: quotaMessage(wr, s.quota, dim), limit: LimitQuota}, 0)
 	}
 
-	_, auto := wr.(openai) // OpenAI caches automatically; Anthropic at cache_control breakpoints
+	auto := cachesAutomatically(wr) // OpenAI caches automatically; Anthropic at cache_control breakpoints
 	cu := ks.lim.cache.lookup(now, s.cfg.Cache, c, auto)
 	c.cacheRead, c.cacheWrite = cu.read, cu.write
 	charged := c.input // toward itpm and tpm

@@ -184,8 +184,13 @@ func (responses) decode(body []byte, defaultMax int) (*call, error) {
 	if echo.Tools, err = decodeFunctionTools(req.Tools); err != nil {
 		return nil, err
 	}
+	var tools json.RawMessage
 	if len(echo.Tools) > 0 {
+		tools = req.Tools
 		c.input += (utf8.RuneCount(req.Tools) + 3) / 4
+	}
+	if c.input >= minCachePrefix {
+		c.prefixes = responsesPrefixes(tools, req.Instructions, req.Input)
 	}
 	if echo.ToolChoice, err = decodeToolChoice(req.ToolChoice, echo.Tools); err != nil {
 		return nil, err
@@ -356,6 +361,35 @@ func (req *responsesRequest) decodeContent(c *call, echo *responseEcho) error {
 // not have, with its code when known.
 func notStored(param, code, format string, args ...any) error {
 	return &badRequest{param: param, code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+// responsesPrefixes returns the cacheable prefixes of a Responses request,
+// OpenAI's automatic caching of a repeated prefix: the tools (when they
+// count), the instructions, then the input, a string or each of its items,
+// counted as decode counted them (it has already checked every part).
+func responsesPrefixes(tools json.RawMessage, instructions *string, input json.RawMessage) []prefix {
+	var p prefixer
+	if len(tools) > 0 {
+		p.add("tools", tools, (utf8.RuneCount(tools)+3)/4, true)
+	}
+	if instructions != nil {
+		p.add("instructions", []byte(*instructions), messageTokens(utf8.RuneCountInString(*instructions)), true)
+	}
+	input = bytes.TrimSpace(input)
+	if len(input) > 0 && input[0] == '"' {
+		n, _ := textLen(input, "input")
+		p.add("input", input, messageTokens(n), true)
+		return p.out
+	}
+	var items []json.RawMessage
+	if json.Unmarshal(input, &items) != nil {
+		return nil
+	}
+	for i, it := range items {
+		n, _ := itemLen(it, "input."+strconv.Itoa(i))
+		p.add("item", it, messageTokens(n), true)
+	}
+	return p.out
 }
 
 // inputTokens counts input, a string or a list of items.
@@ -784,7 +818,9 @@ func appendResponse(b []byte, c *call, r *result, status string) []byte {
 		out := outputTokens(c, r)
 		b = append(b, `,"usage":{"input_tokens":`...)
 		b = strconv.AppendInt(b, int64(c.input), 10)
-		b = append(b, `,"input_tokens_details":{"cached_tokens":0,"cache_write_tokens":0},"output_tokens":`...)
+		b = append(b, `,"input_tokens_details":{"cached_tokens":`...)
+		b = strconv.AppendInt(b, int64(c.cacheRead), 10)
+		b = append(b, `,"cache_write_tokens":0},"output_tokens":`...)
 		b = strconv.AppendInt(b, int64(out), 10)
 		b = append(b, `,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":`...)
 		b = strconv.AppendInt(b, int64(c.input+out), 10)
