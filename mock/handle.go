@@ -66,6 +66,7 @@ type decision struct {
 	plan     plan
 	reserved int         // output tokens reserved at admission: max_tokens
 	pool     *keyLimiter // the per-model pool charged with it, or nil
+	price    Price       // its model's, for Quota.USD
 	lease    string      // the slot taken in Config.Store; "" when none
 	key      string      // the API key the lease belongs to
 }
@@ -394,6 +395,8 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire, n int, r
 	kc.inFlight++
 	kc.maxInFlight = max(kc.maxInFlight, kc.inFlight)
 	kc.inputTokens += int64(c.input)
+	d.price = priceOf(s.cfg.Prices, c.model)
+	ks.lim.used.usd += d.price.inputUSD(c.input, cu.read, cu.write, cu.writeTTL)
 	d.ks, d.gen, d.plan, d.reserved = ks, s.gen, p, c.maxTokens
 	return d
 }
@@ -490,6 +493,7 @@ func (s *Server) release(d *decision, produced, merged int) {
 	defer s.mu.Unlock()
 	now := time.Now()
 	d.ks.lim.release(now, d.id, d.reserved, produced)
+	d.ks.lim.used.usd += d.price.outputUSD(produced)
 	if d.pool != nil {
 		d.pool.release(now, d.id, d.reserved, produced)
 	}

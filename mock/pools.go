@@ -13,10 +13,10 @@ import (
 // request whose model matches a pattern passes that pool's limits (each
 // API key has its own instance of each pool) as well as the key's Limits.
 
-// poolFor returns the pattern of LimitsByModel that model falls in: the
-// longest matching pattern, the first in lexical order among equals; "" for
-// none.
-func poolFor(pools map[string]Limits, model string) string {
+// poolFor returns the pattern of pools (LimitsByModel, Prices) that model
+// falls in: the longest matching pattern, the first in lexical order among
+// equals; "" for none.
+func poolFor[V any](pools map[string]V, model string) string {
 	best := ""
 	for p := range pools {
 		if ok, _ := path.Match(p, model); !ok {
@@ -82,7 +82,7 @@ func (s snapshot) merge(pool snapshot) snapshot {
 
 // poolPatterns returns the patterns of pools, sorted, for validation
 // messages in a stable order.
-func poolPatterns(pools map[string]Limits) []string {
+func poolPatterns[V any](pools map[string]V) []string {
 	ps := make([]string, 0, len(pools))
 	for p := range pools {
 		ps = append(ps, p)

@@ -90,6 +90,7 @@ func New(cfg Config) (*Server, error) {
 	cfg.Schedule = slices.Clone(cfg.Schedule)
 	cfg.Models.Extra = slices.Clone(cfg.Models.Extra)
 	cfg.LimitsByModel = maps.Clone(cfg.LimitsByModel)
+	cfg.Prices = maps.Clone(cfg.Prices)
 	s := &Server{
 		cfg:     cfg,
 		log:     cfg.Logger,

@@ -114,7 +114,10 @@ defaults, except where noted:
     requests: 0                # details.error_code enforced_spend_limit_reached, OpenAI 429
     input_tokens: 0            # insufficient_quota; no retry-after (PUT /_admin/quota changes it)
     output_tokens: 0
+    usd: 0                     # a dollar spend cap, at prices
     should_retry: null         # true/false: send x-should-retry with quota errors; unset sends none
+  prices: {}                   # USD per million tokens by model pattern, e.g. {"claude-sonnet-*":
+                               # {input: 3, output: 15, cache_write: 3.75, cache_write_1h: 6, cache_read: 0.3}}
   cache:                       # prompt caching: Anthropic cache_control, OpenAI automatic
     off: false
     min_tokens: 0              # shortest prefix cached; 0 = 1024
