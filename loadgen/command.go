@@ -190,12 +190,13 @@ func (s *Scenario) WriteItems(w io.Writer) error {
 		if g.PromptTokens > 0 {
 			filler = g.promptText(0)
 		}
+		system := g.systemText()
 		for range g.Count {
 			prompt := filler
 			if prompt == "" {
 				prompt = g.promptText(i)
 			}
-			in := batch.Line{ID: strconv.Itoa(i), Prompt: prompt, System: g.System, MaxTokens: g.MaxTokens, Metadata: meta}
+			in := batch.Line{ID: strconv.Itoa(i), Prompt: prompt, System: system, MaxTokens: g.MaxTokens, Metadata: meta}
 			if err := enc.Encode(&in); err != nil {
 				return err
 			}

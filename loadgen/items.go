@@ -40,13 +40,14 @@ func source(groups []ItemGroup, meta json.RawMessage) engine.Source {
 			return yield(it, nil)
 		}
 		for _, g := range groups {
+			system := g.systemText() // shared by every item of the group
 			if g.lines != nil {
 				stopped := false
 				err := batch.ReadInput(g.lines.path, func(_ int, in *batch.Line, ie *batch.InputError) bool {
 					if ie != nil {
 						return true // validate reported it; a line the file gained since is skipped
 					}
-					stopped = !emit(g.lineItem(in))
+					stopped = !emit(g.lineItem(in, system))
 					return !stopped
 				})
 				if err != nil && !stopped {
@@ -66,7 +67,7 @@ func source(groups []ItemGroup, meta json.RawMessage) engine.Source {
 				if prompt == "" {
 					prompt = g.promptText(i)
 				}
-				if !emit(g.item([]provider.Message{{Role: "user", Content: prompt}}, g.System, g.MaxTokens)) {
+				if !emit(g.item([]provider.Message{{Role: "user", Content: prompt}}, system, g.MaxTokens)) {
 					return
 				}
 			}
@@ -90,13 +91,14 @@ func (g ItemGroup) item(msgs []provider.Message, system string, maxTokens int) e
 }
 
 // lineItem is the item of one line of a file group: the line's prompt or
-// messages, and its system and max_tokens, else the group's.
-func (g ItemGroup) lineItem(in *batch.Line) engine.Item {
+// messages, and its system and max_tokens, else the group's (its system
+// prompt's text is system).
+func (g ItemGroup) lineItem(in *batch.Line, system string) engine.Item {
 	msgs := in.Messages
 	if in.Prompt != "" {
 		msgs = []provider.Message{{Role: "user", Content: in.Prompt}}
 	}
-	system := cmp.Or(in.System, g.System)
+	system = cmp.Or(in.System, system)
 	maxTokens := in.MaxTokens
 	if maxTokens == 0 {
 		maxTokens = g.MaxTokens
@@ -215,19 +217,18 @@ func (f *inputFile) add(in *batch.Line) {
 }
 
 // meanInputTokens is a line's mean input tokens, lines without a system
-// prompt given system.
-func (f *inputFile) meanInputTokens(system string) int {
-	total := f.inTokens
-	if system != "" {
-		total += int64(f.noSystem * max(1, mock.EstimateTokens(system)))
-	}
+// prompt given the group's, of sysTokens (0: none).
+func (f *inputFile) meanInputTokens(sysTokens int) int {
+	total := f.inTokens + int64(f.noSystem*sysTokens)
 	return int(math.Round(float64(total) / float64(f.count)))
 }
 
-// largest is the largest line's input tokens and bytes (escaped at worst).
-func (f *inputFile) largest(system string) (tokens, bytes int) {
-	if system != "" && !f.bigSystem {
-		return f.bigTokens + max(1, mock.EstimateTokens(system)), f.bigBytes + 6*len(system)
+// largest is the largest line's input tokens and bytes (escaped at worst),
+// a line without a system prompt given the group's, of sysTokens and
+// sysBytes (0: none).
+func (f *inputFile) largest(sysTokens, sysBytes int) (tokens, bytes int) {
+	if !f.bigSystem {
+		return f.bigTokens + sysTokens, f.bigBytes + sysBytes
 	}
 	return f.bigTokens, f.bigBytes
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/ratelab/ratelab/internal/fielderr"
 	"github.com/ratelab/ratelab/internal/strict"
-	"github.com/ratelab/ratelab/mock"
 )
 
 // Scenario is one experiment: a batch of items, the server it runs against
@@ -290,8 +289,7 @@ func (s *Scenario) applyDefaults() {
 	}
 }
 
-// Groups returns the item groups with every inherited field resolved, and
-// System holding the filler of SystemTokens when that is set.
+// Groups returns the item groups with every inherited field resolved.
 func (s *Scenario) Groups() []ItemGroup {
 	out := make([]ItemGroup, len(s.Items.Groups))
 	r := s.Request
@@ -312,9 +310,6 @@ func (s *Scenario) Groups() []ItemGroup {
 		}
 		if g.System == "" && g.SystemTokens == 0 {
 			g.System, g.SystemTokens = r.System, r.SystemTokens
-		}
-		if g.SystemTokens > 0 {
-			g.System = mock.Filler(g.SystemTokens)
 		}
 		if g.SystemCache == "" {
 			g.SystemCache = r.SystemCache
@@ -450,7 +445,7 @@ func (s *Scenario) validateSystem(d *strict.Decoder) {
 		switch {
 		case g.Provider != "anthropic":
 			bad(p, "is Anthropic's cache_control; %s caches a repeated prompt prefix of 1,024 tokens or more by itself, so remove it", g.Provider)
-		case g.System == "" && g.File == "":
+		case g.System == "" && g.SystemTokens == 0 && g.File == "":
 			bad(p, "has no system prompt to cache: set system or system_tokens")
 		}
 	}

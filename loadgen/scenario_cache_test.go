@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 
@@ -52,5 +53,24 @@ func TestParseSystemCache(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%q: error %v, want it to contain %q", tt.src, err, tt.want)
 		}
+	}
+}
+
+// TestSystemTokensTooLarge: a system prompt beyond every context window is
+// an error naming system_tokens, found without building its filler (a
+// hundred million tokens would be 400 MB).
+func TestSystemTokensTooLarge(t *testing.T) {
+	_, err := Parse("x.yaml", []byte("items: 3\nrequest: {system_tokens: 100000000}\nstrategies: [{name: a, kind: unbounded}]\n"))
+	want := "x.yaml:2: request.system_tokens: about 100,000,005 input tokens plus max_tokens 100 is more than the"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Parse: %v, want %q", err, want)
+	}
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	before := m.TotalAlloc
+	Parse("x.yaml", []byte("items: 3\nrequest: {system_tokens: 100000000}\nstrategies: [{name: a, kind: unbounded}]\n"))
+	runtime.ReadMemStats(&m)
+	if grew := m.TotalAlloc - before; grew > 50<<20 {
+		t.Errorf("Parse allocated %d MB, want the filler never built", grew>>20)
 	}
 }

@@ -46,17 +46,36 @@ func outputTokens(c *ServerConfig, maxTokens int) int {
 
 // estimatePromptTokens is the mock's count of a group's input tokens.
 func estimatePromptTokens(g ItemGroup) int {
+	sys, _ := g.systemSize()
 	if g.lines != nil {
-		return g.lines.meanInputTokens(g.System)
+		return g.lines.meanInputTokens(sys)
 	}
 	n := g.PromptTokens // a filler of exactly that many tokens, not built here
 	if n == 0 {
 		n = max(1, mock.EstimateTokens(g.promptText(0)))
 	}
-	if g.System != "" {
-		n += max(1, mock.EstimateTokens(g.System))
+	return n + sys
+}
+
+// systemSize is the group's system prompt's tokens, as the mock counts them,
+// and its bytes, escaped at worst, without building a filler of
+// SystemTokens (four bytes a token); 0, 0 for none.
+func (g ItemGroup) systemSize() (tokens, bytes int) {
+	switch {
+	case g.SystemTokens > 0:
+		return g.SystemTokens, 4 * g.SystemTokens
+	case g.System != "":
+		return max(1, mock.EstimateTokens(g.System)), 6 * len(g.System)
 	}
-	return n
+	return 0, 0
+}
+
+// systemText is the group's system prompt: SystemTokens of filler, or System.
+func (g ItemGroup) systemText() string {
+	if g.SystemTokens > 0 {
+		return mock.Filler(g.SystemTokens)
+	}
+	return g.System
 }
 
 // promptText returns item i's prompt: PromptTokens of filler, or Prompt with

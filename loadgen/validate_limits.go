@@ -85,12 +85,8 @@ func (s *Scenario) validateLimits(d *strict.Decoder) {
 	if len(groups) == 0 { // a batch's config: its request alone
 		stream := s.Request.Stream
 		r := s.Request
-		system := r.System
-		if r.SystemTokens > 0 {
-			system = mock.Filler(r.SystemTokens)
-		}
 		groups = []ItemGroup{{Provider: r.Provider, Model: r.Model, MaxTokens: r.MaxTokens, Prompt: r.Prompt,
-			PromptTokens: r.PromptTokens, System: system, Stream: &stream}}
+			PromptTokens: r.PromptTokens, System: r.System, SystemTokens: r.SystemTokens, Stream: &stream}}
 	}
 	for i, g := range groups {
 		// Where each value was set: the group's own key, else the request's.
@@ -131,6 +127,9 @@ func (s *Scenario) validateLimits(d *strict.Decoder) {
 		if g.PromptTokens > 0 {
 			key = "prompt_tokens"
 		}
+		if sys, _ := g.systemSize(); g.SystemTokens > 0 && 2*sys > in {
+			key = "system_tokens" // the larger part of the prompt
+		}
 		if in+out > lim.Context {
 			plus := ""
 			if out > 0 {
@@ -151,8 +150,9 @@ func (s *Scenario) validateLimits(d *strict.Decoder) {
 // count them, without building a filler prompt) and the prompt and system
 // bytes of the largest request of g, whose items are numbered below n.
 func promptSize(g ItemGroup, n int) (tokens, bytes int) {
+	sysTokens, sysBytes := g.systemSize()
 	if g.lines != nil {
-		return g.lines.largest(g.System)
+		return g.lines.largest(sysTokens, sysBytes)
 	}
 	if g.PromptTokens > 0 {
 		tokens, bytes = g.PromptTokens, 4*g.PromptTokens // filler: four bytes a token
@@ -163,9 +163,5 @@ func promptSize(g ItemGroup, n int) (tokens, bytes int) {
 		tokens = max(1, (utf8.RuneCountInString(g.Prompt)+grow+3)/4)
 		bytes = 6*len(g.Prompt) + grow // every byte escaped at worst (\u00XX)
 	}
-	if g.System != "" {
-		tokens += max(1, mock.EstimateTokens(g.System))
-		bytes += 6 * len(g.System)
-	}
-	return tokens, bytes
+	return tokens + sysTokens, bytes + sysBytes
 }
