@@ -196,8 +196,7 @@ type cacheEntry struct {
 // cacheUse is what a request reads from and writes to the cache.
 type cacheUse struct {
 	read, write int
-	writeTTL    time.Duration // the TTL the write is priced at: its breakpoint's
-	store       []prefix      // written on admission
+	store       []prefix // written on admission
 }
 
 // lookup decides what request c reads and writes at now, without changing
@@ -229,7 +228,6 @@ func (pc *promptCache) lookup(now time.Time, cfg Cache, c *call, auto bool) cach
 	}
 	if n := len(u.store); n > 0 {
 		u.write = max(0, u.store[n-1].tokens-u.read)
-		u.writeTTL = u.store[n-1].ttl
 	}
 	return u
 }

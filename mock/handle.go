@@ -396,7 +396,7 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire, n int, r
 	kc.maxInFlight = max(kc.maxInFlight, kc.inFlight)
 	kc.inputTokens += int64(c.input)
 	d.price = priceOf(s.cfg.Prices, c.model)
-	ks.lim.used.usd += d.price.inputUSD(c.input, cu.read, cu.write, cu.writeTTL)
+	ks.lim.used.usd += d.price.inputUSD(c.input, c.cacheRead, c.cacheWrite, cacheWriteLong(c))
 	d.ks, d.gen, d.plan, d.reserved = ks, s.gen, p, c.maxTokens
 	return d
 }

@@ -3,7 +3,6 @@ package mock
 import (
 	"fmt"
 	"path"
-	"time"
 )
 
 // LimitQuota is the limit of a 429 refused by Config.Quota, as the call
@@ -119,13 +118,16 @@ type Price struct {
 }
 
 // inputUSD is what a request's input costs at p: its uncached input, the
-// write tokens at the write price of their TTL, and the read tokens.
-func (p Price) inputUSD(input, read, write int, writeTTL time.Duration) float64 {
-	w := p.CacheWrite
-	if writeTTL >= cacheTTLLong && p.CacheWrite1h > 0 {
-		w = p.CacheWrite1h
+// write tokens (long of them for an hour, as cacheWriteLong splits a write
+// the way the usage reports it) at the write price of their TTL, and the
+// read tokens.
+func (p Price) inputUSD(input, read, write, long int) float64 {
+	hour := p.CacheWrite1h
+	if hour == 0 {
+		hour = p.CacheWrite
 	}
-	return (float64(max(input-read-write, 0))*p.Input + float64(write)*w + float64(read)*p.CacheRead) / 1e6
+	return (float64(max(input-read-write, 0))*p.Input + float64(write-long)*p.CacheWrite + float64(long)*hour +
+		float64(read)*p.CacheRead) / 1e6
 }
 
 // outputUSD is what n output tokens cost at p.
