@@ -77,8 +77,25 @@ func TestQuotaUSDConfig(t *testing.T) {
 }
 
 // TestProfilePrices: the Anthropic profiles price Claude Fable 5.1 and 5 as
-// the pricing page lists them, each by its own, longest, pattern.
+// the pricing page lists them, each by its own, longest, pattern; the OpenAI
+// ones gpt-4o and gpt-4o-mini, a dated snapshot as its model.
 func TestProfilePrices(t *testing.T) {
+	for _, name := range []string{"openai-tier1", "openai-tier5"} {
+		p, err := LookupProfile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for model, want := range map[string]Price{
+			"gpt-4o":                 {Input: 2.5, Output: 10, CacheWrite: 2.5, CacheRead: 1.25},
+			"gpt-4o-2024-08-06":      {Input: 2.5, Output: 10, CacheWrite: 2.5, CacheRead: 1.25},
+			"gpt-4o-mini-2024-07-18": {Input: 0.15, Output: 0.6, CacheWrite: 0.15, CacheRead: 0.075},
+			"claude-fable-5":         {},
+		} {
+			if got := priceOf(p.Config.Prices, model); got != want {
+				t.Errorf("%s: %s priced %+v, want %+v", name, model, got, want)
+			}
+		}
+	}
 	for _, name := range []string{"anthropic-start", "anthropic-scale"} {
 		p, err := LookupProfile(name)
 		if err != nil {
