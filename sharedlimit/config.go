@@ -91,7 +91,12 @@ const (
 	EventRedisRecovered strategies.EventType = "redis_recovered"
 	// EventLeaseLost: a running call's lease had expired when it was
 	// renewed (the process stalled, or Redis lost its data), and was taken
-	// again; the shared count may have exceeded the limit meanwhile.
+	// again; the shared count may have exceeded the limit meanwhile. Reason
+	// is the lease; Value the seconds it went unrenewed (the stall). Also
+	// reported, with Reason "LEASE: granted after it expired; …" and Value
+	// the seconds the grant took, when a slot's grant reached this process
+	// after a third of LeaseTTL and its lease had gone (its slot given to
+	// another): that call is not started, and waits for another slot.
 	EventLeaseLost strategies.EventType = "lease_lost"
 )
 

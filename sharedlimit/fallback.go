@@ -346,11 +346,18 @@ func (s *Shared) adopt(ctx context.Context, ps []*permit) {
 	}
 }
 
-// leaseLost reports a running call whose lease had expired.
-func (s *Shared) leaseLost(lease string) {
+// leaseLost reports a lease that had expired after going unrenewed for
+// unrenewed: a running call's, put back so that the call counts again, or
+// (running false) a grant's that reached this process too late, whose call
+// waits for another slot instead of starting.
+func (s *Shared) leaseLost(lease string, unrenewed time.Duration, running bool) {
+	reason, msg := lease, "sharedlimit: a running call's lease had expired and was taken again; raise lease_ttl above the longest stall"
+	if !running {
+		reason += ": granted after it expired; the call waits for another slot"
+		msg = "sharedlimit: a slot's lease expired before its grant arrived; waiting for another slot; raise lease_ttl above the longest stall"
+	}
 	s.mu.Lock()
-	s.emitLocked(strategies.Event{Time: time.Now(), Type: EventLeaseLost, Reason: lease})
+	s.emitLocked(strategies.Event{Time: time.Now(), Type: EventLeaseLost, Value: unrenewed.Seconds(), Reason: reason})
 	s.mu.Unlock()
-	s.cfg.Logger.Warn("sharedlimit: a running call's lease had expired and was taken again; raise lease_ttl above the longest stall",
-		"key", s.cfg.Key, "lease", lease, "lease_ttl", s.cfg.LeaseTTL)
+	s.cfg.Logger.Warn(msg, "key", s.cfg.Key, "lease", lease, "unrenewed_for", unrenewed, "lease_ttl", s.cfg.LeaseTTL)
 }

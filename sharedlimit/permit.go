@@ -62,6 +62,7 @@ func (p *permit) renew() {
 	s := p.s
 	t := time.NewTicker(s.cfg.LeaseTTL / 3)
 	defer t.Stop()
+	last := time.Now() // when the lease was last set, as sent from here
 	for {
 		select {
 		case <-p.stop:
@@ -71,6 +72,7 @@ func (p *permit) renew() {
 		if s.fallback() != nil {
 			continue
 		}
+		tick := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.OpTimeout)
 		added, err := renewScript.Run(ctx, s.client, []string{s.keys.leases}, s.leaseUS, p.lease).Int64()
 		cancel()
@@ -79,8 +81,9 @@ func (p *permit) renew() {
 			continue
 		}
 		if added > 0 && p.registered.Load() {
-			s.leaseLost(p.lease)
+			s.leaseLost(p.lease, tick.Sub(last), true)
 		}
+		last = tick
 		p.registered.Store(true)
 	}
 }

@@ -172,6 +172,21 @@ keep(KEYS[1], math.ceil(ttl / 1000) + 1000)
 return added
 `)
 
+// confirmScript extends a lease only if it is still there: a grant that
+// took a third of the lease TTL to reach its process may have expired, and
+// its slot gone to another process. A lease past its expiry that no slot
+// request has swept yet gave its slot to nobody, so it is extended too.
+//
+// KEYS: leases. ARGV: lease TTL (µs), lease id. It returns 1 when the lease
+// was held and is extended, 0 when it had gone (it is not added back).
+var confirmScript = redis.NewScript(luaPrelude + `
+if not redis.call('ZSCORE', KEYS[1], ARGV[2]) then return 0 end
+local ttl = tonumber(ARGV[1])
+redis.call('ZADD', KEYS[1], now + ttl, ARGV[2])
+keep(KEYS[1], math.ceil(ttl / 1000) + 1000)
+return 1
+`)
+
 // releaseScript ends a call: it drops its lease, wakes the waiting
 // processes, and settles its token reservation.
 //

@@ -347,8 +347,26 @@ func (s *Shared) takeSlot(ctx context.Context, w *strategies.Waits) (string, err
 		}
 		switch {
 		case r[0] == 1:
-			w.Slot += time.Since(t0)
-			return lease, nil
+			took := time.Since(t0)
+			w.Slot += took
+			if took < s.cfg.LeaseTTL/3 {
+				return lease, nil
+			}
+			// The grant took a third of the lease to arrive (this process
+			// stalled, or Redis was slow): its lease may have expired
+			// before its first renewal and its slot gone to another
+			// process. Start the call only on a lease still held.
+			held, err := s.confirm(ctx, lease)
+			if err != nil {
+				s.leaveLine()
+				return "", err
+			}
+			if held {
+				return lease, nil
+			}
+			s.leaseLost(lease, took, false)
+			lease = s.leaseID()
+			continue
 		case r[2] == 1:
 			if err := sleep(ctx, micros(r[1]), &w.RetryAfter); err != nil {
 				s.leaveLine()
@@ -393,6 +411,14 @@ func (s *Shared) takeSlot(ctx context.Context, w *strategies.Waits) (string, err
 		}
 		w.Slot += time.Since(t0)
 	}
+}
+
+// confirm extends lease if it is still held, and says whether it was.
+func (s *Shared) confirm(ctx context.Context, lease string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.OpTimeout)
+	defer cancel()
+	n, err := confirmScript.Run(ctx, s.client, []string{s.keys.leases}, s.leaseUS, lease).Int64()
+	return n == 1, err
 }
 
 // leaveLine takes this process out of the shared line, best effort: a place

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/internal/redistest"
@@ -837,5 +838,93 @@ func TestEpochAndQuiet(t *testing.T) {
 	check("2 calls re-asserted: full", slot(), false, 0)
 	if got := c.ZCard(ctx, ks.leases).Val(); got != 2 {
 		t.Errorf("leases = %d, want the 2 re-asserted", got)
+	}
+}
+
+// stallAfterGrant is a go-redis hook that, once, when a slot script grants
+// a lease, runs during() before the reply reaches Shared: what another
+// process does while this one is stalled between Redis granting its slot
+// and the call starting.
+type stallAfterGrant struct {
+	once   sync.Once
+	during func()
+}
+
+func (h *stallAfterGrant) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *stallAfterGrant) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h *stallAfterGrant) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		args := cmd.Args()
+		if err != nil || len(args) < 2 || !strings.EqualFold(cmd.Name(), "evalsha") || args[1] != slotScript.Hash() {
+			return err
+		}
+		if r, _ := cmd.(*redis.Cmd).Int64Slice(); len(r) > 0 && r[0] == 1 {
+			h.once.Do(h.during)
+		}
+		return err
+	}
+}
+
+// TestLateGrantNotUsed replays a process stalled past its lease between
+// Redis granting it the only slot and the call starting: the lease expires
+// on Redis's clock, another process takes the slot, and the stalled one
+// must not start its call on the lost lease (that is two calls in flight
+// against a limit of 1); it waits for another slot instead.
+func TestLateGrantNotUsed(t *testing.T) {
+	m := miniredis.RunT(t)
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	m.SetTime(t0)
+	const ttl = 30 * time.Millisecond
+	stalled := newClient(t, &redis.Options{Addr: m.Addr()})
+	other := newClient(t, &redis.Options{Addr: m.Addr()})
+	key := testKey(t, other)
+	ev := newEvents()
+	a := newShared(t, stalled, Config{Key: key, MaxConcurrent: 1, LeaseTTL: ttl, Observer: ev.observe})
+	b := newShared(t, other, Config{Key: key, MaxConcurrent: 1, LeaseTTL: ttl})
+
+	// Loaded, the script runs as EVALSHA, which the hook recognizes.
+	if err := slotScript.Load(context.Background(), other).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var bp strategies.Permit
+	stalled.AddHook(&stallAfterGrant{during: func() {
+		// Redis's clock passes a's lease; b asks and is granted the slot
+		// (its slot request sweeps the expired lease).
+		m.SetTime(t0.Add(ttl + time.Millisecond))
+		var err error
+		if bp, err = b.Acquire(context.Background(), strategies.Cost{}); err != nil {
+			t.Errorf("b.Acquire after a's lease expired: %v", err)
+		}
+		// a's own clock passes a third of the lease before its grant
+		// arrives (a sleep is at least that long, however slow the
+		// machine).
+		time.Sleep(ttl / 3)
+	}})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	p, err := a.Acquire(ctx, strategies.Cost{})
+	if err == nil {
+		p.Done(strategies.Outcome{Kind: strategies.Success})
+		t.Fatal("a.Acquire returned a permit on a lease that expired and whose slot b holds: 2 calls in flight against a limit of 1")
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a.Acquire = %v, want it to wait for another slot until its context ends", err)
+	}
+	if bp == nil {
+		t.Fatal("b got no slot")
+	}
+	defer bp.Done(strategies.Outcome{Kind: strategies.Success})
+	if n := other.ZCard(context.Background(), newKeyspace(key).leases).Val(); n != 1 {
+		t.Errorf("leases = %d, want b's 1 only: a's expired lease is not put back", n)
+	}
+	lost := ev.waitFor(t, EventLeaseLost, time.Second)
+	if !strings.Contains(lost.Reason, "granted after it expired") {
+		t.Errorf("lease_lost reason = %q, want it to say the grant came after the lease expired", lost.Reason)
 	}
 }
