@@ -30,13 +30,20 @@
 // A running call renews its lease every LeaseTTL/3, so a call may last any
 // time. LeaseTTL bounds two other things: how long the slots of a crashed
 // worker stay taken (they come back LeaseTTL after its last renewal), and
-// the longest stall (a GC pause, a frozen VM, Redis unreachable) a running
-// call's lease survives. Set it above a call's p99 latency, so that a call
-// keeps its slot even if every renewal fails, and well above the longest
-// stall you expect; the default, 60 s, suits calls of up to a minute.
-// Shorter TTLs return a crashed worker's slots sooner, at the risk of
-// EventLeaseLost (a stalled call's slot given to another, so the limit is
-// briefly exceeded by one).
+// the longest stall (a GC pause, a frozen VM, a starved CPU, Redis
+// unreachable) a running call's lease survives: 2/3 of LeaseTTL, the lease
+// minus the time between renewals. Set it above a call's p99 latency, so
+// that a call keeps its slot even if every renewal fails, and well above the
+// longest stall you expect; the default, 60 s, suits calls of up to a minute.
+//
+// A lease cannot tell a stalled worker from a crashed one: a worker stalled
+// longer than that loses the leases of the calls it runs, other workers may
+// take their slots, and the limit is exceeded by at most those calls until
+// they end. The stalled worker counts them again at their next renewal
+// (EventLeaseLost, Value the stall in seconds), so that no slot is granted
+// until the count is back under the limit. A grant that took more than a
+// third of LeaseTTL to reach its worker is confirmed before the call starts;
+// if its lease had gone, the call waits for another slot instead.
 //
 // # When Redis fails
 //
