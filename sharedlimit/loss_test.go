@@ -2,8 +2,10 @@ package sharedlimit
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -48,6 +50,8 @@ func TestStateLossNeverExceedsLimit(t *testing.T) {
 			var (
 				inFlight, peak, done atomic.Int64
 				recovered            atomic.Int64
+				procIn               [procs]atomic.Int64 // calls in flight, per process
+				trace                = newTimeline()
 				stop                 = make(chan struct{})
 				wg                   sync.WaitGroup
 				all                  []*Shared
@@ -60,6 +64,7 @@ func TestStateLossNeverExceedsLimit(t *testing.T) {
 					if e.Type == EventRedisRecovered {
 						recovered.Add(1)
 					}
+					trace.add("p%d %s value=%v %s", i, e.Type, e.Value, e.Reason)
 				}
 				s := newShared(t, client(), c)
 				all = append(all, s)
@@ -77,11 +82,24 @@ func TestStateLossNeverExceedsLimit(t *testing.T) {
 								t.Errorf("Acquire: %v", err)
 								return
 							}
+							procIn[i].Add(1)
 							n := inFlight.Add(1)
 							for m := peak.Load(); n > m && !peak.CompareAndSwap(m, n); m = peak.Load() {
 							}
-							time.Sleep(time.Duration(5+rng.IntN(30)) * time.Millisecond)
+							if n > limit {
+								var b strings.Builder
+								for j, s := range all {
+									fmt.Fprintf(&b, " p%d: %d running, fallback %v;", j, procIn[j].Load(), s.fallback() != nil)
+								}
+								trace.over("%d in flight:%s", n, b.String())
+							}
+							start, d := time.Now(), time.Duration(5+rng.IntN(30))*time.Millisecond
+							time.Sleep(d)
+							if took := time.Since(start); took > cfg.LeaseTTL/3 {
+								trace.add("p%d: a call of %v took %v (stalled)", i, d, took)
+							}
 							inFlight.Add(-1)
+							procIn[i].Add(-1)
 							p.Done(strategies.Outcome{Kind: strategies.Success})
 							done.Add(1)
 						}
@@ -93,7 +111,9 @@ func TestStateLossNeverExceedsLimit(t *testing.T) {
 			if p := peak.Load(); p != limit {
 				t.Errorf("peak in flight before the loss = %d, want the limit %d (the workers are not busy?)", p, limit)
 			}
+			trace.add("redis loses its state")
 			tt.lose(srv, probe)
+			trace.add("redis is back")
 			// Run through the loss, the recovery (a process whose connection
 			// was idle when Redis died may never see an error: it finds the
 			// new state at its next heartbeat) and the quiet time.
@@ -113,6 +133,7 @@ func TestStateLossNeverExceedsLimit(t *testing.T) {
 			t.Logf("%s: calls done %d in the first second, %d in the last; %d fallbacks ended; peak in flight %d of %d",
 				tt.name, before, done.Load()-mid, recovered.Load(), peak.Load(), limit)
 			if p := peak.Load(); p > limit {
+				trace.log(t)
 				t.Errorf("peak in flight = %d, want at most the shared limit %d", p, limit)
 			}
 			if done.Load() == mid {
@@ -122,5 +143,41 @@ func TestStateLossNeverExceedsLimit(t *testing.T) {
 				t.Errorf("leases after every call ended = %d, want 0", n)
 			}
 		})
+	}
+}
+
+// timeline records what happened when, for a failing test to tell: events,
+// stalls, the moments above the limit (the first 20).
+type timeline struct {
+	mu    sync.Mutex
+	start time.Time
+	lines []string
+	overs int
+}
+
+func newTimeline() *timeline { return &timeline{start: time.Now()} }
+
+// over records a moment above the limit; only the first 20 are kept.
+func (tl *timeline) over(format string, args ...any) {
+	tl.mu.Lock()
+	tl.overs++
+	n := tl.overs
+	tl.mu.Unlock()
+	if n <= 20 {
+		tl.add(format, args...)
+	}
+}
+
+func (tl *timeline) add(format string, args ...any) {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	tl.lines = append(tl.lines, fmt.Sprintf("%8v ", time.Since(tl.start).Round(time.Millisecond))+fmt.Sprintf(format, args...))
+}
+
+func (tl *timeline) log(t *testing.T) {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	for _, l := range tl.lines {
+		t.Log(l)
 	}
 }
