@@ -11,6 +11,8 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ratelab/ratelab/clock"
 )
 
 // CallStats is the server's account of the traffic it received, grouped into
@@ -187,7 +189,8 @@ type callTick struct {
 // Server's (Stats and Reset hold s.mu), never before.
 type callLog struct {
 	seed     maphash.Seed
-	disabled bool // set only by benchmarks, before serving
+	clock    clock.Clock // the Server's
+	disabled bool        // set only by benchmarks, before serving
 
 	mu   sync.Mutex
 	gen  uint64 // incremented by reset; attempts of an older generation end uncounted
@@ -218,7 +221,7 @@ func (p *pastCalls) fold(c *callCounts) {
 }
 
 func newCallLog() *callLog {
-	l := &callLog{seed: maphash.MakeSeed()}
+	l := &callLog{seed: maphash.MakeSeed(), clock: clock.Real}
 	l.reset()
 	return l
 }
@@ -254,7 +257,7 @@ func (l *callLog) arrive(a *callAttempt, req *http.Request, key string, body []b
 		h.WriteByte(0)
 		h.Write(body)
 	}
-	now := time.Now()
+	now := l.clock.Now()
 	*a = callAttempt{fp: h.Sum64(), key: key, arrival: now}
 
 	l.mu.Lock()
@@ -303,7 +306,7 @@ func (l *callLog) end(a *callAttempt, status int, limit string, retryAfter time.
 	if a.gen == 0 {
 		return // not counted, or ended already
 	}
-	now := time.Now()
+	now := l.clock.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if a.gen != l.gen {

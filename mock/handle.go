@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/ratelab/ratelab/clock"
 )
 
 // plan is the timing of an admitted response: token i (1-based) is due at
@@ -112,7 +114,7 @@ func (s *Server) prepare(w http.ResponseWriter, req *http.Request, wr wire) *exc
 		return nil
 	}
 	body, held, status, err := s.readBody(w, req)
-	received := time.Now() // the schedule's start: see admit
+	received := s.clock.Now() // the schedule's start: see admit
 	s.calls.arrive(&x.att, req, key, body)
 	var c *call
 	if err == nil {
@@ -178,7 +180,7 @@ func (s *Server) prepare(w http.ResponseWriter, req *http.Request, wr wire) *exc
 		prefix = "resp_"
 	}
 	x.c, x.d, x.key, x.reqID = c, d, key, reqID
-	x.res = result{id: s.newID(prefix), created: d.plan.start, n: d.plan.n, capped: d.plan.capped, text: s.text}
+	x.res = result{id: s.newID(prefix), created: d.plan.start, clock: s.clock, n: d.plan.n, capped: d.plan.capped, text: s.text}
 	return x
 }
 
@@ -264,7 +266,7 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire, n int, r
 	}()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := time.Now()
+	now := s.clock.Now()
 	if s.epoch.IsZero() {
 		s.epoch = now
 	}
@@ -322,7 +324,7 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire, n int, r
 		s.mu.Unlock() // one slow store must not stall every key
 		r := s.admitShared(req.Context(), st, key, limit, ra, d, wr)
 		s.mu.Lock()
-		now, ks = time.Now(), s.key(key)
+		now, ks = s.clock.Now(), s.key(key)
 		received = now
 		ks.lim.sync(now, s.limits)
 		if r != nil {
@@ -491,7 +493,7 @@ func (s *Server) release(d *decision, produced, merged int) {
 	defer s.releaseShared(d) // after the Unlock: a network round trip
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := time.Now()
+	now := s.clock.Now()
 	d.ks.lim.release(now, d.id, d.reserved, produced)
 	d.ks.lim.used.usd += d.price.outputUSD(produced)
 	if d.pool != nil {
@@ -526,7 +528,7 @@ type exchange struct {
 	key     string
 	reqID   string
 	res     result
-	timer   *time.Timer
+	timer   *time.Timer // clock.Real's waits between tokens (sleepUntil)
 	buf     []byte
 	emitted int  // output tokens produced so far
 	merged  int  // stream events that carried more than one token
@@ -554,7 +556,7 @@ func (x *exchange) finish() {
 	if x.timer != nil {
 		x.timer.Stop()
 	}
-	x.s.metrics.observe(x.wr.name(), x.status, x.s.keyLabel(x.key), time.Since(x.d.plan.start))
+	x.s.metrics.observe(x.wr.name(), x.status, x.s.keyLabel(x.key), clock.Since(x.s.clock, x.d.plan.start))
 }
 
 // release ends the request in the limiter, once.
@@ -568,8 +570,8 @@ func (x *exchange) release() {
 
 // wait sleeps until token i is due; false when the client went away.
 func (x *exchange) wait(i int) bool {
-	if sleepUntil(x.ctx, &x.timer, x.d.plan.due(i)) != nil {
-		x.emitted = min(i-1, max(x.emitted, x.d.plan.dueBy(time.Now())))
+	if sleepUntil(x.ctx, x.s.clock, &x.timer, x.d.plan.due(i)) != nil {
+		x.emitted = min(i-1, max(x.emitted, x.d.plan.dueBy(x.s.clock.Now())))
 		x.status = 499
 		return false
 	}
@@ -649,7 +651,7 @@ func (x *exchange) stream() {
 		// one event: a stream behind its schedule catches up at once
 		// rather than staying late by its backlog (README: Latency and
 		// content; counted in mockllm_stream_merged_events_total).
-		upto := min(stopAt, max(next, p.dueBy(time.Now())))
+		upto := min(stopAt, max(next, p.dueBy(x.s.clock.Now())))
 		if upto > next {
 			x.merged++
 		}
@@ -682,7 +684,7 @@ func (x *exchange) processed(h http.Header) {
 	if _, ok := x.wr.(anthropic); ok {
 		return
 	}
-	if ms := time.Since(x.d.plan.start).Milliseconds(); ms > 0 {
+	if ms := clock.Since(x.s.clock, x.d.plan.start).Milliseconds(); ms > 0 {
 		x.hv[2] = strconv.FormatInt(ms, 10)
 		h["Openai-Processing-Ms"] = x.hv[2:3:3]
 	}
@@ -698,9 +700,13 @@ func (x *exchange) flush() bool {
 	return true
 }
 
-// sleepUntil waits for deadline or for ctx to end, reusing one timer per
-// request rather than a goroutine or a timer per token.
-func sleepUntil(ctx context.Context, t **time.Timer, deadline time.Time) error {
+// sleepUntil waits on c for deadline or for ctx to end. In real time it
+// reuses one timer per request rather than a goroutine or a timer per
+// token; another clock waits its own way.
+func sleepUntil(ctx context.Context, c clock.Clock, t **time.Timer, deadline time.Time) error {
+	if c != clock.Real {
+		return c.Sleep(ctx, deadline.Sub(c.Now()))
+	}
 	d := time.Until(deadline)
 	if d <= 0 {
 		return ctx.Err()

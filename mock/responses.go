@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
-	"time"
 	"unicode/utf8"
 )
 
@@ -790,7 +789,7 @@ func appendResponse(b []byte, c *call, r *result, status string) []byte {
 	b = append(b, status...)
 	b = append(b, `","completed_at":`...)
 	if status == "completed" {
-		b = strconv.AppendInt(b, time.Now().Unix(), 10)
+		b = strconv.AppendInt(b, r.clock.Now().Unix(), 10)
 	} else {
 		b = append(b, "null"...)
 	}

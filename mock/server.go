@@ -23,6 +23,8 @@ import (
 
 	"github.com/gorilla/mux"
 	"golang.org/x/sync/semaphore"
+
+	"github.com/ratelab/ratelab/clock"
 )
 
 // Server is the mock provider. Create it with New, then either serve it on a
@@ -33,6 +35,7 @@ import (
 type Server struct {
 	cfg    Config
 	log    *slog.Logger
+	clock  clock.Clock // the time of admission, latency and the schedule (WithClock)
 	keys   map[string]bool
 	labels map[string]string // Fingerprint of each key, for metrics and stats
 	// The model names each API accepts (unless Config.Models.Any).
@@ -78,8 +81,27 @@ type keyState struct {
 	counts counts
 }
 
+// An Option configures a Server beyond its Config: what is not part of the
+// YAML schema, such as the clock of a simulated run.
+type Option interface{ apply(*Server) }
+
+type optionFunc func(*Server)
+
+func (f optionFunc) apply(s *Server) { f(s) }
+
+// WithClock makes the server read the time and wait through c: admission,
+// token buckets, the latency schedule of every response, the limits'
+// schedule and the call accounting. A nil c, like no option, is
+// clock.Real. With a simulated clock (clock.Sim), serve the Handler in the
+// run's goroutines, as loadgen's in-process transport (NewInProcess) does:
+// Serve's connections are the operating system's, outside the clock. A
+// Config.Store (Redis) always runs in real time.
+func WithClock(c clock.Clock) Option {
+	return optionFunc(func(s *Server) { s.clock = clock.Or(c) })
+}
+
 // New returns a Server for cfg, or the error cfg.Validate reports.
-func New(cfg Config) (*Server, error) {
+func New(cfg Config, opts ...Option) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("mock: %w", err)
 	}
@@ -94,6 +116,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg:     cfg,
 		log:     cfg.Logger,
+		clock:   clock.Real,
 		keys:    make(map[string]bool, len(cfg.APIKeys)),
 		labels:  make(map[string]string, len(cfg.APIKeys)),
 		metrics: newMetrics(),
@@ -106,6 +129,10 @@ func New(cfg Config) (*Server, error) {
 		quota:   cfg.Quota,
 		pools:   cfg.LimitsByModel,
 	}
+	for _, o := range opts {
+		o.apply(s)
+	}
+	s.calls.clock = s.clock
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -165,7 +192,7 @@ func (s *Server) Close() error {
 func (s *Server) SetLimits(l Limits) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.applySchedule(time.Now())
+	s.applySchedule(s.clock.Now())
 	s.base, s.limits = l, l
 }
 
@@ -173,7 +200,7 @@ func (s *Server) SetLimits(l Limits) {
 func (s *Server) Limits() Limits {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.applySchedule(time.Now())
+	s.applySchedule(s.clock.Now())
 	return s.limits
 }
 

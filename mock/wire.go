@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/ratelab/ratelab/clock"
 )
 
 // call is one decoded model request, independent of the wire format.
@@ -97,8 +99,9 @@ type wire interface {
 type result struct {
 	id      string // message / completion id
 	created time.Time
-	n       int  // output tokens
-	capped  bool // n == max_tokens: stop_reason max_tokens / finish_reason length
+	clock   clock.Clock // the Server's: the Responses API's completed_at
+	n       int         // output tokens
+	capped  bool        // n == max_tokens: stop_reason max_tokens / finish_reason length
 	// text holds Output.Text's tokens, JSON-escaped; nil for the filler.
 	text []string
 }

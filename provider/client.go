@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ratelab/ratelab/clock"
 	"github.com/ratelab/ratelab/strategies"
 )
 
@@ -33,6 +34,11 @@ type Client struct {
 	BaseURL  string
 	APIKey   string
 	HTTP     *http.Client
+	// Clock measures latency and time to first token and dates rate-limit
+	// resets; nil is clock.Real. Under a simulated clock, HTTP must not
+	// block outside it: use an in-process transport such as mock's
+	// InProcess.
+	Clock clock.Clock
 
 	cacheMu sync.Mutex
 	cached  map[cachedKey]cachedPrefix
@@ -106,6 +112,12 @@ func (c *Client) cachedTokens(now time.Time, r Request) int {
 // meaningful when the Outcome's Kind is Success. Errors never contain the
 // API key.
 func (c *Client) Do(ctx context.Context, r Request, attempt int) (Response, strategies.Outcome) {
+	clk := clock.Real
+	if c.Clock != nil {
+		// Decode finds it there (clockOf): Provider.Decode's signature
+		// stays that of a function of the response alone.
+		clk, ctx = c.Clock, context.WithValue(ctx, clockKey{}, c.Clock)
+	}
 	req, err := c.Provider.NewRequest(ctx, c.BaseURL, c.APIKey, r, attempt)
 	if err != nil {
 		return Response{}, strategies.Outcome{Kind: strategies.Failed, Err: c.redact(err)}
@@ -114,10 +126,10 @@ func (c *Client) Do(ctx context.Context, r Request, attempt int) (Response, stra
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	sent := time.Now()
+	sent := clk.Now()
 	resp, err := hc.Do(req)
 	if err != nil {
-		o := strategies.Outcome{Kind: strategies.Failed, Latency: time.Since(sent), Err: c.redact(err)}
+		o := strategies.Outcome{Kind: strategies.Failed, Latency: clock.Since(clk, sent), Err: c.redact(err)}
 		if ctx.Err() != nil {
 			o.Kind = strategies.Canceled
 		}
@@ -126,8 +138,22 @@ func (c *Client) Do(ctx context.Context, r Request, attempt int) (Response, stra
 	defer resp.Body.Close()
 	out, o := c.Provider.Decode(resp, sent)
 	o.Err = c.redact(o.Err)
-	c.learnCache(time.Now(), r, o)
+	c.learnCache(clk.Now(), r, o)
 	return out, o
+}
+
+// clockKey is the context key of a Client's Clock, on the requests it sends.
+type clockKey struct{}
+
+// clockOf is the clock of the Client that sent resp's request: clock.Real
+// unless it had one.
+func clockOf(resp *http.Response) clock.Clock {
+	if resp.Request != nil {
+		if c, ok := resp.Request.Context().Value(clockKey{}).(clock.Clock); ok {
+			return c
+		}
+	}
+	return clock.Real
 }
 
 // Cost returns what r is expected to consume, for a strategy's Acquire: the
@@ -141,7 +167,7 @@ func (c *Client) Cost(r Request) strategies.Cost {
 		Provider:          c.Provider.Name(),
 		Key:               keyFingerprint(c.APIKey),
 		InputTokens:       in,
-		CachedInputTokens: min(c.cachedTokens(time.Now(), r), in),
+		CachedInputTokens: min(c.cachedTokens(clock.Or(c.Clock).Now(), r), in),
 		MaxTokens:         r.MaxTokens,
 	}
 }

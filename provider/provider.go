@@ -68,7 +68,8 @@ type Provider interface {
 	NewRequest(ctx context.Context, baseURL, apiKey string, r Request, attempt int) (*http.Request, error)
 	// Decode reads resp to the end (JSON or SSE, chosen by its Content-Type)
 	// and classifies the attempt. sent is when the request was sent; Latency
-	// and TTFT are measured from it. Decode does not close resp.Body.
+	// and TTFT are measured from it, on the Clock of the Client that sent
+	// the request (clock.Real otherwise). Decode does not close resp.Body.
 	Decode(resp *http.Response, sent time.Time) (Response, strategies.Outcome)
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ratelab/ratelab/clock"
 	"github.com/ratelab/ratelab/strategies"
 )
 
@@ -107,7 +108,8 @@ type wireFormat struct {
 // into the Outcome's error, and a success is read as an event stream or as
 // JSON. Keeping it one function keeps every provider classifying alike.
 func decode(resp *http.Response, sent time.Time, f *wireFormat) (Response, strategies.Outcome) {
-	o := headerOutcome(resp, time.Now(), f.limits)
+	clk := clockOf(resp)
+	o := headerOutcome(resp, clk.Now(), f.limits)
 	out := Response{RequestID: resp.Header.Get(f.requestID)}
 	if o.Kind != strategies.Success {
 		apiErr := readAPIError(resp, out.RequestID, f.parseError)
@@ -118,7 +120,7 @@ func decode(resp *http.Response, sent time.Time, f *wireFormat) (Response, strat
 		return finish(resp, sent, out, o)
 	}
 	if isEventStream(resp) {
-		out, o = decodeStream(resp, sent, out, o, f.event)
+		out, o = decodeStream(resp, clk, sent, out, o, f.event)
 		return finish(resp, sent, out, o)
 	}
 	body, err := readBody(resp)
@@ -136,6 +138,7 @@ func decode(resp *http.Response, sent time.Time, f *wireFormat) (Response, strat
 // stream is what an event stream's events build up.
 type stream struct {
 	resp *http.Response
+	clk  clock.Clock
 	sent time.Time
 	out  Response
 	o    strategies.Outcome
@@ -145,8 +148,8 @@ type stream struct {
 // decodeStream reads an event stream with event until event says it read
 // the last one or the stream ends (streamCut). The text is the sum of the
 // deltas.
-func decodeStream(resp *http.Response, sent time.Time, out Response, o strategies.Outcome, event func(*stream, Event) bool) (Response, strategies.Outcome) {
-	s := stream{resp: resp, sent: sent, out: out, o: o}
+func decodeStream(resp *http.Response, clk clock.Clock, sent time.Time, out Response, o strategies.Outcome, event func(*stream, Event) bool) (Response, strategies.Outcome) {
+	s := stream{resp: resp, clk: clk, sent: sent, out: out, o: o}
 	sr := NewSSEReader(resp.Body)
 	for {
 		ev, err := sr.Next()
@@ -169,7 +172,7 @@ func (s *stream) delta(d string) {
 		return
 	}
 	if s.out.TTFT == 0 {
-		s.out.TTFT = max(time.Since(s.sent), 1)
+		s.out.TTFT = max(clock.Since(s.clk, s.sent), 1)
 	}
 	s.text.WriteString(d)
 }
@@ -263,7 +266,7 @@ func streamCut(resp *http.Response, o strategies.Outcome, err error) strategies.
 // Canceled.
 func finish(resp *http.Response, sent time.Time, out Response, o strategies.Outcome) (Response, strategies.Outcome) {
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 256<<10)) //nolint:errcheck // best effort
-	o.Latency = time.Since(sent)
+	o.Latency = clock.Since(clockOf(resp), sent)
 	var apiErr *APIError
 	if o.Kind == strategies.Failed && !errors.As(o.Err, &apiErr) && resp.Request != nil {
 		if cerr := resp.Request.Context().Err(); cerr != nil {
