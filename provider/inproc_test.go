@@ -24,7 +24,12 @@ func onClocks(t *testing.T, f func(t *testing.T, clk clock.Clock)) {
 	t.Run("real-in-synctest", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) { f(t, clock.Real) })
 	})
-	// TODO(virtcore): t.Run("sim", ...) once clock.Sim lands.
+	t.Run("sim", func(t *testing.T) {
+		sim := clock.NewSim(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+		if err := sim.Run(t.Context(), func() { f(t, sim) }); err != nil {
+			t.Fatalf("Sim.Run: %v", err)
+		}
+	})
 }
 
 // inProcessClient returns a client of p reaching a mock configured by cfg
