@@ -89,6 +89,7 @@ var csvColumns = []struct {
 	{"command_exit_code", fromCommand(func(c *Command) string { return strconv.Itoa(c.ExitCode) })},
 	{"command_timed_out", fromCommand(func(c *Command) string { return strconv.FormatBool(c.TimedOut) })},
 	{"command_seconds", fromCommand(func(c *Command) string { return number(c.Seconds) })},
+	{"simulated", func(r Report, _ Result) string { return strconv.FormatBool(r.Simulated) }},
 }
 
 // csvArrivalColumns are appended to csvColumns when any row is open-loop

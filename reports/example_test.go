@@ -23,8 +23,8 @@ func ExampleFormat() {
 	_, err = reports.Format("xml")
 	fmt.Println(err)
 	// Output:
-	// scenario,name,kind,items,completed,failed,attempts,throttled,overloaded,server_errors,errors,attempts_per_call,max_attempts,failed_tokens,input_tokens,output_tokens,wall_seconds,oracle_seconds,wall_over_oracle,end_to_end_p50,end_to_end_p90,end_to_end_p99,end_to_end_max,attempt_p50,attempt_p99,wait_slot_p50,wait_slot_p99,wait_tokens_p50,wait_tokens_p99,backoff_p50,backoff_p99,ttft_p50,ttft_p99,final_limit,expectations,expectations_failed,incomplete,canceled,invalid,wait_retry_after_p50,wait_retry_after_p99,wait_retry_after_max,early_retries,peak_concurrency,command_status,command_exit_code,command_timed_out,command_seconds
-	// demo,semaphore-20,semaphore,200,200,0,200,0,0,0,0,1,0,0,0,0,5,,,0,0,0,0,0,0,0,0,0,0,0,0,,,,0,0,false,0,0,0,0,0,,,,,,
+	// scenario,name,kind,items,completed,failed,attempts,throttled,overloaded,server_errors,errors,attempts_per_call,max_attempts,failed_tokens,input_tokens,output_tokens,wall_seconds,oracle_seconds,wall_over_oracle,end_to_end_p50,end_to_end_p90,end_to_end_p99,end_to_end_max,attempt_p50,attempt_p99,wait_slot_p50,wait_slot_p99,wait_tokens_p50,wait_tokens_p99,backoff_p50,backoff_p99,ttft_p50,ttft_p99,final_limit,expectations,expectations_failed,incomplete,canceled,invalid,wait_retry_after_p50,wait_retry_after_p99,wait_retry_after_max,early_retries,peak_concurrency,command_status,command_exit_code,command_timed_out,command_seconds,simulated
+	// demo,semaphore-20,semaphore,200,200,0,200,0,0,0,0,1,0,0,0,0,5,,,0,0,0,0,0,0,0,0,0,0,0,0,,,,0,0,false,0,0,0,0,0,,,,,,,false
 	// reports: unknown format "xml" (want table, json, csv or markdown)
 }
 

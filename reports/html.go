@@ -49,16 +49,17 @@ func HTML(w io.Writer, r Report) error {
 // htmlPage is the template's view of a report.
 type htmlPage struct {
 	Report
-	Target       string
-	Arrival      string // how items arrived, for an open-loop run
-	CSSColors    template.CSS
-	Header       []htmlHeader
-	Rows         []htmlRow
-	Checks       int
-	FailedChecks []string
-	Strategies   []htmlStrategy
-	Compare      *htmlCompare // nil for fewer than two strategies
-	Sweep        *htmlSweep   // nil without a sweep or a recommendation
+	SimulatedNote string
+	Target        string
+	Arrival       string // how items arrived, for an open-loop run
+	CSSColors     template.CSS
+	Header        []htmlHeader
+	Rows          []htmlRow
+	Checks        int
+	FailedChecks  []string
+	Strategies    []htmlStrategy
+	Compare       *htmlCompare // nil for fewer than two strategies
+	Sweep         *htmlSweep   // nil without a sweep or a recommendation
 }
 
 type htmlHeader struct {
@@ -101,7 +102,7 @@ type htmlLatency struct {
 }
 
 func newHTMLPage(r Report) htmlPage {
-	p := htmlPage{Report: r, Target: targetName(r), Arrival: arrivalLine(r.Results), CSSColors: seriesCSS(len(r.Results)), Compare: newHTMLCompare(r.Results), Sweep: newHTMLSweep(r)}
+	p := htmlPage{Report: r, SimulatedNote: SimulatedNote, Target: targetName(r), Arrival: arrivalLine(r.Results), CSSColors: seriesCSS(len(r.Results)), Compare: newHTMLCompare(r.Results), Sweep: newHTMLSweep(r)}
 	cols := wideColumns(r.Results)
 	for _, c := range cols {
 		p.Header = append(p.Header, htmlHeader{Label: c.long, Title: c.title, Number: c.number})

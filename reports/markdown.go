@@ -30,6 +30,9 @@ func Markdown(w io.Writer, r Report) error {
 	if r.Incomplete {
 		fmt.Fprint(ew, "> **Incomplete:** the run was interrupted; the figures cover what finished.\n\n")
 	}
+	if r.Simulated {
+		fmt.Fprintf(ew, "> **Simulated:** %s.\n\n", mdEscape(SimulatedNote))
+	}
 
 	cols := wideColumns(r.Results)
 	header := make([]string, len(cols))

@@ -7,14 +7,20 @@ import "github.com/ratelab/ratelab/measure"
 // json` prints and report.json holds; changing a field name is a breaking
 // change.
 type Report struct {
-	Scenario    string   `json:"scenario"`
-	Description string   `json:"description,omitempty"`
-	Target      string   `json:"target"` // "embedded mock" or the target URL
-	Incomplete  bool     `json:"incomplete,omitempty"`
-	Results     []Result `json:"results"`
+	Scenario    string `json:"scenario"`
+	Description string `json:"description,omitempty"`
+	Target      string `json:"target"` // "embedded mock" or the target URL
+	Incomplete  bool   `json:"incomplete,omitempty"`
+	// Simulated marks a run in simulated time (loadgen run --virtual);
+	// every format says so (SimulatedNote).
+	Simulated bool     `json:"simulated,omitempty"`
+	Results   []Result `json:"results"`
 	// Tune is loadgen tune's recommendation; nil from loadgen run.
 	Tune *Tune `json:"tune,omitempty"`
 }
+
+// SimulatedNote is what every format says of a simulated report.
+const SimulatedNote = "simulated: the embedded mock's rules in simulated time (loadgen --virtual), no real network or OS scheduling"
 
 // Result is one strategy's run: the row's name, kind and parameters, what
 // the run measured (measure.Summary, embedded as it is, so its fields are

@@ -346,7 +346,7 @@ func TestServerView(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(csv.String()), "\n")
-	for i, want := range []string{",2,7,,,,", ",,,,,,", ",0,10,exited 0,0,false,2"} {
+	for i, want := range []string{",2,7,,,,,false", ",,,,,,,false", ",0,10,exited 0,0,false,2,false"} {
 		if !strings.HasSuffix(lines[i+1], want) {
 			t.Errorf("csv row %d = %q, want it to end %q", i+1, lines[i+1], want)
 		}

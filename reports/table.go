@@ -43,6 +43,9 @@ func Table(w io.Writer, r Report) error {
 		fmt.Fprintln(ew, "* interrupted before every item finished")
 	}
 	writeServerNotes(ew, r.Results)
+	if r.Simulated {
+		fmt.Fprintln(ew, SimulatedNote)
+	}
 	writeExpectationSummary(ew, r)
 	if ew.err != nil {
 		return fmt.Errorf("reports: table: %w", ew.err)
