@@ -11,6 +11,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/ratelab/ratelab/clock"
 	"github.com/ratelab/ratelab/engine"
 	"github.com/ratelab/ratelab/internal/strict"
 	"github.com/ratelab/ratelab/measure"
@@ -160,10 +161,10 @@ type openLoop struct {
 	last    time.Duration
 }
 
-// pace wraps src so that item k is yielded at its arrival, and cfg so
-// that its first attempt's start is recorded. Waiting for an arrival ends
-// with ctx.
-func (s *Scenario) pace(ctx context.Context, src engine.Source, cfg *engine.Config, items int) (engine.Source, *openLoop) {
+// pace wraps src so that item k is yielded at its arrival on clk, and cfg
+// so that its first attempt's start is recorded. Waiting for an arrival
+// ends with ctx.
+func (s *Scenario) pace(ctx context.Context, clk clock.Clock, src engine.Source, cfg *engine.Config, items int) (engine.Source, *openLoop) {
 	if s.Arrival == nil {
 		return src, nil
 	}
@@ -173,21 +174,15 @@ func (s *Scenario) pace(ctx context.Context, src engine.Source, cfg *engine.Conf
 	}
 	sched := newSchedule(s.Arrival, s.Seed)
 	paced := func(yield func(engine.Item, error) bool) {
-		o.start = time.Now()
-		timer := time.NewTimer(time.Hour)
-		timer.Stop()
-		defer timer.Stop()
+		o.start = clk.Now()
 		for it, err := range src {
 			if err != nil {
 				yield(it, err)
 				return
 			}
 			at := sched.next()
-			if wait := time.Until(o.start.Add(at)); wait > 0 {
-				timer.Reset(wait)
-				select {
-				case <-timer.C:
-				case <-ctx.Done():
+			if wait := o.start.Add(at).Sub(clk.Now()); wait > 0 {
+				if clk.Sleep(ctx, wait) != nil {
 					// Not exhausted: the run is interrupted, not over.
 					yield(engine.Item{}, context.Cause(ctx))
 					return

@@ -217,7 +217,7 @@ func RunBatch(ctx context.Context, opt BatchOptions) (rep BatchReport, err error
 		}
 		mockScenario := *s
 		mockScenario.Target = nil
-		tg, err := startTarget(&mockScenario, Options{Listen: opt.Listen}, workers)
+		tg, err := startTarget(&mockScenario, Options{Listen: opt.Listen}, workers, nil)
 		if err != nil {
 			return rep, err
 		}
@@ -259,7 +259,7 @@ func RunBatch(ctx context.Context, opt BatchOptions) (rep BatchReport, err error
 	}
 	client.APIKey = key
 
-	strategy, closeStrategy, err := openStrategy(ctx, st, nil)
+	strategy, closeStrategy, err := openStrategy(ctx, st, nil, nil)
 	if err != nil {
 		return rep, usagef("%v", err)
 	}
@@ -281,7 +281,7 @@ func RunBatch(ctx context.Context, opt BatchOptions) (rep BatchReport, err error
 	cfg := engine.Config{
 		Client:     client,
 		Strategy:   strategy,
-		Retry:      newPolicy(st, s.Seed),
+		Retry:      newPolicy(st, s.Seed, nil),
 		Workers:    workers,
 		Resolution: -1, // no timeline: a batch can run for days
 		Grace:      opt.Grace,

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"sort"
 
+	"github.com/ratelab/ratelab/clock"
 	"github.com/ratelab/ratelab/internal/strict"
 	"github.com/ratelab/ratelab/reports"
 	"github.com/ratelab/ratelab/strategies"
@@ -128,8 +129,9 @@ func kindNames() []string {
 }
 
 // newStrategy builds the strategy a scenario row describes, reporting its
-// state changes to obs (which may be nil).
-func newStrategy(r *Row, obs strategies.Observer) (strategies.Strategy, error) {
+// state changes to obs (which may be nil), on the simulated clock sim (nil:
+// real time).
+func newStrategy(r *Row, obs strategies.Observer, sim clock.Clock) (strategies.Strategy, error) {
 	k, ok := kinds[r.Kind]
 	switch {
 	case !ok || r.Config == nil:
@@ -141,14 +143,33 @@ func newStrategy(r *Row, obs strategies.Observer) (strategies.Strategy, error) {
 	if obs != nil {
 		opts = append(opts, strategies.WithObserver(obs))
 	}
-	return k.build(r.Config, opts), nil
+	return k.build(onClock(r.Config, sim), opts), nil
 }
 
-// newPolicy returns the row's retry policy.
-func newPolicy(r *Row, scenarioSeed int64) *strategies.RetryPolicy {
+// onClock returns cfg, a kind's configuration (a pointer to its struct), or
+// when sim is not nil a copy of it whose Clock field (the strategies'
+// configurations each have one, clock.Clock, yaml:"-") is sim. The row
+// keeps its configuration as the file set it.
+func onClock(cfg any, sim clock.Clock) any {
+	if sim == nil {
+		return cfg
+	}
+	v := reflect.ValueOf(cfg).Elem()
+	if f := v.FieldByName("Clock"); !f.IsValid() || f.Type() != reflect.TypeFor[clock.Clock]() {
+		return cfg
+	}
+	cp := reflect.New(v.Type())
+	cp.Elem().Set(v)
+	cp.Elem().FieldByName("Clock").Set(reflect.ValueOf(sim))
+	return cp.Interface()
+}
+
+// newPolicy returns the row's retry policy, waiting on the simulated clock
+// sim (nil: real time).
+func newPolicy(r *Row, scenarioSeed int64, sim clock.Clock) *strategies.RetryPolicy {
 	seed := r.Seed
 	if seed == 0 {
 		seed = scenarioSeed
 	}
-	return &strategies.RetryPolicy{MaxRetries: r.Retries(), Requeue: r.Requeue, Seed: seed}
+	return &strategies.RetryPolicy{MaxRetries: r.Retries(), Requeue: r.Requeue, Seed: seed, Clock: sim}
 }

@@ -221,7 +221,7 @@ func runCommand(ctx context.Context, s *Scenario, st *Row, opt Options) (reports
 
 	// The same embedded mock as every other row's, on a real socket
 	// whatever opt.Listen says: the program is another process.
-	tg, err := startTarget(s, Options{Listen: ListenTCP}, 1)
+	tg, err := startTarget(s, Options{Listen: ListenTCP}, 1, nil)
 	if err != nil {
 		return res, err
 	}

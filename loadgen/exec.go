@@ -2,9 +2,11 @@ package loadgen
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
+	"github.com/ratelab/ratelab/clock"
 	"github.com/ratelab/ratelab/engine"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
@@ -30,15 +32,35 @@ func runStrategy(ctx context.Context, s *Scenario, st *Row, opt Options, key str
 	if run := kinds[st.Kind].run; run != nil {
 		return run(ctx, s, st, opt)
 	}
+	if !opt.Virtual {
+		return runRow(ctx, s, st, opt, key, tally, nil)
+	}
+	sim := clock.NewSim(SimEpoch)
+	simErr := sim.Run(ctx, func() { res, err = runRow(ctx, s, st, opt, key, tally, sim) })
+	if err == nil && simErr != nil {
+		err = fmt.Errorf("simulated run: %w", simErr)
+	}
+	return res, err
+}
+
+// SimEpoch is when every simulated row starts: midnight UTC on 1 January
+// 2000, where testing/synctest's bubbles start too, so a simulated row and
+// the in-test virtual run date everything alike.
+var SimEpoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// runRow is runStrategy's run of a client strategy through the engine, in
+// real time (sim nil) or on the simulated clock sim, inside its run.
+func runRow(ctx context.Context, s *Scenario, st *Row, opt Options, key string, tally *errorTally, sim clock.Clock) (res reports.Result, err error) {
+	clk := clock.Or(sim)
 	res = reports.Result{Name: st.Name, Kind: st.Kind, Params: st.Params(), Sweep: st.Sweep}
 	res.Items = s.Items.Count()
-	events := &eventLog{start: time.Now()}
-	strategy, closeStrategy, err := openStrategy(ctx, st, events.observe)
+	events := &eventLog{start: clk.Now()}
+	strategy, closeStrategy, err := openStrategy(ctx, st, events.observe, sim)
 	if err != nil {
 		return res, err
 	}
 	defer closeStrategy()
-	tg, err := startTarget(s, opt, s.Workers)
+	tg, err := startTarget(s, opt, s.Workers, sim)
 	if err != nil {
 		return res, err
 	}
@@ -55,7 +77,7 @@ func runStrategy(ctx context.Context, s *Scenario, st *Row, opt Options, key str
 	cfg := engine.Config{
 		Client:     client,
 		Strategy:   strategy,
-		Retry:      newPolicy(st, s.Seed),
+		Retry:      newPolicy(st, s.Seed, sim),
 		Workers:    s.Workers,
 		Resolution: resolution,
 		Items:      res.Items,
@@ -65,7 +87,9 @@ func runStrategy(ctx context.Context, s *Scenario, st *Row, opt Options, key str
 	}
 	cfg.Sinks = append(cfg.Sinks, tally)
 	var prog *progress
-	if opt.Progress != nil {
+	if opt.Progress != nil && sim == nil {
+		// A simulated row's progress would be that of its simulated
+		// time, which passes in a blink of real time.
 		prog = startProgress(opt.Progress, opt.position.label(st.Name), res.Items, strategy)
 		cfg.OnAttempt = prog.attempt
 		cfg.OnResult = prog.result
@@ -74,7 +98,7 @@ func runStrategy(ctx context.Context, s *Scenario, st *Row, opt Options, key str
 	if err := loadState(strategy, st, keys); err != nil {
 		return res, err
 	}
-	src, loop := s.pace(ctx, source(groups, strategyMeta(st.Name)), &cfg, res.Items)
+	src, loop := s.pace(ctx, clk, source(groups, strategyMeta(st.Name)), &cfg, res.Items)
 	sum, err := engine.Run(ctx, cfg, src)
 	if prog != nil {
 		prog.stop()

@@ -278,7 +278,7 @@ func newRouter(groups []ItemGroup, baseURL, key string, hc *target) (*router, er
 		id := g.Provider + "\x00" + k
 		c, ok := clients[id]
 		if !ok {
-			c = &provider.Client{Provider: p, BaseURL: providerBase(g.Provider, baseURL), APIKey: k, HTTP: hc.http}
+			c = &provider.Client{Provider: p, BaseURL: providerBase(g.Provider, baseURL), APIKey: k, HTTP: hc.http, Clock: hc.clock}
 			clients[id] = c
 		}
 		if prev, ok := r.byModel[g.Model]; ok && prev != c {

@@ -69,7 +69,7 @@ strategies:
 		if !reflect.DeepEqual(st.Config, want[i]) {
 			t.Errorf("%s (%s): Config = %+v, want %+v", st.Name, st.Kind, st.Config, want[i])
 		}
-		if _, err := newStrategy(&st, nil); err != nil {
+		if _, err := newStrategy(&st, nil, nil); err != nil {
 			t.Errorf("%s: newStrategy: %v", st.Name, err)
 		}
 	}

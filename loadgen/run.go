@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ratelab/ratelab/clock"
 	"github.com/ratelab/ratelab/internal/memnet"
 	"github.com/ratelab/ratelab/mock"
 	"github.com/ratelab/ratelab/provider"
@@ -66,6 +67,13 @@ type Options struct {
 	// CommandLog, when set, receives how a command row's program failed,
 	// with the last lines of its output.
 	CommandLog io.Writer
+	// Virtual runs each row in simulated time: on a clock.Sim of its own,
+	// from SimEpoch, against the embedded mock served in process
+	// (mock.InProcess) rather than on a socket, so a row that would take
+	// minutes takes what its code takes to execute. Listen and Progress are
+	// ignored, and the report is marked Simulated. A scenario with a
+	// target, command rows or shared limits cannot run so (CheckVirtual).
+	Virtual bool
 
 	position position // the strategy running, for progress lines
 }
@@ -115,6 +123,12 @@ func Run(ctx context.Context, s *Scenario, opt Options) (reports.Report, error) 
 	}
 	if err := s.CheckOnly(opt.Only); err != nil {
 		return rep, fmt.Errorf("loadgen: %w", err)
+	}
+	if opt.Virtual {
+		if err := s.CheckVirtual(opt.Only); err != nil {
+			return rep, err
+		}
+		rep.Simulated = true
 	}
 	selected := func(st Row) bool { return len(opt.Only) == 0 || slices.Contains(opt.Only, st.Name) }
 	for _, st := range s.Strategies {
@@ -172,11 +186,15 @@ type target struct {
 	// srv is the embedded mock, whose call accounting gives the row its
 	// server-side figures; nil against a target.
 	srv *mock.Server
+	// clock is the clock of a simulated row, which its provider clients
+	// measure with; nil in real time.
+	clock clock.Clock
 }
 
 // startTarget starts a fresh embedded mock (or points at s.Target) and
-// returns the client side for it.
-func startTarget(s *Scenario, opt Options, concurrency int) (*target, error) {
+// returns the client side for it. With a simulated clock (sim, not nil)
+// the mock runs on it and is reached in process, with no listener.
+func startTarget(s *Scenario, opt Options, concurrency int, sim clock.Clock) (*target, error) {
 	tr := provider.NewTransport(concurrency)
 	if s.Target != nil {
 		return &target{baseURL: s.Target.URL, http: &http.Client{Transport: tr}, close: tr.CloseIdleConnections}, nil
@@ -185,9 +203,13 @@ func startTarget(s *Scenario, opt Options, concurrency int) (*target, error) {
 	if cfg.Seed == 0 {
 		cfg.Seed = s.Seed
 	}
-	srv, err := mock.New(cfg)
+	srv, err := mock.New(cfg, mock.WithClock(sim))
 	if err != nil {
 		return nil, fmt.Errorf("%s:%d: server: %w", s.File, s.line("server"), err)
+	}
+	if sim != nil {
+		return &target{srv: srv, clock: sim, baseURL: "http://mock.invalid", http: &http.Client{Transport: srv.InProcess()},
+			close: func() {}}, nil
 	}
 	listen := opt.Listen
 	if listen == nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratelab/ratelab/clock"
 	"github.com/ratelab/ratelab/sharedlimit"
 	"github.com/ratelab/ratelab/strategies"
 )
@@ -110,9 +111,9 @@ func sharedConfig(st *Row) sharedlimit.Config {
 // Redis address (the caller names the strategy). close releases what the strategy holds
 // (the Redis connection); call it once the run is over. An unreachable
 // Redis is an error wrapping sharedlimit.ErrUnreachable.
-func openStrategy(ctx context.Context, st *Row, obs strategies.Observer) (s strategies.Strategy, close func(), err error) {
+func openStrategy(ctx context.Context, st *Row, obs strategies.Observer, sim clock.Clock) (s strategies.Strategy, close func(), err error) {
 	if st.Shared == nil {
-		s, err = newStrategy(st, obs)
+		s, err = newStrategy(st, obs, sim)
 		return s, func() {}, err
 	}
 	if st.Kind == KindAdaptive {
