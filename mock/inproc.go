@@ -1,7 +1,6 @@
 package mock
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -52,25 +51,20 @@ var errClosedBody = errors.New("mock: in-process response body closed")
 // headers are sent, or req's context ends first.
 func (t *InProcess) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
-	var body []byte
-	if req.Body != nil && req.Body != http.NoBody {
-		b, err := io.ReadAll(req.Body)
-		req.Body.Close()
-		if err != nil {
-			return nil, fmt.Errorf("mock: in-process: reading the request body: %w", err)
-		}
-		body = b
-	}
 	if err := ctx.Err(); err != nil {
+		if req.Body != nil {
+			req.Body.Close()
+		}
 		return nil, err
 	}
 	hctx, cancel := context.WithCancel(ctx)
-	sreq := req.Clone(hctx)
-	sreq.Body = http.NoBody
-	if len(body) > 0 {
-		sreq.Body = io.NopCloser(bytes.NewReader(body))
+	// A shallow copy: the handler shares the request's Header, which the
+	// client does not touch once it has sent the request, and reads its
+	// Body, which serve closes when the handler returns.
+	sreq := req.WithContext(hctx)
+	if sreq.Body == nil {
+		sreq.Body = http.NoBody
 	}
-	sreq.ContentLength = int64(len(body))
 	sreq.GetBody = nil
 	sreq.RequestURI = req.URL.RequestURI()
 	sreq.URL = &url.URL{Path: req.URL.Path, RawPath: req.URL.RawPath, RawQuery: req.URL.RawQuery}
@@ -130,6 +124,20 @@ func (p *pipe) changedLocked() *clock.Event {
 	return ev
 }
 
+// pipeBufs holds the buffers of responses read to their end or closed: a
+// simulated run of a million calls would otherwise allocate a million.
+var pipeBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
+
+// recycleLocked gives p's buffer back once nothing more is written to it
+// (the handler returned, or the client closed the body) or read from it.
+func (p *pipe) recycleLocked() {
+	if p.buf != nil && cap(p.buf) <= 64<<10 {
+		b := p.buf[:0]
+		pipeBufs.Put(&b)
+	}
+	p.buf, p.off = nil, 0
+}
+
 // Read reads what the handler wrote, waiting for it on the clock.
 func (p *pipe) Read(b []byte) (int, error) {
 	for {
@@ -149,6 +157,7 @@ func (p *pipe) Read(b []byte) (int, error) {
 		}
 		if p.done {
 			err := p.err
+			p.recycleLocked()
 			p.mu.Unlock()
 			return 0, err
 		}
@@ -166,7 +175,7 @@ func (p *pipe) Read(b []byte) (int, error) {
 func (p *pipe) Close() error {
 	p.mu.Lock()
 	p.closed = true
-	p.buf, p.off = nil, 0
+	p.recycleLocked()
 	p.mu.Unlock()
 	p.cancel()
 	return nil
@@ -182,8 +191,10 @@ type inprocWriter struct {
 
 func (w *inprocWriter) Header() http.Header { return w.header }
 
-// WriteHeader records the status and the headers as they are now; they are
-// sent at the first Write or Flush, or when the handler returns.
+// WriteHeader records the status; the headers, as they are then, are sent
+// at the first Write or Flush, or when the handler returns. They are not
+// copied: a handler must not change them after WriteHeader (net/http ignores
+// such changes; here the client would see them).
 func (w *inprocWriter) WriteHeader(code int) {
 	if w.status != 0 {
 		return
@@ -192,7 +203,7 @@ func (w *inprocWriter) WriteHeader(code int) {
 		panic(fmt.Sprintf("mock: in-process: invalid WriteHeader code %v", code))
 	}
 	w.status = code
-	w.sent = w.header.Clone()
+	w.sent = w.header
 }
 
 // sendLocked makes the response visible to RoundTrip, once. contentLength
@@ -230,6 +241,9 @@ func (w *inprocWriter) Write(b []byte) (int, error) {
 		return 0, errClosedBody
 	}
 	w.sendLocked(-1)
+	if p.buf == nil {
+		p.buf = (*pipeBufs.Get().(*[]byte))[:0]
+	}
 	p.buf = append(p.buf, b...)
 	ev := p.changedLocked()
 	p.mu.Unlock()
@@ -274,6 +288,7 @@ func (w *inprocWriter) serve(h http.Handler, req *http.Request) {
 				end = fmt.Errorf("mock: in-process handler panicked: %v: %w", v, io.ErrUnexpectedEOF)
 			}
 		}
+		req.Body.Close()
 		p.cancel() // as net/http ends a request's context when its handler returns
 		p.mu.Lock()
 		if p.resp == nil && end == io.EOF {
