@@ -18,34 +18,52 @@ import (
 	"github.com/ratelab/ratelab/strategies"
 )
 
+// inProcess is one test's clock and the mock servers it started.
+type inProcess struct {
+	t   *testing.T
+	clk clock.Clock
+	tr  []*mock.InProcess
+}
+
 // onClocks runs f on each clock: clock.Real inside a synctest bubble (the
-// in-test virtual time) and clock.Sim.
-func onClocks(t *testing.T, f func(t *testing.T, clk clock.Clock)) {
+// in-test virtual time) and clock.Sim; the transports f made are closed
+// before the run ends.
+func onClocks(t *testing.T, f func(t *testing.T, e *inProcess)) {
+	run := func(t *testing.T, clk clock.Clock) {
+		e := &inProcess{t: t, clk: clk}
+		defer func() {
+			for _, tr := range e.tr {
+				tr.Close()
+			}
+		}()
+		f(t, e)
+	}
 	t.Run("real-in-synctest", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) { f(t, clock.Real) })
+		synctest.Test(t, func(t *testing.T) { run(t, clock.Real) })
 	})
 	t.Run("sim", func(t *testing.T) {
 		sim := clock.NewSim(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-		if err := sim.Run(t.Context(), func() { f(t, sim) }); err != nil {
+		if err := sim.Run(t.Context(), func() { run(t, sim) }); err != nil {
 			t.Fatalf("Sim.Run: %v", err)
 		}
 	})
 }
 
-// inProcessClient returns a client of p reaching a mock configured by cfg
-// on clk, in process.
-func inProcessClient(t *testing.T, clk clock.Clock, p provider.Provider, cfg mock.Config) (*provider.Client, *mock.Server) {
-	t.Helper()
-	srv, err := mock.New(cfg, mock.WithClock(clk))
+// client returns a client of p reaching a mock configured by cfg on the
+// test's clock, in process.
+func (e *inProcess) client(p provider.Provider, cfg mock.Config) (*provider.Client, *mock.Server) {
+	e.t.Helper()
+	srv, err := mock.New(cfg, mock.WithClock(e.clk))
 	if err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
 	base := "http://mock.invalid"
 	if p.Name() != "anthropic" {
 		base += "/v1"
 	}
-	hc := &http.Client{Transport: srv.InProcess()}
-	return &provider.Client{Provider: p, BaseURL: base, APIKey: mockKey, HTTP: hc, Clock: clk}, srv
+	tr := srv.InProcess()
+	e.tr = append(e.tr, tr)
+	return &provider.Client{Provider: p, BaseURL: base, APIKey: mockKey, HTTP: &http.Client{Transport: tr}, Clock: e.clk}, srv
 }
 
 // timedConfig answers in 300ms + 10ms per token, exactly.
@@ -59,10 +77,11 @@ func timedConfig() mock.Config {
 // TestInProcessTimings: a JSON answer and a stream arrive at their
 // scheduled instants, so latency and time to first token are exact.
 func TestInProcessTimings(t *testing.T) {
-	onClocks(t, func(t *testing.T, clk clock.Clock) {
+	onClocks(t, func(t *testing.T, e *inProcess) {
+		clk := e.clk
 		for _, p := range []provider.Provider{provider.Anthropic{}, provider.OpenAI{}, provider.OpenAIResponses{}} {
 			for _, stream := range []bool{false, true} {
-				c, _ := inProcessClient(t, clk, p, timedConfig())
+				c, _ := e.client(p, timedConfig())
 				r := request(stream)
 				t0 := clk.Now()
 				resp, o := c.Do(t.Context(), r, 0)
@@ -91,13 +110,14 @@ func TestInProcessTimings(t *testing.T) {
 // TestInProcessThrottled: a 429 arrives at once with its headers:
 // retry-after, the rate-limit headers and the error body.
 func TestInProcessThrottled(t *testing.T) {
-	onClocks(t, func(t *testing.T, clk clock.Clock) {
+	onClocks(t, func(t *testing.T, e *inProcess) {
+		clk := e.clk
 		for _, p := range []provider.Provider{provider.Anthropic{}, provider.OpenAI{}} {
 			cfg := timedConfig()
 			cfg.Limits.MaxConcurrent = 1
 			cfg.Limits.RPM = 60
 			cfg.Limits.RetryAfter = 2 * time.Second
-			c, srv := inProcessClient(t, clk, p, cfg)
+			c, srv := e.client(p, cfg)
 			first := clk.NewEvent()
 			var o1 strategies.Outcome
 			clk.Go(func() {
@@ -135,10 +155,11 @@ func TestInProcessThrottled(t *testing.T) {
 // TestInProcessCutAndCancel: a cut stream is an incomplete stream, and a
 // caller's deadline mid-stream ends both sides at that instant.
 func TestInProcessCutAndCancel(t *testing.T) {
-	onClocks(t, func(t *testing.T, clk clock.Clock) {
+	onClocks(t, func(t *testing.T, e *inProcess) {
+		clk := e.clk
 		cfg := timedConfig()
 		cfg.Faults.CutStream = 1
-		c, _ := inProcessClient(t, clk, provider.Anthropic{}, cfg)
+		c, _ := e.client(provider.Anthropic{}, cfg)
 		_, o := c.Do(t.Context(), request(true), 0)
 		if o.Kind != strategies.Failed || !errors.Is(o.Err, provider.ErrIncompleteStream) {
 			t.Errorf("cut stream: %v %v, want Failed with ErrIncompleteStream", o.Kind, o.Err)
@@ -148,7 +169,7 @@ func TestInProcessCutAndCancel(t *testing.T) {
 			t.Errorf("cut stream: latency %v, want 400ms", o.Latency)
 		}
 
-		c, srv := inProcessClient(t, clk, provider.Anthropic{}, timedConfig())
+		c, srv := e.client(provider.Anthropic{}, timedConfig())
 		ctx, cancel := context.WithCancel(t.Context())
 		stop := clk.AfterFunc(350*time.Millisecond, cancel)
 		defer stop()
