@@ -81,6 +81,7 @@ func runRow(ctx context.Context, s *Scenario, st *Row, opt Options, key string, 
 		Workers:    s.Workers,
 		Resolution: resolution,
 		Items:      res.Items,
+		Clock:      sim,
 	}
 	if opt.Results != nil {
 		cfg.Sinks = append(cfg.Sinks, engine.NewJSONL(opt.Results))

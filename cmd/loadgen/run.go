@@ -39,6 +39,11 @@ Flags (they may come before or after FILE):
                     need more than 2000 points (a note on stderr says so)
   --cpuprofile FILE write a CPU profile of the run (go tool pprof reads it)
   --memprofile FILE write a heap profile, taken when the live heap was largest
+  --virtual         run in simulated time: the same strategies, retry policy
+                    and embedded mock on a simulated clock, served in process,
+                    so minutes of traffic take a moment; every output is
+                    marked simulated. Not for a target, command rows or
+                    shared limits (an error names the file, line and key)
 
 While running, progress goes to stderr: on a terminal a live line (strategy
 3 of 8, done/total, in flight, 429s, elapsed, ETA); otherwise, as in a CI
@@ -63,6 +68,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	timeline := fs.Duration("timeline", 0, "timeline resolution")
 	var prof profiles
 	prof.flags(fs)
+	virtual := fs.Bool("virtual", false, "run in simulated time")
 	files, ok, err := parseFlags(fs, args, stdout)
 	if !ok {
 		return err
@@ -82,9 +88,15 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
-	opts := loadgen.Options{Timeline: *timeline, Getenv: os.Getenv, CommandOut: *out, CommandLog: stderr}
+	opts := loadgen.Options{Timeline: *timeline, Getenv: os.Getenv, CommandOut: *out, CommandLog: stderr, Virtual: *virtual}
 	if opts.Only, err = resolveOnly(s, only); err != nil {
 		return usageError("run: --only: %v", err)
+	}
+	if *virtual {
+		if err := s.CheckVirtual(opts.Only); err != nil {
+			return &exitError{code: exitUsage, err: fmt.Errorf("run: --virtual:\n%w", err)}
+		}
+		defer simulatedGC()()
 	}
 	opts.Progress = progressTo(stderr)
 	var results *os.File

@@ -31,7 +31,8 @@ Flags (they may come before or after FILE):
   --out DIR         also write DIR/report.json, results.jsonl, report.md and
                     report.html, as loadgen run does
   --only NAMES      run only these rows (as loadgen run's --only)
-  --virtual         not available yet: tune runs in real time
+  --virtual         run in simulated time, as loadgen run --virtual does: a
+                    sweep of many rows takes seconds
 
 Exit status: 0 a row was recommended; 1 no row qualified; 2 a usage or input
 error; 130 interrupted.
@@ -48,7 +49,7 @@ func tuneCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	out := fs.String("out", "", "directory for report.json, results.jsonl, report.md and report.html")
 	var only stringsFlag
 	fs.Var(&only, "only", "row names to run (comma-separated; repeatable)")
-	virtual := fs.Bool("virtual", false, "simulated time (not available yet)")
+	virtual := fs.Bool("virtual", false, "run in simulated time")
 	files, ok, err := parseFlags(fs, args, stdout)
 	if !ok {
 		return err
@@ -57,8 +58,6 @@ func tuneCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	case len(files) != 1:
 		fmt.Fprint(stderr, tuneUsage)
 		return usageError("tune: want exactly one scenario file, got %d", len(files))
-	case *virtual:
-		return usageError("tune: --virtual: simulated time is not available yet; tune runs in real time (leave out --virtual)")
 	case loadgen.Objectives[*objective].Of == nil:
 		return usageError("tune: --objective: want one of %s, got %q", strings.Join(loadgen.ObjectiveNames(), ", "), *objective)
 	case *max429s < -1:
@@ -70,9 +69,15 @@ func tuneCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
-	opts := loadgen.Options{Getenv: os.Getenv, CommandOut: *out, CommandLog: stderr}
+	opts := loadgen.Options{Getenv: os.Getenv, CommandOut: *out, CommandLog: stderr, Virtual: *virtual}
 	if opts.Only, err = resolveOnly(s, only); err != nil {
 		return usageError("tune: --only: %v", err)
+	}
+	if *virtual {
+		if err := s.CheckVirtual(opts.Only); err != nil {
+			return &exitError{code: exitUsage, err: fmt.Errorf("tune: --virtual:\n%w", err)}
+		}
+		defer simulatedGC()()
 	}
 	opts.Progress = progressTo(stderr)
 	if *out != "" {

@@ -59,7 +59,8 @@ func TestTuneErrors(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"tune", path, "--virtual"}, 2, "tune: --virtual: simulated time is not available yet"},
+		{[]string{"tune", writeFile(t, "target.yaml", strings.Replace(tuneScenario, "server:\n  latency: {per_token: 5ms}\n  limits: {max_concurrent: 10, retry_after: 1s}\n", "target: {url: \"http://127.0.0.1:1\"}\n", 1)), "--virtual"}, 2,
+			"target.yaml:4: target: a simulated run (--virtual) runs against the embedded mock"},
 		{[]string{"tune", path, "--objective", "speed"}, 2, `tune: --objective: want one of attempts, cost, wall, got "speed"`},
 		{[]string{"tune", path, "--max-429s", "-2"}, 2, "tune: --max-429s: want -1 (no limit) or more, got -2"},
 		{[]string{"tune"}, 2, "tune: want exactly one scenario file, got 0"},
