@@ -102,7 +102,7 @@ func cheap(cmd string) bool {
 		return heredoc.MatchString(first) && !strings.Contains(first, "|")
 	case "loadgen":
 		return len(args) > 0 && (slices.Contains([]string{"--version", "-version", "version", "help", "--help", "-h", "validate"}, args[0]) ||
-			slices.Contains(args, "--help"))
+			slices.Contains(args, "--help") || slices.Contains(args, "--virtual")) // simulated: deterministic, under a second
 	case "mockllm":
 		return len(args) == 1 && (args[0] == "--version" || args[0] == "--help") || len(args) == 0 && env > 0
 	}

@@ -88,3 +88,26 @@ func TestVirtualRefuses(t *testing.T) {
 		t.Errorf("--only sem(10): exit %d\n%s\n%s", code, stdout, stderr)
 	}
 }
+
+// TestTuneVirtual: tune --virtual recommends as tune does, in simulated
+// time, and says the report is simulated.
+func TestTuneVirtual(t *testing.T) {
+	path := writeFile(t, "tune.yaml", tuneScenario)
+	stdout, stderr, code := runCLI(t, t.Context(), "tune", path, "--virtual", "--max-429s", "0", "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	var rep reports.Report
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	if !rep.Simulated || rep.Tune == nil || rep.Tune.Best != "sem(10)" || rep.Tune.Next != "sem(5)" {
+		t.Errorf("simulated %v, tune %+v; want simulated, best sem(10), then sem(5)", rep.Simulated, rep.Tune)
+	}
+	// 20 calls of 0.1 s: two waves of 10, four of 5.
+	for _, r := range rep.Results {
+		if want := map[string]float64{"sem(5)": 0.4, "sem(10)": 0.2}[r.Name]; want > 0 && r.WallSeconds != want {
+			t.Errorf("%s: wall %v s, want %v s exactly", r.Name, r.WallSeconds, want)
+		}
+	}
+}
