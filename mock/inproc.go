@@ -92,12 +92,16 @@ func (t *InProcess) RoundTrip(req *http.Request) (*http.Response, error) {
 	sreq.Proto, sreq.ProtoMajor, sreq.ProtoMinor = "HTTP/1.1", 1, 1
 	sreq.Close = false
 
-	p := &pipe{clk: t.clock, ctx: ctx, cancel: cancel, ev: t.clock.NewEvent()}
+	p := &pipe{clk: t.clock, ctx: ctx, cancel: cancel}
 	t.start(&inprocWriter{p: p, header: make(http.Header)}, sreq)
 
 	for {
 		p.mu.Lock()
-		resp, err, ev := p.resp, p.err, p.ev
+		resp, err := p.resp, p.err
+		var ev *clock.Event
+		if resp == nil && err == nil {
+			ev = p.waitLocked()
+		}
 		p.mu.Unlock()
 		if resp != nil {
 			resp.Request = req
@@ -167,8 +171,8 @@ func (t *InProcess) Close() {
 }
 
 // pipe carries a response from the handler's goroutine to the client's.
-// Every change (headers sent, bytes written, the end) fires ev and replaces
-// it, so a reader waits for the next change with Clock.Wait.
+// A reader with nothing to read waits on ev with Clock.Wait; the next change
+// (headers sent, bytes written, the end) fires it.
 type pipe struct {
 	clk    clock.Clock
 	ctx    context.Context // the client's request context
@@ -184,11 +188,21 @@ type pipe struct {
 	closed bool  // the client closed the body
 }
 
-// changedLocked replaces the event of the next change and returns the
-// current one, for the caller to fire once it has unlocked p.mu.
+// waitLocked returns the event of the next change, for a reader about to
+// wait for it.
+func (p *pipe) waitLocked() *clock.Event {
+	if p.ev == nil {
+		p.ev = p.clk.NewEvent()
+	}
+	return p.ev
+}
+
+// changedLocked returns the event a reader waits on, if one does, for the
+// caller to fire once it has unlocked p.mu; a change no one waits for
+// makes no event.
 func (p *pipe) changedLocked() *clock.Event {
 	ev := p.ev
-	p.ev = p.clk.NewEvent()
+	p.ev = nil
 	return ev
 }
 
@@ -229,7 +243,7 @@ func (p *pipe) Read(b []byte) (int, error) {
 			p.mu.Unlock()
 			return 0, err
 		}
-		ev := p.ev
+		ev := p.waitLocked()
 		p.mu.Unlock()
 		if _, err := p.clk.Wait(p.ctx, ev, 0); err != nil {
 			p.cancel()
@@ -315,7 +329,9 @@ func (w *inprocWriter) Write(b []byte) (int, error) {
 	p.buf = append(p.buf, b...)
 	ev := p.changedLocked()
 	p.mu.Unlock()
-	ev.Fire()
+	if ev != nil {
+		ev.Fire()
+	}
 	return len(b), nil
 }
 
@@ -336,7 +352,9 @@ func (w *inprocWriter) FlushError() error {
 	w.sendLocked(-1)
 	ev := p.changedLocked()
 	p.mu.Unlock()
-	ev.Fire()
+	if ev != nil {
+		ev.Fire()
+	}
 	return nil
 }
 
@@ -373,7 +391,9 @@ func (w *inprocWriter) serve(h http.Handler, req *http.Request) {
 		p.done = true
 		ev := p.changedLocked()
 		p.mu.Unlock()
-		ev.Fire()
+		if ev != nil {
+			ev.Fire()
+		}
 	}()
 	h.ServeHTTP(w, req)
 }
