@@ -208,8 +208,8 @@ func startTarget(s *Scenario, opt Options, concurrency int, sim clock.Clock) (*t
 		return nil, fmt.Errorf("%s:%d: server: %w", s.File, s.line("server"), err)
 	}
 	if sim != nil {
-		tr := srv.InProcess()
-		return &target{srv: srv, clock: sim, baseURL: "http://mock.invalid", http: &http.Client{Transport: tr}, close: tr.Close}, nil
+		return &target{srv: srv, clock: sim, baseURL: "http://mock.invalid", http: &http.Client{Transport: srv.InProcess()},
+			close: func() {}}, nil
 	}
 	listen := opt.Listen
 	if listen == nil {

@@ -29,26 +29,9 @@ import (
 // handler that panics with http.ErrAbortHandler cuts the response (the
 // client reads io.ErrUnexpectedEOF, or RoundTrip fails before headers).
 // Requests are never sent anywhere: their URL's host is ignored.
-//
-// Under a clock other than clock.Real, a goroutine that has served a
-// response waits for the next request rather than ending, since a new one
-// would grow its stack again through the mock's handler (a tenth of a
-// simulated call's cost); Close ends those that wait. Call it before the
-// simulated run ends, or Sim.Run reports them as a deadlock.
 type InProcess struct {
 	handler http.Handler
 	clock   clock.Clock
-
-	mu     sync.Mutex
-	idle   []*inprocServer // waiting for a request, the latest last
-	closed bool
-}
-
-// inprocServer is a goroutine serving one request after another.
-type inprocServer struct {
-	ev  *clock.Event // fired with the next request, or by Close (w nil)
-	w   *inprocWriter
-	req *http.Request
 }
 
 // NewInProcess returns a transport serving h on c (nil: clock.Real).
@@ -93,7 +76,8 @@ func (t *InProcess) RoundTrip(req *http.Request) (*http.Response, error) {
 	sreq.Close = false
 
 	p := &pipe{clk: t.clock, ctx: ctx, cancel: cancel}
-	t.start(&inprocWriter{p: p, header: make(http.Header)}, sreq)
+	w := &inprocWriter{p: p, header: make(http.Header)}
+	t.clock.Go(func() { w.serve(t.handler, sreq) })
 
 	for {
 		p.mu.Lock()
@@ -115,58 +99,6 @@ func (t *InProcess) RoundTrip(req *http.Request) (*http.Response, error) {
 			cancel()
 			return nil, werr
 		}
-	}
-}
-
-// start serves req into w in a goroutine of the clock: an idle server's,
-// or a new one.
-func (t *InProcess) start(w *inprocWriter, req *http.Request) {
-	if t.clock == clock.Real {
-		t.clock.Go(func() { w.serve(t.handler, req) })
-		return
-	}
-	t.mu.Lock()
-	if n := len(t.idle); n > 0 {
-		srv := t.idle[n-1]
-		t.idle = t.idle[:n-1]
-		t.mu.Unlock()
-		srv.w, srv.req = w, req
-		srv.ev.Fire()
-		return
-	}
-	t.mu.Unlock()
-	srv := &inprocServer{w: w, req: req}
-	t.clock.Go(func() { t.loop(srv) })
-}
-
-// loop serves srv's request, then waits for the next until Close.
-func (t *InProcess) loop(srv *inprocServer) {
-	for srv.w != nil {
-		srv.w.serve(t.handler, srv.req)
-		srv.w, srv.req = nil, nil
-		t.mu.Lock()
-		if t.closed {
-			t.mu.Unlock()
-			return
-		}
-		srv.ev = t.clock.NewEvent()
-		t.idle = append(t.idle, srv)
-		t.mu.Unlock()
-		t.clock.Wait(context.Background(), srv.ev, 0) //nolint:errcheck // Background never ends
-	}
-}
-
-// Close ends the goroutines waiting for a request; requests being served
-// finish first. RoundTrip still works after Close, with a goroutine per
-// request.
-func (t *InProcess) Close() {
-	t.mu.Lock()
-	t.closed = true
-	idle := t.idle
-	t.idle = nil
-	t.mu.Unlock()
-	for _, srv := range idle {
-		srv.ev.Fire()
 	}
 }
 

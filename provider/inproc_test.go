@@ -18,26 +18,16 @@ import (
 	"github.com/ratelab/ratelab/strategies"
 )
 
-// inProcess is one test's clock and the mock servers it started.
+// inProcess is one test's clock.
 type inProcess struct {
 	t   *testing.T
 	clk clock.Clock
-	tr  []*mock.InProcess
 }
 
 // onClocks runs f on each clock: clock.Real inside a synctest bubble (the
-// in-test virtual time) and clock.Sim; the transports f made are closed
-// before the run ends.
+// in-test virtual time) and clock.Sim.
 func onClocks(t *testing.T, f func(t *testing.T, e *inProcess)) {
-	run := func(t *testing.T, clk clock.Clock) {
-		e := &inProcess{t: t, clk: clk}
-		defer func() {
-			for _, tr := range e.tr {
-				tr.Close()
-			}
-		}()
-		f(t, e)
-	}
+	run := func(t *testing.T, clk clock.Clock) { f(t, &inProcess{t: t, clk: clk}) }
 	t.Run("real-in-synctest", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) { run(t, clock.Real) })
 	})
@@ -61,9 +51,7 @@ func (e *inProcess) client(p provider.Provider, cfg mock.Config) (*provider.Clie
 	if p.Name() != "anthropic" {
 		base += "/v1"
 	}
-	tr := srv.InProcess()
-	e.tr = append(e.tr, tr)
-	return &provider.Client{Provider: p, BaseURL: base, APIKey: mockKey, HTTP: &http.Client{Transport: tr}, Clock: e.clk}, srv
+	return &provider.Client{Provider: p, BaseURL: base, APIKey: mockKey, HTTP: &http.Client{Transport: srv.InProcess()}, Clock: e.clk}, srv
 }
 
 // timedConfig answers in 300ms + 10ms per token, exactly.
