@@ -92,10 +92,10 @@ func (f optionFunc) apply(s *Server) { f(s) }
 // WithClock makes the server read the time and wait through c: admission,
 // token buckets, the latency schedule of every response, the limits'
 // schedule and the call accounting. A nil c, like no option, is
-// clock.Real. With a simulated clock (clock.Sim), serve the Handler in the
-// run's goroutines, as loadgen's in-process transport (NewInProcess) does:
-// Serve's connections are the operating system's, outside the clock. A
-// Config.Store (Redis) always runs in real time.
+// clock.Real. With a simulated clock (clock.Sim), reach the server through
+// its in-process transport (Server.InProcess), which serves the Handler in
+// goroutines of the run: Serve's connections are the operating system's,
+// outside the clock. A Config.Store (Redis) always runs in real time.
 func WithClock(c clock.Clock) Option {
 	return optionFunc(func(s *Server) { s.clock = clock.Or(c) })
 }
