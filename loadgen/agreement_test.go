@@ -2,6 +2,8 @@ package loadgen
 
 import (
 	"fmt"
+	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -123,4 +125,48 @@ func TestVirtualAgreement(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestVirtualAgreementArrival: an open-loop row (arrival:) agrees too, its
+// arrivals and queueing delays included.
+func TestVirtualAgreementArrival(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "open.yaml")
+	const open = `name: open
+seed: 1
+arrival: {rate: 10/s, process: poisson, duration: 60s}
+request: {max_tokens: 100}
+server:
+  latency: {per_token: 5ms}
+  limits: {max_concurrent: 5, retry_after: 1s}
+strategies:
+  - {name: semaphore(5), kind: semaphore, n: 5}
+`
+	if err := os.WriteFile(path, []byte(open), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := runVirtual(t, path).Results[0]
+	s, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(t.Context(), s, Options{Virtual: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := rep.Results[0]
+	if countsOf(got.Summary) != countsOf(want.Summary) {
+		t.Errorf("--virtual: %v\nin-test: %v", countsOf(got.Summary), countsOf(want.Summary))
+	}
+	near := func(what string, g, w float64) {
+		if math.Abs(g-w) > 0.01*math.Abs(w) {
+			t.Errorf("%s: --virtual %.6g, in-test %.6g: more than 1 %% apart", what, g, w)
+		}
+	}
+	near("wall", got.WallSeconds, want.WallSeconds)
+	if got.Arrivals == nil || want.Arrivals == nil {
+		t.Fatalf("arrivals: --virtual %v, in-test %v", got.Arrivals, want.Arrivals)
+	}
+	near("last arrival", got.Arrivals.ArrivalSeconds, want.Arrivals.ArrivalSeconds)
+	near("queueing delay p50", got.Arrivals.QueueingDelay.P50, want.Arrivals.QueueingDelay.P50)
+	near("queueing delay p99", got.Arrivals.QueueingDelay.P99, want.Arrivals.QueueingDelay.P99)
 }
