@@ -1,6 +1,9 @@
 package loadgen
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -169,4 +172,39 @@ strategies:
 	near("last arrival", got.Arrivals.ArrivalSeconds, want.Arrivals.ArrivalSeconds)
 	near("queueing delay p50", got.Arrivals.QueueingDelay.P50, want.Arrivals.QueueingDelay.P50)
 	near("queueing delay p99", got.Arrivals.QueueingDelay.P99, want.Arrivals.QueueingDelay.P99)
+}
+
+// cancelAfter is a results writer that ends a run after n lines.
+type cancelAfter struct {
+	n      int
+	cancel context.CancelFunc
+}
+
+func (c *cancelAfter) Write(p []byte) (int, error) {
+	if c.n -= bytes.Count(p, []byte("\n")); c.n <= 0 {
+		c.cancel()
+	}
+	return len(p), nil
+}
+
+// TestVirtualInterrupted: a simulated run ends when its context does (a
+// Ctrl-C), at the next idle moment of the simulation, and reports what
+// finished, marked incomplete, as a real run does.
+func TestVirtualInterrupted(t *testing.T) {
+	s, err := Load("testdata/million.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	rep, err := Run(ctx, s, Options{Virtual: true, Results: &cancelAfter{n: 1000, cancel: cancel}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v, want context.Canceled", err)
+	}
+	if !rep.Incomplete || !rep.Simulated || len(rep.Results) != 1 {
+		t.Fatalf("report: incomplete %v, simulated %v, %d rows; want an incomplete simulated row", rep.Incomplete, rep.Simulated, len(rep.Results))
+	}
+	if r := rep.Results[0]; !r.Incomplete || r.Completed < 1000 || r.Completed > 2000 || len(r.Expectations) != 0 {
+		t.Errorf("row: incomplete %v, %d completed, %d expectations; want incomplete, about 1,000 completed, none checked", r.Incomplete, r.Completed, len(r.Expectations))
+	}
 }
