@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/reports"
 )
 
 // counts is what a row's agreement is judged on: its counts, exact.
@@ -206,5 +207,30 @@ func TestVirtualInterrupted(t *testing.T) {
 	}
 	if r := rep.Results[0]; !r.Incomplete || r.Completed < 1000 || r.Completed > 2000 || len(r.Expectations) != 0 {
 		t.Errorf("row: incomplete %v, %d completed, %d expectations; want incomplete, about 1,000 completed, none checked", r.Incomplete, r.Completed, len(r.Expectations))
+	}
+}
+
+// TestVirtualDeterministic: a simulated run of a scenario with racy rows
+// prints the same report, byte for byte, every time.
+func TestVirtualDeterministic(t *testing.T) {
+	s, err := Load("../scenarios/20-concurrent.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first []byte
+	for i := range 3 {
+		rep, err := Run(t.Context(), s, Options{Virtual: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		if err := reports.JSON(&b, rep); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = b.Bytes()
+		} else if !bytes.Equal(b.Bytes(), first) {
+			t.Fatalf("run %d's report differs from the first's", i+1)
+		}
 	}
 }
