@@ -262,7 +262,9 @@ var (
 )
 
 // newRouter builds the clients for groups, all reaching baseURL through hc.
-// key, when not empty, replaces each group's key (a target's key).
+// Against a target (hc.srv nil) every client sends key, the one read from
+// target.api_key_env, or none when that is empty; request.api_key is for
+// the embedded mock only.
 func newRouter(groups []ItemGroup, baseURL, key string, hc *target) (*router, error) {
 	r := &router{byModel: make(map[string]*provider.Client)}
 	clients := make(map[string]*provider.Client) // by provider and key
@@ -272,7 +274,7 @@ func newRouter(groups []ItemGroup, baseURL, key string, hc *target) (*router, er
 			return nil, err
 		}
 		k := g.APIKey
-		if key != "" {
+		if hc.srv == nil {
 			k = key
 		}
 		id := g.Provider + "\x00" + k
