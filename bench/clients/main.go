@@ -198,6 +198,7 @@ request:
   prompt: %s
 target:
   url: %s
+  api_key_env: %s
 strategies:
   - name: unbounded
     kind: unbounded
@@ -205,14 +206,18 @@ strategies:
       completed: %d
       attempts: %d
       failed: 0
-`, calls, workers, model, maxTokens, prompt, url, calls, calls)
+`, calls, workers, model, maxTokens, prompt, url, keyEnv, calls, calls)
 }
+
+// keyEnv holds the key loadgen's side sends (a target's key comes from
+// api_key_env only): loadgen.DefaultAPIKey, as the other clients send.
+const keyEnv = "RATELAB_BENCH_KEY"
 
 // request is the request of the scenario's items, built by the code
 // loadgen builds it with.
 func request(url string) (*http.Request, []byte, error) {
-	// A target without api_key_env is sent request.api_key, whose default
-	// is loadgen.DefaultAPIKey.
+	// Every client sends loadgen.DefaultAPIKey (loadgen's side through
+	// keyEnv).
 	req, err := provider.Anthropic{}.NewRequest(context.Background(), url, loadgen.DefaultAPIKey, provider.Request{
 		Model: model, MaxTokens: maxTokens, Messages: []provider.Message{{Role: "user", Content: prompt}},
 	}, 0)
@@ -271,6 +276,7 @@ func runClient(ctx context.Context, c client, files map[string]string, results s
 		timed = true
 	}
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.Env = append(os.Environ(), keyEnv+"="+loadgen.DefaultAPIKey)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()

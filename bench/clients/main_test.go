@@ -68,6 +68,7 @@ func TestSameRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Setenv(keyEnv, loadgen.DefaultAPIKey) // as runClient sets it
 	rep, err := loadgen.Run(context.Background(), s, loadgen.Options{})
 	if err != nil {
 		t.Fatal(err)
