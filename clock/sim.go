@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"strings"
 	"sync"
@@ -21,6 +22,8 @@ import (
 // goroutine is ready, the scheduler first wakes the waiters whose context
 // has ended, and else moves its time straight to the earliest pending timer
 // (timers at the same instant fire in the order they were set) and fires it.
+// A shuffled Sim (Shuffle) orders the events of one instant by a seeded
+// chance instead, as a real run does.
 // Nothing waits for real time, so a run takes as long as its code takes to
 // execute, and with the same program and seed it makes the same decisions in
 // the same order every time.
@@ -67,9 +70,25 @@ type Sim struct {
 	done    chan struct{} // closed when the run's last goroutine ends
 	idle    []*gor        // goroutines parked for reuse (see spawnLocked)
 	fire    func(*Event)
+	// rng, when set (Shuffle), orders the ready goroutines and the timers
+	// of one instant by chance; nil: in the order they became ready or
+	// were set.
+	rng *rand.Rand
 }
 
 var _ Clock = (*Sim)(nil)
+
+// Shuffle makes s order the events of one instant by chance, drawn from
+// seed, as a real run (and testing/synctest) orders them: which ready
+// goroutine runs next, and which of the timers due at one instant fires
+// first. The same seed gives the same order. Without it, ready goroutines
+// run in the order they became ready and timers fire in the order they were
+// set. Call it before Run.
+func (s *Sim) Shuffle(seed uint64) {
+	s.mu.Lock()
+	s.rng = rand.New(rand.NewPCG(seed, 0x5eed))
+	s.mu.Unlock()
+}
 
 // NewSim returns a simulated clock whose time is start until a run moves it.
 func NewSim(start time.Time) *Sim {
@@ -422,6 +441,9 @@ func (s *Sim) wakeLocked(g *gor, reason wakeReason) {
 func (s *Sim) scheduleLocked() *gor {
 	s.steps++
 	for {
+		if s.rng != nil && s.ready.len() > 1 {
+			s.ready.swapHead(s.rng.IntN(s.ready.len()))
+		}
 		if g := s.ready.pop(); g != nil {
 			return g
 		}
@@ -432,23 +454,34 @@ func (s *Sim) scheduleLocked() *gor {
 			continue
 		}
 		if s.pending > 0 {
-			// One timer at a time: what it readies runs to its next wait
-			// before the next timer due at the same instant fires. Firing
-			// all of an instant's timers first would make every consequence
-			// of that instant wait behind all of them, a bias no real run
-			// has: in scenarios/20-concurrent.yaml, semaphore(50)'s retries
-			// would always find the slots of the calls ending with them
-			// freed (200 completed, where real runs give 160 to 180).
+			// Unshuffled, one timer at a time: what it readies runs to its
+			// next wait before the next timer due at the same instant
+			// fires, in the order the timers were set. Shuffled (Shuffle),
+			// every timer of the instant fires first and the goroutines
+			// they woke run in a seeded random order, as Go's runtime
+			// orders them: in scenarios/20-concurrent.yaml semaphore(50)
+			// then completes 184 of 200, within the 178–192 of runs under
+			// testing/synctest, where one timer at a time gives 160 (and
+			// every timer first in FIFO order 200).
 			t := s.timers[0]
 			s.removeTimerLocked(t)
 			if t.when.After(s.now) {
 				s.now = t.when
 			}
-			if t.g != nil {
-				t.g.timer = nil
-				s.wakeLocked(t.g, wokeTimeout)
-			} else {
-				s.spawnLocked(t.f)
+			for {
+				if t.g != nil {
+					t.g.timer = nil
+					s.wakeLocked(t.g, wokeTimeout)
+				} else {
+					s.spawnLocked(t.f)
+				}
+				// Shuffled, every timer of the instant fires before any of
+				// their goroutines runs, and those run in a random order.
+				if s.rng == nil || s.pending == 0 || !s.timers[0].when.Equal(s.now) {
+					break
+				}
+				t = s.timers[0]
+				s.removeTimerLocked(t)
 			}
 			continue
 		}
@@ -601,7 +634,11 @@ type simTimer struct {
 
 func (s *Sim) addTimerLocked(d time.Duration, g *gor, f func()) *simTimer {
 	s.seq++
-	t := &simTimer{when: s.now.Add(max(d, 0)), seq: s.seq, g: g, f: f}
+	seq := s.seq
+	if s.rng != nil {
+		seq = s.rng.Uint64()
+	}
+	t := &simTimer{when: s.now.Add(max(d, 0)), seq: seq, g: g, f: f}
 	heap.Push(&s.timers, t)
 	s.pending++
 	return t
@@ -649,6 +686,13 @@ type gorQueue struct {
 }
 
 func (q *gorQueue) push(g *gor) { q.buf = append(q.buf, g) }
+
+func (q *gorQueue) len() int { return len(q.buf) - q.head }
+
+// swapHead makes the i-th ready goroutine the next to pop.
+func (q *gorQueue) swapHead(i int) {
+	q.buf[q.head], q.buf[q.head+i] = q.buf[q.head+i], q.buf[q.head]
+}
 
 func (q *gorQueue) pop() *gor {
 	if q.head == len(q.buf) {

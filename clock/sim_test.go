@@ -537,3 +537,55 @@ func TestSimGoexit(t *testing.T) {
 	})
 	checkSteps(t, got, []string{"0s g1 deferred", "1s g0 deferred", "1s g2 deferred", "2s h0", "2s h1", "2s h2"})
 }
+
+// TestSimShuffle: a shuffled Sim runs the goroutines woken at one instant
+// in an order drawn from its seed: the same seed gives the same order,
+// other seeds other orders, so which of two same-instant events comes
+// first varies as in a real run. Unshuffled, they run in the order their
+// timers were set.
+func TestSimShuffle(t *testing.T) {
+	// a and b sleep until the same instant, a's timer set first; a fires
+	// e; b then reports whether e had fired when it ran. Ten more sleepers
+	// log their order.
+	prog := func(seed uint64, shuffle bool) (seenFired bool, order string) {
+		s := NewSim(t0)
+		if shuffle {
+			s.Shuffle(seed)
+		}
+		var ids []string
+		err := s.Run(t.Context(), func() {
+			e := s.NewEvent()
+			wg := NewWaitGroup(s)
+			wg.Add(2 + 10)
+			s.Go(func() { defer wg.Done(); s.Sleep(t.Context(), time.Second); e.Fire() })
+			s.Go(func() { defer wg.Done(); s.Sleep(t.Context(), time.Second); seenFired = e.Fired() })
+			for i := range 10 {
+				s.Go(func() { defer wg.Done(); s.Sleep(t.Context(), 2*time.Second); ids = append(ids, fmt.Sprint(i)) })
+			}
+			wg.Wait()
+		})
+		if err != nil {
+			t.Fatalf("Run = %v", err)
+		}
+		return seenFired, strings.Join(ids, ",")
+	}
+	if fired, order := prog(0, false); !fired || order != "0,1,2,3,4,5,6,7,8,9" {
+		t.Errorf("unshuffled: b saw e fired %v, order %s; want true and 0..9", fired, order)
+	}
+	seen := map[bool]int{}
+	orders := map[string]bool{}
+	for seed := range uint64(20) {
+		fired, order := prog(seed, true)
+		if f2, o2 := prog(seed, true); f2 != fired || o2 != order {
+			t.Errorf("seed %d: %v %s, then %v %s: not the same run", seed, fired, order, f2, o2)
+		}
+		seen[fired]++
+		orders[order] = true
+	}
+	if seen[false] == 0 || seen[true] == 0 {
+		t.Errorf("over 20 seeds, b saw e fired %d times and not fired %d: want both (both timers fire first, then a random order)", seen[true], seen[false])
+	}
+	if len(orders) < 10 {
+		t.Errorf("20 seeds gave %d orders of 10 sleepers, want them to vary", len(orders))
+	}
+}

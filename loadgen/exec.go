@@ -42,6 +42,10 @@ func runStrategy(ctx context.Context, s *Scenario, st *Row, opt Options, key str
 		return runRow(ctx, s, st, opt, key, tally, nil)
 	}
 	sim := clock.NewSim(SimEpoch)
+	// Events at one instant in an order drawn from the seed, as a real run
+	// orders them by chance (see clock.Sim.Shuffle): racy rows then land
+	// where real and in-test runs do, and the same seed gives the same run.
+	sim.Shuffle(uint64(s.Seed))
 	simErr := sim.Run(ctx, func() { res, err = runRow(ctx, s, st, opt, key, tally, sim) })
 	if err == nil && simErr != nil {
 		err = fmt.Errorf("simulated run: %w", simErr)
