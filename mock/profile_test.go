@@ -62,7 +62,7 @@ func TestConfigProfile(t *testing.T) {
 	}
 
 	bad := []struct{ src, profile, want string }{
-		{"seed: 1\nprofile: nope\n", "", `f.yaml:2: profile: unknown profile "nope" (want one of anthropic-scale, anthropic-start, openai-tier1, openai-tier5; mockllm profiles lists them)`},
+		{"seed: 1\nprofile: nope\n", "", `f.yaml:2: profile: unknown profile "nope" (want one of anthropic-scale, anthropic-start, anthropic-tier1, openai-tier1, openai-tier5; mockllm profiles lists them)`},
 		{"profile: anthropic-start\nlimits: {burst: -1s}\n", "", "f.yaml:2: limits.burst: must be in [0, 24h0m0s]"},
 		{"profile: anthropic-scale\n", "anthropic-start", `f.yaml:1: profile: the file names "anthropic-scale" and --profile "anthropic-start"; name one`},
 		{"", "nope", `unknown profile "nope"`},
@@ -122,6 +122,34 @@ func TestOpenAITierProfile(t *testing.T) {
 			got = append(got, fmt.Sprintf("%s %d %s", step.model, r.status, r.header.Get("X-Ratelimit-Limit-Tokens")))
 		}
 		want := "[gpt-4o 200 30000 gpt-4o-2024-08-06 429 30000 gpt-4o-mini 200 200000 gpt-4o-mini-2024-07-18 200 200000]"
+		if fmt.Sprint(got) != want {
+			t.Errorf("replies = %v\nwant      %s", got, want)
+		}
+	})
+}
+
+// anthropic-tier1 limits each model class apart: Sonnet 4's 8,000 output
+// tokens a minute are spent by one large request while Haiku 4.5's pool
+// still admits; a dated Sonnet 4 shares its class's pool; the tier's spend
+// cap is its quota.
+func TestAnthropicTierProfile(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg, err := ParseConfigProfile(nil, "f.yaml", "anthropic-tier1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Quota.USD != 100 {
+			t.Errorf("quota.usd = %v, want the tier's $100", cfg.Quota.USD)
+		}
+		cfg.Latency.PerToken = 0
+		ts := startServer(t, cfg)
+		defer ts.stop()
+		var got []string
+		for _, model := range []string{"claude-sonnet-4-20250514", "claude-sonnet-4-0", "claude-haiku-4-5-20251001"} {
+			r := ts.do(t, "POST", "/v1/messages", strings.Replace(anthropicBody(6000, false, "hi"), "claude-sonnet-4-5", model, 1))
+			got = append(got, fmt.Sprintf("%s %d %s", model, r.status, r.header.Get("Anthropic-Ratelimit-Output-Tokens-Limit")))
+		}
+		want := "[claude-sonnet-4-20250514 200 8000 claude-sonnet-4-0 429 8000 claude-haiku-4-5-20251001 200 10000]"
 		if fmt.Sprint(got) != want {
 			t.Errorf("replies = %v\nwant      %s", got, want)
 		}

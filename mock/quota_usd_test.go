@@ -80,6 +80,20 @@ func TestQuotaUSDConfig(t *testing.T) {
 // the pricing page lists them, each by its own, longest, pattern; the OpenAI
 // ones gpt-4o and gpt-4o-mini, a dated snapshot as its model.
 func TestProfilePrices(t *testing.T) {
+	tier1, err := LookupProfile("anthropic-tier1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for model, want := range map[string]Price{
+		"claude-opus-4-1-20250805":  {Input: 15, Output: 75, CacheWrite: 18.75, CacheWrite1h: 30, CacheRead: 1.5},
+		"claude-opus-4-5-20251101":  {Input: 5, Output: 25, CacheWrite: 6.25, CacheWrite1h: 10, CacheRead: 0.5},
+		"claude-sonnet-4-20250514":  {Input: 3, Output: 15, CacheWrite: 3.75, CacheWrite1h: 6, CacheRead: 0.3},
+		"claude-haiku-4-5-20251001": {Input: 1, Output: 5, CacheWrite: 1.25, CacheWrite1h: 2, CacheRead: 0.1},
+	} {
+		if got := priceOf(tier1.Config.Prices, model); got != want {
+			t.Errorf("anthropic-tier1: %s priced %+v, want %+v", model, got, want)
+		}
+	}
 	for _, name := range []string{"openai-tier1", "openai-tier5"} {
 		p, err := LookupProfile(name)
 		if err != nil {
