@@ -193,22 +193,7 @@ func TestHTMLInChromiumCompare(t *testing.T) {
 	}{{"compare-timeline", 600, true}, {"compare-totals", 600, false}} {
 		t.Run(part.id, func(t *testing.T) {
 			// Only the one figure is shown: nothing else can paint a colour.
-			only := "<style>main > :not(#compare), #compare > :not(#" + part.id + ") { display: none }</style></head>"
-			page := filepath.Join(t.TempDir(), "report.html")
-			if err := os.WriteFile(page, []byte(strings.Replace(buf.String(), "</head>", only, 1)), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			shot := filepath.Join(t.TempDir(), "shot.png")
-			runChromium(t, bin, page, "--screenshot="+shot, "--window-size=1200,900")
-			f, err := os.Open(shot)
-			if err != nil {
-				t.Fatalf("chromium wrote no screenshot: %v", err)
-			}
-			defer f.Close()
-			img, err := png.Decode(f)
-			if err != nil {
-				t.Fatalf("decode screenshot: %v", err)
-			}
+			img := screenshotOnly(t, bin, buf.String(), "main > :not(#compare), #compare > :not(#"+part.id+")", "1200,900")
 			counts := countColors(img, colors)
 			for _, res := range r.Results {
 				got := counts[res.Name]
@@ -225,4 +210,28 @@ func TestHTMLInChromiumCompare(t *testing.T) {
 			t.Logf("painted pixels per strategy: %v", counts)
 		})
 	}
+}
+
+// screenshotOnly renders page in Chromium with the elements matched by
+// hidden not displayed (so that only the figure under test can paint a
+// colour), at a window of size ("W,H"), and returns the screenshot.
+func screenshotOnly(t *testing.T, bin, page, hidden, size string) image.Image {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "report.html")
+	style := "<style>" + hidden + " { display: none }</style></head>"
+	if err := os.WriteFile(file, []byte(strings.Replace(page, "</head>", style, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	shot := filepath.Join(t.TempDir(), "shot.png")
+	runChromium(t, bin, file, "--screenshot="+shot, "--window-size="+size)
+	f, err := os.Open(shot)
+	if err != nil {
+		t.Fatalf("chromium wrote no screenshot: %v", err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("decode screenshot: %v", err)
+	}
+	return img
 }

@@ -2,10 +2,7 @@ package reports
 
 import (
 	"bytes"
-	"image/png"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -315,22 +312,7 @@ func TestSweepInChromium(t *testing.T) {
 	if err := HTML(&buf, r); err != nil {
 		t.Fatal(err)
 	}
-	only := "<style>main > :not(#sweep), #sweep > :not(#sweep-chart) { display: none }</style></head>"
-	alone := filepath.Join(t.TempDir(), "report.html")
-	if err := os.WriteFile(alone, []byte(strings.Replace(buf.String(), "</head>", only, 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	shot := filepath.Join(t.TempDir(), "shot.png")
-	runChromium(t, bin, alone, "--screenshot="+shot, "--window-size=1200,700")
-	f, err := os.Open(shot)
-	if err != nil {
-		t.Fatalf("chromium wrote no screenshot: %v", err)
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	img := screenshotOnly(t, bin, buf.String(), "main > :not(#sweep), #sweep > :not(#sweep-chart)", "1200,700")
 	counts := countColors(img, map[string]string{"sweep": strategyColor(1), "adaptive": strategyColor(2)})
 	// Ten points and their line in two panels; adaptive's one point in
 	// each (a hollow point is a ring, about 25 pixels).
