@@ -3,9 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,20 +36,7 @@ func TestProfilesCommand(t *testing.T) {
 
 // --profile starts from a profile; the file and the flags override it.
 func TestRunProfile(t *testing.T) {
-	limits := func(url string) map[string]any {
-		t.Helper()
-		resp, err := http.Get(url + "/_admin/limits")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var got map[string]any
-		if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
-			t.Fatal(err)
-		}
-		return got
-	}
-	got := limits(start(t, "--profile", "anthropic-start", "--rpm", "60"))
+	got := limits(t, start(t, "--profile", "anthropic-start", "--rpm", "60"))
 	for k, v := range map[string]any{"rpm": 60.0, "itpm": 500000.0, "otpm": 100000.0, "burst": "1s"} {
 		if got[k] != v {
 			t.Errorf("--profile anthropic-start --rpm 60: limits.%s = %v, want %v", k, got[k], v)
@@ -61,7 +46,7 @@ func TestRunProfile(t *testing.T) {
 	if err := os.WriteFile(path, []byte("limits:\n  max_concurrent: 3\n  burst: 0s\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got = limits(start(t, "--profile", "anthropic-scale", "--config", path))
+	got = limits(t, start(t, "--profile", "anthropic-scale", "--config", path))
 	for k, v := range map[string]any{"max_concurrent": 3.0, "rpm": 4000.0, "burst": nil} {
 		if got[k] != v {
 			t.Errorf("--profile anthropic-scale --config: limits.%s = %v, want %v", k, got[k], v)
