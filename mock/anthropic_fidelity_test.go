@@ -54,18 +54,7 @@ func TestSDKAnthropicCacheCreationTTL(t *testing.T) {
 				for _, st := range steps {
 					var u anthropic.Usage
 					if streamed {
-						stream := c.Messages.NewStreaming(t.Context(), params(st.doc))
-						var acc anthropic.Message
-						for stream.Next() {
-							if err := acc.Accumulate(stream.Current()); err != nil {
-								t.Fatal(err)
-							}
-						}
-						if err := stream.Err(); err != nil {
-							t.Fatal(err)
-						}
-						stream.Close()
-						u = acc.Usage
+						u = accumulateMessage(t, c.Messages.NewStreaming(t.Context(), params(st.doc))).Usage
 					} else {
 						m, err := c.Messages.New(t.Context(), params(st.doc))
 						if err != nil {
@@ -110,17 +99,7 @@ func TestSDKAnthropicUnusedFeatures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			stream := c.Messages.NewStreaming(t.Context(), tc.params)
-			var acc anthropic.Message
-			for stream.Next() {
-				if err := acc.Accumulate(stream.Current()); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := stream.Err(); err != nil {
-				t.Fatal(err)
-			}
-			stream.Close()
+			acc := accumulateMessage(t, c.Messages.NewStreaming(t.Context(), tc.params))
 			for _, got := range []struct {
 				how string
 				m   anthropic.Message

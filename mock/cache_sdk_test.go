@@ -32,15 +32,7 @@ func TestSDKPromptCache(t *testing.T) {
 		if u := m.Usage; u.CacheCreationInputTokens != 2000 || u.CacheReadInputTokens != 0 || u.InputTokens != 1 {
 			t.Errorf("first call: usage %+v, want 2000 written, 1 input", u)
 		}
-		stream := c.Messages.NewStreaming(t.Context(), params)
-		var acc anthropic.Message
-		for stream.Next() {
-			acc.Accumulate(stream.Current())
-		}
-		if err := stream.Err(); err != nil {
-			t.Fatal(err)
-		}
-		stream.Close()
+		acc := accumulateMessage(t, c.Messages.NewStreaming(t.Context(), params))
 		if u := acc.Usage; u.CacheReadInputTokens != 2000 || u.CacheCreationInputTokens != 0 || u.InputTokens != 1 {
 			t.Errorf("second call, streamed: usage %+v, want 2000 read, 1 input", u)
 		}

@@ -333,16 +333,7 @@ func TestSDKStructuredOutput(t *testing.T) {
 		}
 
 		// Streamed, the text deltas add up to the same kind of document.
-		stream := ac.Messages.NewStreaming(ctx, params)
-		var acc anthropic.Message
-		for stream.Next() {
-			if err := acc.Accumulate(stream.Current()); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := stream.Err(); err != nil {
-			t.Fatal(err)
-		}
+		acc := accumulateMessage(t, ac.Messages.NewStreaming(ctx, params))
 		checkValid(t, "output_config streamed", extractSchema, []byte(acc.Content[0].Text))
 	})
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go"
 	aoption "github.com/anthropics/anthropic-sdk-go/option"
+	anthropicstream "github.com/anthropics/anthropic-sdk-go/packages/ssestream"
 	"github.com/openai/openai-go/v3"
 	ooption "github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/ssestream"
@@ -1108,4 +1109,21 @@ latency: {ttft: 0s, per_token: 0s}
 	if st := srv.Stats(); st.Attempts != 4 || st.Admitted != 4 || st.OutputTokens != 4*n {
 		t.Errorf("Stats: attempts=%d admitted=%d output_tokens=%d, want 4, 4, %d", st.Attempts, st.Admitted, st.OutputTokens, 4*n)
 	}
+}
+
+// accumulateMessage reads an Anthropic stream to its end into one Message, as the
+// SDK's users do, failing the test on a malformed event or a stream error.
+func accumulateMessage(t testing.TB, stream *anthropicstream.Stream[anthropic.MessageStreamEventUnion]) anthropic.Message {
+	t.Helper()
+	defer stream.Close()
+	var acc anthropic.Message
+	for stream.Next() {
+		if err := acc.Accumulate(stream.Current()); err != nil {
+			t.Fatalf("accumulate: %v", err)
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatalf("stream: %v", err)
+	}
+	return acc
 }
