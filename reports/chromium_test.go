@@ -113,18 +113,8 @@ func TestHTMLInChromiumPixels(t *testing.T) {
 				})},
 		}},
 	}
-	shot := filepath.Join(t.TempDir(), "shot.png")
 	const w, h = 1400, 1800
-	runChromium(t, bin, writeReport(t, r), "--screenshot="+shot, "--window-size="+strconv.Itoa(w)+","+strconv.Itoa(h))
-	f, err := os.Open(shot)
-	if err != nil {
-		t.Fatalf("chromium wrote no screenshot: %v", err)
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatalf("decode screenshot: %v", err)
-	}
+	img := screenshot(t, bin, writeReport(t, r), strconv.Itoa(w)+","+strconv.Itoa(h))
 	counts := countColors(img, seriesColors)
 	for key, color := range seriesColors {
 		if got, min := counts[key], 600; got < min {
@@ -222,6 +212,13 @@ func screenshotOnly(t *testing.T, bin, page, hidden, size string) image.Image {
 	if err := os.WriteFile(file, []byte(strings.Replace(page, "</head>", style, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return screenshot(t, bin, file, size)
+}
+
+// screenshot renders the page in file in Chromium at a window of size
+// ("W,H") and returns the screenshot.
+func screenshot(t *testing.T, bin, file, size string) image.Image {
+	t.Helper()
 	shot := filepath.Join(t.TempDir(), "shot.png")
 	runChromium(t, bin, file, "--screenshot="+shot, "--window-size="+size)
 	f, err := os.Open(shot)
