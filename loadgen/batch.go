@@ -106,7 +106,8 @@ type BatchOptions struct {
 	// MaxOutage is batch.Batch.MaxOutage: how long to wait for an endpoint
 	// that stopped answering before stopping.
 	MaxOutage time.Duration
-	// Listen starts the embedded mock's listener; nil is ListenTCP.
+	// Listen starts the embedded mock's listener; nil serves it in
+	// process (see Options.Listen).
 	Listen ListenFunc
 }
 

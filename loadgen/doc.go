@@ -9,9 +9,10 @@
 //
 // Run runs the strategies in turn, each against a fresh embedded mock, through
 // the engine, and returns a reports.Report with each expectation checked. The
-// mock serves on a loopback port (ListenTCP) or on an in-memory listener
-// (ListenMemory); inside a testing/synctest bubble the latter runs a scenario
-// in virtual time, which is how the shipped scenarios are regression-tested.
+// mock is reached in process (mock.InProcess) by default, or over HTTP on a
+// loopback port (ListenTCP) or an in-memory listener (ListenMemory); inside a
+// testing/synctest bubble the latter runs a scenario in virtual time over
+// HTTP, which is how the shipped scenarios are regression-tested.
 //
 // A strategy with a shared: block (semaphore, token-first, token-bucket and
 // adaptive; see SharedKinds) holds its limits in Redis through package sharedlimit, so

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -214,20 +213,18 @@ func anthropicEvent(s *stream, ev Event) bool {
 	return false
 }
 
+// parseAnthropicError reads an error body, {"type": "error", "error": {...}},
+// with gjson as the rest of a response is read.
 func parseAnthropicError(body []byte) (errorBody, bool) {
-	var e struct {
-		Error *struct {
-			Type    string `json:"type"`
-			Message string `json:"message"`
-			Details struct {
-				ErrorCode string `json:"error_code"`
-			} `json:"details"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(body, &e) != nil || e.Error == nil {
+	if !gjson.ValidBytes(body) {
 		return errorBody{}, false
 	}
-	return errorBody{typ: e.Error.Type, code: e.Error.Details.ErrorCode, msg: e.Error.Message}, true
+	e := gjson.GetBytes(body, "error")
+	if !e.IsObject() {
+		return errorBody{}, false
+	}
+	f := gjson.GetMany(e.Raw, "type", "details.error_code", "message")
+	return errorBody{typ: f[0].String(), code: f[1].String(), msg: f[2].String()}, true
 }
 
 // anthropicQuota reports whether an error is a refusal for a spent spend

@@ -3,7 +3,6 @@ package provider
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -75,29 +74,16 @@ func (p OpenAI) NewRequest(ctx context.Context, baseURL, apiKey string, r Reques
 	return req, nil
 }
 
-type openAIErrorBody struct {
-	Message string          `json:"message"`
-	Type    string          `json:"type"`
-	Code    json.RawMessage `json:"code"` // a string, a number or null
-}
-
-func (e *openAIErrorBody) typ() string {
-	if e.Type != "" {
-		return e.Type
+// openAIError reads an OpenAI error object: its type (its code when it has
+// none), its code as a string ("" for null or absent; code may be a string,
+// a number or null) and its message.
+func openAIError(e gjson.Result) errorBody {
+	f := gjson.GetMany(e.Raw, "type", "code", "message")
+	b := errorBody{typ: f[0].String(), code: f[1].String(), msg: f[2].String()}
+	if b.typ == "" {
+		b.typ = b.code
 	}
-	return e.code()
-}
-
-// code returns error.code as a string: "" for null or absent.
-func (e *openAIErrorBody) code() string {
-	if len(e.Code) == 0 || string(e.Code) == "null" {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(e.Code, &s) == nil {
-		return s
-	}
-	return strings.Trim(string(e.Code), `"`)
+	return b
 }
 
 // Decode reads a chat completion: JSON, or the data-only event stream when
@@ -162,9 +148,8 @@ func openAIChunk(s *stream, ev Event) bool {
 	}
 	f := gjson.GetManyBytes(ev.Data, "error", "id", "choices", "usage")
 	if f[0].IsObject() {
-		var e openAIErrorBody
-		json.Unmarshal([]byte(f[0].Raw), &e) //nolint:errcheck // valid JSON; missing fields stay empty
-		s.fail(e.typ(), e.Message)
+		e := openAIError(f[0])
+		s.fail(e.typ, e.msg)
 		return true
 	}
 	if s.out.ID == "" {
@@ -187,14 +172,18 @@ func openAIChunk(s *stream, ev Event) bool {
 	return false
 }
 
+// parseOpenAIError reads an error body, {"error": {...}}, with gjson as
+// the rest of a response is read (encoding/json's reflection took a third
+// of a worker's stack here).
 func parseOpenAIError(body []byte) (errorBody, bool) {
-	var e struct {
-		Error *openAIErrorBody `json:"error"`
-	}
-	if json.Unmarshal(body, &e) != nil || e.Error == nil {
+	if !gjson.ValidBytes(body) {
 		return errorBody{}, false
 	}
-	return errorBody{typ: e.Error.typ(), code: e.Error.code(), msg: e.Error.Message}, true
+	e := gjson.GetBytes(body, "error")
+	if !e.IsObject() {
+		return errorBody{}, false
+	}
+	return openAIError(e), true
 }
 
 // openAIQuotaCodes are the error codes of OpenAI's 429s for a spent quota,

@@ -44,6 +44,11 @@ Flags (they may come before or after FILE):
                     so minutes of traffic take a moment; every output is
                     marked simulated. Not for a target, command rows or
                     shared limits (an error names the file, line and key)
+  --loopback        serve the embedded mock on a loopback TCP port, so that
+                    the kernel and both sides of net/http are in what is
+                    measured; by default rows reach it in memory, the same
+                    requests and responses with no socket (command rows
+                    always use a port)
 
 While running, progress goes to stderr: on a terminal a live line (strategy
 3 of 8, done/total, in flight, 429s, elapsed, ETA); otherwise, as in a CI
@@ -69,6 +74,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var prof profiles
 	prof.flags(fs)
 	virtual := fs.Bool("virtual", false, "run in simulated time")
+	loopback := fs.Bool("loopback", false, "serve the embedded mock on a loopback TCP port")
 	files, ok, err := parseFlags(fs, args, stdout)
 	if !ok {
 		return err
@@ -89,6 +95,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return &exitError{code: exitUsage, err: err}
 	}
 	opts := loadgen.Options{Timeline: *timeline, Getenv: os.Getenv, CommandOut: *out, CommandLog: stderr, Virtual: *virtual}
+	if err := setLoopback(&opts, *loopback, "run"); err != nil {
+		return err
+	}
 	if opts.Only, err = resolveOnly(s, only); err != nil {
 		return usageError("run: --only: %v", err)
 	}
@@ -146,6 +155,19 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 	}
 	return outcome(rep, runErr, *format, stderr, "interrupted: the report is incomplete")
+}
+
+// setLoopback applies --loopback: the embedded mock on a loopback port
+// rather than in memory. A simulated run has no port to serve on.
+func setLoopback(opts *loadgen.Options, loopback bool, cmd string) error {
+	if !loopback {
+		return nil
+	}
+	if opts.Virtual {
+		return usageError("%s: --loopback and --virtual: choose one (a simulated run reaches the mock in memory)", cmd)
+	}
+	opts.Listen = loadgen.ListenTCP
+	return nil
 }
 
 // outcome turns a finished run into the command's exit: 130 when it was

@@ -33,6 +33,8 @@ Flags (they may come before or after FILE):
   --only NAMES      run only these rows (as loadgen run's --only)
   --virtual         run in simulated time, as loadgen run --virtual does: a
                     sweep of many rows takes seconds
+  --loopback        serve the embedded mock on a loopback TCP port, as
+                    loadgen run --loopback does
 
 Exit status: 0 a row was recommended; 1 no row qualified; 2 a usage or input
 error; 130 interrupted.
@@ -50,6 +52,7 @@ func tuneCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var only stringsFlag
 	fs.Var(&only, "only", "row names to run (comma-separated; repeatable)")
 	virtual := fs.Bool("virtual", false, "run in simulated time")
+	loopback := fs.Bool("loopback", false, "serve the embedded mock on a loopback TCP port")
 	files, ok, err := parseFlags(fs, args, stdout)
 	if !ok {
 		return err
@@ -70,6 +73,9 @@ func tuneCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return &exitError{code: exitUsage, err: err}
 	}
 	opts := loadgen.Options{Getenv: os.Getenv, CommandOut: *out, CommandLog: stderr, Virtual: *virtual}
+	if err := setLoopback(&opts, *loopback, "tune"); err != nil {
+		return err
+	}
 	if opts.Only, err = resolveOnly(s, only); err != nil {
 		return usageError("tune: --only: %v", err)
 	}

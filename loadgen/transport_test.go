@@ -1,0 +1,86 @@
+package loadgen
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// sockets counts this process's open sockets (Linux: /proc/self/fd).
+func sockets(t *testing.T) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatalf("counting sockets: %v (Linux only)", err)
+	}
+	n := 0
+	for _, fd := range fds {
+		if l, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil && strings.HasPrefix(l, "socket:") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestEmbeddedMockTransport: a real-time run reaches the embedded mock in
+// process by default, opening no socket however many calls are in flight
+// (10,000 workers once stalled on the file-descriptor limit: two per
+// connection), and over loopback TCP with ListenTCP (loadgen run
+// --loopback), where each call in flight holds a connection, both ends in
+// this process. Either way every call completes.
+func TestEmbeddedMockTransport(t *testing.T) {
+	s, err := Parse("transport.yaml", []byte(`name: transport
+items: 100
+workers: 100
+request: {max_tokens: 20}
+server:
+  latency: {per_token: 10ms}
+strategies:
+  - name: all at once
+    kind: unbounded
+    expect: {completed: 100, failed: 0, attempts: 100}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		listen   ListenFunc
+		min, max int // new sockets at the peak
+	}{
+		{"in process", nil, 0, 0},
+		{"loopback", ListenTCP, 2 * 50, 2*100 + 10}, // connections are reused once idle
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := sockets(t)
+			var peak atomic.Int64
+			stop, sampled := make(chan struct{}), make(chan struct{})
+			go func() {
+				defer close(sampled)
+				for {
+					peak.Store(max(peak.Load(), int64(sockets(t)-base)))
+					select {
+					case <-stop:
+						return
+					case <-time.After(5 * time.Millisecond):
+					}
+				}
+			}()
+			rep, err := Run(t.Context(), s, Options{Listen: tc.listen})
+			close(stop)
+			<-sampled
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range Failures(rep) {
+				t.Error(f)
+			}
+			if p := int(peak.Load()); p < tc.min || p > tc.max {
+				t.Errorf("%d new sockets at the peak, want %d..%d", p, tc.min, tc.max)
+			}
+		})
+	}
+}
