@@ -421,6 +421,12 @@ func TestLeaseExpiresAfterCrash(t *testing.T) {
 
 // TestRateAcrossProcesses counts admissions under a shared request rate:
 // however many processes ask, together they start RPM/60 calls a second.
+// It runs in real time against a real Redis, so its bounds carry a margin
+// measured under load: 25 runs beside stress-ng --cpu 2 on this 2-core
+// machine gave ratios of 0.710–1.008 (most 0.98–1.002). The upper bound
+// is the guarantee (never faster than the rate); a stalled machine only
+// slows admissions, so the lower bound (0.5) catches a limiter that admits
+// at half the rate or less, not a busy machine.
 func TestRateAcrossProcesses(t *testing.T) {
 	c := realClient(t)
 	key := testKey(t, c)
@@ -467,8 +473,8 @@ func TestRateAcrossProcesses(t *testing.T) {
 		}
 	}
 	rate := float64(admissions-1) / last.Sub(first).Seconds()
-	if ratio := rate / (rpm / 60); ratio < 0.7 || ratio > 1.05 {
-		t.Errorf("%d admissions at %.1f/s across 3 processes; want %.0f/s (ratio %.2f, want 0.7–1.05)", admissions, rate, rpm/60.0, ratio)
+	if ratio := rate / (rpm / 60); ratio < 0.5 || ratio > 1.05 {
+		t.Errorf("%d admissions at %.1f/s across 3 processes; want %.0f/s (ratio %.2f, want 0.5–1.05)", admissions, rate, rpm/60.0, ratio)
 	}
 }
 
