@@ -54,9 +54,14 @@ func byName(rep reports.Report) map[string]reports.Result {
 
 // TestCommandPythonGuide runs the shipped standard-library Python client as
 // real processes against the guide's mock. Unbounded with two retries is
-// the guide's row exactly: 60 of 200, 540 attempts, 480 429s, counted by
-// the server alone. Semaphore(20) completes everything at one attempt per
-// call without a 429 and never has more than 20 requests in flight.
+// the guide's row, counted by the server alone: 60 of 200, 540 attempts,
+// 480 429s when all 200 first attempts arrive before the first calls end
+// (0.5 s), as they do on a quiet machine; a loaded one starts them over a
+// longer time, and more complete (86 once, under load). So the test holds
+// the row to what no timing changes: at least 60 complete, every call that
+// failed was refused three times, the server's counts add up. Semaphore(20)
+// completes everything at one attempt per call without a 429 and never has
+// more than 20 requests in flight.
 func TestCommandPythonGuide(t *testing.T) {
 	dir, err := filepath.Abs("../examples/clients/python")
 	if err != nil {
@@ -83,12 +88,13 @@ func TestCommandPythonGuide(t *testing.T) {
 	}
 	rows := byName(rep)
 	u := rows["unbounded"]
-	if uv, ok := u.Server(); u.Completed != 60 || u.Failed != 140 || u.Attempts != 540 || u.Throttled != 480 || !ok || uv.EarlyRetries != 0 {
-		t.Errorf("unbounded: completed %d failed %d attempts %d 429s %d early %d (measured %v); want 60, 140, 540, 480, 0",
+	if uv, ok := u.Server(); u.Completed < 60 || u.Failed == 0 || u.Completed+u.Failed != 200 || u.Attempts != int64(u.Completed)+u.Throttled ||
+		u.Throttled < 3*int64(u.Failed) || !ok || uv.EarlyRetries != 0 {
+		t.Errorf("unbounded: completed %d failed %d attempts %d 429s %d early %d (measured %v); want at least 60 of 200 completed (60 when every call starts at once), some failed, attempts = completed + 429s, three 429s a failed call, no early retry",
 			u.Completed, u.Failed, u.Attempts, u.Throttled, uv.EarlyRetries, ok)
 	}
-	if got := fmt.Sprint(u.ThrottledByAttempt); got != "[180 160 140]" {
-		t.Errorf("unbounded: 429s by attempt %s, want [180 160 140]", got)
+	if by := u.ThrottledByAttempt; len(by) != 3 || by[0]+by[1]+by[2] != u.Throttled || by[2] != int64(u.Failed) || by[0] < by[1] || by[1] < by[2] {
+		t.Errorf("unbounded: 429s by attempt %v; want three counts, falling, adding up to the 429s (%d), the third the failed calls (%d) (quiet machine: [180 160 140])", by, u.Throttled, u.Failed)
 	}
 	if c := u.Command; c == nil || c.ExitCode != 1 || c.Status != "exited 1" {
 		t.Errorf("unbounded: command %+v, want exited 1", c)
