@@ -1,6 +1,9 @@
 package loadgen
 
 import (
+	"bytes"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -143,6 +146,44 @@ func TestAdaptiveStateFile(t *testing.T) {
 			b.Completed, b.Throttled, b.WallSeconds, a.Throttled, a.WallSeconds)
 	}
 	t.Logf("first run: %d 429s, %.2f s; second: %d 429s, %.2f s", a.Throttled, a.WallSeconds, b.Throttled, b.WallSeconds)
+}
+
+// TestAdaptiveStateFileVirtual: a --virtual run starts from the state file
+// but leaves it as it was (a simulated run learned the mock's model, dated
+// 2000), and writes none where there was none.
+func TestAdaptiveStateFileVirtual(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "adaptive.json")
+	src := "items: 200\nrequest: {max_tokens: 100}\nserver: {limits: {max_concurrent: 20, retry_after: 1s}}\n" +
+		"strategies: [{name: adaptive, kind: adaptive, requeue: true, max_retries: -1, state_file: " + state + "}]\n"
+	s, err := Parse("a.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cold, err := Run(t.Context(), s, Options{Virtual: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(state); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a simulated run wrote the state file (stat: %v)", err)
+	}
+	synctest.Test(t, func(t *testing.T) { _, err = Run(t.Context(), s, Options{Listen: ListenMemory}) }) // a real run learns the limit
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved, err := os.ReadFile(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	warm, err := Run(t.Context(), s, Options{Virtual: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after, err := os.ReadFile(state); err != nil || !bytes.Equal(after, saved) {
+		t.Errorf("a simulated run changed the state file: %v\nbefore:\n%s\nafter:\n%s", err, saved, after)
+	}
+	if c, w := cold.Results[0], warm.Results[0]; w.Completed != 200 || w.WallSeconds >= c.WallSeconds {
+		t.Errorf("simulated run from the saved state: %d completed in %.2f s; from nothing %.2f s; want all, faster", w.Completed, w.WallSeconds, c.WallSeconds)
+	}
 }
 
 func TestRedactURL(t *testing.T) {
