@@ -78,6 +78,10 @@ type Batch struct {
 	MaxTokens int
 	// Stream requests streamed (SSE) responses.
 	Stream bool
+	// SystemCache asks Anthropic to cache each line's system prompt with
+	// that TTL ("5m" or "1h", provider.Request.SystemCache); lines with no
+	// system prompt are sent as they are. Empty: no cache_control.
+	SystemCache string
 	// RetryFailed makes the items whose recorded result is an error again.
 	RetryFailed bool
 	// SkipInvalid skips invalid and duplicate lines (reported in
@@ -290,6 +294,14 @@ func (b *Batch) source(ids map[idKey]idState) engine.Source {
 	}
 }
 
+// systemCache is the cache TTL of line in's system prompt, if it has one.
+func (b *Batch) systemCache(in *Line) string {
+	if in.System == "" {
+		return ""
+	}
+	return b.SystemCache
+}
+
 // item makes the engine item of input line line.
 func (b *Batch) item(line int, in *Line) engine.Item {
 	msgs := in.Messages
@@ -309,6 +321,7 @@ func (b *Batch) item(line int, in *Line) engine.Item {
 		Request: provider.Request{
 			Model:          b.Model,
 			System:         in.System,
+			SystemCache:    b.systemCache(in),
 			Messages:       msgs,
 			MaxTokens:      maxTokens,
 			Stream:         b.Stream,

@@ -67,6 +67,9 @@ type BatchOptions struct {
 	MaxTokens       int
 	// Stream requests streamed responses (or the config's request.stream).
 	Stream bool
+	// SystemCache asks Anthropic to cache the lines' system prompts: 5m or
+	// 1h (or the config's request.system_cache); batch.Batch.SystemCache.
+	SystemCache string
 	// BaseURL is the provider's endpoint; empty means the config's target
 	// URL, else the provider's production URL.
 	BaseURL string
@@ -197,6 +200,17 @@ func RunBatch(ctx context.Context, opt BatchOptions) (rep BatchReport, err error
 			rep.Model = defaultModels[p.Name()]
 		}
 	}
+	systemCache := opt.SystemCache
+	if systemCache == "" {
+		systemCache = s.Request.SystemCache
+	}
+	switch {
+	case systemCache == "":
+	case systemCache != "5m" && systemCache != "1h":
+		return rep, usagef("--system-cache: want 5m or 1h (Anthropic's cache_control TTLs), got %q", systemCache)
+	case p.Name() != "anthropic":
+		return rep, usagef("--system-cache is Anthropic's cache_control; %s caches a repeated prompt prefix of 1,024 tokens or more by itself", p.Name())
+	}
 	maxTokens := opt.MaxTokens
 	if _, set := s.lines["request.max_tokens"]; maxTokens == 0 && set {
 		maxTokens = s.Request.MaxTokens
@@ -299,6 +313,7 @@ func RunBatch(ctx context.Context, opt BatchOptions) (rep BatchReport, err error
 		Model:       rep.Model,
 		MaxTokens:   maxTokens,
 		Stream:      opt.Stream || s.Request.Stream,
+		SystemCache: systemCache,
 		RetryFailed: opt.RetryFailed,
 		SkipInvalid: opt.SkipInvalid,
 		MaxOutage:   opt.MaxOutage,

@@ -445,7 +445,7 @@ func (s *Scenario) validateSystem(d *strict.Decoder) {
 		switch {
 		case g.Provider != "anthropic":
 			bad(p, "is Anthropic's cache_control; %s caches a repeated prompt prefix of 1,024 tokens or more by itself, so remove it", g.Provider)
-		case g.System == "" && g.SystemTokens == 0 && g.File == "":
+		case g.System == "" && g.SystemTokens == 0 && g.File == "" && !s.batch: // a batch's lines carry theirs
 			bad(p, "has no system prompt to cache: set system or system_tokens")
 		}
 	}

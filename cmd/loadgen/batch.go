@@ -60,6 +60,11 @@ Where the calls go:
   --model NAME            the model (default claude-haiku-4-5, gpt-5-mini)
   --max-tokens N          max_tokens of lines that set none (default 1024)
   --stream                stream responses (SSE)
+  --system-cache TTL      anthropic: cache each line's system prompt (5m or 1h,
+                          cache_control on the system block): later calls
+                          read it at a tenth of the input price, and current
+                          models leave cached input out of the input-tokens
+                          limit
   --base-url URL          the provider's endpoint (default: its production URL)
   --target mock           run against the embedded mock, to try a batch out;
                           its configuration is the --config file's server key
@@ -76,7 +81,7 @@ How fast:
                           token-bucket:rpm=50,tpm=40000, aimd:max=64, …
                           (loadgen help scenario lists kinds and keys)
   --config FILE           a scenario file: request (provider, model,
-                          max_tokens, stream), target (url, provider,
+                          max_tokens, stream, system_cache), target (url, provider,
                           api_key_env), server (for --target mock), workers,
                           seed and strategies; items and expect are ignored,
                           and flags override the file
@@ -174,6 +179,7 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&opt.Model, "model", "", "model")
 	fs.IntVar(&opt.MaxTokens, "max-tokens", 0, "default max_tokens")
 	fs.BoolVar(&opt.Stream, "stream", false, "stream responses")
+	fs.StringVar(&opt.SystemCache, "system-cache", "", "anthropic: cache each line's system prompt (5m or 1h)")
 	fs.StringVar(&opt.BaseURL, "base-url", "", "provider base URL")
 	target := fs.String("target", "", "mock: the embedded mock")
 	fs.StringVar(&opt.APIKeyCommand, "api-key-command", "", "command printing the API key")

@@ -104,7 +104,7 @@ func TestBatchHelp(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("help batch: exit %d", code)
 	}
-	for _, flag := range []string{"--input", "--output", "--provider", "--model", "--max-tokens", "--stream", "--base-url",
+	for _, flag := range []string{"--input", "--output", "--provider", "--model", "--max-tokens", "--stream", "--system-cache", "--base-url",
 		"--target mock", "--api-key-command", "--strategy", "--config", "--only", "--max-retries", "--workers",
 		"--state-file", "--schema", "--max-invalid", "--retry-failed", "--skip-invalid", "--grace", "--format",
 		"--shared-redis", "--shared-key", "--shared-lease-ttl", "--shared-peers", "--shared-op-timeout",
@@ -789,5 +789,61 @@ func TestBatchQuotaExit(t *testing.T) {
 	// item once, in one run or the other.
 	if n := requests.Load(); n != 1+6 {
 		t.Errorf("%d requests in all, want 7 (the refusal, then each item once)", n)
+	}
+}
+
+// TestBatchSystemCache: --system-cache (or the config's
+// request.system_cache) sends each line's system prompt with Anthropic's
+// cache_control, so the mock writes it to its cache on the first call and
+// later calls read it; without it nothing is cached. It is refused for
+// OpenAI, which caches by itself, and for a TTL Anthropic does not take.
+func TestBatchSystemCache(t *testing.T) {
+	url, _ := mockServer(t, fastMock(), nil)
+	t.Setenv("ANTHROPIC_API_KEY", "sk-test-cache")
+	system := strings.Repeat("You classify support tickets by product area and urgency. ", 300) // well over the 1,024-token minimum
+	var lines []string
+	for i := range 4 {
+		lines = append(lines, fmt.Sprintf(`{"id": "t-%d", "system": %q, "prompt": "ticket %d", "max_tokens": 3}`, i, system, i))
+	}
+	lines = append(lines, `{"id": "t-4", "prompt": "no system prompt", "max_tokens": 3}`)
+	in := writeFile(t, "items.jsonl", strings.Join(lines, "\n")+"\n")
+	config := writeFile(t, "config.yaml", "request: {system_cache: 1h}\n")
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		cached bool
+	}{
+		{"none", nil, false},
+		{"flag", []string{"--system-cache", "5m"}, true},
+		{"config", []string{"--config", config}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out.jsonl")
+			args := append([]string{"batch", "--input", in, "--output", out, "--base-url", url, "--state-file", "", "--workers", "1"}, tc.args...)
+			if stdout, stderr, code := runCLI(t, t.Context(), args...); code != 0 {
+				t.Fatalf("exit %d:\n%s%s", code, stdout, stderr)
+			}
+			got := exactlyOnce(t, out, 5)
+			for id, r := range got {
+				u := r.Usage
+				wantWrite, wantRead := tc.cached && id == "t-0", tc.cached && id != "t-0" && id != "t-4"
+				if (u.CacheCreationInputTokens > 0) != wantWrite || (u.CacheReadInputTokens > 0) != wantRead {
+					t.Errorf("%s: usage %+v; want a cache write %v, a cache read %v", id, u, wantWrite, wantRead)
+				}
+			}
+		})
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--system-cache", "10m"}, "--system-cache: want 5m or 1h"},
+		{[]string{"--system-cache", "5m", "--provider", "openai"}, "--system-cache is Anthropic's cache_control; openai caches"},
+	} {
+		out := filepath.Join(t.TempDir(), "out.jsonl")
+		args := append([]string{"batch", "--input", in, "--output", out, "--base-url", url, "--state-file", ""}, tc.args...)
+		if _, stderr, code := runCLI(t, t.Context(), args...); code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr:\n%s\nwant exit 2 and %q", tc.args, code, stderr, tc.want)
+		}
 	}
 }
