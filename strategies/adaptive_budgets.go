@@ -33,13 +33,14 @@ func dimCosts(c Cost) [numDims]float64 {
 
 // dimUsed returns what the server kept of an attempt's costs once it ended
 // with o: nothing of a refusal (the server charges a call it admits, and
-// refused this one); the usage it reported for a success (the output
-// reservation settles to the answer's length, the input to what it
-// counted); the whole cost when it cannot tell. A combined budget keeps the
-// whole cost: the providers do not agree on how it settles.
+// refused this one) or of an attempt never sent (Abandoned); the usage it
+// reported for a success (the output reservation settles to the answer's
+// length, the input to what it counted); the whole cost when it cannot
+// tell. A combined budget keeps the whole cost: the providers do not agree
+// on how it settles.
 func dimUsed(o Outcome, cost [numDims]float64) [numDims]float64 {
 	switch o.Kind {
-	case Throttled, Overloaded, Quota:
+	case Throttled, Overloaded, Quota, Abandoned:
 		return [numDims]float64{}
 	case Success:
 		if o.Usage == (Usage{}) {
@@ -174,9 +175,15 @@ func (l *adaptiveLaw) syncBudgets(now time.Time, a adaptiveAttempt, o Outcome) {
 		l.synced[d] = a.seq
 		// The server's level now, as far as the copy can tell.
 		drift := b.available(now) - b.adjusted - a.seen[d]
-		charged := a.cost[d]
-		if o.Kind != Success && o.Kind != Failed && o.Kind != Canceled {
-			charged = 0
+		// What the server took from the budget when it admitted a: its
+		// input as counted, its max_tokens as reserved (the answer's
+		// length settles later), nothing if it refused a.
+		charged := 0.0
+		if o.Kind == Success || o.Kind == Failed || o.Kind == Canceled {
+			charged = dimUsed(o, a.cost)[d]
+			if d == dimOutput {
+				charged = a.cost[d]
+			}
 		}
 		est := float64(h.Remaining) + charged + drift
 		lo, hi := est-tol, est+tol

@@ -37,6 +37,7 @@ type adaptiveWant struct {
 	gate      time.Duration // the gate's wait at the step's time
 	requests  float64       // the copy of a published requests budget, rounded to 3 decimals
 	output    float64       // the copy of a published output-tokens budget, rounded to 3 decimals
+	input     float64       // the copy of a published input-tokens budget, rounded to 3 decimals
 }
 
 func (l *adaptiveLaw) got(now time.Time) adaptiveWant {
@@ -49,6 +50,7 @@ func (l *adaptiveLaw) got(now time.Time) adaptiveWant {
 		gate:      l.gate.wait(now),
 		requests:  budgetLeft(l, dimRequests, now),
 		output:    budgetLeft(l, dimOutput, now),
+		input:     budgetLeft(l, dimInput, now),
 	}
 }
 
@@ -350,6 +352,28 @@ func TestAdaptiveLaw(t *testing.T) {
 				// 1: the server held #2 when it refused #3.)
 				{at: 2 * s, end: 3, o: Outcome{Kind: Throttled, Status: 429},
 					want: adaptiveWant{window: 1, limit: 1, capacity: 1, output: 5000}},
+			},
+		},
+		{
+			// 60,000 input tokens a minute, 1,000 a second; prompts
+			// estimated at 1,000 tokens that the server counts as 800.
+			name: "a response syncs the input copy to what the server held when it admitted the call, plus what the copy gained since",
+			steps: []adaptiveStep{
+				{dispatch: 1, cost: Cost{InputTokens: 1000}, want: adaptiveWant{window: 4, capacity: 4, inFlight: 1, slowStart: true}},
+				// The copy starts at what the server had left when it
+				// admitted #1, a second ago (it cannot date the refill
+				// since: it errs low).
+				{at: s, end: 1, o: Outcome{Kind: Success, Latency: s, Usage: Usage{InputTokens: 800}, Limits: Limits{
+					InputTokens: Limit{Limit: 60000, Remaining: 20001},
+				}}, want: adaptiveWant{window: 4, capacity: 4, slowStart: true, input: 20001}},
+				{at: s, dispatch: 1, cost: Cost{InputTokens: 1000}, want: adaptiveWant{window: 4, capacity: 4, inFlight: 1, slowStart: true, input: 19001}},
+				// #2 was admitted with 20,201 left (the server had 21,001
+				// and counted 800): with the 1,000 of refill since, it has
+				// 21,201. The copy had taken 1,000 for #2, got 200 back and
+				// 1,000 of refill: 20,201, 1,000 low; it is set to 21,201.
+				{at: 2 * s, end: 2, o: Outcome{Kind: Success, Latency: s, Usage: Usage{InputTokens: 800}, Limits: Limits{
+					InputTokens: Limit{Limit: 60000, Remaining: 20201},
+				}}, want: adaptiveWant{window: 4, capacity: 4, slowStart: true, input: 21201}},
 			},
 		},
 		{
