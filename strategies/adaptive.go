@@ -146,8 +146,10 @@ const defaultRTT = time.Second
 // ended.
 //
 // Use it against a provider or gateway whose limit is not published, or
-// changes without notice; where a requests- or tokens-per-minute quota is
-// published, TokenBucket or TokenFirst paces to it without a single 429.
+// changes without notice, and where per-minute budgets are published in the
+// rate-limit headers: it paces to what they show, a concurrency limit
+// besides. TokenBucket or TokenFirst pace to a quota you configure, from the
+// first call on.
 //
 // Callers of a key are admitted in arrival order. Stats reports Limit as the
 // sum over keys of the calls admitted at once (Initial before the first
