@@ -100,27 +100,40 @@ const defaultRTT = time.Second
 //     call because it holds as many of ours as it allows, the smaller window
 //     already keeps the retries from crowding in (they wait for a slot),
 //     and each refused call waits out its own server delay (see Do); closing
-//     the gate would drain the whole pipeline for the delay. The gate closes
-//     for a throttle's server delay only when the window cannot be the
-//     answer: the response's rate-limit headers show a dimension with
-//     nothing remaining (a per-minute budget is spent: closed until the
-//     later of its reset and the delay; for the requests budget, until the
-//     delay, and the copy of the budget paces the calls after it; such a
-//     refusal is the rate's and teaches no limit), the server held none of
-//     our other calls, or the server refuses again a call sent after the
-//     window was cut, before it has held any such call. A refused probe
-//     never closes it.
-//   - Rate-limit headers. A published requests limit (per minute) is a
-//     budget the law keeps a copy of: a bucket holding up to the limit and
-//     refilling at it, set from each response to the requests remaining
-//     less the calls sent since the one answered, and spent by one per
-//     attempt. A call starts only with a request in the copy, so where the
-//     rate binds the calls are paced to it, and where the bucket holds
-//     more than the run needs (a minute's refill covers a short batch) the
-//     rate does not limit the window at all. While slow start is still
-//     running, a newly published limit seeds the window at the calls the
-//     rate starts per round trip. A response with a token dimension's
-//     remaining count at 0 closes the gate until that dimension's reset.
+//     the gate would drain the whole pipeline for the delay. Nor does a
+//     refusal for a rate: the response's rate-limit headers show a budget
+//     with nothing remaining, which the window cannot answer and which
+//     teaches no limit; the copy of that budget (below) holds the next
+//     call until the budget has refilled that call's cost, sooner than
+//     the server's delay (whole seconds) and far sooner than the reset
+//     (when the bucket is full again). Only when the refused call gave no
+//     cost for that budget (Cost), so that the copy cannot pace such calls,
+//     does the gate close, for the server's delay. Otherwise the gate
+//     closes for a throttle's server delay only when the window cannot be
+//     the answer: the server held none of our other calls, or it refuses
+//     again a call sent after the window was cut, before it has held any
+//     such call. A refused probe never closes it.
+//   - Published budgets. Each budget the rate-limit headers publish
+//     (requests; input and output tokens; a combined token budget unless
+//     it is the sum of the other two) is one the law keeps a copy of: a
+//     bucket refilling at the limit a minute, holding at most what the
+//     headers show the server's holds (remaining, plus the refill until
+//     the reset). A call takes its cost from each copy when it starts (one
+//     request; its uncached input, Cost.InputTokens less
+//     Cost.CachedInputTokens; its Cost.MaxTokens, which the server reserves
+//     from the output budget) and gets back what the server did not keep
+//     when it ends (all of it for a refusal; what the answer did not use,
+//     by its usage, for a success). Each response syncs the copy: the
+//     remaining count is what the server held when it admitted or refused
+//     the call, just after its dispatch, so the server holds that now plus
+//     what the copy gained and lost since; a count rounded to the thousand
+//     (Anthropic's tokens) is a range, which narrows as responses come
+//     in. A call starts only when every copy holds its cost, so where a
+//     rate binds the calls are paced to it without a 429, and where the
+//     bucket holds more than the run needs the rate does not limit the
+//     window at all. While slow start is still running, a newly published
+//     requests limit seeds the window at the calls the rate starts per
+//     round trip.
 //   - An overload (529/503) is the provider's, not the key's: it decreases the
 //     window by Decrease once per round trip and closes the gate for its
 //     server delay, but teaches no limit.
@@ -133,8 +146,10 @@ const defaultRTT = time.Second
 // ended.
 //
 // Use it against a provider or gateway whose limit is not published, or
-// changes without notice; where a requests- or tokens-per-minute quota is
-// published, TokenBucket or TokenFirst paces to it without a single 429.
+// changes without notice, and where per-minute budgets are published in the
+// rate-limit headers: it paces to what they show, a concurrency limit
+// besides. TokenBucket or TokenFirst pace to a quota you configure, from the
+// first call on.
 //
 // Callers of a key are admitted in arrival order. Stats reports Limit as the
 // sum over keys of the calls admitted at once (Initial before the first
@@ -194,10 +209,10 @@ func (a *Adaptive) Acquire(ctx context.Context, c Cost) (Permit, error) {
 	)
 	w, err := ak.line.wait(ctx, &a.m, &a.mu, func(now time.Time) (bool, time.Duration, bool) {
 		a.syncFleetLocked(now, k, ak)
-		ok, d, gated := ak.law.admit(now)
+		ok, d, gated := ak.law.admit(now, c)
 		if ok {
 			limit = ak.law.capacity(now)
-			at = ak.law.dispatch(now)
+			at = ak.law.dispatch(now, c)
 		}
 		a.publishLocked(now)
 		return ok, d, gated
@@ -274,6 +289,10 @@ type adaptiveAttempt struct {
 	// The key's success and throttle counts at dispatch, to tell what ended
 	// while this attempt was under way.
 	successes, throttles uint64
+	// What the attempt takes from each published budget, what the law's
+	// copy held before the calls sent with it, and whether there was a copy.
+	cost, seen [numDims]float64
+	has        [numDims]bool
 }
 
 // adaptiveLaw is Adaptive's control law for one key (see Adaptive): a pure
@@ -297,16 +316,17 @@ type adaptiveLaw struct {
 	srtt       time.Duration // smoothed round trip; 0 before the first success
 	probeAt    time.Time     // when a probe above limit may go
 	gate       gate
-	rpm        int64     // published requests per minute; 0 if none
 	last       time.Time // when the window last grew (or was found not to); zero before the first call
 	shown      int       // the capacity last reported in an event
 	events     []Event
 
-	// requests is the law's copy of the published requests budget, nil
-	// while none is published; synced is the attempt whose response last
-	// set it, by number.
-	requests *budget
-	synced   uint64
+	// budgets are the law's copies of the budgets the headers publish,
+	// nil while one is not; synced is the attempt whose response last set
+	// each, by number; batchSeen is what each held before the calls sent
+	// at lastDispatch.
+	budgets   [numDims]*budgetCopy
+	synced    [numDims]uint64
+	batchSeen [numDims]float64
 	// batch is the first dispatch at lastDispatch, the time of the last.
 	batch        uint64
 	lastDispatch time.Time
@@ -333,10 +353,11 @@ func (l *adaptiveLaw) hold() time.Duration {
 // rateWindow returns the calls a published requests-per-minute limit starts
 // per round trip. 0 when none is published.
 func (l *adaptiveLaw) rateWindow() int {
-	if l.rpm <= 0 {
+	r := l.budgets[dimRequests]
+	if r == nil {
 		return 0
 	}
-	return max(1, int(math.Ceil(float64(l.rpm)/60*l.rtt().Seconds())))
+	return max(1, int(math.Ceil(float64(r.limit)/60*l.rtt().Seconds())))
 }
 
 // capacity returns how many attempts may be in flight at now.
@@ -431,14 +452,14 @@ func maxTime(a, b time.Time) time.Time {
 // admit decides whether an attempt may start at now. If not, wait is how long
 // until that may change by itself (0: only when an attempt ends), and gated
 // says that the retry-after gate holds it.
-func (l *adaptiveLaw) admit(now time.Time) (ok bool, wait time.Duration, gated bool) {
+func (l *adaptiveLaw) admit(now time.Time, c Cost) (ok bool, wait time.Duration, gated bool) {
 	l.tick(now)
 	l.grow(now)
 	if d := l.gate.wait(now); d > 0 {
 		return false, d, true
 	}
 	if l.inFlight < l.capacity(now) {
-		if d := l.untilRequest(now); d > 0 {
+		if d := l.untilBudgets(now, dimCosts(c)); d > 0 {
 			return false, d, false
 		}
 		return true, 0, false
@@ -452,27 +473,18 @@ func (l *adaptiveLaw) admit(now time.Time) (ok bool, wait time.Duration, gated b
 	return false, wait, false
 }
 
-// untilRequest returns how long until the copy of the published requests
-// budget holds a request; 0 if it does now or none is published.
-func (l *adaptiveLaw) untilRequest(now time.Time) time.Duration {
-	if l.requests == nil {
-		return 0
-	}
-	have := l.requests.available(now)
-	if have >= 1 {
-		return 0
-	}
-	return max(time.Duration(math.Ceil((1-have)/l.requests.rate*float64(time.Second))), time.Nanosecond)
-}
-
 // dispatch records an attempt starting at now and returns it. The caller
 // has called admit (or finish) at now.
-func (l *adaptiveLaw) dispatch(now time.Time) adaptiveAttempt {
-	if l.requests != nil {
-		l.requests.take(now, 1) // a retry inside its slot may leave it in debt
-	}
+func (l *adaptiveLaw) dispatch(now time.Time, c Cost) adaptiveAttempt {
+	return l.dispatchCost(now, dimCosts(c))
+}
+
+// dispatchCost is dispatch for an attempt whose costs in each budget are
+// cost.
+func (l *adaptiveLaw) dispatchCost(now time.Time, cost [numDims]float64) adaptiveAttempt {
 	l.seq++
-	if l.seq == 1 || !now.Equal(l.lastDispatch) {
+	newBatch := l.seq == 1 || !now.Equal(l.lastDispatch)
+	if newBatch {
 		l.batch, l.lastDispatch = l.seq, now
 	}
 	l.inFlight++
@@ -485,7 +497,9 @@ func (l *adaptiveLaw) dispatch(now time.Time) adaptiveAttempt {
 		start:     now,
 		successes: l.successes,
 		throttles: l.throttles,
+		cost:      cost,
 	}
+	l.takeBudgets(now, &a, newBatch)
 	if a.probe {
 		l.probe = a.seq
 	}
@@ -515,10 +529,11 @@ func (l *adaptiveLaw) finish(now time.Time, a adaptiveAttempt, o Outcome, done b
 	if a.seq == l.probe {
 		l.probe = 0
 	}
+	l.settleBudgets(now, a, o)
 	if o.Kind != Quota {
 		// A refusal for a spent quota says nothing of the rate limits,
 		// whatever its headers show.
-		l.headers(now, a, o.Limits)
+		l.syncBudgets(now, a, o)
 	}
 	switch o.Kind {
 	case Success:
@@ -534,7 +549,7 @@ func (l *adaptiveLaw) finish(now time.Time, a adaptiveAttempt, o Outcome, done b
 	// The retry holds the slot it had: it is no probe, even if the window
 	// has shrunk below the attempts in flight.
 	probe := l.probe
-	next := l.dispatch(now)
+	next := l.dispatchCost(now, a.cost)
 	next.probe = false
 	l.probe = probe
 	return next
@@ -575,14 +590,18 @@ func (l *adaptiveLaw) success(now time.Time, a adaptiveAttempt, o Outcome) {
 // in flight, after of them sent after a.
 func (l *adaptiveLaw) throttled(now time.Time, a adaptiveAttempt, o Outcome, others, after int) {
 	l.throttles++
-	if r := o.Limits.Requests; r.Known() && r.Remaining <= 0 {
-		// The published requests budget is spent (headers has synced the
-		// copy of it to that): a refusal for the rate, which the window
-		// does not answer and which teaches nothing of the calls the
-		// server holds at once. Wait for the server's delay; the copy
-		// paces what follows.
-		if o.HasRetryAfter {
-			l.closeGate(now, now.Add(max(0, o.RetryAfter)), "requests spent")
+	if d, ok := spent(o.Limits); ok {
+		// A published budget is spent (syncBudgets has set the copy of
+		// it to that): a refusal for a rate, which the window does not
+		// answer and which teaches nothing of the calls the server holds
+		// at once. The copy holds the next call until the budget has
+		// refilled that call's cost, sooner than the server's delay
+		// (whole seconds) or the reset (a full bucket), and the refused
+		// call waits out its own delay (see Do). A call whose cost in
+		// that budget its caller did not give (Cost) cannot be paced by
+		// the copy: the gate holds the key's calls for the server's delay.
+		if a.cost[d] <= 0 && o.HasRetryAfter {
+			l.closeGate(now, now.Add(max(0, o.RetryAfter)), "budget spent")
 		}
 		return
 	}
@@ -614,10 +633,10 @@ func (l *adaptiveLaw) throttled(now time.Time, a adaptiveAttempt, o Outcome, oth
 		l.note(now, "probe refused")
 		return
 	}
-	if o.HasRetryAfter && (raw == 0 || (event && l.recovering) || exhausted(o.Limits)) {
-		// The window is not the answer: nothing of ours was held, the server
-		// refused again before holding anything sent since the last cut, or
-		// a budget is spent.
+	if o.HasRetryAfter && (raw == 0 || (event && l.recovering)) {
+		// The window is not the answer: nothing of ours was held, or the
+		// server refused again before holding anything sent since the
+		// last cut.
 		l.closeGate(now, now.Add(max(0, o.RetryAfter)), "retry-after")
 	}
 	if event {
@@ -636,17 +655,6 @@ func (l *adaptiveLaw) throttled(now time.Time, a adaptiveAttempt, o Outcome, oth
 	l.note(now, "throttle")
 }
 
-// exhausted reports whether a response's rate-limit headers show a dimension
-// with nothing remaining.
-func exhausted(h Limits) bool {
-	for _, d := range [...]Limit{h.Requests, h.Tokens, h.InputTokens, h.OutputTokens} {
-		if d.Known() && d.Remaining <= 0 {
-			return true
-		}
-	}
-	return false
-}
-
 func (l *adaptiveLaw) overloaded(now time.Time, a adaptiveAttempt, o Outcome) {
 	if o.HasRetryAfter {
 		l.closeGate(now, now.Add(max(0, o.RetryAfter)), "overloaded")
@@ -657,40 +665,6 @@ func (l *adaptiveLaw) overloaded(now time.Time, a adaptiveAttempt, o Outcome) {
 		l.window = max(l.window*l.cfg.Decrease, float64(l.cfg.Min))
 		l.probeAt = now.Add(l.hold())
 		l.note(now, "overloaded")
-	}
-}
-
-// headers learns from the rate-limit headers of the response to a.
-func (l *adaptiveLaw) headers(now time.Time, a adaptiveAttempt, h Limits) {
-	for _, d := range [...]Limit{h.Tokens, h.InputTokens, h.OutputTokens} {
-		if d.Known() && d.Remaining <= 0 {
-			l.closeGate(now, d.Reset, "remaining 0")
-		}
-	}
-	r := h.Requests
-	if !r.Known() {
-		return
-	}
-	if r.Limit != l.rpm {
-		l.rpm = r.Limit
-		if l.requests == nil {
-			l.requests = newBudget(now, float64(r.Limit), int(r.Limit))
-		}
-		l.requests.advance(now)
-		l.requests.rate, l.requests.burst = float64(r.Limit)/60, float64(r.Limit)
-		if l.slowStart {
-			l.window = min(max(l.window, float64(l.rateWindow())), float64(l.cfg.Max))
-		}
-		l.note(now, "headers")
-	}
-	if a.seq > l.synced {
-		// What the server had left when it admitted a, less what we sent
-		// with a (at the same instant: those may have reached it after a)
-		// and since. It may have admitted some of those before a, so this
-		// errs low, and the refill since a's admission is left out too.
-		l.synced = a.seq
-		l.requests.advance(now)
-		l.requests.tokens = min(float64(r.Remaining)-float64(l.seq-a.batch), l.requests.burst)
 	}
 }
 

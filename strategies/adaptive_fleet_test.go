@@ -60,10 +60,10 @@ func TestAdaptiveFleet(t *testing.T) {
 		got := 0
 		for range n {
 			a.syncFleetLocked(now, k, ak)
-			if ok, _, _ := ak.law.admit(now); !ok {
+			if ok, _, _ := ak.law.admit(now, Cost{}); !ok {
 				break
 			}
-			attempts[proc] = append(attempts[proc], ak.law.dispatch(now))
+			attempts[proc] = append(attempts[proc], ak.law.dispatch(now, Cost{}))
 			got++
 		}
 		return got

@@ -22,6 +22,8 @@ type adaptiveStep struct {
 	// its time to at, an attempt is dispatched whenever admit allows, at the
 	// time admit names (as the line's head does).
 	fill bool
+	// cost is the cost of the calls dispatched (or filled) at the step.
+	cost Cost
 	want adaptiveWant
 }
 
@@ -34,6 +36,8 @@ type adaptiveWant struct {
 	slowStart bool
 	gate      time.Duration // the gate's wait at the step's time
 	requests  float64       // the copy of a published requests budget, rounded to 3 decimals
+	output    float64       // the copy of a published output-tokens budget, rounded to 3 decimals
+	input     float64       // the copy of a published input-tokens budget, rounded to 3 decimals
 }
 
 func (l *adaptiveLaw) got(now time.Time) adaptiveWant {
@@ -44,15 +48,18 @@ func (l *adaptiveLaw) got(now time.Time) adaptiveWant {
 		inFlight:  l.inFlight,
 		slowStart: l.slowStart,
 		gate:      l.gate.wait(now),
-		requests:  requestsLeft(l, now),
+		requests:  budgetLeft(l, dimRequests, now),
+		output:    budgetLeft(l, dimOutput, now),
+		input:     budgetLeft(l, dimInput, now),
 	}
 }
 
-func requestsLeft(l *adaptiveLaw, now time.Time) float64 {
-	if l.requests == nil {
+func budgetLeft(l *adaptiveLaw, d budgetDim, now time.Time) float64 {
+	b := l.budgets[d]
+	if b == nil {
 		return 0
 	}
-	return math.Round(l.requests.available(now)*1000) / 1000
+	return math.Round(b.available(now)*1000) / 1000
 }
 
 var (
@@ -73,11 +80,11 @@ func runAdaptiveSteps(t *testing.T, cfg AdaptiveConfig, steps []adaptiveStep) *a
 		switch {
 		case s.dispatch > 0:
 			for range s.dispatch {
-				if ok, _, _ := l.admit(now); !ok {
+				if ok, _, _ := l.admit(now, s.cost); !ok {
 					t.Fatalf("step %d at %v: admit refused attempt %d (%d in flight, capacity %d)",
 						i, s.at, len(attempts)+1, l.inFlight, l.capacity(now))
 				}
-				attempts = append(attempts, l.dispatch(now))
+				attempts = append(attempts, l.dispatch(now, s.cost))
 			}
 		case s.end > 0:
 			what = fmt.Sprintf("end #%d: %v (retry %v)", s.end, s.o.Kind, s.retry)
@@ -85,9 +92,9 @@ func runAdaptiveSteps(t *testing.T, cfg AdaptiveConfig, steps []adaptiveStep) *a
 		case s.fill:
 			n := 0
 			for at := last; ; {
-				ok, wait, _ := l.admit(at)
+				ok, wait, _ := l.admit(at, s.cost)
 				if ok {
-					attempts = append(attempts, l.dispatch(at))
+					attempts = append(attempts, l.dispatch(at, s.cost))
 					n++
 					continue
 				}
@@ -251,16 +258,20 @@ func TestAdaptiveLaw(t *testing.T) {
 			},
 		},
 		{
-			name: "a 429 with nothing remaining closes the gate until the later of its reset and delay",
+			// Calls with no token cost given: the copy of the budget
+			// cannot tell when one fits, so the gate holds the key for
+			// the server's delay; not until the reset, when the bucket is
+			// full again, which no call needs.
+			name: "a 429 for a spent budget teaches no limit; a call of unknown cost closes the gate for its delay",
 			cfg:  AdaptiveConfig{Initial: 4},
 			steps: []adaptiveStep{
 				{dispatch: 4, want: adaptiveWant{window: 4, capacity: 4, inFlight: 4, slowStart: true}},
 				{at: 10 * ms, end: 4, o: Outcome{Kind: Throttled, Status: 429, RetryAfter: s, HasRetryAfter: true,
 					Limits: Limits{Tokens: Limit{Limit: 10000, Remaining: 0, Reset: stepT0.Add(30 * s)}}},
-					want: adaptiveWant{window: 2.7, limit: 3, capacity: 2, inFlight: 3, gate: 30*s - 10*ms}},
+					want: adaptiveWant{window: 4.028, capacity: 4, inFlight: 3, slowStart: true, gate: s}},
 				{at: 20 * ms, end: 3, o: Outcome{Kind: Throttled, Status: 429, RetryAfter: 40 * s, HasRetryAfter: true,
 					Limits: Limits{Tokens: Limit{Limit: 10000, Remaining: 0, Reset: stepT0.Add(30 * s)}}},
-					want: adaptiveWant{window: 1.8, limit: 2, capacity: 1, inFlight: 2, gate: 40 * s}},
+					want: adaptiveWant{window: 4.028, capacity: 4, inFlight: 2, slowStart: true, gate: 40 * s}},
 			},
 		},
 		{
@@ -311,12 +322,58 @@ func TestAdaptiveLaw(t *testing.T) {
 			},
 		},
 		{
-			name: "remaining 0 closes the gate until the reset",
+			// 6,000 output tokens a minute, 100 a second; calls of
+			// max_tokens 300.
+			name: "nothing remaining holds the next call until its cost has refilled, not until the reset",
 			steps: []adaptiveStep{
-				{dispatch: 1, want: adaptiveWant{window: 4, capacity: 4, inFlight: 1, slowStart: true}},
-				{at: s, end: 1, o: Outcome{Kind: Success, Latency: s, Limits: Limits{
-					Tokens: Limit{Limit: 1000, Remaining: 0, Reset: stepT0.Add(5 * s)},
-				}}, want: adaptiveWant{window: 4, capacity: 4, slowStart: true, gate: 4 * s}},
+				{dispatch: 1, cost: Cost{MaxTokens: 300}, want: adaptiveWant{window: 4, capacity: 4, inFlight: 1, slowStart: true}},
+				{at: s, end: 1, o: Outcome{Kind: Success, Latency: s, Usage: Usage{OutputTokens: 100}, Limits: Limits{
+					OutputTokens: Limit{Limit: 6000, Remaining: 0, Reset: stepT0.Add(60 * s)},
+				}}, want: adaptiveWant{window: 4, capacity: 4, slowStart: true}},
+				// No gate: the next call goes when the copy holds its 300,
+				// at 4 s, and takes them.
+				{at: 5 * s, fill: true, cost: Cost{MaxTokens: 300}, want: adaptiveWant{window: 4, capacity: 4, inFlight: 1, slowStart: true, output: 100}},
+			},
+		},
+		{
+			// 6,000 output tokens a minute, 100 a second; calls of
+			// max_tokens 300 whose answers are 100 long.
+			name: "a call takes its max_tokens from the output budget; its answer gives back what it did not use",
+			steps: []adaptiveStep{
+				{dispatch: 1, cost: Cost{MaxTokens: 300}, want: adaptiveWant{window: 4, capacity: 4, inFlight: 1, slowStart: true}},
+				{at: s, end: 1, o: Outcome{Kind: Success, Latency: s, Usage: Usage{OutputTokens: 100}, Limits: Limits{
+					OutputTokens: Limit{Limit: 6000, Remaining: 5000, Reset: stepT0.Add(60 * s)},
+				}}, want: adaptiveWant{window: 4, capacity: 4, slowStart: true, output: 5000}},
+				{at: s, dispatch: 2, cost: Cost{MaxTokens: 300}, want: adaptiveWant{window: 4, capacity: 4, inFlight: 2, slowStart: true, output: 4400}},
+				// A second of refill, and #2's 200 unused.
+				{at: 2 * s, end: 2, o: Outcome{Kind: Success, Latency: s, Usage: Usage{OutputTokens: 100}},
+					want: adaptiveWant{window: 4, capacity: 4, inFlight: 1, slowStart: true, output: 4700}},
+				// A refusal gives back all of #3's. (It teaches a limit of
+				// 1: the server held #2 when it refused #3.)
+				{at: 2 * s, end: 3, o: Outcome{Kind: Throttled, Status: 429},
+					want: adaptiveWant{window: 1, limit: 1, capacity: 1, output: 5000}},
+			},
+		},
+		{
+			// 60,000 input tokens a minute, 1,000 a second; prompts
+			// estimated at 1,000 tokens that the server counts as 800.
+			name: "a response syncs the input copy to what the server held when it admitted the call, plus what the copy gained since",
+			steps: []adaptiveStep{
+				{dispatch: 1, cost: Cost{InputTokens: 1000}, want: adaptiveWant{window: 4, capacity: 4, inFlight: 1, slowStart: true}},
+				// The copy starts at what the server had left when it
+				// admitted #1, a second ago (it cannot date the refill
+				// since: it errs low).
+				{at: s, end: 1, o: Outcome{Kind: Success, Latency: s, Usage: Usage{InputTokens: 800}, Limits: Limits{
+					InputTokens: Limit{Limit: 60000, Remaining: 20001},
+				}}, want: adaptiveWant{window: 4, capacity: 4, slowStart: true, input: 20001}},
+				{at: s, dispatch: 1, cost: Cost{InputTokens: 1000}, want: adaptiveWant{window: 4, capacity: 4, inFlight: 1, slowStart: true, input: 19001}},
+				// #2 was admitted with 20,201 left (the server had 21,001
+				// and counted 800): with the 1,000 of refill since, it has
+				// 21,201. The copy had taken 1,000 for #2, got 200 back and
+				// 1,000 of refill: 20,201, 1,000 low; it is set to 21,201.
+				{at: 2 * s, end: 2, o: Outcome{Kind: Success, Latency: s, Usage: Usage{InputTokens: 800}, Limits: Limits{
+					InputTokens: Limit{Limit: 60000, Remaining: 20201},
+				}}, want: adaptiveWant{window: 4, capacity: 4, slowStart: true, input: 21201}},
 			},
 		},
 		{
@@ -349,29 +406,39 @@ func TestAdaptiveLaw(t *testing.T) {
 				// Then one a second, as the bucket refills, though the
 				// window has room.
 				{at: 3 * s, fill: true, want: adaptiveWant{window: 8, capacity: 8, inFlight: 6, slowStart: true}},
-				// #3's response, sent after #1, syncs again: 2 left at its
-				// admission, less the 6 sent with it (#1 and #2: the server
-				// may have taken them after #3) and since. (The server has
-				// 1: the copy counts #1 and #2 twice and leaves out the 3 s
-				// of refill since #3's admission, which it cannot date; it
-				// errs low.)
+				// #3 was sent before the copy existed: its response, which
+				// the copy already counts, does not move it.
 				{at: 3 * s, end: 3, o: Outcome{Kind: Success, Latency: 3 * s, Limits: Limits{
 					Requests: Limit{Limit: 60, Remaining: 2, Reset: stepT0.Add(58 * s)},
-				}}, want: adaptiveWant{window: 8, capacity: 8, inFlight: 5, slowStart: true, requests: -4}},
-				// A response to a call sent before #3 does not sync.
+				}}, want: adaptiveWant{window: 8, capacity: 8, inFlight: 5, slowStart: true}},
+				// #4, sent at 1 s with the copy at 2 (so at 1 after it),
+				// was admitted with 1 left: the server has what the copy
+				// has, 1 at 1 s less the 2 sent since plus 2 s of refill.
+				{at: 3 * s, end: 4, o: Outcome{Kind: Success, Latency: 2 * s, Limits: Limits{
+					Requests: Limit{Limit: 60, Remaining: 1, Reset: stepT0.Add(60 * s)},
+				}}, want: adaptiveWant{window: 8, capacity: 8, inFlight: 4, slowStart: true}},
+				// #5, sent with #4, says the server had 4 before it took
+				// #5, where the copy had 2 before #4 and #5 (the server may
+				// have taken #5 first): 2 more than the copy, so 2 now.
+				{at: 3 * s, end: 5, o: Outcome{Kind: Success, Latency: 2 * s, Limits: Limits{
+					Requests: Limit{Limit: 60, Remaining: 3, Reset: stepT0.Add(60 * s)},
+				}}, want: adaptiveWant{window: 8, capacity: 8, inFlight: 3, slowStart: true, requests: 2}},
+				// A response to a call sent before #5 does not sync.
 				{at: 3 * s, end: 2, o: Outcome{Kind: Success, Latency: 3 * s, Limits: Limits{
 					Requests: Limit{Limit: 60, Remaining: 50, Reset: stepT0.Add(10 * s)},
-				}}, want: adaptiveWant{window: 8, capacity: 8, inFlight: 4, slowStart: true, requests: -4}},
+				}}, want: adaptiveWant{window: 8, capacity: 8, inFlight: 2, slowStart: true, requests: 2}},
 			},
 		},
 		{
-			name: "a refusal for a spent requests budget teaches no limit",
+			// The copy, at 0 less the 3 others sent with the refused call,
+			// holds the next call for 4 s; no gate.
+			name: "a refusal for a spent requests budget teaches no limit and closes no gate",
 			cfg:  AdaptiveConfig{Initial: 8},
 			steps: []adaptiveStep{
 				{dispatch: 4, want: adaptiveWant{window: 8, capacity: 8, inFlight: 4, slowStart: true}},
 				{at: s, end: 1, o: Outcome{Kind: Throttled, Status: 429, RetryAfter: 2 * s, HasRetryAfter: true, Limits: Limits{
 					Requests: Limit{Limit: 60, Remaining: 0, Reset: stepT0.Add(60 * s)},
-				}}, want: adaptiveWant{window: 8, capacity: 8, inFlight: 3, slowStart: true, gate: 2 * s, requests: -3}},
+				}}, want: adaptiveWant{window: 8, capacity: 8, inFlight: 3, slowStart: true, requests: -3}},
 			},
 		},
 		{

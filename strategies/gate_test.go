@@ -62,8 +62,10 @@ func TestGate(t *testing.T) {
 // gate is closed no attempt of that key is dispatched, however many callers
 // wait; that the waiting is reported as Waits.RetryAfter; and that another
 // key is not held up. The throttle says a per-minute budget is spent (its
-// headers show no tokens remaining until a reset 2 s away, later than its
-// retry-after of 1 s), which the window cannot answer.
+// headers show no tokens remaining), which the window cannot answer, and the
+// calls give no token cost, so the copy of the budget cannot pace them: the
+// gate closes for the server's delay of 2 s (not until the reset, a minute
+// away, when the bucket is full again).
 func TestAdaptiveGate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var events []Event
@@ -80,8 +82,8 @@ func TestAdaptiveGate(t *testing.T) {
 		p1, _ := a.Acquire(t.Context(), keyA)
 		p2, _ := a.Acquire(t.Context(), keyA)
 		start := time.Now()
-		p1.Done(Outcome{Kind: Throttled, Status: 429, RetryAfter: time.Second, HasRetryAfter: true,
-			Limits: Limits{Tokens: Limit{Limit: 100000, Remaining: 0, Reset: start.Add(2 * time.Second)}}})
+		p1.Done(Outcome{Kind: Throttled, Status: 429, RetryAfter: 2 * time.Second, HasRetryAfter: true,
+			Limits: Limits{Tokens: Limit{Limit: 100000, Remaining: 0, Reset: start.Add(time.Minute)}}})
 
 		var (
 			mu         sync.Mutex
