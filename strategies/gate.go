@@ -14,11 +14,12 @@ import (
 // call is sent into a limit the server has just said is exhausted.
 //
 // Its owner decides which throttles close it. A closed gate drains the whole
-// pipeline for the server's delay, which is right for a spent budget (a
-// per-minute limit with nothing remaining) and wasted on a refusal that a
-// smaller window already answers: Adaptive closes it only when the window
-// cannot be the answer (see Adaptive), and each refused call still waits out
-// its own delay before its retry (see Do).
+// pipeline for the server's delay: right when nothing better is known (a
+// refusal of a call whose cost the caller did not give), wasted on a
+// refusal that a smaller window already answers, and too long for a spent
+// per-minute budget whose refill the caller can pace to, as Adaptive does
+// with its copies of the published budgets (see Adaptive). Each refused
+// call still waits out its own delay before its retry (see Do).
 //
 // The zero value is open. gate is a pure value: it takes the time as an
 // argument and is guarded by its owner's lock.
