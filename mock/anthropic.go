@@ -49,7 +49,7 @@ func (anthropic) decode(body []byte, _ int) (*call, error) {
 // max_tokens (needMax false).
 func decodeAnthropic(body []byte, needMax bool) (*call, error) {
 	req := anthropicRequest{Model: absentString}
-	if err := json.Unmarshal(body, &req); err != nil {
+	if err := decodeRequest(body, &req); err != nil {
 		return nil, describeBodyError(body, err)
 	}
 	c := &call{temperature: req.Temperature, topP: req.TopP, inferenceGeo: req.InferenceGeo}

@@ -47,7 +47,7 @@ var openaiRoles = map[string]bool{"system": true, "developer": true, "user": tru
 
 func (openai) decode(body []byte, defaultMax int) (*call, error) {
 	req := openaiRequest{Model: absentString}
-	if err := json.Unmarshal(body, &req); err != nil {
+	if err := decodeRequest(body, &req); err != nil {
 		return nil, describeBodyError(body, err)
 	}
 	c := &call{temperature: req.Temperature, topP: req.TopP}

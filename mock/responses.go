@@ -136,7 +136,7 @@ var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
 func (responses) decode(body []byte, defaultMax int) (*call, error) {
 	req := responsesRequest{Model: absentString}
-	if err := json.Unmarshal(body, &req); err != nil {
+	if err := decodeRequest(body, &req); err != nil {
 		return nil, describeJSONError(err)
 	}
 	if err := checkModel(req.Model); err != nil {

@@ -11,6 +11,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	segjson "github.com/segmentio/encoding/json"
+
 	"github.com/ratelab/ratelab/clock"
 )
 
@@ -167,6 +169,23 @@ type message struct {
 // told apart is a pointer, nil when absent or null.
 const absentString = "\x00absent"
 
+// decodeRequest decodes a request body (or a part of one) into *v, which
+// holds the values decoding starts from (the absent sentinels), as
+// json.Unmarshal would. segmentio/encoding's decoder, a drop-in for
+// encoding/json, decodes a valid body in about a third of the time with
+// half the allocations (BenchmarkHandlerJSON); a body it refuses is decoded
+// again by encoding/json, whose errors the 400s are worded from.
+// FuzzDecodeRequest holds the two decoders to the same verdict and the same
+// values for any body.
+func decodeRequest[T any](body []byte, v *T) error {
+	start := *v
+	if segjson.Unmarshal(body, v) == nil {
+		return nil
+	}
+	*v = start
+	return json.Unmarshal(body, v)
+}
+
 // isNull reports whether the raw JSON value v is null.
 func isNull(v []byte) bool { return string(v) == "null" }
 
@@ -241,7 +260,7 @@ func contentLen(raw json.RawMessage, i int) (int, error) {
 		return stringLen(raw, i)
 	case '[':
 		var blocks []json.RawMessage
-		if err := json.Unmarshal(raw, &blocks); err != nil {
+		if err := decodeRequest(raw, &blocks); err != nil {
 			return 0, invalid(msgPath(i, "content"), "invalid array")
 		}
 		n := 0
@@ -250,7 +269,7 @@ func contentLen(raw json.RawMessage, i int) (int, error) {
 				Type *string         `json:"type"`
 				Text json.RawMessage `json:"text"`
 			}
-			if err := json.Unmarshal(blk, &tb); err != nil {
+			if err := decodeRequest(blk, &tb); err != nil {
 				return 0, invalid(fmt.Sprintf("%s.%d", msgPath(i, "content"), j), "want a content block object")
 			}
 			switch {
