@@ -256,6 +256,11 @@ func countRefusal(c *counts, status int, limit string) {
 // token (under a burst of requests, admission lags arrival). When a Store
 // was asked for a slot, the schedule starts after it answered instead: that
 // wait can last seconds.
+//
+// The refusals are methods of their own (reject, scripted, limited): a
+// stack frame holds every temporary of the code inlined into it, and
+// admit's runs on every request's goroutine, so it keeps only the path of
+// an admitted request.
 func (s *Server) admit(req *http.Request, c *call, key string, wr wire, n int, received time.Time, d *decision) *decision {
 	// A shared slot taken for an attempt then refused is given back after
 	// the lock is released: Store calls are network round trips.
@@ -277,35 +282,14 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire, n int, r
 	ks.lim.sync(now, s.limits)
 	d.snap = ks.lim.snapshot(now, "")
 
-	reject := func(status int, e apiError, ra time.Duration) *decision {
-		d.status, d.err, d.retryAfter = status, e, ra
-		countRefusal(&ks.counts, status, e.limit)
-		return d
-	}
-
 	// Scripted failures: the attempt index comes from the SDK's header or,
 	// for a client sending an Idempotency-Key, from the call accounting,
 	// which groups attempts by that key (calls.go).
-	attempt := attemptIndex(req)
-	if attempt < 0 && n > 0 && req.Header.Get("Idempotency-Key") != "" {
-		attempt = n - 1
-	}
-	if attempt >= 0 {
-		index := attempt
-		for _, step := range s.faults.Script {
-			if attempt < step.Attempts {
-				countFault(ks, "script")
-				e := apiError{msg: fmt.Sprintf("scripted failure: attempt %d gets %d", index, step.Status), limit: LimitScript}
-				if step.Status == 529 || step.Status == http.StatusServiceUnavailable {
-					e.msg = "Overloaded (scripted)"
-				}
-				return reject(step.Status, e, step.RetryAfter)
-			}
-			attempt -= step.Attempts
-		}
+	if len(s.faults.Script) > 0 && s.scripted(req, n, ks, d) {
+		return d
 	}
 
-	f := s.faults
+	f := &s.faults
 	if s.chance(f.Reset) {
 		countFault(ks, "reset")
 		d.abort = true
@@ -313,36 +297,24 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire, n int, r
 	}
 	if s.chance(f.Error500) {
 		countFault(ks, "error_500")
-		return reject(http.StatusInternalServerError, apiError{msg: "Internal server error (injected)"}, 0)
+		return d.reject(ks, http.StatusInternalServerError, apiError{msg: "Internal server error (injected)"}, 0)
 	}
 	if s.chance(f.Overloaded) {
 		countFault(ks, "overloaded")
-		return reject(wr.overloadStatus(), apiError{msg: "Overloaded"}, 0)
+		return d.reject(ks, wr.overloadStatus(), apiError{msg: "Overloaded"}, 0)
 	}
 	if st := s.cfg.Store; st != nil && s.limits.MaxConcurrent > 0 {
-		limit, ra := s.limits.MaxConcurrent, s.limits.RetryAfter
-		s.mu.Unlock() // one slow store must not stall every key
-		r := s.admitShared(req.Context(), st, key, limit, ra, d, wr)
-		s.mu.Lock()
-		now, ks = s.clock.Now(), s.key(key)
-		received = now
-		ks.lim.sync(now, s.limits)
-		if r != nil {
-			d.snap = ks.lim.snapshot(now, r.limit)
-			if r.status == http.StatusTooManyRequests && s.limits.RetryAfterMS {
-				d.exactWait, d.withMS = r.retryAfter, true
-			}
-			return reject(r.status, r.err, r.retryAfter)
+		if s.shared(req, st, key, wr, &ks, &now, d) {
+			return d
 		}
+		received = now
 	}
 	if cap := s.cfg.Capacity.MaxConcurrent; cap > 0 && s.inFlight >= cap {
-		return reject(wr.overloadStatus(), apiError{msg: "Overloaded", limit: limitCapacity}, 0)
+		return d.reject(ks, wr.overloadStatus(), apiError{msg: "Overloaded", limit: limitCapacity}, 0)
 	}
 
 	if dim := s.quota.exhausted(ks.lim.used); dim != "" {
-		inc(&ks.counts.quotaExceededBy, dim)
-		d.shouldRetry = s.quota.ShouldRetry
-		return reject(http.StatusTooManyRequests, apiError{msg: quotaMessage(wr, s.quota, dim), limit: LimitQuota}, 0)
+		return s.quotaSpent(wr, ks, dim, d)
 	}
 
 	auto := cachesAutomatically(wr) // OpenAI caches automatically; Anthropic at cache_control breakpoints
@@ -361,28 +333,7 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire, n int, r
 	}
 	v, byPool := ks.lim.admitPooled(now, s.limits, pool, pl, d.id, demand{input: charged, maxTokens: c.maxTokens, end: p.due(p.n)})
 	if !v.ok {
-		switch {
-		case byPool:
-			d.snap = ks.lim.snapshot(now, "").merge(pool.snapshot(now, v.limit))
-		case pool != nil:
-			d.snap = ks.lim.snapshot(now, "").merge(pool.snapshot(now, ""))
-			d.snap.exhaust(v.limit)
-		default:
-			d.snap = ks.lim.snapshot(now, v.limit)
-		}
-		e := apiError{msg: limitMessage(v, c), limit: v.limit}
-		if v.tooLarge {
-			d.noRetry = true
-			return reject(http.StatusTooManyRequests, e, 0)
-		}
-		if s.limits.RetryAfterMS {
-			d.exactWait, d.withMS = v.wait, true
-		}
-		if _, ok := wr.(anthropic); ok {
-			// Observed on Anthropic's rate-limit 429s (WIRE.md §1.4).
-			d.shouldRetry = &yes
-		}
-		return reject(http.StatusTooManyRequests, e, v.retryAfter)
+		return s.limited(now, wr, c, ks, pool, &v, byPool, d)
 	}
 	d.snap = ks.lim.snapshot(now, "")
 	if pool != nil {
@@ -401,6 +352,108 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire, n int, r
 	ks.lim.used.usd += d.price.inputUSD(c.input, c.cacheRead, c.cacheWrite, cacheWriteLong(c))
 	d.ks, d.gen, d.plan, d.reserved = ks, s.gen, p, c.maxTokens
 	return d
+}
+
+// reject refuses the attempt d is about with status and counts the refusal
+// on ks. s.mu is held.
+//
+//go:noinline
+func (d *decision) reject(ks *keyState, status int, e apiError, retryAfter time.Duration) *decision {
+	d.status, d.err, d.retryAfter = status, e, retryAfter
+	countRefusal(&ks.counts, status, e.limit)
+	return d
+}
+
+// scripted applies Faults.Script: true when it refused the attempt into d.
+// s.mu is held.
+//
+//go:noinline
+func (s *Server) scripted(req *http.Request, n int, ks *keyState, d *decision) bool {
+	attempt := attemptIndex(req)
+	if attempt < 0 && n > 0 && req.Header.Get("Idempotency-Key") != "" {
+		attempt = n - 1
+	}
+	if attempt < 0 {
+		return false
+	}
+	index := attempt
+	for _, step := range s.faults.Script {
+		if attempt < step.Attempts {
+			countFault(ks, "script")
+			e := apiError{msg: fmt.Sprintf("scripted failure: attempt %d gets %d", index, step.Status), limit: LimitScript}
+			if step.Status == 529 || step.Status == http.StatusServiceUnavailable {
+				e.msg = "Overloaded (scripted)"
+			}
+			d.reject(ks, step.Status, e, step.RetryAfter)
+			return true
+		}
+		attempt -= step.Attempts
+	}
+	return false
+}
+
+// shared takes a slot of Config.Store's shared concurrency limit for key,
+// without the lock (one slow store must not stall every key): true when it
+// refused the attempt into d. It then reads the time and the key's state
+// anew into *now and *ks. s.mu is held on entry and return.
+//
+//go:noinline
+func (s *Server) shared(req *http.Request, st Store, key string, wr wire, ks **keyState, now *time.Time, d *decision) bool {
+	limit, ra := s.limits.MaxConcurrent, s.limits.RetryAfter
+	s.mu.Unlock()
+	r := s.admitShared(req.Context(), st, key, limit, ra, d, wr)
+	s.mu.Lock()
+	*now, *ks = s.clock.Now(), s.key(key)
+	(*ks).lim.sync(*now, s.limits)
+	if r == nil {
+		return false
+	}
+	d.snap = (*ks).lim.snapshot(*now, r.limit)
+	if r.status == http.StatusTooManyRequests && s.limits.RetryAfterMS {
+		d.exactWait, d.withMS = r.retryAfter, true
+	}
+	d.reject(*ks, r.status, r.err, r.retryAfter)
+	return true
+}
+
+// quotaSpent refuses an attempt of a key whose Config.Quota dimension dim
+// is spent. s.mu is held.
+//
+//go:noinline
+func (s *Server) quotaSpent(wr wire, ks *keyState, dim string, d *decision) *decision {
+	inc(&ks.counts.quotaExceededBy, dim)
+	d.shouldRetry = s.quota.ShouldRetry
+	return d.reject(ks, http.StatusTooManyRequests, apiError{msg: quotaMessage(wr, s.quota, dim), limit: LimitQuota}, 0)
+}
+
+// limited refuses an attempt that a per-key or per-model limit does not
+// admit (v), with the headers of the key's and the pool's state. s.mu is
+// held.
+//
+//go:noinline
+func (s *Server) limited(now time.Time, wr wire, c *call, ks *keyState, pool *keyLimiter, v *verdict, byPool bool, d *decision) *decision {
+	switch {
+	case byPool:
+		d.snap = ks.lim.snapshot(now, "").merge(pool.snapshot(now, v.limit))
+	case pool != nil:
+		d.snap = ks.lim.snapshot(now, "").merge(pool.snapshot(now, ""))
+		d.snap.exhaust(v.limit)
+	default:
+		d.snap = ks.lim.snapshot(now, v.limit)
+	}
+	e := apiError{msg: limitMessage(*v, c), limit: v.limit}
+	if v.tooLarge {
+		d.noRetry = true
+		return d.reject(ks, http.StatusTooManyRequests, e, 0)
+	}
+	if s.limits.RetryAfterMS {
+		d.exactWait, d.withMS = v.wait, true
+	}
+	if _, ok := wr.(anthropic); ok {
+		// Observed on Anthropic's rate-limit 429s (WIRE.md §1.4).
+		d.shouldRetry = &yes
+	}
+	return d.reject(ks, http.StatusTooManyRequests, e, v.retryAfter)
 }
 
 func countFault(ks *keyState, name string) { inc(&ks.counts.faults, name) }
