@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -41,20 +42,27 @@ type anthropicRequest struct {
 	TopP        json.RawMessage `json:"top_p"`
 }
 
-func (anthropic) decode(body []byte, _ int) (*call, error) {
-	return decodeAnthropic(body, true)
+func (anthropic) decode(body []byte, _ int, c *call) error {
+	return decodeAnthropic(body, true, c)
 }
 
-// decodeAnthropic decodes a Messages request; count_tokens requests have no
-// max_tokens (needMax false).
-func decodeAnthropic(body []byte, needMax bool) (*call, error) {
-	req := anthropicRequest{Model: absentString}
-	if err := decodeRequest(body, &req); err != nil {
-		return nil, describeBodyError(body, err)
+// anthropicRequests holds the structs requests are decoded into: one
+// request's fields are copied out of it (its slices are the decoder's own
+// allocations) before it is reset for the next.
+var anthropicRequests = sync.Pool{New: func() any { return new(anthropicRequest) }}
+
+// decodeAnthropic decodes a Messages request into c; count_tokens requests
+// have no max_tokens (needMax false).
+func decodeAnthropic(body []byte, needMax bool, c *call) error {
+	req := anthropicRequests.Get().(*anthropicRequest)
+	defer anthropicRequests.Put(req)
+	*req = anthropicRequest{Model: absentString}
+	if err := decodeRequest(body, req); err != nil {
+		return describeBodyError(body, err)
 	}
-	c := &call{temperature: req.Temperature, topP: req.TopP, inferenceGeo: req.InferenceGeo}
+	*c = call{temperature: req.Temperature, topP: req.TopP, inferenceGeo: req.InferenceGeo}
 	if err := checkModel(req.Model); err != nil {
-		return nil, err
+		return err
 	}
 	c.model = req.Model
 	if len(req.Messages) > 0 {
@@ -62,34 +70,34 @@ func decodeAnthropic(body []byte, needMax bool) (*call, error) {
 	}
 	if needMax {
 		if req.MaxTokens == nil {
-			return nil, invalid("max_tokens", "field required")
+			return invalid("max_tokens", "field required")
 		}
 		n, err := checkMaxTokens("max_tokens", *req.MaxTokens)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		c.maxTokens = n
 	}
 	if err := checkMessages(req.Messages); err != nil {
-		return nil, err
+		return err
 	}
 	for i, m := range req.Messages {
 		switch {
 		case m.Role == "":
-			return nil, invalid(msgPath(i, "role"), "field required")
+			return invalid(msgPath(i, "role"), "field required")
 		case m.Role != "user" && m.Role != "assistant":
-			return nil, invalid(msgPath(i, "role"), "want user or assistant, got %q", m.Role)
+			return invalid(msgPath(i, "role"), "want user or assistant, got %q", m.Role)
 		}
 		n, err := contentLen(m.Content, i)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		c.input += messageTokens(n)
 	}
 	if len(req.System) > 0 && string(req.System) != "null" {
 		n, err := contentLen(req.System, -1)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		c.input += messageTokens(n)
 	}
@@ -102,10 +110,10 @@ func decodeAnthropic(body []byte, needMax bool) (*call, error) {
 	}
 	if needMax { // count_tokens counts tools whatever their schemas
 		if err := req.decodeContent(c); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return c, nil
+	return nil
 }
 
 type anthropicErrorBody struct {
@@ -179,7 +187,7 @@ var anthropicHeaderNames = [4][3]string{
 	{"Anthropic-Ratelimit-Tokens-Limit", "Anthropic-Ratelimit-Tokens-Remaining", "Anthropic-Ratelimit-Tokens-Reset"},
 }
 
-func (anthropic) setLimitHeaders(h http.Header, s snapshot, now time.Time) {
+func (anthropic) appendLimitHeaders(buf []byte, l *headerList, s snapshot, now time.Time) []byte {
 	tokens := s.tokens
 	if tokens.limit == 0 && s.input.limit > 0 && s.output.limit > 0 {
 		// Real responses report input + output as the combined limit.
@@ -199,12 +207,6 @@ func (anthropic) setLimitHeaders(h http.Header, s snapshot, now time.Time) {
 		{&anthropicHeaderNames[2], s.output, true},
 		{&anthropicHeaderNames[3], tokens, true},
 	}
-	var (
-		space [384]byte
-		names [12]string
-		ends  [12]int
-	)
-	buf, n := space[:0], 0
 	for _, d := range dims {
 		if d.d.limit <= 0 {
 			continue
@@ -214,14 +216,13 @@ func (anthropic) setLimitHeaders(h http.Header, s snapshot, now time.Time) {
 			rem = roundThousand(rem, d.d.limit)
 		}
 		buf = strconv.AppendInt(buf, d.d.limit, 10)
-		names[n], ends[n] = d.names[0], len(buf)
+		l.add(d.names[0], buf)
 		buf = strconv.AppendInt(buf, rem, 10)
-		names[n+1], ends[n+1] = d.names[1], len(buf)
+		l.add(d.names[1], buf)
 		buf = appendResetTime(buf, now, d.d.reset)
-		names[n+2], ends[n+2] = d.names[2], len(buf)
-		n += 3
+		l.add(d.names[2], buf)
 	}
-	setHeaderValues(h, buf, names[:n], ends[:n])
+	return buf
 }
 
 func anthropicStopReason(r *result) string {

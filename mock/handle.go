@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -83,48 +84,64 @@ func (s *Server) model(wr wire) http.HandlerFunc {
 // tokens in this goroutine, and a shallow stack lets the runtime keep it at
 // its minimum size.
 func (s *Server) serveModel(w http.ResponseWriter, req *http.Request, wr wire) {
-	if x := s.prepare(w, req, wr); x != nil {
+	x := exchanges.Get().(*exchange)
+	x.s, x.w, x.ctx, x.wr = s, w, req.Context(), wr
+	if s.prepare(x, req) {
 		x.run()
 	}
+	// A panic (a cut connection, a reset fault) skips this: that exchange
+	// is left to the collector.
+	x.free()
 }
 
-// prepare runs everything before the response: it answers errors and
-// rejections itself and returns nil, or returns the admitted exchange.
-func (s *Server) prepare(w http.ResponseWriter, req *http.Request, wr wire) *exchange {
-	// The exchange is allocated first: the decision and the header values
-	// live in it rather than in allocations of their own.
-	x := &exchange{s: s, w: w, ctx: req.Context(), wr: wr}
-	reqID := s.newID("req_")
-	x.hv[0] = reqID
+// prepare runs everything before the response into x: it answers errors
+// and rejections itself and returns false, or returns true for an admitted
+// request.
+func (s *Server) prepare(x *exchange, req *http.Request) bool {
+	w, wr := x.w, x.wr
+	// The header values live in an allocation of their own, not in the
+	// pooled exchange: the header map is the client's response header in
+	// process (InProcess) and may outlive the exchange. The request id is
+	// formatted when it is needed (requestID), with the rate-limit headers
+	// when there are some, from the counter value taken now.
+	x.hv = new(headerValues)
+	x.reqSeq = s.seq.Add(1)
 	h := w.Header()
-	h[wr.requestIDHeader()] = x.hv[0:1:1]
+	h[wr.requestIDHeader()] = x.hv[hvRequestID : hvRequestID+1 : hvRequestID+1]
 	setAPIHeaders(h, wr, 0) // errors are answered at once; run sets the real time
 	api := wr.name()
 
 	key, ok, why := s.authenticate(req, wr)
 	if !ok {
 		s.metrics.request(api, http.StatusUnauthorized, "unauthenticated")
-		wr.writeError(w, http.StatusUnauthorized, apiError{msg: why}, reqID)
-		return nil
+		wr.writeError(w, http.StatusUnauthorized, apiError{msg: why}, x.requestID())
+		return false
 	}
 	if e := s.checkVersion(req, wr); e != nil {
 		s.countRefused(key, http.StatusBadRequest, "")
 		s.metrics.request(api, http.StatusBadRequest, s.keyLabel(key))
-		wr.writeError(w, http.StatusBadRequest, *e, reqID)
-		return nil
+		wr.writeError(w, http.StatusBadRequest, *e, x.requestID())
+		return false
 	}
-	body, held, status, err := s.readBody(w, req)
+	bp := bodyBufs.Get().(*[]byte)
+	body, held, status, err := s.readBody(w, req, *bp)
 	received := s.clock.Now() // the schedule's start: see admit
 	s.calls.arrive(&x.att, req, key, body)
-	var c *call
+	c := &x.call
 	if err == nil {
-		c, err = wr.decode(body, s.cfg.Output.DefaultMaxTokens)
+		err = wr.decode(body, s.cfg.Output.DefaultMaxTokens, c)
 		status = http.StatusBadRequest
 		if err == nil {
 			err = s.checkRequest(wr, c)
 		}
 		s.budget.release(held)
 	}
+	// The decoders copy what they keep: the body's buffer serves the next
+	// request.
+	if cap(body) <= 64<<10 {
+		*bp = body[:0]
+	}
+	bodyBufs.Put(bp)
 	if err == nil {
 		s.compose(c) // tool call and structured output documents (content.go)
 	}
@@ -137,17 +154,39 @@ func (s *Server) prepare(w http.ResponseWriter, req *http.Request, wr wire) *exc
 		s.countRefused(key, status, e.limit)
 		s.metrics.request(api, status, s.keyLabel(key))
 		s.calls.end(&x.att, status, e.limit, retryAfter)
-		wr.writeError(w, status, e, reqID)
-		return nil
+		wr.writeError(w, status, e, x.requestID())
+		return false
 	}
 
 	d := s.admit(req, c, key, wr, x.att.n, received, &x.dec)
-	wr.setLimitHeaders(h, d.snap, d.now)
 	if d.abort {
 		s.calls.end(&x.att, 0, "", 0)
 		s.metrics.request(api, 0, s.keyLabel(key))
 		panic(http.ErrAbortHandler)
 	}
+	// The request id, the message id of an admitted request and the
+	// rate-limit headers' values, formatted into one string.
+	b := s.appendID(x.buf[:0], "req_", x.reqSeq)
+	idEnd := len(b)
+	if d.status == 0 {
+		prefix := "msg_"
+		switch wr.(type) {
+		case openai:
+			prefix = "chatcmpl-"
+		case responses:
+			prefix = "resp_"
+		}
+		b = s.appendID(b, prefix, s.seq.Add(1))
+	}
+	msgEnd := len(b)
+	x.hl.n = 0
+	b = wr.appendLimitHeaders(b, &x.hl, d.snap, d.now)
+	all := string(b)
+	x.buf = b[:0]
+	x.reqID = all[:idEnd]
+	x.hv[hvRequestID] = x.reqID
+	x.hl.set(h, all, msgEnd, x.hv[hvLimits:])
+
 	if d.status != 0 {
 		s.calls.end(&x.att, d.status, d.err.limit, d.retryAfter)
 		if d.retryAfter > 0 {
@@ -169,20 +208,16 @@ func (s *Server) prepare(w http.ResponseWriter, req *http.Request, wr wire) *exc
 			h["X-Should-Retry"] = []string{strconv.FormatBool(*d.shouldRetry)}
 		}
 		s.metrics.request(api, d.status, s.keyLabel(key))
-		wr.writeError(w, d.status, d.err, reqID)
-		return nil
+		wr.writeError(w, d.status, d.err, x.reqID)
+		return false
 	}
-	prefix := "msg_"
-	switch wr.(type) {
-	case openai:
-		prefix = "chatcmpl-"
-	case responses:
-		prefix = "resp_"
-	}
-	x.c, x.d, x.key, x.reqID = c, d, key, reqID
-	x.res = result{id: s.newID(prefix), created: d.plan.start, clock: s.clock, n: d.plan.n, capped: d.plan.capped, text: s.text}
-	return x
+	x.c, x.d, x.key = c, d, key
+	x.res = result{id: all[idEnd:msgEnd], created: d.plan.start, clock: s.clock, n: d.plan.n, capped: d.plan.capped, text: s.text}
+	return true
 }
+
+// bodyBufs holds the buffers request bodies are read into.
+var bodyBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 // keyLabel is how key appears in metrics, stats and logs: its Fingerprint,
 // or "anonymous" in open mode.
@@ -566,29 +601,74 @@ func (s *Server) release(d *decision, produced, merged int) {
 	d.ks.counts.mergedEvents += int64(merged)
 }
 
-// exchange is an admitted request being answered. Its state lives on the
-// heap, not in the frames of the goroutine that parks between tokens.
+// exchange is a request being answered. Its state lives on the heap, not
+// in the frames of the goroutine that parks between tokens. Exchanges are
+// pooled (exchanges), so nothing may keep a pointer into one once its
+// handler has returned: the response's header values live in hv, an
+// allocation of their own.
 type exchange struct {
 	s       *Server
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	ctx     context.Context
 	wr      wire
-	c       *call
+	c       *call // &call once admitted
+	call    call
 	d       *decision
-	dec     decision  // what d points to for admitted requests
-	hv      [3]string // header values: request id, content length, processing ms
+	dec     decision      // what d points to for admitted requests
+	hv      *headerValues // the values of the headers set from the exchange
+	hl      headerList    // the rate-limit headers, set from hv
+	reqSeq  uint64        // the counter value of the request id (Server.appendID)
 	key     string
 	reqID   string
 	res     result
 	timer   *time.Timer // clock.Real's waits between tokens (sleepUntil)
-	buf     []byte
-	emitted int  // output tokens produced so far
-	merged  int  // stream events that carried more than one token
-	done    bool // released
-	status  int  // for metrics; 499 when the client went away
+	buf     []byte      // the header values, then the response body or the stream's frames; kept across requests
+	emitted int         // output tokens produced so far
+	merged  int         // stream events that carried more than one token
+	done    bool        // released
+	status  int         // for metrics; 499 when the client went away
 	att     callAttempt
 }
+
+// exchanges are the exchanges of finished requests, for the next ones:
+// allocating one per request cost a kilobyte of garbage each.
+var exchanges = sync.Pool{New: func() any { return new(exchange) }}
+
+// free resets x, keeping its buffer (unless a large response grew it),
+// and puts it back in exchanges. The timer is not kept: a timer belongs to
+// the synctest bubble it was made in, and the next request may run in
+// another.
+func (x *exchange) free() {
+	b := x.buf[:0]
+	if cap(b) > 64<<10 {
+		b = nil
+	}
+	*x = exchange{buf: b}
+	exchanges.Put(x)
+}
+
+// requestID is the request's id, formatted from the counter value taken at
+// its arrival the first time it is asked for.
+func (x *exchange) requestID() string {
+	if x.reqID == "" {
+		x.reqID = string(x.s.appendID(x.buf[:0], "req_", x.reqSeq))
+		x.hv[hvRequestID] = x.reqID
+	}
+	return x.reqID
+}
+
+// headerValues are the values of the headers an exchange sets, each the
+// backing array of its header's []string.
+type headerValues [hvLimits + len(headerList{}.names)]string
+
+// The slots of headerValues.
+const (
+	hvRequestID     = iota // request-id or x-request-id
+	hvContentLength        // content-length
+	hvProcessing           // openai-processing-ms
+	hvLimits               // the rate-limit headers, in headerList's order
+)
 
 // run paces and writes the response, releasing the request's slot before
 // the final bytes are written.
@@ -648,15 +728,15 @@ func (x *exchange) json() {
 		x.wr.writeError(x.w, x.status, apiError{msg: "Overloaded"}, x.reqID)
 		return
 	}
-	bp := bodyPool.Get().(*[]byte)
-	body, err := x.wr.body((*bp)[:0], x.c, &x.res)
+	body, err := x.wr.body(x.buf[:0], x.c, &x.res)
 	if err != nil {
 		panic(fmt.Errorf("mock: encoding response: %w", err))
 	}
+	x.buf = body // Write copies it (into the connection's buffer or the socket)
 	h := x.w.Header()
 	h["Content-Type"] = valueJSON
-	x.hv[1] = strconv.Itoa(len(body))
-	h["Content-Length"] = x.hv[1:2:2]
+	x.hv[hvContentLength] = strconv.Itoa(len(body))
+	h["Content-Length"] = x.hv[hvContentLength : hvContentLength+1 : hvContentLength+1]
 	x.processed(h)
 	x.release()
 	x.w.WriteHeader(http.StatusOK)
@@ -666,15 +746,7 @@ func (x *exchange) json() {
 		panic(http.ErrAbortHandler)
 	}
 	x.w.Write(body)
-	// Write has copied body (into the connection's buffer or the socket).
-	if cap(body) <= 64<<10 {
-		*bp = body
-		bodyPool.Put(bp)
-	}
 }
-
-// bodyPool holds the buffers of non-streaming responses.
-var bodyPool = sync.Pool{New: func() any { return new([]byte) }}
 
 func (x *exchange) stream() {
 	p := &x.d.plan
@@ -684,7 +756,7 @@ func (x *exchange) stream() {
 	x.processed(h)
 	x.w.WriteHeader(http.StatusOK)
 	x.rc = http.NewResponseController(x.w)
-	x.buf = x.wr.streamStart(make([]byte, 0, 512), x.c, &x.res)
+	x.buf = x.wr.streamStart(slices.Grow(x.buf[:0], 512), x.c, &x.res)
 	if !x.flush() {
 		return
 	}
@@ -738,8 +810,8 @@ func (x *exchange) processed(h http.Header) {
 		return
 	}
 	if ms := clock.Since(x.s.clock, x.d.plan.start).Milliseconds(); ms > 0 {
-		x.hv[2] = strconv.FormatInt(ms, 10)
-		h["Openai-Processing-Ms"] = x.hv[2:3:3]
+		x.hv[hvProcessing] = strconv.FormatInt(ms, 10)
+		h["Openai-Processing-Ms"] = x.hv[hvProcessing : hvProcessing+1 : hvProcessing+1]
 	}
 }
 

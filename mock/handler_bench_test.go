@@ -59,10 +59,11 @@ capacity: {max_concurrent: 100000}
 				req.Header.Set(k, v)
 			}
 			w := &discardWriter{h: http.Header{}}
+			bodyReader := io.NopCloser(rd)
 			b.ReportAllocs()
 			for b.Loop() {
 				rd.Reset(body)
-				req.Body = io.NopCloser(rd)
+				req.Body = bodyReader
 				clear(w.h)
 				w.status, w.n = 0, 0
 				h.ServeHTTP(w, req)

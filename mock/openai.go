@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -43,16 +44,22 @@ type openaiRequest struct {
 	TopP        json.RawMessage `json:"top_p"`
 }
 
+// openaiRequests holds the structs requests are decoded into, as
+// anthropicRequests.
+var openaiRequests = sync.Pool{New: func() any { return new(openaiRequest) }}
+
 var openaiRoles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true, "function": true}
 
-func (openai) decode(body []byte, defaultMax int) (*call, error) {
-	req := openaiRequest{Model: absentString}
-	if err := decodeRequest(body, &req); err != nil {
-		return nil, describeBodyError(body, err)
+func (openai) decode(body []byte, defaultMax int, c *call) error {
+	req := openaiRequests.Get().(*openaiRequest)
+	defer openaiRequests.Put(req)
+	*req = openaiRequest{Model: absentString}
+	if err := decodeRequest(body, req); err != nil {
+		return describeBodyError(body, err)
 	}
-	c := &call{temperature: req.Temperature, topP: req.TopP}
+	*c = call{temperature: req.Temperature, topP: req.TopP}
 	if err := checkModel(req.Model); err != nil {
-		return nil, err
+		return err
 	}
 	c.model = req.Model
 	c.maxTokens = defaultMax
@@ -68,28 +75,28 @@ func (openai) decode(body []byte, defaultMax int) (*call, error) {
 		}
 		n, err := checkMaxTokens(m.name, *m.v)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		c.maxTokens = n
 	}
 	if err := checkMessages(req.Messages); err != nil {
-		return nil, err
+		return err
 	}
 	for i, m := range req.Messages {
 		switch {
 		case m.Role == "":
-			return nil, invalid(msgPath(i, "role"), "field required")
+			return invalid(msgPath(i, "role"), "field required")
 		case !openaiRoles[m.Role]:
-			return nil, invalid(msgPath(i, "role"), "want system, developer, user, assistant or tool, got %q", m.Role)
+			return invalid(msgPath(i, "role"), "want system, developer, user, assistant or tool, got %q", m.Role)
 		}
 		n := 0
 		if len(m.Content) > 0 && string(m.Content) != "null" {
 			var err error
 			if n, err = contentLen(m.Content, i); err != nil {
-				return nil, err
+				return err
 			}
 		} else if m.Role != "assistant" {
-			return nil, invalid(msgPath(i, "content"), "field required")
+			return invalid(msgPath(i, "content"), "field required")
 		}
 		c.input += messageTokens(n)
 	}
@@ -102,14 +109,14 @@ func (openai) decode(body []byte, defaultMax int) (*call, error) {
 	}
 	if req.StreamOptions != nil {
 		if !c.stream {
-			return nil, invalid("stream_options", "only allowed when stream is true")
+			return invalid("stream_options", "only allowed when stream is true")
 		}
 		c.includeUsage = req.StreamOptions.IncludeUsage
 	}
 	if err := req.decodeContent(c); err != nil {
-		return nil, err
+		return err
 	}
-	return c, nil
+	return nil
 }
 
 type openaiErrorBody struct {
@@ -168,26 +175,19 @@ var openaiHeaderNames = [2][3]string{
 	{"X-Ratelimit-Limit-Tokens", "X-Ratelimit-Remaining-Tokens", "X-Ratelimit-Reset-Tokens"},
 }
 
-func (openai) setLimitHeaders(h http.Header, s snapshot, _ time.Time) {
-	var (
-		space [192]byte
-		names [6]string
-		ends  [6]int
-	)
-	buf, n := space[:0], 0
+func (openai) appendLimitHeaders(buf []byte, l *headerList, s snapshot, _ time.Time) []byte {
 	for i, d := range [...]dimension{s.requests, s.tokens} {
 		if d.limit <= 0 {
 			continue
 		}
 		buf = strconv.AppendInt(buf, d.limit, 10)
-		names[n], ends[n] = openaiHeaderNames[i][0], len(buf)
+		l.add(openaiHeaderNames[i][0], buf)
 		buf = strconv.AppendInt(buf, d.remaining, 10)
-		names[n+1], ends[n+1] = openaiHeaderNames[i][1], len(buf)
+		l.add(openaiHeaderNames[i][1], buf)
 		buf = appendDuration(buf, d.reset.Round(time.Millisecond))
-		names[n+2], ends[n+2] = openaiHeaderNames[i][2], len(buf)
-		n += 3
+		l.add(openaiHeaderNames[i][2], buf)
 	}
-	setHeaderValues(h, buf, names[:n], ends[:n])
+	return buf
 }
 
 // appendDuration appends d.String() for d rounded to the millisecond,

@@ -134,15 +134,15 @@ var reasoningEfforts = map[string]bool{"none": true, "minimal": true, "low": tru
 // toolName is the API's pattern for function and schema names.
 var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
-func (responses) decode(body []byte, defaultMax int) (*call, error) {
+func (responses) decode(body []byte, defaultMax int, c *call) error {
 	req := responsesRequest{Model: absentString}
 	if err := decodeRequest(body, &req); err != nil {
-		return nil, describeJSONError(err)
+		return describeJSONError(err)
 	}
 	if err := checkModel(req.Model); err != nil {
-		return nil, err
+		return err
 	}
-	c := &call{model: req.Model, stream: req.Stream, maxTokens: defaultMax,
+	*c = call{model: req.Model, stream: req.Stream, maxTokens: defaultMax,
 		temperature: rawFloat(req.Temperature), topP: rawFloat(req.TopP)}
 	if c.maxTokens == 0 {
 		c.maxTokens = defaultMaxTokens
@@ -150,23 +150,23 @@ func (responses) decode(body []byte, defaultMax int) (*call, error) {
 	var echo responseEcho
 	if v := req.MaxOutputTokens; v != nil {
 		if *v < minOutputTokens {
-			return nil, invalid("max_output_tokens", "must be at least %d, got %d", minOutputTokens, *v)
+			return invalid("max_output_tokens", "must be at least %d, got %d", minOutputTokens, *v)
 		}
 		n, err := checkMaxTokens("max_output_tokens", *v)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		c.maxTokens = n
 		echo.MaxOutputTokens = v
 	}
 	if req.PreviousResponseID != nil {
-		return nil, notStored("previous_response_id", "previous_response_not_found", "Previous response with id %q not found: the mock stores no responses", *req.PreviousResponseID)
+		return notStored("previous_response_id", "previous_response_not_found", "Previous response with id %q not found: the mock stores no responses", *req.PreviousResponseID)
 	}
 	if len(req.Conversation) > 0 && !isNull(req.Conversation) {
-		return nil, notStored("conversation", "", "conversations are not supported: the mock stores no conversations")
+		return notStored("conversation", "", "conversations are not supported: the mock stores no conversations")
 	}
 	if len(req.StreamOptions) > 0 && !isNull(req.StreamOptions) && !c.stream {
-		return nil, invalid("stream_options", "only allowed when stream is true")
+		return invalid("stream_options", "only allowed when stream is true")
 	}
 
 	// Input tokens: the instructions and every input item count as one
@@ -177,11 +177,11 @@ func (responses) decode(body []byte, defaultMax int) (*call, error) {
 	}
 	n, err := inputTokens(req.Input)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	c.input += n
 	if echo.Tools, err = decodeFunctionTools(req.Tools); err != nil {
-		return nil, err
+		return err
 	}
 	var tools json.RawMessage
 	if len(echo.Tools) > 0 {
@@ -192,18 +192,18 @@ func (responses) decode(body []byte, defaultMax int) (*call, error) {
 		c.prefixes = responsesPrefixes(tools, req.Instructions, req.Input)
 	}
 	if echo.ToolChoice, err = decodeToolChoice(req.ToolChoice, echo.Tools); err != nil {
-		return nil, err
+		return err
 	}
 	echo.Text.Format, echo.Text.Verbosity = &plainText, "medium"
 	if t := req.Text; t != nil {
 		if len(t.Format) > 0 && !isNull(t.Format) {
 			if echo.Text.Format, err = decodeTextFormat(t.Format); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		if v := t.Verbosity; v != nil {
 			if *v != "low" && *v != "medium" && *v != "high" {
-				return nil, invalid("text.verbosity", "want low, medium or high, got %q", *v)
+				return invalid("text.verbosity", "want low, medium or high, got %q", *v)
 			}
 			echo.Text.Verbosity = *v
 		}
@@ -220,18 +220,18 @@ func (responses) decode(body []byte, defaultMax int) (*call, error) {
 	}
 	if v := req.TopLogprobs; v != nil {
 		if *v < 0 || *v > 20 {
-			return nil, invalid("top_logprobs", "must be in [0, 20], got %d", *v)
+			return invalid("top_logprobs", "must be in [0, 20], got %d", *v)
 		}
 		echo.TopLogprobs = *v
 	}
 	if v := req.MaxToolCalls; v != nil {
 		if *v < 1 {
-			return nil, invalid("max_tool_calls", "must be at least 1, got %d", *v)
+			return invalid("max_tool_calls", "must be at least 1, got %d", *v)
 		}
 		echo.MaxToolCalls = v
 	}
 	if len(req.Metadata) > 16 {
-		return nil, invalid("metadata", "at most 16 key-value pairs, got %d", len(req.Metadata))
+		return invalid("metadata", "at most 16 key-value pairs, got %d", len(req.Metadata))
 	}
 	echo.Metadata = req.Metadata
 	if echo.Metadata == nil {
@@ -240,41 +240,41 @@ func (responses) decode(body []byte, defaultMax int) (*call, error) {
 	echo.Truncation = "disabled"
 	if v := req.Truncation; v != nil {
 		if *v != "auto" && *v != "disabled" {
-			return nil, invalid("truncation", "want auto or disabled, got %q", *v)
+			return invalid("truncation", "want auto or disabled, got %q", *v)
 		}
 		echo.Truncation = *v
 	}
 	if r := req.Reasoning; r != nil {
 		if r.Effort != nil && !reasoningEfforts[*r.Effort] {
-			return nil, invalid("reasoning.effort", "want none, minimal, low, medium, high, xhigh or max, got %q", *r.Effort)
+			return invalid("reasoning.effort", "want none, minimal, low, medium, high, xhigh or max, got %q", *r.Effort)
 		}
 		if r.Summary != nil && *r.Summary != "auto" && *r.Summary != "concise" && *r.Summary != "detailed" {
-			return nil, invalid("reasoning.summary", "want auto, concise or detailed, got %q", *r.Summary)
+			return invalid("reasoning.summary", "want auto, concise or detailed, got %q", *r.Summary)
 		}
 		echo.Reasoning.Effort, echo.Reasoning.Summary = r.Effort, r.Summary
 	}
 	if v := req.SafetyIdentifier; v != nil && utf8.RuneCountInString(*v) > 64 {
-		return nil, invalid("safety_identifier", "at most 64 characters, got %d", utf8.RuneCountInString(*v))
+		return invalid("safety_identifier", "at most 64 characters, got %d", utf8.RuneCountInString(*v))
 	}
 	echo.ParallelToolCalls = req.ParallelToolCalls == nil || *req.ParallelToolCalls
 	echo.Store = req.Store == nil || *req.Store
 	echo.Background = req.Background != nil && *req.Background
 	if echo.Background {
-		return nil, invalid("background", "background responses are not supported: the mock stores no responses")
+		return invalid("background", "background responses are not supported: the mock stores no responses")
 	}
 	echo.ServiceTier = "default"
 	echo.User, echo.PromptCacheKey, echo.SafetyIdentifier = req.User, req.PromptCacheKey, req.SafetyIdentifier
 
 	if err := req.decodeContent(c, &echo); err != nil {
-		return nil, err
+		return err
 	}
 
 	b, err := json.Marshal(&echo)
 	if err != nil {
-		return nil, &badRequest{msg: "request body: " + err.Error()}
+		return &badRequest{msg: "request body: " + err.Error()}
 	}
 	c.responses = &responsesCall{echo: b[1 : len(b)-1]}
-	return c, nil
+	return nil
 }
 
 // decodeContent hands content.go what the request asks beyond text: the

@@ -261,13 +261,19 @@ func (s *Server) key(name string) *keyState {
 // the seed and a counter by splitmix64, a bijection, so ids are unique within
 // a server and the same from run to run.
 func (s *Server) newID(prefix string) string {
-	x := splitmix64(uint64(s.cfg.Seed) + s.seq.Add(1))
 	var space [48]byte
-	b := append(space[:0], prefix...)
+	return string(s.appendID(space[:0], prefix, s.seq.Add(1)))
+}
+
+// appendID appends the id with prefix of counter value n, as newID makes
+// it: a caller that takes n at the moment newID would have can format the
+// id later, with other values, in one allocation.
+func (s *Server) appendID(b []byte, prefix string, n uint64) []byte {
+	x := splitmix64(uint64(s.cfg.Seed) + n)
+	b = append(b, prefix...)
 	b = append(b, "01"...)
 	b = appendBase62(b, x, 11)
-	b = appendBase62(b, splitmix64(x), 11)
-	return string(b)
+	return appendBase62(b, splitmix64(x), 11)
 }
 
 func splitmix64(x uint64) uint64 {
@@ -682,7 +688,10 @@ const BodyTimeout = 30 * time.Second
 // 1 MiB for the first allocation, so a client announcing 32 MB and sending
 // nothing holds budget but no memory. The caller gives held back with
 // s.budget.release once it has decoded the body; on error, held is 0.
-func (s *Server) readBody(w http.ResponseWriter, req *http.Request) (body []byte, held int64, status int, err error) {
+//
+// buf, when it has room, holds the body: the caller's buffer of an earlier
+// request (exchange.body), which nothing may read once the body is decoded.
+func (s *Server) readBody(w http.ResponseWriter, req *http.Request, buf []byte) (body []byte, held int64, status int, err error) {
 	cl := req.ContentLength
 	if cl > MaxBodyBytes {
 		return nil, 0, http.StatusRequestEntityTooLarge, fmt.Errorf("request body of %d bytes is above the limit of %d bytes", cl, MaxBodyBytes)
@@ -717,7 +726,10 @@ func (s *Server) readBody(w http.ResponseWriter, req *http.Request) (body []byte
 	} else if err := take(size); err != nil {
 		return busy()
 	}
-	buf := make([]byte, 0, size)
+	if int64(cap(buf)) < size {
+		buf = make([]byte, 0, size)
+	}
+	buf = buf[:0]
 	for cl < 0 || int64(len(buf)) < cl {
 		if len(buf) == cap(buf) {
 			next := int64(2 * cap(buf))
@@ -848,13 +860,13 @@ func (s *Server) countTokens(w http.ResponseWriter, req *http.Request) {
 		wr.writeError(w, http.StatusBadRequest, *e, id)
 		return
 	}
-	body, held, status, err := s.readBody(w, req)
-	var c *call
+	body, held, status, err := s.readBody(w, req, nil)
+	var c call
 	if err == nil {
-		c, err = decodeAnthropic(body, false)
+		err = decodeAnthropic(body, false, &c)
 		status = http.StatusBadRequest
 		if err == nil {
-			err = s.checkRequest(wr, c)
+			err = s.checkRequest(wr, &c)
 		}
 		s.budget.release(held)
 	}

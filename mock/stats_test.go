@@ -117,8 +117,8 @@ func TestOneCountThreeViews(t *testing.T) {
 		body := func(text string) string { return anthropicBody(10, false, text) }
 		send := func(b string) reply { return ts.do(t, "POST", "/v1/messages", b, "X-Api-Key", key) }
 		inTokens := func(b string) float64 {
-			c, err := decodeAnthropic([]byte(b), true)
-			if err != nil {
+			var c call
+			if err := decodeAnthropic([]byte(b), true, &c); err != nil {
 				t.Fatal(err)
 			}
 			return float64(c.input)

@@ -80,12 +80,14 @@ type wire interface {
 	name() string
 	// requestIDHeader is request-id or x-request-id, canonical.
 	requestIDHeader() string
-	// decode parses a request body; errors are *badRequest.
-	decode(body []byte, defaultMax int) (*call, error)
+	// decode parses a request body into c, which is zero; errors are
+	// *badRequest.
+	decode(body []byte, defaultMax int, c *call) error
 	// writeError writes the provider's error envelope.
 	writeError(w http.ResponseWriter, status int, e apiError, reqID string)
-	// setLimitHeaders writes the rate-limit headers of s.
-	setLimitHeaders(h http.Header, s snapshot, now time.Time)
+	// appendLimitHeaders appends the values of the rate-limit headers of
+	// s to b, adding each to l.
+	appendLimitHeaders(b []byte, l *headerList, s snapshot, now time.Time) []byte
 	// overloadStatus is 529 (Anthropic) or 503 (OpenAI).
 	overloadStatus() int
 	// body appends a complete non-streaming response to b.
@@ -444,20 +446,28 @@ func appendFillerJSON(b []byte, from, to int) []byte {
 	return b
 }
 
-// setHeaderValues sets the canonical header names[i] to buf[ends[i-1]:ends[i]],
-// with one string and one []string for all of them: setting a dozen
-// rate-limit headers on every response would otherwise cost two
-// allocations each.
-func setHeaderValues(h http.Header, buf []byte, names []string, ends []int) {
-	if len(names) == 0 {
-		return
-	}
-	all := string(buf)
-	vals := make([]string, len(names))
-	start := 0
-	for i, name := range names {
-		vals[i] = all[start:ends[i]]
-		start = ends[i]
+// headerList is the names of headers whose values are appended to one
+// buffer, and where each value ends, so that they are set from one string
+// (set): a dozen rate-limit headers on every response would otherwise cost
+// two allocations each.
+type headerList struct {
+	names [12]string // canonical
+	ends  [12]int
+	n     int
+}
+
+// add records that the value of header name ends at len(b).
+func (l *headerList) add(name string, b []byte) {
+	l.names[l.n], l.ends[l.n] = name, len(b)
+	l.n++
+}
+
+// set sets each header of l to its value in all, whose first starts at
+// from, each in its own slot of vals (the []string net/http keeps).
+func (l *headerList) set(h http.Header, all string, from int, vals []string) {
+	for i, name := range l.names[:l.n] {
+		vals[i] = all[from:l.ends[i]]
+		from = l.ends[i]
 		h[name] = vals[i : i+1 : i+1]
 	}
 }
