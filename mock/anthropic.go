@@ -11,8 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
-
-	segjson "github.com/segmentio/encoding/json"
 )
 
 // anthropic is the Messages API wire format (WIRE.md §1).
@@ -42,35 +40,15 @@ type anthropicRequest struct {
 	// Sampling, for strictness's range checks only.
 	Temperature json.RawMessage `json:"temperature"`
 	TopP        json.RawMessage `json:"top_p"`
-
-	reused reused // kept across decodes: see decode
-}
-
-// decode decodes body into r as decodeRequest would into a fresh
-// anthropicRequest{Model: absentString}, but into the message array and the
-// max_tokens integer of r's previous decode (r comes from
-// anthropicRequests). A body segmentio's decoder refuses, and one whose
-// messages stay empty (absent or [], which a reused array cannot tell
-// apart; refused either way), are decoded again from scratch.
-func (r *anthropicRequest) decode(body []byte) error {
-	u := r.reused
-	*r = anthropicRequest{Model: absentString, Messages: u.messages(), reused: u}
-	r.MaxTokens = r.reused.int(0)
-	if segjson.Unmarshal(body, r) == nil && len(r.Messages) > 0 && r.reused.settle(body, &r.MaxTokens, 0) {
-		r.reused.keep(r.Messages)
-		return nil
-	}
-	*r = anthropicRequest{Model: absentString, reused: r.reused}
-	return decodeRequest(body, r)
 }
 
 func (anthropic) decode(body []byte, _ int, c *call) error {
 	return decodeAnthropic(body, true, c)
 }
 
-// anthropicRequests holds the structs requests are decoded into: what a
-// call keeps of one is copied out of it (its RawMessages and strings are the
-// decoder's own allocations), and decode resets it for the next.
+// anthropicRequests holds the structs requests are decoded into: one
+// request's fields are copied out of it (its slices are the decoder's own
+// allocations) before it is reset for the next.
 var anthropicRequests = sync.Pool{New: func() any { return new(anthropicRequest) }}
 
 // decodeAnthropic decodes a Messages request into c; count_tokens requests
@@ -78,7 +56,8 @@ var anthropicRequests = sync.Pool{New: func() any { return new(anthropicRequest)
 func decodeAnthropic(body []byte, needMax bool, c *call) error {
 	req := anthropicRequests.Get().(*anthropicRequest)
 	defer anthropicRequests.Put(req)
-	if err := req.decode(body); err != nil {
+	*req = anthropicRequest{Model: absentString}
+	if err := decodeRequest(body, req); err != nil {
 		return describeBodyError(body, err)
 	}
 	*c = call{temperature: req.Temperature, topP: req.TopP, inferenceGeo: req.InferenceGeo}

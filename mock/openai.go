@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
-
-	segjson "github.com/segmentio/encoding/json"
 )
 
 // openai is the Chat Completions wire format (WIRE.md §2).
@@ -44,23 +42,6 @@ type openaiRequest struct {
 	// Sampling, for strictness's range checks only.
 	Temperature json.RawMessage `json:"temperature"`
 	TopP        json.RawMessage `json:"top_p"`
-
-	reused reused // kept across decodes: see decode
-}
-
-// decode decodes body into r as anthropicRequest.decode does, reusing the
-// message array and the max_completion_tokens and max_tokens integers.
-func (r *openaiRequest) decode(body []byte) error {
-	u := r.reused
-	*r = openaiRequest{Model: absentString, Messages: u.messages(), reused: u}
-	r.MaxCompletionTokens, r.MaxTokens = r.reused.int(0), r.reused.int(1)
-	if segjson.Unmarshal(body, r) == nil && len(r.Messages) > 0 &&
-		r.reused.settle(body, &r.MaxCompletionTokens, 0) && r.reused.settle(body, &r.MaxTokens, 1) {
-		r.reused.keep(r.Messages)
-		return nil
-	}
-	*r = openaiRequest{Model: absentString, reused: r.reused}
-	return decodeRequest(body, r)
 }
 
 // openaiRequests holds the structs requests are decoded into, as
@@ -72,7 +53,8 @@ var openaiRoles = map[string]bool{"system": true, "developer": true, "user": tru
 func (openai) decode(body []byte, defaultMax int, c *call) error {
 	req := openaiRequests.Get().(*openaiRequest)
 	defer openaiRequests.Put(req)
-	if err := req.decode(body); err != nil {
+	*req = openaiRequest{Model: absentString}
+	if err := decodeRequest(body, req); err != nil {
 		return describeBodyError(body, err)
 	}
 	*c = call{temperature: req.Temperature, topP: req.TopP}

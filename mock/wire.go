@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -187,60 +186,6 @@ func decodeRequest[T any](body []byte, v *T) error {
 	}
 	*v = start
 	return json.Unmarshal(body, v)
-}
-
-// reused is what a pooled request struct (anthropicRequests,
-// openaiRequests) keeps from one decode to the next: the array its messages
-// were decoded into and the integers its token limits were. segmentio's
-// decoder would otherwise allocate, for every request, an array of ten
-// messages (through reflect.ArrayOf) and an int64 for each limit sent.
-type reused struct {
-	msgs []message
-	ints [2]int64
-}
-
-// absentInt marks a reused integer the body did not set; minInt64Literal is
-// the only way a body can set it to that value itself.
-const absentInt = math.MinInt64
-
-var minInt64Literal = []byte("-9223372036854775808")
-
-// messages returns the array to decode messages into, cleared: decoding an
-// object into an element sets only the fields it has.
-func (u *reused) messages() []message {
-	m := u.msgs[:cap(u.msgs)]
-	clear(m)
-	return m[:0]
-}
-
-// int returns reused integer i, set to absentInt, for an *int64 field to
-// point at.
-func (u *reused) int(i int) *int64 {
-	u.ints[i] = absentInt
-	return &u.ints[i]
-}
-
-// settle makes the *int64 field *p nil when it still points at reused
-// integer i holding absentInt: the body did not set it, as a fresh decode
-// would leave it. It returns false when that is not certain (the body holds
-// absentInt's literal): decode again from scratch.
-func (u *reused) settle(body []byte, p **int64, i int) bool {
-	if *p != &u.ints[i] || u.ints[i] != absentInt {
-		return true
-	}
-	if bytes.Contains(body, minInt64Literal) {
-		return false
-	}
-	*p = nil
-	return true
-}
-
-// keep keeps the array msgs was decoded into for the next decode, unless a
-// long conversation grew it.
-func (u *reused) keep(msgs []message) {
-	if cap(msgs) <= 64 {
-		u.msgs = msgs[:0]
-	}
 }
 
 // isNull reports whether the raw JSON value v is null.
