@@ -419,62 +419,66 @@ func TestLeaseExpiresAfterCrash(t *testing.T) {
 	}
 }
 
-// TestRateAcrossProcesses counts admissions under a shared request rate:
-// however many processes ask, together they start RPM/60 calls a second.
-// It runs in real time against a real Redis, so its bounds carry a margin
-// measured under load: 25 runs beside stress-ng --cpu 2 on this 2-core
-// machine gave ratios of 0.710–1.008 (most 0.98–1.002). The upper bound
-// is the guarantee (never faster than the rate); a stalled machine only
-// slows admissions, so the lower bound (0.5) catches a limiter that admits
-// at half the rate or less, not a busy machine.
-func TestRateAcrossProcesses(t *testing.T) {
-	c := realClient(t)
-	key := testKey(t, c)
-	const rpm, admissions = 1200, 31 // 20 a second
+// rateAcrossProcesses runs 3 processes of 4 workers each against one
+// shared RPM until n calls are admitted, and returns how many were (a
+// worker already waiting may add one) and the real time from before the
+// first Acquire to after the last admission.
+func rateAcrossProcesses(tb testing.TB, rpm float64, n int) (int64, time.Duration) {
+	c := realClient(tb)
+	key := testKey(tb, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var (
-		mu    sync.Mutex
-		times []time.Time
-		wg    sync.WaitGroup
+		admitted atomic.Int64
+		wg       sync.WaitGroup
 	)
-	for range 3 {
-		s := newShared(t, c, Config{Key: key, RPM: rpm})
+	all := make([]*Shared, 3)
+	for i := range all {
+		all[i] = newShared(tb, c, Config{Key: key, RPM: rpm})
+	}
+	start := time.Now()
+	for _, s := range all {
 		for range 4 {
 			wg.Go(func() {
-				for {
+				for admitted.Load() < int64(n) {
 					p, err := s.Acquire(ctx, strategies.Cost{})
 					if err != nil {
-						t.Errorf("Acquire: %v", err)
+						tb.Errorf("Acquire: %v", err)
 						return
 					}
 					p.Done(strategies.Outcome{Kind: strategies.Success})
-					mu.Lock()
-					times = append(times, time.Now())
-					n := len(times)
-					mu.Unlock()
-					if n >= admissions {
-						return
-					}
+					admitted.Add(1)
 				}
 			})
 		}
 	}
 	wg.Wait()
-	mu.Lock()
-	defer mu.Unlock()
-	first, last := times[0], times[0]
-	for _, at := range times[:admissions] {
-		if at.Before(first) {
-			first = at
-		}
-		if at.After(last) {
-			last = at
-		}
+	return admitted.Load(), time.Since(start)
+}
+
+// TestRateAcrossProcesses: however many processes ask, together they start
+// no more than RPM/60 calls a second. 31 admissions at 20 a second take at
+// least 1.5 s of real time whatever the machine's load (a stall only makes
+// them slower); how close to the rate they come is a figure of a loaded
+// machine, measured by BenchmarkRateAcrossProcesses. TestGCRA holds the
+// budget script to exact instants.
+func TestRateAcrossProcesses(t *testing.T) {
+	const rpm, admissions = 1200, 31 // 20 a second
+	n, took := rateAcrossProcesses(t, rpm, admissions)
+	// Redis's clock counts in microseconds: a 1 ms margin.
+	if least := time.Duration(n-1) * time.Minute / rpm; n < admissions || took < least-time.Millisecond {
+		t.Errorf("%d admissions across 3 processes in %v; want at least %d, and at %d a minute they take at least %v", n, took, admissions, rpm, least)
 	}
-	rate := float64(admissions-1) / last.Sub(first).Seconds()
-	if ratio := rate / (rpm / 60); ratio < 0.5 || ratio > 1.05 {
-		t.Errorf("%d admissions at %.1f/s across 3 processes; want %.0f/s (ratio %.2f, want 0.5–1.05)", admissions, rate, rpm/60.0, ratio)
+}
+
+// BenchmarkRateAcrossProcesses reports how close 3 processes sharing an
+// RPM come to it: rate/limit, 1 at best (beside stress-ng --cpu 2 on this
+// 2-core machine, 25 runs gave 0.710–1.008).
+func BenchmarkRateAcrossProcesses(b *testing.B) {
+	const rpm, admissions = 1200, 31
+	for b.Loop() {
+		n, took := rateAcrossProcesses(b, rpm, admissions)
+		b.ReportMetric(float64(n-1)/took.Seconds()/(rpm/60), "rate/limit")
 	}
 }
 
