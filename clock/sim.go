@@ -146,7 +146,7 @@ func (s *Sim) Run(ctx context.Context, f func()) error {
 	}
 	s.running, s.ctx, s.dead, s.err = true, ctx, false, nil
 	s.done = make(chan struct{})
-	g := s.spawnLocked(f)
+	g := s.spawnLocked(f, &s.ready)
 	s.cur = s.ready.pop()
 	done := s.done
 	s.mu.Unlock()
@@ -229,11 +229,17 @@ func (s *Sim) Go(f func()) {
 	if s.broken != nil {
 		return // the run stalled: nothing will run f
 	}
-	g := s.spawnLocked(f)
+	s.spawnLocked(f, s.startQueueLocked())
+}
+
+// startQueueLocked is where a goroutine started with Go (or GoHelper)
+// waits for its first turn: in the order they were started when shuffled
+// (see scheduleLocked), among the ready ones otherwise.
+func (s *Sim) startQueueLocked() *gorQueue {
 	if s.rng != nil {
-		s.ready.buf = s.ready.buf[:len(s.ready.buf)-1] // spawnLocked queued it
-		s.started.push(g)
+		return &s.started
 	}
+	return &s.ready
 }
 
 // goHelper implements GoHelper.
@@ -246,17 +252,17 @@ func (s *Sim) goHelper(f func()) {
 	if s.broken != nil {
 		return
 	}
-	s.spawnLocked(f).helper = true
+	s.spawnLocked(f, s.startQueueLocked()).helper = true
 }
 
 // maxIdle bounds the goroutines a Sim keeps parked for reuse.
 const maxIdle = 1024
 
-// spawnLocked queues f as a ready goroutine of the run. It runs on a
+// spawnLocked queues f in q as a goroutine of the run. It runs on a
 // goroutine that an earlier one left idle when there is one (its stack has
 // already grown: a simulated run starts a goroutine per request), or else
 // on a new one, parked until it is handed the baton.
-func (s *Sim) spawnLocked(f func()) *gor {
+func (s *Sim) spawnLocked(f func(), q *gorQueue) *gor {
 	var g *gor
 	if n := len(s.idle); n > 0 {
 		g = s.idle[n-1]
@@ -269,7 +275,7 @@ func (s *Sim) spawnLocked(f func()) *gor {
 	}
 	g.f = f
 	s.live++
-	s.ready.push(g)
+	q.push(g)
 	return g
 }
 
@@ -497,7 +503,7 @@ func (s *Sim) scheduleLocked() *gor {
 					t.g.timer = nil
 					s.wakeLocked(t.g, wokeTimeout)
 				} else {
-					s.spawnLocked(t.f)
+					s.spawnLocked(t.f, &s.ready)
 				}
 				// Shuffled, every timer of the instant fires before any of
 				// their goroutines runs, and those run in a random order.

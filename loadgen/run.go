@@ -203,8 +203,8 @@ type target struct {
 // listener, on the simulated clock sim when there is one, unless
 // opt.Listen gives a listener (in real time only).
 func startTarget(s *Scenario, opt Options, concurrency int, sim clock.Clock) (*target, error) {
-	tr := provider.NewTransport(concurrency)
 	if s.Target != nil {
+		tr := provider.NewTransport(concurrency)
 		return &target{baseURL: s.Target.URL, http: &http.Client{Transport: tr}, close: tr.CloseIdleConnections}, nil
 	}
 	cfg := s.Server
@@ -223,6 +223,7 @@ func startTarget(s *Scenario, opt Options, concurrency int, sim clock.Clock) (*t
 	if err != nil {
 		return nil, fmt.Errorf("embedded mock: %w", err)
 	}
+	tr := provider.NewTransport(concurrency)
 	if dial != nil {
 		tr.DialContext = dial
 	}
