@@ -119,19 +119,20 @@ func parseFloatDuration(v string, unit time.Duration) (time.Duration, bool) {
 }
 
 // ParseShouldRetry reads x-should-retry: a pointer to true or false, or nil
-// when the header is absent or is neither.
+// when the header is absent or is neither. Every call returns the same two
+// pointers, which no one may write through: a response costs no allocation.
 func ParseShouldRetry(h http.Header) *bool {
-	var b bool
 	switch strings.ToLower(strings.TrimSpace(h.Get("X-Should-Retry"))) {
 	case "true":
-		b = true
+		return &shouldRetry[1]
 	case "false":
-		b = false
-	default:
-		return nil
+		return &shouldRetry[0]
 	}
-	return &b
+	return nil
 }
+
+// shouldRetry are the values ParseShouldRetry points to: false, true.
+var shouldRetry = [2]bool{false, true}
 
 // headerOutcome fills the parts of an Outcome that come from the status line
 // and headers alone.

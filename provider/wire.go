@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 
@@ -127,10 +128,10 @@ func decode(resp *http.Response, sent time.Time, f *wireFormat) (Response, strat
 	if err != nil {
 		return finish(resp, sent, out, invalid(o, err))
 	}
-	if !gjson.ValidBytes(body) {
+	if !gjson.Valid(body) {
 		return finish(resp, sent, out, invalid(o, errNotJSON))
 	}
-	out = f.body(gjson.ParseBytes(body), out)
+	out = f.body(gjson.Parse(body), out)
 	o.Usage = out.Usage
 	return finish(resp, sent, out, o)
 }
@@ -210,16 +211,22 @@ const maxBody = 64 << 20
 var errNotJSON = errors.New("not valid JSON")
 
 // readBody reads a whole 2xx body, up to maxBody, in one allocation when
-// the length is known.
-func readBody(resp *http.Response) ([]byte, error) {
+// the length is known. It returns the body as a string for gjson without
+// copying it: nothing writes to the bytes once read.
+func readBody(resp *http.Response) (string, error) {
+	var body []byte
 	if n := resp.ContentLength; n >= 0 && n <= maxBody {
-		body := make([]byte, n)
+		body = make([]byte, n)
 		if _, err := io.ReadFull(resp.Body, body); err != nil {
-			return nil, err
+			return "", err
 		}
-		return body, nil
+	} else {
+		var err error
+		if body, err = io.ReadAll(io.LimitReader(resp.Body, maxBody)); err != nil {
+			return "", err
+		}
 	}
-	return io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	return unsafe.String(unsafe.SliceData(body), len(body)), nil
 }
 
 // readAPIError reads an error response's body and returns it as an APIError,
