@@ -449,13 +449,11 @@ func (r *run) run(src Source) (sum measure.Summary, err error) {
 				r.abort(nil, &PanicError{Value: p, Stack: debug.Stack()})
 			}
 		}()
-		r.process(first)
-		for {
-			it, ok := work.Recv()
-			if !ok {
-				return
-			}
-			r.process(it)
+		t := r.newTask()
+		t.reset(&first)
+		r.process(t)
+		for t.next(work) {
+			r.process(t)
 		}
 	}
 	func() {
@@ -545,23 +543,145 @@ func (r *run) abort(err error, p *PanicError) {
 	r.cancelCall()
 }
 
-// process makes one item's call and delivers its Result, unless the run was
+// task is a worker's item in progress. Its state lives here, on the heap,
+// and each worker reuses its one task: the frames of a worker waiting out a
+// retry hold a pointer, not Items, Results and Outcomes (a quarter kilobyte
+// each, copied at every call), so they stay shallow enough for the
+// collector to shrink the worker's stack (README: Performance, memory per
+// in-flight call).
+type task struct {
+	r        *run
+	attempt  func(ctx context.Context, n int) strategies.Outcome // strategies.Do's attempt func, made once
+	it       Item
+	cost     strategies.Cost
+	policy   *strategies.RetryPolicy
+	attempts int // over every call made for the item
+	waits    strategies.Waits
+	call     strategies.Call
+	resp     provider.Response
+	res      Result
+}
+
+// newTask returns a worker's task.
+func (r *run) newTask() *task {
+	t := &task{r: r}
+	// Attempt n of t's call. (A func literal, not the method value t.do,
+	// whose wrapper would be a frame more.)
+	t.attempt = func(ctx context.Context, n int) strategies.Outcome {
+		start := r.clk.Now()
+		r.rec.attemptStarted()
+		t.send(ctx, n)
+		r.attempted(t, n, start)
+		return t.call.Outcome
+	}
+	return t
+}
+
+// send makes attempt n of t's call with the Client.
+//
+//go:noinline
+func (t *task) send(ctx context.Context, n int) {
+	t.resp, t.call.Outcome = t.r.cfg.Client.Do(ctx, t.it.Request, n)
+}
+
+// reset makes t ready for it, or empty when it is nil. (Zeroed in place:
+// a task literal would be a kilobyte and a half of the caller's frame.)
+//
+//go:noinline
+func (t *task) reset(it *Item) {
+	r, attempt := t.r, t.attempt
+	*t = task{}
+	t.r, t.attempt = r, attempt
+	if it != nil {
+		t.it = *it
+	}
+}
+
+// next takes the next item from work into t; false when there is none.
+// Nothing of the last item is kept while it waits.
+//
+//go:noinline
+func (t *task) next(work *clock.Chan[Item]) bool {
+	t.reset(nil)
+	it, ok := work.Recv()
+	t.it = it
+	return ok
+}
+
+// process makes t's item's call and delivers its Result, unless the run was
 // interrupted before the item finished. The item is made again, as a new
 // call, when Check rejected the response (at once, up to MaxInvalid times)
 // and when its call ended temporarily and Again says so (after a wait).
-func (r *run) process(it Item) {
-	cost := r.cost(it.Request)
+func (r *run) process(t *task) {
+	t.cost = r.cost(t.it.Request)
 	start := r.clk.Now()
 	var (
-		attempts int // over every call made for the item
-		waits    strategies.Waits
-		asked    int        // calls made again after Check rejected the response
-		round    int        // calls made again after a temporary end
-		rng      *rand.Rand // the jitter of the backoff between rounds
+		asked int        // calls made again after Check rejected the response
+		round int        // calls made again after a temporary end
+		rng   *rand.Rand // the jitter of the backoff between rounds
 	)
-	// A jitter source per item keeps runs with the same seed identical,
-	// whatever order the workers happen to retry in.
-	policy := r.cfg.Retry.ForCall(int64(it.Index))
+	t.policy = r.policy(t.it.Index)
+	for {
+		invalid, ok := r.call(t)
+		if !ok {
+			// Interrupted: not finished, so no sink records it.
+			r.rec.canceledItem()
+			return
+		}
+		t.attempts = t.res.Attempts
+		t.res.Timings.Start = start
+		if invalid && asked < r.cfg.MaxInvalid && r.stopCtx.Err() == nil {
+			asked++
+			continue
+		}
+		if r.cfg.Again == nil || !t.res.Kind.Temporary() {
+			r.deliver(&t.res)
+			return
+		}
+		if r.stopCtx.Err() != nil {
+			r.rec.canceledItem()
+			return
+		}
+		if !r.again(&t.res) {
+			r.deliver(&t.res)
+			return
+		}
+		// Made again once the server's delay has passed or, without one,
+		// after the backoff for the item's round: taken at once, a
+		// throttled call would only be throttled again.
+		var wait time.Duration
+		retryAfter := t.call.Outcome.HasRetryAfter
+		if retryAfter {
+			wait = serverDelay(&t.call.Outcome)
+		} else {
+			if rng == nil {
+				var seed int64
+				if r.cfg.Retry != nil {
+					seed = r.cfg.Retry.Seed
+				}
+				rng = rand.New(rand.NewPCG(uint64(seed), uint64(t.it.Index)))
+			}
+			wait = strategies.Backoff(round, rng.Int64N)
+		}
+		round++
+		slept, err := r.sleep(wait)
+		if retryAfter {
+			t.waits.RetryAfter += slept
+		} else {
+			t.waits.Backoff += slept
+		}
+		if err != nil {
+			r.rec.canceledItem()
+			return
+		}
+	}
+}
+
+// policy is the retry policy of item i's calls. A jitter source per item
+// keeps runs with the same seed identical, whatever order the workers
+// happen to retry in.
+func (r *run) policy(i int) *strategies.RetryPolicy {
+	policy := r.cfg.Retry.ForCall(int64(i))
 	if r.cfg.Clock != nil {
 		if policy == nil {
 			policy = &strategies.RetryPolicy{} // one attempt, as nil
@@ -570,60 +690,18 @@ func (r *run) process(it Item) {
 			policy.Clock = r.cfg.Clock
 		}
 	}
-	for {
-		res, o, invalid, ok := r.call(it, cost, policy, attempts, &waits)
-		if !ok {
-			// Interrupted: not finished, so no sink records it.
-			r.rec.canceledItem()
-			return
-		}
-		attempts = res.Attempts
-		res.Timings.Start = start
-		if invalid && asked < r.cfg.MaxInvalid && r.stopCtx.Err() == nil {
-			asked++
-			continue
-		}
-		if r.cfg.Again == nil || !res.Kind.Temporary() {
-			r.deliver(res)
-			return
-		}
-		if r.stopCtx.Err() != nil {
-			r.rec.canceledItem()
-			return
-		}
-		if !r.cfg.Again(res) {
-			r.deliver(res)
-			return
-		}
-		// Made again once the server's delay has passed or, without one,
-		// after the backoff for the item's round: taken at once, a
-		// throttled call would only be throttled again.
-		var wait time.Duration
-		if o.HasRetryAfter {
-			wait = strategies.ServerDelay(o)
-		} else {
-			if rng == nil {
-				var seed int64
-				if r.cfg.Retry != nil {
-					seed = r.cfg.Retry.Seed
-				}
-				rng = rand.New(rand.NewPCG(uint64(seed), uint64(it.Index)))
-			}
-			wait = strategies.Backoff(round, rng.Int64N)
-		}
-		round++
-		slept, err := r.sleep(wait)
-		if o.HasRetryAfter {
-			waits.RetryAfter += slept
-		} else {
-			waits.Backoff += slept
-		}
-		if err != nil {
-			r.rec.canceledItem()
-			return
-		}
-	}
+	return policy
 }
+
+// again is Config.Again's verdict on res, in a frame of its own (see task).
+//
+//go:noinline
+func (r *run) again(res *Result) bool { return r.cfg.Again(*res) }
+
+// serverDelay is strategies.ServerDelay of *o, in a frame of its own.
+//
+//go:noinline
+func serverDelay(o *strategies.Outcome) time.Duration { return strategies.ServerDelay(*o) }
 
 // sleep waits d on the run's clock, or until the run stops, and returns how
 // long it waited (strategies.Sleep on the run's clock).
@@ -638,31 +716,44 @@ func (r *run) sleep(d time.Duration) (time.Duration, error) {
 	return d, nil
 }
 
-// call makes one call for it through strategies.Do and returns its Result
-// (attempts, the item's attempts before it, and waits are the item's
-// totals), the last attempt's Outcome, and whether Check rejected the
-// response; ok is false when the run was interrupted before the call ended.
-func (r *run) call(it Item, cost strategies.Cost, policy *strategies.RetryPolicy, attempts int, waits *strategies.Waits) (res Result, o strategies.Outcome, invalid, ok bool) {
-	var resp provider.Response
-	call, err := strategies.Do(r.callCtx, r.strategy, policy, cost, func(ctx context.Context, n int) strategies.Outcome {
-		a := Attempt{Index: it.Index, ID: it.ID, N: attempts + n, Cost: cost, Start: r.clk.Now()}
-		r.rec.attemptStarted()
-		resp, a.Outcome = r.cfg.Client.Do(ctx, it.Request, n)
-		r.rec.Attempt(a)
-		if r.cfg.OnAttempt != nil {
-			r.cfg.OnAttempt(a)
-		}
-		return a.Outcome
-	})
-	*waits = waits.Add(call.Waits)
-	o = call.Outcome
+// call makes one call for t's item through strategies.Do and puts its
+// Result in t.res (attempts, the item's attempts before it, and waits are
+// the item's totals) and the last attempt's Outcome in t.call.Outcome. It
+// reports whether Check rejected the response; ok is false when the run
+// was interrupted before the call ended.
+func (r *run) call(t *task) (invalid, ok bool) {
+	var err error
+	t.call, err = strategies.Do(r.callCtx, r.strategy, t.policy, t.cost, t.attempt)
+	t.waits = t.waits.Add(t.call.Waits)
+	return r.result(t, err)
+}
+
+// attempted records attempt n of t's call, started at start and ended with
+// t.call.Outcome, in a frame of its own (see task).
+//
+//go:noinline
+func (r *run) attempted(t *task, n int, start time.Time) {
+	a := Attempt{Index: t.it.Index, ID: t.it.ID, N: t.attempts + n, Cost: t.cost, Start: start, Outcome: t.call.Outcome}
+	r.rec.Attempt(a)
+	if r.cfg.OnAttempt != nil {
+		r.cfg.OnAttempt(a)
+	}
+}
+
+// result makes t.res from t.call and the error strategies.Do returned.
+//
+//go:noinline
+func (r *run) result(t *task, err error) (invalid, ok bool) {
+	o := &t.call.Outcome
 	var checkErr error // Check's verdict on the response, when it rejected it
 	if err == nil && o.Kind == strategies.Success && r.cfg.Check != nil {
-		if checkErr = r.cfg.Check(it, resp); checkErr != nil {
+		if checkErr = r.cfg.Check(t.it, t.resp); checkErr != nil {
 			r.rec.invalidResponse()
 		}
 	}
-	res = Result{Index: it.Index, ID: it.ID, Metadata: it.Metadata, Attempts: attempts + call.Attempts}
+	res := &t.res
+	waits := &t.waits
+	*res = Result{Index: t.it.Index, ID: t.it.ID, Metadata: t.it.Metadata, Attempts: t.attempts + t.call.Attempts}
 	res.Timings.End = r.clk.Now()
 	res.Timings.WaitSlot = waits.Slot
 	res.Timings.WaitTokens = waits.Tokens
@@ -672,33 +763,33 @@ func (r *run) call(it Item, cost strategies.Cost, policy *strategies.RetryPolicy
 	switch {
 	case err != nil && r.stopCtx.Err() != nil,
 		o.Kind == strategies.Canceled && r.callCtx.Err() != nil:
-		return res, o, false, false
+		return false, false
 	case err != nil:
 		res.Err = &ResultError{Type: "rejected", Message: err.Error()}
 		res.Kind = Failed
-		if call.Attempts > 0 {
-			res.Err.Status, res.Err.Type, res.Err.Message = provider.Describe(o)
-			res.Kind = kindOf(o)
+		if t.call.Attempts > 0 {
+			res.Err.Status, res.Err.Type, res.Err.Message = provider.Describe(*o)
+			res.Kind = kindOf(*o)
 		}
 	case o.Kind == strategies.Success && checkErr != nil:
-		res.Text, res.StopReason, res.Usage = resp.Text, resp.StopReason, resp.Usage
+		res.Text, res.StopReason, res.Usage = t.resp.Text, t.resp.StopReason, t.resp.Usage
 		res.Err = &ResultError{Status: o.Status, Type: "validation_error", Message: checkErr.Error()}
 		res.Kind = Failed
 	case o.Kind == strategies.Success:
-		res.Text, res.StopReason, res.Usage = resp.Text, resp.StopReason, resp.Usage
-		res.Timings.TTFT = resp.TTFT
+		res.Text, res.StopReason, res.Usage = t.resp.Text, t.resp.StopReason, t.resp.Usage
+		res.Timings.TTFT = t.resp.TTFT
 	default:
 		res.Usage = o.Usage
-		status, typ, msg := provider.Describe(o)
+		status, typ, msg := provider.Describe(*o)
 		res.Err = &ResultError{Status: status, Type: typ, Message: msg}
-		res.Kind = kindOf(o)
+		res.Kind = kindOf(*o)
 	}
-	return res, o, checkErr != nil, true
+	return checkErr != nil, true
 }
 
 // deliver hands res to the sinks, then the recorder and OnResult, one
 // result at a time: the summary counts what the sinks recorded.
-func (r *run) deliver(res Result) {
+func (r *run) deliver(res *Result) {
 	r.deliverMu.Lock()
 	defer r.deliverMu.Unlock()
 	if r.aborted.Load() {
@@ -708,15 +799,15 @@ func (r *run) deliver(res Result) {
 		return
 	}
 	for _, s := range r.cfg.Sinks {
-		if err := s.Put(res); err != nil {
+		if err := s.Put(*res); err != nil {
 			r.abort(fmt.Errorf("engine: sink: %w", err), nil)
 			r.rec.canceledItem()
 			return
 		}
 	}
-	r.rec.Put(res) //nolint:errcheck // the recorder never fails
+	r.rec.Put(*res) //nolint:errcheck // the recorder never fails
 	if r.cfg.OnResult != nil {
-		r.cfg.OnResult(res)
+		r.cfg.OnResult(*res)
 	}
 }
 

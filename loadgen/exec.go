@@ -85,7 +85,7 @@ func runRow(ctx context.Context, s *Scenario, st *Row, opt Options, key string, 
 		resolution = opt.Timeline
 	}
 	cfg := engine.Config{
-		Client:     client,
+		Client:     client.engineClient(),
 		Strategy:   strategy,
 		Retry:      newPolicy(st, s.Seed, sim),
 		Workers:    s.Workers,

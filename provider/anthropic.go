@@ -108,9 +108,12 @@ func (a Anthropic) NewRequest(ctx context.Context, baseURL, apiKey string, r Req
 
 // Decode reads a Messages response: JSON, or the event stream when the
 // response is text/event-stream.
-func (Anthropic) Decode(resp *http.Response, sent time.Time) (Response, strategies.Outcome) {
-	return decode(resp, sent, &anthropicWire)
+func (Anthropic) Decode(resp *http.Response, sent time.Time) (out Response, o strategies.Outcome) {
+	decode(resp, sent, &anthropicWire, &out, &o)
+	return out, o
 }
+
+func (Anthropic) wire() *wireFormat { return &anthropicWire }
 
 // anthropicWire is the Messages API's part of decode.
 var anthropicWire = wireFormat{
@@ -123,8 +126,11 @@ var anthropicWire = wireFormat{
 }
 
 // decodeAnthropicBody reads a Message in one pass over its top-level keys:
-// this is every call's hot path.
+// this is every call's hot path. Its content and usage are read after that
+// pass, not inside it, which keeps a call in flight within an 8 KiB stack
+// (see decode).
 func decodeAnthropicBody(msg gjson.Result, out Response) Response {
+	var content, usage gjson.Result
 	msg.ForEach(func(k, v gjson.Result) bool {
 		switch k.Str {
 		case "id":
@@ -132,24 +138,28 @@ func decodeAnthropicBody(msg gjson.Result, out Response) Response {
 		case "stop_reason":
 			out.StopReason = v.String()
 		case "usage":
-			v.ForEach(func(k, v gjson.Result) bool {
-				switch k.Str {
-				case "input_tokens":
-					out.Usage.InputTokens = int(v.Int())
-				case "output_tokens":
-					out.Usage.OutputTokens = int(v.Int())
-				case "cache_read_input_tokens":
-					out.Usage.CacheReadInputTokens = int(v.Int())
-				case "cache_creation_input_tokens":
-					out.Usage.CacheCreationInputTokens = int(v.Int())
-				}
-				return true
-			})
+			usage = v
 		case "content":
-			out.Text = anthropicText(v)
+			content = v
 		}
 		return true
 	})
+	usage.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "input_tokens":
+			out.Usage.InputTokens = int(v.Int())
+		case "output_tokens":
+			out.Usage.OutputTokens = int(v.Int())
+		case "cache_read_input_tokens":
+			out.Usage.CacheReadInputTokens = int(v.Int())
+		case "cache_creation_input_tokens":
+			out.Usage.CacheCreationInputTokens = int(v.Int())
+		}
+		return true
+	})
+	if content.Exists() {
+		out.Text = anthropicText(content)
+	}
 	return out
 }
 

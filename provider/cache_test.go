@@ -130,7 +130,7 @@ func TestClientLearnsCache(t *testing.T) {
 				t.Errorf("step %d (%s, %s): cached = %d, want %d", i, s.at, s.comment, got, s.want)
 			}
 			if s.learn != nil {
-				c.learnCache(now, s.r, *s.learn)
+				c.learnCache(now, &s.r, s.learn)
 			}
 		}
 	}

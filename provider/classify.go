@@ -134,17 +134,16 @@ func ParseShouldRetry(h http.Header) *bool {
 // shouldRetry are the values ParseShouldRetry points to: false, true.
 var shouldRetry = [2]bool{false, true}
 
-// headerOutcome fills the parts of an Outcome that come from the status line
-// and headers alone.
-func headerOutcome(resp *http.Response, received time.Time, limits func(http.Header, time.Time) strategies.Limits) strategies.Outcome {
-	o := strategies.Outcome{
+// headerOutcome sets *o to the parts of an Outcome that come from the
+// status line and headers alone.
+func headerOutcome(resp *http.Response, received time.Time, limits func(http.Header, time.Time) strategies.Limits, o *strategies.Outcome) {
+	*o = strategies.Outcome{
 		Kind:        KindOf(resp.StatusCode),
 		Status:      resp.StatusCode,
 		ShouldRetry: ParseShouldRetry(resp.Header),
-		Limits:      limits(resp.Header, received),
 	}
+	o.Limits = limits(resp.Header, received)
 	o.RetryAfter, o.HasRetryAfter = ParseRetryAfter(resp.Header, received)
-	return o
 }
 
 // parseInt reads an integer header; 0 when absent or malformed.

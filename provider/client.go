@@ -67,7 +67,7 @@ type cacheReadsUncounted interface{ cacheReadsUncounted() }
 // to the cache, together the prefix up to the breakpoint, which the next
 // call with that prefix reads; a success reporting none forgets the prefix
 // (the provider did not cache it: too short, or caching is off).
-func (c *Client) learnCache(now time.Time, r Request, o strategies.Outcome) {
+func (c *Client) learnCache(now time.Time, r *Request, o *strategies.Outcome) {
 	ttl, ok := cacheTTLs[r.SystemCache]
 	if !ok || r.System == "" || o.Kind != strategies.Success {
 		return
@@ -111,35 +111,65 @@ func (c *Client) cachedTokens(now time.Time, r Request) int {
 // connection error, Canceled when ctx ended it), and the Response is
 // meaningful when the Outcome's Kind is Success. Errors never contain the
 // API key.
-func (c *Client) Do(ctx context.Context, r Request, attempt int) (Response, strategies.Outcome) {
+func (c *Client) Do(ctx context.Context, r Request, attempt int) (out Response, o strategies.Outcome) {
 	clk := clock.Real
 	if c.Clock != nil {
 		// Decode finds it there (clockOf): Provider.Decode's signature
 		// stays that of a function of the response alone.
 		clk, ctx = c.Clock, context.WithValue(ctx, clockKey{}, c.Clock)
 	}
-	req, err := c.Provider.NewRequest(ctx, c.BaseURL, c.APIKey, r, attempt)
+	resp, sent, err := c.send(ctx, clk, &r, attempt)
 	if err != nil {
-		return Response{}, strategies.Outcome{Kind: strategies.Failed, Err: c.redact(err)}
+		c.failed(ctx, clk, sent, err, &o)
+		return out, o
+	}
+	defer resp.Body.Close()
+	if w, ok := c.Provider.(wired); ok {
+		decode(resp, sent, w.wire(), &out, &o)
+	} else {
+		decodeWith(c.Provider, resp, sent, &out, &o)
+	}
+	o.Err = c.redact(o.Err)
+	c.learnCache(clk.Now(), &r, &o)
+	return out, o
+}
+
+// failed sets *o to an attempt that got no response: err building the
+// request (sent zero) or sending it.
+//
+//go:noinline
+func (c *Client) failed(ctx context.Context, clk clock.Clock, sent time.Time, err error, o *strategies.Outcome) {
+	*o = strategies.Outcome{Kind: strategies.Failed, Err: c.redact(err)}
+	if !sent.IsZero() {
+		o.Latency = clock.Since(clk, sent)
+		if ctx.Err() != nil {
+			o.Kind = strategies.Canceled
+		}
+	}
+}
+
+// decodeWith decodes resp with p.Decode into *out and *o, in a frame of
+// its own (Do's stays small: see decode).
+//
+//go:noinline
+func decodeWith(p Provider, resp *http.Response, sent time.Time, out *Response, o *strategies.Outcome) {
+	*out, *o = p.Decode(resp, sent)
+}
+
+// send builds the request for *r and sends it. sent is when it was sent;
+// zero when building the request failed.
+func (c *Client) send(ctx context.Context, clk clock.Clock, r *Request, attempt int) (resp *http.Response, sent time.Time, err error) {
+	req, err := c.Provider.NewRequest(ctx, c.BaseURL, c.APIKey, *r, attempt)
+	if err != nil {
+		return nil, sent, err
 	}
 	hc := c.HTTP
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	sent := clk.Now()
-	resp, err := hc.Do(req)
-	if err != nil {
-		o := strategies.Outcome{Kind: strategies.Failed, Latency: clock.Since(clk, sent), Err: c.redact(err)}
-		if ctx.Err() != nil {
-			o.Kind = strategies.Canceled
-		}
-		return Response{}, o
-	}
-	defer resp.Body.Close()
-	out, o := c.Provider.Decode(resp, sent)
-	o.Err = c.redact(o.Err)
-	c.learnCache(clk.Now(), r, o)
-	return out, o
+	sent = clk.Now()
+	resp, err = hc.Do(req)
+	return resp, sent, err
 }
 
 // clockKey is the context key of a Client's Clock, on the requests it sends.

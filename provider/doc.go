@@ -23,8 +23,10 @@
 // # Adding a provider
 //
 // Write one file with a type implementing Provider (Name, DefaultBaseURL,
-// KeyEnv, NewRequest, Decode) and add it to ByName. Decode is one line,
-// decode(resp, sent, &yourWire): the file supplies a wireFormat (its
+// KeyEnv, NewRequest, Decode) and add it to ByName. Decode calls
+// decode(resp, sent, &yourWire, &out, &o), and a method wire() returns
+// &yourWire, through which Client.Do decodes in place: the file supplies a
+// wireFormat (its
 // request-id header, rate-limit header parser, error-body parser, stream
 // reader built on NewSSEReader, and JSON body reader), and decode runs the
 // classification every provider shares, so all of them classify alike. Test it with recorded fixtures under testdata/ and

@@ -88,9 +88,12 @@ func openAIError(e gjson.Result) errorBody {
 
 // Decode reads a chat completion: JSON, or the data-only event stream when
 // the response is text/event-stream.
-func (OpenAI) Decode(resp *http.Response, sent time.Time) (Response, strategies.Outcome) {
-	return decode(resp, sent, &openAIWire)
+func (OpenAI) Decode(resp *http.Response, sent time.Time) (out Response, o strategies.Outcome) {
+	decode(resp, sent, &openAIWire, &out, &o)
+	return out, o
 }
+
+func (OpenAI) wire() *wireFormat { return &openAIWire }
 
 // openAIWire is the Chat Completions API's part of decode.
 var openAIWire = wireFormat{
@@ -104,24 +107,31 @@ var openAIWire = wireFormat{
 
 // decodeOpenAIBody reads a chat completion's first choice and usage.
 func decodeOpenAIBody(completion gjson.Result, out Response) Response {
+	// The choices and usage are read after the pass over the top-level
+	// keys, not inside it (see decodeAnthropicBody).
+	var choices, usage gjson.Result
 	completion.ForEach(func(k, v gjson.Result) bool {
 		switch k.Str {
 		case "id":
 			out.ID = v.String()
 		case "choices":
-			v.ForEach(func(_, ch gjson.Result) bool {
-				if ch.Get("index").Int() != 0 {
-					return true
-				}
-				c := gjson.GetMany(ch.Raw, "message.content", "finish_reason")
-				out.Text, out.StopReason = c[0].String(), c[1].String()
-				return false
-			})
+			choices = v
 		case "usage":
-			out.Usage = openAIUsage(v)
+			usage = v
 		}
 		return true
 	})
+	choices.ForEach(func(_, ch gjson.Result) bool {
+		if ch.Get("index").Int() != 0 {
+			return true
+		}
+		c := gjson.GetMany(ch.Raw, "message.content", "finish_reason")
+		out.Text, out.StopReason = c[0].String(), c[1].String()
+		return false
+	})
+	if usage.Exists() {
+		out.Usage = openAIUsage(usage)
+	}
 	return out
 }
 
@@ -143,7 +153,7 @@ func openAIChunk(s *stream, ev Event) bool {
 		return true
 	}
 	if !gjson.ValidBytes(ev.Data) {
-		s.o = invalid(s.o, fmt.Errorf("chunk: %w", errNotJSON))
+		invalid(&s.o, fmt.Errorf("chunk: %w", errNotJSON))
 		return true
 	}
 	f := gjson.GetManyBytes(ev.Data, "error", "id", "choices", "usage")

@@ -77,9 +77,12 @@ func (p OpenAIResponses) NewRequest(ctx context.Context, baseURL, apiKey string,
 
 // Decode reads a Response: JSON, or the event stream when the response is
 // text/event-stream.
-func (OpenAIResponses) Decode(resp *http.Response, sent time.Time) (Response, strategies.Outcome) {
-	return decode(resp, sent, &responsesWire)
+func (OpenAIResponses) Decode(resp *http.Response, sent time.Time) (out Response, o strategies.Outcome) {
+	decode(resp, sent, &responsesWire, &out, &o)
+	return out, o
 }
+
+func (OpenAIResponses) wire() *wireFormat { return &responsesWire }
 
 // responsesWire is the Responses API's part of decode.
 var responsesWire = wireFormat{
@@ -94,17 +97,26 @@ var responsesWire = wireFormat{
 // decodeResponsesBody reads a Response object's id, text, stop reason and
 // usage.
 func decodeResponsesBody(r gjson.Result, out Response) Response {
+	// The output and usage are read after the pass over the top-level
+	// keys, not inside it (see decodeAnthropicBody).
+	var output, usage gjson.Result
 	r.ForEach(func(k, v gjson.Result) bool {
 		switch k.Str {
 		case "id":
 			out.ID = v.String()
 		case "output":
-			out.Text = responsesText(v)
+			output = v
 		case "usage":
-			out.Usage = responsesUsage(v)
+			usage = v
 		}
 		return true
 	})
+	if output.Exists() {
+		out.Text = responsesText(output)
+	}
+	if usage.Exists() {
+		out.Usage = responsesUsage(usage)
+	}
 	out.StopReason = responsesStopReason(r)
 	return out
 }

@@ -104,37 +104,50 @@ type wireFormat struct {
 	body func(v gjson.Result, out Response) Response
 }
 
-// decode is every provider's Decode: the headers classify the attempt
-// (status, retry-after, x-should-retry, rate limits), an error body is read
-// into the Outcome's error, and a success is read as an event stream or as
-// JSON. Keeping it one function keeps every provider classifying alike.
-func decode(resp *http.Response, sent time.Time, f *wireFormat) (Response, strategies.Outcome) {
+// decode is every provider's Decode, into *out and *o: the headers
+// classify the attempt (status, retry-after, x-should-retry, rate limits),
+// an error body is read into the Outcome's error, and a success is read as
+// an event stream or as JSON. Keeping it one function keeps every provider
+// classifying alike. It fills its results in place, as Client.Do does
+// (wired), so that none of a worker's frames holds a copy of them: a call
+// in flight then fits in an 8 KiB goroutine stack (README: Performance,
+// memory per in-flight call).
+func decode(resp *http.Response, sent time.Time, f *wireFormat, out *Response, o *strategies.Outcome) {
 	clk := clockOf(resp)
-	o := headerOutcome(resp, clk.Now(), f.limits)
-	out := Response{RequestID: resp.Header.Get(f.requestID)}
-	if o.Kind != strategies.Success {
+	headerOutcome(resp, clk.Now(), f.limits, o)
+	*out = Response{RequestID: resp.Header.Get(f.requestID)}
+	switch {
+	case o.Kind != strategies.Success:
 		apiErr := readAPIError(resp, out.RequestID, f.parseError)
 		if f.quota != nil && f.quota(apiErr) {
 			o.Kind = strategies.Quota
 		}
 		o.Err = apiErr
-		return finish(resp, sent, out, o)
+	case isEventStream(resp):
+		decodeStream(resp, clk, sent, out, o, f.event)
+	default:
+		decodeJSON(resp, f, out, o)
 	}
-	if isEventStream(resp) {
-		out, o = decodeStream(resp, clk, sent, out, o, f.event)
-		return finish(resp, sent, out, o)
-	}
-	body, err := readBody(resp)
-	if err != nil {
-		return finish(resp, sent, out, invalid(o, err))
-	}
-	if !gjson.Valid(body) {
-		return finish(resp, sent, out, invalid(o, errNotJSON))
-	}
-	out = f.body(gjson.Parse(body), out)
-	o.Usage = out.Usage
-	return finish(resp, sent, out, o)
+	finish(resp, sent, o)
 }
+
+// decodeJSON reads a successful JSON response into *out with f.body.
+func decodeJSON(resp *http.Response, f *wireFormat, out *Response, o *strategies.Outcome) {
+	body, err := readBody(resp)
+	if err == nil && !gjson.Valid(body) {
+		err = errNotJSON
+	}
+	if err != nil {
+		invalid(o, err)
+		return
+	}
+	*out = f.body(gjson.Parse(body), *out)
+	o.Usage = out.Usage
+}
+
+// wired is a Provider whose Decode is decode over its wireFormat (each
+// built-in one): Client.Do calls decode itself, in place.
+type wired interface{ wire() *wireFormat }
 
 // stream is what an event stream's events build up.
 type stream struct {
@@ -149,22 +162,22 @@ type stream struct {
 // decodeStream reads an event stream with event until event says it read
 // the last one or the stream ends (streamCut). The text is the sum of the
 // deltas.
-func decodeStream(resp *http.Response, clk clock.Clock, sent time.Time, out Response, o strategies.Outcome, event func(*stream, Event) bool) (Response, strategies.Outcome) {
-	s := stream{resp: resp, clk: clk, sent: sent, out: out, o: o}
+func decodeStream(resp *http.Response, clk clock.Clock, sent time.Time, out *Response, o *strategies.Outcome, event func(*stream, Event) bool) {
+	s := &stream{resp: resp, clk: clk, sent: sent, out: *out, o: *o}
 	sr := NewSSEReader(resp.Body)
 	for {
 		ev, err := sr.Next()
 		if err != nil {
-			s.o = streamCut(resp, s.o, err)
+			streamCut(resp, &s.o, err)
 			break
 		}
-		if event(&s, ev) {
+		if event(s, ev) {
 			break
 		}
 	}
 	s.out.Text = s.text.String()
 	s.o.Usage = s.out.Usage
-	return s.out, s.o
+	*out, *o = s.out, s.o
 }
 
 // delta appends a text delta, noting the time to the first one.
@@ -190,7 +203,7 @@ func (s *stream) fail(typ, msg string) {
 // attempt ended as Invalid, when its data is not JSON.
 func (s *stream) typed(ev Event) (string, bool) {
 	if !gjson.ValidBytes(ev.Data) {
-		s.o = invalid(s.o, fmt.Errorf("event %q: %w", ev.Event, errNotJSON))
+		invalid(&s.o, fmt.Errorf("event %q: %w", ev.Event, errNotJSON))
 		return "", false
 	}
 	if ev.Event != "" {
@@ -243,20 +256,19 @@ func readAPIError(resp *http.Response, requestID string, parse func([]byte) (err
 }
 
 // invalid marks an attempt whose 2xx body could not be decoded.
-func invalid(o strategies.Outcome, err error) strategies.Outcome {
+func invalid(o *strategies.Outcome, err error) {
 	o.Kind = strategies.Failed
 	o.Err = fmt.Errorf("%w: %w", ErrInvalidResponse, err)
-	return o
 }
 
 // streamCut classifies a stream that ended before its final event: Canceled
 // when the request's context ended it, Failed otherwise.
-func streamCut(resp *http.Response, o strategies.Outcome, err error) strategies.Outcome {
+func streamCut(resp *http.Response, o *strategies.Outcome, err error) {
 	if resp.Request != nil {
 		if cerr := resp.Request.Context().Err(); cerr != nil {
 			o.Kind = strategies.Canceled
 			o.Err = cerr
-			return o
+			return
 		}
 	}
 	o.Kind = strategies.Failed
@@ -265,13 +277,12 @@ func streamCut(resp *http.Response, o strategies.Outcome, err error) strategies.
 	} else {
 		o.Err = fmt.Errorf("%w: %w", ErrIncompleteStream, err)
 	}
-	return o
 }
 
 // finish drains what is left of the body (so the connection can be reused),
 // sets the latency, and turns a read cut by the caller's context into
 // Canceled.
-func finish(resp *http.Response, sent time.Time, out Response, o strategies.Outcome) (Response, strategies.Outcome) {
+func finish(resp *http.Response, sent time.Time, o *strategies.Outcome) {
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 256<<10)) //nolint:errcheck // best effort
 	o.Latency = clock.Since(clockOf(resp), sent)
 	var apiErr *APIError
@@ -280,5 +291,4 @@ func finish(resp *http.Response, sent time.Time, out Response, o strategies.Outc
 			o.Kind, o.Err = strategies.Canceled, cerr
 		}
 	}
-	return out, o
 }

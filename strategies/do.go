@@ -39,8 +39,7 @@ type Call struct {
 // admit c), or ctx ended while a retry was due; it is then ctx's or
 // Acquire's error, and Call holds what happened before. When the last attempt
 // fails, Do returns a nil error: Call.Outcome says how the call ended.
-func Do(ctx context.Context, s Strategy, p *RetryPolicy, c Cost, attempt func(ctx context.Context, n int) Outcome) (Call, error) {
-	var call Call
+func Do(ctx context.Context, s Strategy, p *RetryPolicy, c Cost, attempt func(ctx context.Context, n int) Outcome) (call Call, err error) {
 	clk := clock.Real
 	if p != nil {
 		clk = clock.Or(p.Clock)
@@ -53,31 +52,29 @@ func Do(ctx context.Context, s Strategy, p *RetryPolicy, c Cost, attempt func(ct
 	defer func() {
 		// A panicking attempt still releases its permit; the panic goes on.
 		if held {
-			pm.Done(Outcome{Kind: Failed, Err: errAttemptPanicked})
+			done(pm, Failed, errAttemptPanicked)
 		}
 	}()
 	for n := 0; ; n++ {
-		o := attempt(ctx, n)
+		call.Outcome = attempt(ctx, n)
 		call.Attempts++
-		call.Outcome = o
-		retry, wait := p.Next(n, o)
+		o := &call.Outcome
+		retry, wait := next(p, n, o)
 		if !retry {
 			held = false
-			pm.Done(o)
+			report(pm, o, true)
 			return call, nil
 		}
 		if err := ctx.Err(); err != nil {
 			// The SDKs give up as soon as the caller's context is done.
 			held = false
-			pm.Done(o)
+			report(pm, o, true)
 			return call, err
 		}
 		if p.Requeue {
 			held = false
-			pm.Done(o)
-		} else {
-			pm.Observe(o)
 		}
+		report(pm, o, p.Requeue)
 		slept, err := sleep(clk, ctx, wait)
 		if o.HasRetryAfter {
 			call.Waits.RetryAfter += slept
@@ -87,7 +84,7 @@ func Do(ctx context.Context, s Strategy, p *RetryPolicy, c Cost, attempt func(ct
 		if err != nil {
 			if held {
 				held = false
-				pm.Done(Outcome{Kind: Abandoned, Err: err})
+				done(pm, Abandoned, err)
 			}
 			return call, err
 		}
@@ -99,6 +96,29 @@ func Do(ctx context.Context, s Strategy, p *RetryPolicy, c Cost, attempt func(ct
 		}
 	}
 }
+
+// The copies of an Outcome (a quarter kilobyte) that the policy and the
+// permit take are made in frames of their own, below Do's, which a call in
+// flight holds (see engine's task): next, report and done.
+
+//go:noinline
+func next(p *RetryPolicy, n int, o *Outcome) (bool, time.Duration) { return p.Next(n, *o) }
+
+// report gives o to pm: with Done when final, else with Observe.
+//
+//go:noinline
+func report(pm Permit, o *Outcome, final bool) {
+	if final {
+		pm.Done(*o)
+	} else {
+		pm.Observe(*o)
+	}
+}
+
+// done finishes pm with an outcome of kind k and error err.
+//
+//go:noinline
+func done(pm Permit, k Kind, err error) { pm.Done(Outcome{Kind: k, Err: err}) }
 
 var errAttemptPanicked = errors.New("strategies: attempt panicked")
 
