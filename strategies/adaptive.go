@@ -257,10 +257,12 @@ func (a *Adaptive) Stats() Stats {
 func (a *Adaptive) publishLocked(now time.Time) {
 	total := 0
 	bound := ""
+	tokens := 0.0
 	var batch []Event
 	for _, ak := range a.keys {
 		c := ak.law.show(now)
 		total += c
+		tokens += ak.law.tokensAvailable(now)
 		if b := windowBound(c, a.cfg.Min, a.cfg.Max); b != "" {
 			bound = b
 		}
@@ -270,7 +272,7 @@ func (a *Adaptive) publishLocked(now time.Time) {
 	if len(a.keys) == 0 {
 		total = a.cfg.Initial
 	}
-	a.m.set(func(st *Stats) { st.Limit, st.Bound = float64(total), bound })
+	a.m.set(func(st *Stats) { st.Limit, st.Bound, st.Tokens = float64(total), bound, tokens })
 	// Each key's events are in order and none is dated before the last
 	// publication; merge the keys'.
 	slices.SortStableFunc(batch, func(x, y Event) int { return x.Time.Compare(y.Time) })

@@ -226,6 +226,22 @@ func (l *adaptiveLaw) untilBudgets(now time.Time, c [numDims]float64) time.Durat
 	return wait
 }
 
+// tokensAvailable is what the scarcest copy of a published token budget
+// (input, output or combined, by the share of its capacity left) holds at
+// now: Stats.Tokens. 0 when none is published.
+func (l *adaptiveLaw) tokensAvailable(now time.Time) float64 {
+	tokens, share := 0.0, math.Inf(1)
+	for _, b := range l.budgets[dimInput:] {
+		if b == nil || b.burst <= 0 {
+			continue
+		}
+		if have := b.available(now); have/b.burst < share {
+			tokens, share = max(have, 0), have/b.burst
+		}
+	}
+	return tokens
+}
+
 // spent returns the first budget a response's headers show with nothing
 // remaining, if any: a refusal for a rate, which the window does not
 // answer.

@@ -48,6 +48,10 @@ func TestAdaptiveSpentOutputBudget(t *testing.T) {
 		if st := a.Stats(); st.Limit < 4 {
 			t.Errorf("Stats.Limit = %v after the refusal, want at least 4 (the window is not cut)", st.Limit)
 		}
+		// Stats.Tokens is the scarcest token budget: the output one, spent.
+		if st := a.Stats(); st.Tokens != 0 {
+			t.Errorf("Stats.Tokens = %v after the refusal, want 0 (the output budget is spent)", st.Tokens)
+		}
 
 		for k := 1; k <= 4; k++ {
 			p, err := a.Acquire(t.Context(), call)
@@ -63,6 +67,13 @@ func TestAdaptiveSpentOutputBudget(t *testing.T) {
 		}
 		if st := a.Stats(); st.WaitRetryAfter != 0 {
 			t.Errorf("Stats.WaitRetryAfter = %v, want 0: no gate", st.WaitRetryAfter)
+		}
+		// A second later the output budget, still the scarcest (1.7 % of
+		// it, against 4.0 % of the input one and 3.6 % of the combined),
+		// holds a second of refill: 1,666.7 tokens.
+		time.Sleep(time.Second)
+		if st := a.Stats(); st.Tokens < 1666 || st.Tokens > 1667 {
+			t.Errorf("Stats.Tokens = %v a second after the last call, want 1,666.7 (the output budget's refill)", st.Tokens)
 		}
 		evMu.Lock()
 		defer evMu.Unlock()

@@ -160,7 +160,7 @@ type Stats struct {
 	Limit    float64 `json:"limit"`            // current concurrency limit or window; 0 = unbounded
 	Delay    float64 `json:"delay_seconds"`    // current pacing delay between dispatches
 	Rate     float64 `json:"rate_per_second"`  // current pacing rate; 0 = unpaced
-	Tokens   float64 `json:"tokens_available"` // token budget available now; 0 when not budgeting
+	Tokens   float64 `json:"tokens_available"` // token budget available now (adaptive: its scarcest copy of a published one, summed over keys); 0 when not budgeting
 	Queued   int     `json:"queued"`           // callers waiting in Acquire
 
 	// Bound names the strategy's own configured bound that its state sits
