@@ -164,6 +164,11 @@ type Adaptive struct {
 	m    meter
 	mu   sync.Mutex
 	keys map[limitKey]*adaptiveKey
+	// order is keys' values in the order of their first use: what is
+	// published from them (the limit's bound, the tokens' sum, events of
+	// one instant) does not depend on a map's order, so a simulated run
+	// repeats exactly.
+	order []*adaptiveKey
 }
 
 var _ Strategy = (*Adaptive)(nil)
@@ -191,6 +196,7 @@ func (a *Adaptive) keyLocked(k limitKey) *adaptiveKey {
 	if !ok {
 		ak = &adaptiveKey{law: newAdaptiveLaw(a.cfg), line: newLine(a.clk)}
 		a.keys[k] = ak
+		a.order = append(a.order, ak)
 	}
 	return ak
 }
@@ -259,7 +265,7 @@ func (a *Adaptive) publishLocked(now time.Time) {
 	bound := ""
 	tokens := 0.0
 	var batch []Event
-	for _, ak := range a.keys {
+	for _, ak := range a.order {
 		c := ak.law.show(now)
 		total += c
 		tokens += ak.law.tokensAvailable(now)
