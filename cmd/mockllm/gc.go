@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"os"
+	"runtime/debug"
+	"runtime/metrics"
+	"time"
+)
+
+// gcHeadroom is what the heap may grow by between two collections, at
+// least, when GOGC is not set. Go's default target (GOGC=100) lets it grow
+// by what the collector scans, at least 4 MB: mockllm's live heap is a few
+// MB, which that collects about every 500 requests, and collection was the
+// largest cost mockllm pays beyond a bare net/http server's (README:
+// Performance). A fixed headroom costs at most that much more memory
+// (about 12 MB at mockllm's usual heap); a large heap, of many streams in
+// flight, keeps the default target.
+const gcHeadroom = 16 << 20
+
+// The runtime's least heap target, 4 MB at GOGC=100, scales with GOGC:
+// maxGCPercent keeps it within gcHeadroom.
+const (
+	runtimeHeapMinimum = 4 << 20
+	maxGCPercent       = gcHeadroom * 100 / runtimeHeapMinimum
+)
+
+// gcEvery is how often tuneGC looks at the heap.
+const gcEvery = time.Second
+
+// tuneGC keeps the collector's target at gcPercent of the heap until ctx
+// ends, unless GOGC is set: the operator's choice wins.
+func tuneGC(ctx context.Context) {
+	if os.Getenv("GOGC") != "" {
+		return
+	}
+	samples := []metrics.Sample{
+		{Name: "/gc/heap/live:bytes"},
+		{Name: "/gc/scan/stack:bytes"},
+		{Name: "/gc/scan/globals:bytes"},
+	}
+	t := time.NewTicker(gcEvery)
+	defer t.Stop()
+	set := 100
+	for {
+		metrics.Read(samples)
+		if p := gcPercent(samples[0].Value.Uint64(), samples[1].Value.Uint64()+samples[2].Value.Uint64()); p != set {
+			debug.SetGCPercent(p)
+			set = p
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// gcPercent is the GOGC that lets a heap of live bytes, with roots more to
+// scan (stacks, globals), grow by gcHeadroom between collections, or by
+// the default's twice what is scanned when that is more. The runtime's
+// target is the larger of live + (live + roots) × GOGC/100 and
+// runtimeHeapMinimum × GOGC/100.
+func gcPercent(live, roots uint64) int {
+	scanned := live + roots
+	if scanned == 0 {
+		return maxGCPercent
+	}
+	return int(min(max(100, gcHeadroom*100/scanned), maxGCPercent))
+}

@@ -1,0 +1,36 @@
+package main
+
+import "testing"
+
+// TestGCPercent: the collector's target lets the heap grow by about
+// gcHeadroom (16 MB) when the heap is small, never past 16 MB by the
+// runtime's least target, and by the default's (GOGC=100) once the heap
+// passes 16 MB.
+func TestGCPercent(t *testing.T) {
+	for _, tt := range []struct {
+		live, roots uint64
+		want        int
+	}{
+		{0, 0, 400},
+		{512 << 10, 0, 400},     // the least target, 4 MB × 4, is the 16 MB
+		{2 << 20, 0, 400},       // likewise
+		{4 << 20, 0, 400},       // 4 MB live: 16 MB is 4× it
+		{4 << 20, 4 << 20, 200}, // roots count as the runtime counts them
+		{8 << 20, 0, 200},
+		{16 << 20, 0, 100},
+		{1 << 30, 1 << 20, 100}, // a large heap keeps the default
+	} {
+		got := gcPercent(tt.live, tt.roots)
+		if got != tt.want {
+			t.Errorf("gcPercent(%d, %d) = %d, want %d", tt.live, tt.roots, got, tt.want)
+		}
+		// The runtime's target: what the heap may reach before a
+		// collection. It is never more than gcHeadroom above the live
+		// heap, unless the default's twice what is scanned is.
+		scanned := tt.live + tt.roots
+		goal := max(tt.live+scanned*uint64(got)/100, runtimeHeapMinimum*uint64(got)/100)
+		if goal > tt.live+max(gcHeadroom, scanned) {
+			t.Errorf("live %d, roots %d: target %d, more than %d above the live heap", tt.live, tt.roots, goal, max(gcHeadroom, scanned))
+		}
+	}
+}
