@@ -12,7 +12,8 @@
 // allocations of package initialisation).
 //
 // It serves what mockllm serves: mockllm's one default beyond mock.Config's
-// (output.length natural) is applied here too.
+// (output.length natural) is applied here too, and its collector runs with
+// the same headroom (internal/gcheadroom).
 //
 // Its first line on stdout is "listening on http://HOST:PORT".
 package main
@@ -31,6 +32,7 @@ import (
 	"runtime/metrics"
 	"strings"
 
+	"github.com/ratelab/ratelab/internal/gcheadroom"
 	"github.com/ratelab/ratelab/mock"
 )
 
@@ -59,6 +61,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if cfg.Output.Length == "" {
 		cfg.Output.Length = mock.LengthNatural // cmd/mockllm's default
 	}
+	go gcheadroom.Run(ctx) // as cmd/mockllm's collector runs
 	s, err := mock.New(cfg)
 	if err != nil {
 		return err

@@ -25,6 +25,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/internal/buildinfo"
+	"github.com/ratelab/ratelab/internal/gcheadroom"
 	"github.com/ratelab/ratelab/internal/logformat"
 	"github.com/ratelab/ratelab/internal/redislog"
 	"github.com/ratelab/ratelab/mock"
@@ -33,7 +34,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	go tuneGC(ctx)
+	go gcheadroom.Run(ctx)
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "mockllm:", err)
 		os.Exit(1)

@@ -1,4 +1,7 @@
-package main
+// Package gcheadroom keeps the garbage collector's target at a fixed
+// headroom above a small heap: what mockllm runs with (README: mockllm,
+// Operating it).
+package gcheadroom
 
 import (
 	"context"
@@ -8,7 +11,7 @@ import (
 	"time"
 )
 
-// gcHeadroom is what the heap may grow by between two collections, at
+// headroom is what the heap may grow by between two collections, at
 // least, when GOGC is not set. Go's default target (GOGC=100) lets it grow
 // by what the collector scans, at least 4 MB: mockllm's live heap is a few
 // MB, which that collects about every 500 requests, and collection was the
@@ -16,21 +19,21 @@ import (
 // Performance). A fixed headroom costs at most that much more memory
 // (about 12 MB at mockllm's usual heap); a large heap, of many streams in
 // flight, keeps the default target.
-const gcHeadroom = 16 << 20
+const headroom = 16 << 20
 
 // The runtime's least heap target, 4 MB at GOGC=100, scales with GOGC:
-// maxGCPercent keeps it within gcHeadroom.
+// maxGCPercent keeps it within headroom.
 const (
 	runtimeHeapMinimum = 4 << 20
-	maxGCPercent       = gcHeadroom * 100 / runtimeHeapMinimum
+	maxGCPercent       = headroom * 100 / runtimeHeapMinimum
 )
 
-// gcEvery is how often tuneGC looks at the heap.
+// gcEvery is how often Run looks at the heap.
 const gcEvery = time.Second
 
-// tuneGC keeps the collector's target at gcPercent of the heap until ctx
+// Run keeps the collector's target at gcPercent of the heap until ctx
 // ends, unless GOGC is set: the operator's choice wins.
-func tuneGC(ctx context.Context) {
+func Run(ctx context.Context) {
 	if os.Getenv("GOGC") != "" {
 		return
 	}
@@ -57,7 +60,7 @@ func tuneGC(ctx context.Context) {
 }
 
 // gcPercent is the GOGC that lets a heap of live bytes, with roots more to
-// scan (stacks, globals), grow by gcHeadroom between collections, or by
+// scan (stacks, globals), grow by headroom between collections, or by
 // the default's twice what is scanned when that is more. The runtime's
 // target is the larger of live + (live + roots) × GOGC/100 and
 // runtimeHeapMinimum × GOGC/100.
@@ -66,5 +69,5 @@ func gcPercent(live, roots uint64) int {
 	if scanned == 0 {
 		return maxGCPercent
 	}
-	return int(min(max(100, gcHeadroom*100/scanned), maxGCPercent))
+	return int(min(max(100, headroom*100/scanned), maxGCPercent))
 }

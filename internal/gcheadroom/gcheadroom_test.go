@@ -1,9 +1,9 @@
-package main
+package gcheadroom
 
 import "testing"
 
 // TestGCPercent: the collector's target lets the heap grow by about
-// gcHeadroom (16 MB) when the heap is small, never past 16 MB by the
+// headroom (16 MB) when the heap is small, never past 16 MB by the
 // runtime's least target, and by the default's (GOGC=100) once the heap
 // passes 16 MB.
 func TestGCPercent(t *testing.T) {
@@ -25,12 +25,12 @@ func TestGCPercent(t *testing.T) {
 			t.Errorf("gcPercent(%d, %d) = %d, want %d", tt.live, tt.roots, got, tt.want)
 		}
 		// The runtime's target: what the heap may reach before a
-		// collection. It is never more than gcHeadroom above the live
+		// collection. It is never more than headroom above the live
 		// heap, unless the default's twice what is scanned is.
 		scanned := tt.live + tt.roots
 		goal := max(tt.live+scanned*uint64(got)/100, runtimeHeapMinimum*uint64(got)/100)
-		if goal > tt.live+max(gcHeadroom, scanned) {
-			t.Errorf("live %d, roots %d: target %d, more than %d above the live heap", tt.live, tt.roots, goal, max(gcHeadroom, scanned))
+		if goal > tt.live+max(headroom, scanned) {
+			t.Errorf("live %d, roots %d: target %d, more than %d above the live heap", tt.live, tt.roots, goal, max(headroom, scanned))
 		}
 	}
 }
