@@ -113,8 +113,6 @@ func (Anthropic) Decode(resp *http.Response, sent time.Time) (out Response, o st
 	return out, o
 }
 
-func (Anthropic) wire() *wireFormat { return &anthropicWire }
-
 // anthropicWire is the Messages API's part of decode.
 var anthropicWire = wireFormat{
 	requestID:  "Request-Id",

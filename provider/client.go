@@ -124,8 +124,8 @@ func (c *Client) Do(ctx context.Context, r Request, attempt int) (out Response, 
 		return out, o
 	}
 	defer resp.Body.Close()
-	if w, ok := c.Provider.(wired); ok {
-		decode(resp, sent, w.wire(), &out, &o)
+	if f := wireOf(c.Provider); f != nil {
+		decode(resp, sent, f, &out, &o)
 	} else {
 		decodeWith(c.Provider, resp, sent, &out, &o)
 	}

@@ -212,3 +212,36 @@ func TestClientCost(t *testing.T) {
 		}
 	}
 }
+
+// decodeOverride is a Provider that embeds a built-in one to change its
+// Decode.
+type decodeOverride struct{ Anthropic }
+
+func (decodeOverride) Decode(resp *http.Response, sent time.Time) (Response, strategies.Outcome) {
+	out, o := Anthropic{}.Decode(resp, sent)
+	out.Text = "overridden: " + out.Text
+	return out, o
+}
+
+// TestClientDoDecodeOverride: Client.Do decodes a built-in provider in
+// place, but a type embedding one keeps its own Decode.
+func TestClientDoDecodeOverride(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"m","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":1}}`)
+	}))
+	defer srv.Close()
+	for _, tt := range []struct {
+		p    Provider
+		want string
+	}{
+		{Anthropic{}, "ok"},
+		{decodeOverride{}, "overridden: ok"},
+	} {
+		c := &Client{Provider: tt.p, BaseURL: srv.URL, APIKey: testKey, HTTP: srv.Client()}
+		resp, o := c.Do(context.Background(), testRequest(false), 0)
+		if o.Kind != strategies.Success || resp.Text != tt.want || o.Usage.OutputTokens != 1 {
+			t.Errorf("%T: Do = %q, %v, %d output tokens; want %q, Success, 1", tt.p, resp.Text, o.Kind, o.Usage.OutputTokens, tt.want)
+		}
+	}
+}

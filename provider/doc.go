@@ -24,11 +24,11 @@
 //
 // Write one file with a type implementing Provider (Name, DefaultBaseURL,
 // KeyEnv, NewRequest, Decode) and add it to ByName. Decode calls
-// decode(resp, sent, &yourWire, &out, &o), and a method wire() returns
+// decode(resp, sent, &yourWire, &out, &o), and a case in wireOf returns
 // &yourWire, through which Client.Do decodes in place: the file supplies a
-// wireFormat (its
-// request-id header, rate-limit header parser, error-body parser, stream
-// reader built on NewSSEReader, and JSON body reader), and decode runs the
-// classification every provider shares, so all of them classify alike. Test it with recorded fixtures under testdata/ and
-// an httptest server per status class, as anthropic.go and openai.go are.
+// wireFormat (its request-id header, rate-limit header parser, error-body
+// parser, stream reader built on NewSSEReader, and JSON body reader), and
+// decode runs the classification every provider shares, so all of them
+// classify alike. Test it with recorded fixtures under testdata/ and an
+// httptest server per status class, as anthropic.go and openai.go are.
 package provider

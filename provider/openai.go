@@ -93,8 +93,6 @@ func (OpenAI) Decode(resp *http.Response, sent time.Time) (out Response, o strat
 	return out, o
 }
 
-func (OpenAI) wire() *wireFormat { return &openAIWire }
-
 // openAIWire is the Chat Completions API's part of decode.
 var openAIWire = wireFormat{
 	requestID:  "X-Request-Id",

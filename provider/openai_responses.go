@@ -82,8 +82,6 @@ func (OpenAIResponses) Decode(resp *http.Response, sent time.Time) (out Response
 	return out, o
 }
 
-func (OpenAIResponses) wire() *wireFormat { return &responsesWire }
-
 // responsesWire is the Responses API's part of decode.
 var responsesWire = wireFormat{
 	requestID:  "X-Request-Id",

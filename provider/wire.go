@@ -109,7 +109,7 @@ type wireFormat struct {
 // an error body is read into the Outcome's error, and a success is read as
 // an event stream or as JSON. Keeping it one function keeps every provider
 // classifying alike. It fills its results in place, as Client.Do does
-// (wired), so that none of a worker's frames holds a copy of them: a call
+// (wireOf), so that none of a worker's frames holds a copy of them: a call
 // in flight then fits in an 8 KiB goroutine stack (README: Performance,
 // memory per in-flight call).
 func decode(resp *http.Response, sent time.Time, f *wireFormat, out *Response, o *strategies.Outcome) {
@@ -145,9 +145,22 @@ func decodeJSON(resp *http.Response, f *wireFormat, out *Response, o *strategies
 	o.Usage = out.Usage
 }
 
-// wired is a Provider whose Decode is decode over its wireFormat (each
-// built-in one): Client.Do calls decode itself, in place.
-type wired interface{ wire() *wireFormat }
+// wireOf returns the wireFormat of a built-in provider, whose Decode is
+// decode over it, so that Client.Do can call decode itself, in place; nil
+// for any other Provider, which Client.Do decodes with its Decode. A type
+// switch, not a method: a type embedding a built-in provider to override
+// its Decode would inherit a method, and Client.Do would bypass its Decode.
+func wireOf(p Provider) *wireFormat {
+	switch p.(type) {
+	case Anthropic:
+		return &anthropicWire
+	case OpenAI:
+		return &openAIWire
+	case OpenAIResponses:
+		return &responsesWire
+	}
+	return nil
+}
 
 // stream is what an event stream's events build up.
 type stream struct {
