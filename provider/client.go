@@ -118,9 +118,8 @@ func (c *Client) Do(ctx context.Context, r Request, attempt int) (out Response, 
 		// stays that of a function of the response alone.
 		clk, ctx = c.Clock, context.WithValue(ctx, clockKey{}, c.Clock)
 	}
-	resp, sent, err := c.send(ctx, clk, &r, attempt)
-	if err != nil {
-		c.failed(ctx, clk, sent, err, &o)
+	resp, sent := c.send(ctx, clk, &r, attempt, &o)
+	if resp == nil {
 		return out, o
 	}
 	defer resp.Body.Close()
@@ -134,18 +133,12 @@ func (c *Client) Do(ctx context.Context, r Request, attempt int) (out Response, 
 	return out, o
 }
 
-// failed sets *o to an attempt that got no response: err building the
-// request (sent zero) or sending it.
+// failed sets *o to an attempt that got no response, for err, in a frame
+// of its own (an Outcome literal would be a quarter kilobyte of send's).
 //
 //go:noinline
-func (c *Client) failed(ctx context.Context, clk clock.Clock, sent time.Time, err error, o *strategies.Outcome) {
+func (c *Client) failed(err error, o *strategies.Outcome) {
 	*o = strategies.Outcome{Kind: strategies.Failed, Err: c.redact(err)}
-	if !sent.IsZero() {
-		o.Latency = clock.Since(clk, sent)
-		if ctx.Err() != nil {
-			o.Kind = strategies.Canceled
-		}
-	}
 }
 
 // decodeWith decodes resp with p.Decode into *out and *o, in a frame of
@@ -156,20 +149,30 @@ func decodeWith(p Provider, resp *http.Response, sent time.Time, out *Response, 
 	*out, *o = p.Decode(resp, sent)
 }
 
-// send builds the request for *r and sends it. sent is when it was sent;
-// zero when building the request failed.
-func (c *Client) send(ctx context.Context, clk clock.Clock, r *Request, attempt int) (resp *http.Response, sent time.Time, err error) {
+// send builds the request for *r and sends it, at sent. When it gets no
+// response, it returns a nil resp and sets *o to how the attempt ended:
+// Failed, or Canceled when ctx ended it while it was sent.
+func (c *Client) send(ctx context.Context, clk clock.Clock, r *Request, attempt int, o *strategies.Outcome) (resp *http.Response, sent time.Time) {
 	req, err := c.Provider.NewRequest(ctx, c.BaseURL, c.APIKey, *r, attempt)
 	if err != nil {
-		return nil, sent, err
+		c.failed(err, o)
+		return nil, sent
 	}
 	hc := c.HTTP
 	if hc == nil {
 		hc = http.DefaultClient
 	}
 	sent = clk.Now()
-	resp, err = hc.Do(req)
-	return resp, sent, err
+	if resp, err = hc.Do(req); err != nil {
+		// A response with an error (CheckRedirect's) is already closed.
+		c.failed(err, o)
+		o.Latency = clock.Since(clk, sent)
+		if ctx.Err() != nil {
+			o.Kind = strategies.Canceled
+		}
+		return nil, sent
+	}
+	return resp, sent
 }
 
 // clockKey is the context key of a Client's Clock, on the requests it sends.

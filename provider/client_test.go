@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratelab/ratelab/clock"
 	"github.com/ratelab/ratelab/strategies"
 )
 
@@ -243,5 +244,24 @@ func TestClientDoDecodeOverride(t *testing.T) {
 		if o.Kind != strategies.Success || resp.Text != tt.want || o.Usage.OutputTokens != 1 {
 			t.Errorf("%T: Do = %q, %v, %d output tokens; want %q, Success, 1", tt.p, resp.Text, o.Kind, o.Usage.OutputTokens, tt.want)
 		}
+	}
+}
+
+// TestClientDoCanceledAtTimeZero: an attempt that ctx ended while it was
+// sent is Canceled, with its latency, whatever the time on the Client's
+// Clock (even the zero time); one whose request could not be built is
+// Failed.
+func TestClientDoCanceledAtTimeZero(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	c := &Client{Provider: Anthropic{}, BaseURL: srv.URL, APIKey: testKey, HTTP: srv.Client(), Clock: clock.NewSim(time.Time{})}
+	if _, o := c.Do(ctx, testRequest(false), 0); o.Kind != strategies.Canceled || !errors.Is(o.Err, context.Canceled) {
+		t.Errorf("sent under a canceled ctx: Outcome = %v (%v), want Canceled", o.Kind, o.Err)
+	}
+	c.BaseURL = "http://[::1"
+	if _, o := c.Do(ctx, testRequest(false), 0); o.Kind != strategies.Failed || o.Err == nil || o.Latency != 0 {
+		t.Errorf("not built: Outcome = %v (%v) after %v, want Failed with an error after 0", o.Kind, o.Err, o.Latency)
 	}
 }
