@@ -259,6 +259,9 @@ var emptyRequest provider.Request
 var (
 	_ engine.Client = (*router)(nil)
 	_ engine.Coster = (*router)(nil)
+	// engineClient hands the engine a lone *provider.Client itself: its
+	// calls' Cost must still be the client's (the prompt cache).
+	_ engine.Coster = (*provider.Client)(nil)
 )
 
 // newRouter builds the clients for groups, all reaching baseURL through hc.
