@@ -565,7 +565,7 @@ type task struct {
 // newTask returns a worker's task.
 func (r *run) newTask() *task {
 	t := &task{r: r}
-	// Attempt n of t's call. (A func literal, not the method value t.do,
+	// Attempt n of t's call. (A func literal, not a method value of task,
 	// whose wrapper would be a frame more.)
 	t.attempt = func(ctx context.Context, n int) strategies.Outcome {
 		start := r.clk.Now()
