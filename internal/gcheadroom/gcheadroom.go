@@ -60,8 +60,8 @@ func Run(ctx context.Context) {
 }
 
 // gcPercent is the GOGC that lets a heap of live bytes, with roots more to
-// scan (stacks, globals), grow by headroom between collections, or by
-// the default's twice what is scanned when that is more. The runtime's
+// scan (stacks, globals), grow by headroom between collections, or by what
+// is scanned (the default, GOGC=100) when that is more. The runtime's
 // target is the larger of live + (live + roots) × GOGC/100 and
 // runtimeHeapMinimum × GOGC/100.
 func gcPercent(live, roots uint64) int {

@@ -26,7 +26,7 @@ func TestGCPercent(t *testing.T) {
 		}
 		// The runtime's target: what the heap may reach before a
 		// collection. It is never more than headroom above the live
-		// heap, unless the default's twice what is scanned is.
+		// heap, unless what is scanned (the default's growth) is more.
 		scanned := tt.live + tt.roots
 		goal := max(tt.live+scanned*uint64(got)/100, runtimeHeapMinimum*uint64(got)/100)
 		if goal > tt.live+max(headroom, scanned) {
