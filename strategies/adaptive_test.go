@@ -517,3 +517,22 @@ func BenchmarkWindowAcquireDone(b *testing.B) {
 		})
 	}
 }
+
+// TestAdaptivePublishesInFirstUseOrder: what Adaptive publishes from its
+// keys follows the order of their first use, not a map's: with keys at
+// alternate bounds, Stats.Bound is the last-used key's, in every run.
+func TestAdaptivePublishesInFirstUseOrder(t *testing.T) {
+	for run := range 10 {
+		a := NewAdaptive(AdaptiveConfig{Initial: 4, Min: 2, Max: 10})
+		for k := range 8 {
+			w := 2.0 // at Min
+			if k%2 == 1 {
+				w = 10 // at Max
+			}
+			a.SetState("anthropic", fmt.Sprint("key", k), LearnedState{Window: w})
+		}
+		if got := a.Stats().Bound; got != "max: 10" {
+			t.Fatalf("run %d: Stats.Bound = %q, want %q (the last key's)", run, got, "max: 10")
+		}
+	}
+}
