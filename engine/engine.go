@@ -585,7 +585,7 @@ func (t *task) send(ctx context.Context, n int) {
 }
 
 // reset makes t ready for it, or empty when it is nil. (Zeroed in place:
-// a task literal would be a kilobyte and a half of the caller's frame.)
+// a task literal would be a kilobyte of the caller's frame.)
 //
 //go:noinline
 func (t *task) reset(it *Item) {
