@@ -466,3 +466,46 @@ func TestRunCheck(t *testing.T) {
 		}
 	})
 }
+
+// TestRunWorkerStartsEachItemAfresh: one worker makes every item's call,
+// reusing its task, and nothing of one item carries into the next: each
+// Result counts its own item's attempts, waits and text, and each
+// attempt is numbered within its item.
+func TestRunWorkerStartsEachItemAfresh(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		client := &fakeClient{latency: 10 * time.Millisecond, f: func(r provider.Request, n int) strategies.Outcome {
+			if n == 0 {
+				return strategies.Outcome{Kind: strategies.Throttled, Status: 429, RetryAfter: time.Second, HasRetryAfter: true}
+			}
+			return strategies.Outcome{Kind: strategies.Success, Status: 200, Usage: strategies.Usage{InputTokens: 10, OutputTokens: 5}}
+		}}
+		var (
+			results []Result
+			ns      = map[int][]int{}
+		)
+		_, err := Run(t.Context(), Config{
+			Client:    client,
+			Strategy:  strategies.NewUnbounded(),
+			Retry:     &strategies.RetryPolicy{MaxRetries: 1},
+			Workers:   1,
+			OnAttempt: func(a Attempt) { ns[a.Index] = append(ns[a.Index], a.N) },
+			OnResult:  func(r Result) { results = append(results, r) },
+		}, items(4))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(results) != 4 {
+			t.Fatalf("%d results, want 4", len(results))
+		}
+		for _, r := range results {
+			want := fmt.Sprint("ok:", r.Index)
+			if r.Err != nil || r.Attempts != 2 || r.Timings.WaitRetryAfter != time.Second || r.Timings.Backoff != 0 || r.Text != want {
+				t.Errorf("result %d: err %v, %d attempts, waited %v for retry-after and %v backing off, text %q; want nil, 2, 1s, 0, %q",
+					r.Index, r.Err, r.Attempts, r.Timings.WaitRetryAfter, r.Timings.Backoff, r.Text, want)
+			}
+			if got := ns[r.Index]; len(got) != 2 || got[0] != 0 || got[1] != 1 {
+				t.Errorf("item %d: attempts numbered %v, want [0 1]", r.Index, got)
+			}
+		}
+	})
+}
