@@ -241,6 +241,17 @@ type Client interface {
 	Do(ctx context.Context, r provider.Request, attempt int) (provider.Response, strategies.Outcome)
 }
 
+// A ClientInto is a Client that can write an attempt's results in place, as
+// *provider.Client does: Run then calls DoInto, and no frame of a worker's
+// holds a copy of them (a quarter kilobyte each, and the compiler's
+// copies), which keeps a call in flight within an 8 KiB goroutine stack
+// (README: Performance, memory per in-flight call). DoInto must do what Do
+// does.
+type ClientInto interface {
+	Client
+	DoInto(ctx context.Context, r *provider.Request, attempt int, out *provider.Response, o *strategies.Outcome)
+}
+
 // A Coster is a Client that knows what a request will cost (provider,
 // key fingerprint, estimated tokens); *provider.Client implements it. For a
 // Client that does not, Run uses provider.EstimateTokens and MaxTokens.
@@ -379,6 +390,7 @@ type run struct {
 	ctx  context.Context // the caller's
 	rec  *Recorder
 	cost func(provider.Request) strategies.Cost
+	into ClientInto // cfg.Client when it is one
 
 	// stop ends dispatch: the caller's ctx ended, or the run is aborted.
 	stopCtx context.Context
@@ -408,6 +420,7 @@ func newRun(ctx context.Context, cfg Config) *run {
 	}
 	r := &run{cfg: cfg, clk: clock.Or(cfg.Clock), ctx: ctx}
 	r.rec = NewRecorder(cfg.Strategy, cfg.Resolution)
+	r.into, _ = cfg.Client.(ClientInto)
 	if c, ok := cfg.Client.(Coster); ok {
 		r.cost = c.Cost
 	} else {
@@ -577,10 +590,21 @@ func (r *run) newTask() *task {
 	return t
 }
 
-// send makes attempt n of t's call with the Client.
+// send makes attempt n of t's call with the Client: in place when it is a
+// ClientInto.
+func (t *task) send(ctx context.Context, n int) {
+	if c := t.r.into; c != nil {
+		c.DoInto(ctx, &t.it.Request, n, &t.resp, &t.call.Outcome)
+		return
+	}
+	t.sendValue(ctx, n)
+}
+
+// sendValue is send with Client.Do, in a frame of its own: its results
+// and the compiler's copies of them are over a kilobyte.
 //
 //go:noinline
-func (t *task) send(ctx context.Context, n int) {
+func (t *task) sendValue(ctx context.Context, n int) {
 	t.resp, t.call.Outcome = t.r.cfg.Client.Do(ctx, t.it.Request, n)
 }
 

@@ -257,11 +257,12 @@ type providerClient = provider.Client
 var emptyRequest provider.Request
 
 var (
-	_ engine.Client = (*router)(nil)
-	_ engine.Coster = (*router)(nil)
+	_ engine.ClientInto = (*router)(nil)
+	_ engine.Coster     = (*router)(nil)
 	// engineClient hands the engine a lone *provider.Client itself: its
 	// calls' Cost must still be the client's (the prompt cache).
-	_ engine.Coster = (*provider.Client)(nil)
+	_ engine.Coster     = (*provider.Client)(nil)
+	_ engine.ClientInto = (*provider.Client)(nil)
 )
 
 // newRouter builds the clients for groups, all reaching baseURL through hc.
@@ -311,7 +312,7 @@ func providerBase(prov, base string) string {
 	return base
 }
 
-func (r *router) client(req provider.Request) *provider.Client {
+func (r *router) client(req *provider.Request) *provider.Client {
 	if r.only != nil {
 		return r.only
 	}
@@ -330,12 +331,17 @@ func (r *router) engineClient() engine.Client {
 
 // Do implements engine.Client.
 func (r *router) Do(ctx context.Context, req provider.Request, attempt int) (provider.Response, strategies.Outcome) {
-	return r.client(req).Do(ctx, req, attempt)
+	return r.client(&req).Do(ctx, req, attempt)
+}
+
+// DoInto implements engine.ClientInto.
+func (r *router) DoInto(ctx context.Context, req *provider.Request, attempt int, out *provider.Response, o *strategies.Outcome) {
+	r.client(req).DoInto(ctx, req, attempt, out, o)
 }
 
 // Cost implements engine.Coster.
 func (r *router) Cost(req provider.Request) strategies.Cost {
-	return r.client(req).Cost(req)
+	return r.client(&req).Cost(req)
 }
 
 // checkGroups reports groups whose models would route ambiguously.

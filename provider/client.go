@@ -112,25 +112,32 @@ func (c *Client) cachedTokens(now time.Time, r Request) int {
 // meaningful when the Outcome's Kind is Success. Errors never contain the
 // API key.
 func (c *Client) Do(ctx context.Context, r Request, attempt int) (out Response, o strategies.Outcome) {
+	c.DoInto(ctx, &r, attempt, &out, &o)
+	return out, o
+}
+
+// DoInto is Do, writing the Response into *out and the Outcome into *o:
+// none of its callers' frames then holds a copy of them (engine.ClientInto).
+func (c *Client) DoInto(ctx context.Context, r *Request, attempt int, out *Response, o *strategies.Outcome) {
 	clk := clock.Real
 	if c.Clock != nil {
 		// Decode finds it there (clockOf): Provider.Decode's signature
 		// stays that of a function of the response alone.
 		clk, ctx = c.Clock, context.WithValue(ctx, clockKey{}, c.Clock)
 	}
-	resp, sent := c.send(ctx, clk, &r, attempt, &o)
+	*out = Response{}
+	resp, sent := c.send(ctx, clk, r, attempt, o)
 	if resp == nil {
-		return out, o
+		return
 	}
 	defer resp.Body.Close()
 	if f := wireOf(c.Provider); f != nil {
-		decode(resp, sent, f, &out, &o)
+		decode(resp, sent, f, out, o)
 	} else {
-		decodeWith(c.Provider, resp, sent, &out, &o)
+		decodeWith(c.Provider, resp, sent, out, o)
 	}
 	o.Err = c.redact(o.Err)
-	c.learnCache(clk.Now(), &r, &o)
-	return out, o
+	c.learnCache(clk.Now(), r, o)
 }
 
 // failed sets *o to an attempt that got no response, for err, in a frame
