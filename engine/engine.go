@@ -246,7 +246,9 @@ type Client interface {
 // holds a copy of them (a quarter kilobyte each, and the compiler's
 // copies), which keeps a call in flight within an 8 KiB goroutine stack
 // (README: Performance, memory per in-flight call). DoInto must do what Do
-// does.
+// does: a type that embeds a ClientInto (a *provider.Client, say) and
+// changes what Do does must define DoInto too, or Run calls the embedded
+// one's.
 type ClientInto interface {
 	Client
 	DoInto(ctx context.Context, r *provider.Request, attempt int, out *provider.Response, o *strategies.Outcome)
