@@ -465,7 +465,7 @@ func (r *run) run(src Source) (sum measure.Summary, err error) {
 			}
 		}()
 		t := r.newTask()
-		t.reset(&first)
+		t.it = first
 		r.process(t)
 		for t.next(work) {
 			r.process(t)
@@ -559,11 +559,11 @@ func (r *run) abort(err error, p *PanicError) {
 }
 
 // task is a worker's item in progress. Its state lives here, on the heap,
-// and each worker reuses its one task: the frames of a worker waiting out a
-// retry hold a pointer, not Items, Results and Outcomes (a quarter kilobyte
-// each, copied at every call), so they stay shallow enough for the
-// collector to shrink the worker's stack (README: Performance, memory per
-// in-flight call).
+// and each worker reuses its one task: a worker's frames hold a pointer,
+// not Items, Results and Outcomes (a quarter kilobyte each, copied at
+// every call), so a call in flight fits in an 8 KiB goroutine stack
+// (README: Performance, memory per in-flight call; bench/inflight's
+// TestWorkerStack).
 type task struct {
 	r        *run
 	attempt  func(ctx context.Context, n int) strategies.Outcome // strategies.Do's attempt func, made once
@@ -610,25 +610,15 @@ func (t *task) sendValue(ctx context.Context, n int) {
 	t.resp, t.call.Outcome = t.r.cfg.Client.Do(ctx, t.it.Request, n)
 }
 
-// reset makes t ready for it, or empty when it is nil. (Zeroed in place:
-// a task literal would be a kilobyte of the caller's frame.)
-//
-//go:noinline
-func (t *task) reset(it *Item) {
-	r, attempt := t.r, t.attempt
-	*t = task{}
-	t.r, t.attempt = r, attempt
-	if it != nil {
-		t.it = *it
-	}
-}
-
 // next takes the next item from work into t; false when there is none.
-// Nothing of the last item is kept while it waits.
+// Nothing of the last item is kept while it waits: t is zeroed in place
+// (a task literal would be a kilobyte of this frame).
 //
 //go:noinline
 func (t *task) next(work *clock.Chan[Item]) bool {
-	t.reset(nil)
+	r, attempt := t.r, t.attempt
+	*t = task{}
+	t.r, t.attempt = r, attempt
 	it, ok := work.Recv()
 	t.it = it
 	return ok
