@@ -598,20 +598,30 @@ func TestSimShuffle(t *testing.T) {
 // took Anthropic and OpenAI items half and half and never saw the 429s the
 // in-test run does.
 func TestSimShuffleStartOrder(t *testing.T) {
+	interleaved := false
 	for seed := range uint64(20) {
 		s := NewSim(t0)
 		s.Shuffle(seed)
 		var started []int
 		woken := 0
+		firstStart := -1 // sleepers woken when the first started goroutine ran
 		err := s.Run(t.Context(), func() {
 			wg := NewWaitGroup(s)
 			wg.Add(100 + 5)
-			for range 5 { // ready when the starts below are: drawn among them
-				s.Go(func() { defer wg.Done(); s.Sleep(t.Context(), 0); woken++ })
+			// Woken at the instant the starts below are made: some are
+			// still ready then, and drawn among them.
+			for range 5 {
+				s.Go(func() { defer wg.Done(); s.Sleep(t.Context(), time.Millisecond); woken++ })
 			}
-			s.Sleep(t.Context(), 0)
+			s.Sleep(t.Context(), time.Millisecond)
 			for i := range 100 {
-				s.Go(func() { defer wg.Done(); started = append(started, i) })
+				s.Go(func() {
+					defer wg.Done()
+					if firstStart < 0 {
+						firstStart = woken
+					}
+					started = append(started, i)
+				})
 			}
 			wg.Wait()
 		})
@@ -626,5 +636,9 @@ func TestSimShuffleStartOrder(t *testing.T) {
 				t.Fatalf("seed %d: started goroutines ran in the order %v, want the order they were started", seed, started)
 			}
 		}
+		interleaved = interleaved || firstStart < woken
+	}
+	if !interleaved {
+		t.Errorf("in 20 seeds no ready goroutine ran after a started one: want them drawn among each other")
 	}
 }
