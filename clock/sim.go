@@ -88,9 +88,9 @@ var _ Clock = (*Sim)(nil)
 // goroutine runs next, and which of the timers due at one instant fires
 // first. Goroutines started with Go keep the order they were started among
 // themselves, as Go's runtime about keeps it: the next of them is drawn as
-// one of the ready goroutines. The same seed gives the same order. Without it, ready goroutines
-// run in the order they became ready and timers fire in the order they were
-// set. Call it before Run.
+// one of the ready goroutines. The same seed gives the same order. Without
+// it, ready goroutines run in the order they became ready and timers fire in
+// the order they were set. Call it before Run.
 func (s *Sim) Shuffle(seed uint64) {
 	s.mu.Lock()
 	s.rng = rand.New(rand.NewPCG(seed, 0x5eed))
@@ -218,8 +218,9 @@ func (s *Sim) Now() time.Time {
 	return s.now
 }
 
-// Go implements Clock: f joins the back of the ready queue. It panics when
-// no run is in progress.
+// Go implements Clock: f joins the back of the ready queue (shuffled, of the
+// goroutines started and not yet run; see Shuffle). It panics when no run is
+// in progress.
 func (s *Sim) Go(f func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -468,11 +469,11 @@ func (s *Sim) scheduleLocked() *gor {
 			// (started in order: 9,010, and 20-concurrent's semaphore(50)
 			// completes 190 of 200).
 			n := s.ready.len() + min(s.started.len(), 1)
-			if i := s.rng.IntN(n); i >= s.ready.len() {
+			i := s.rng.IntN(n)
+			if i == s.ready.len() {
 				return s.started.pop()
-			} else {
-				s.ready.swapHead(i)
 			}
+			s.ready.swapHead(i)
 		}
 		if g := s.ready.pop(); g != nil {
 			return g
