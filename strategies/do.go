@@ -60,20 +60,16 @@ func Do(ctx context.Context, s Strategy, p *RetryPolicy, c Cost, attempt func(ct
 		call.Attempts++
 		o := &call.Outcome
 		retry, wait := next(p, n, o)
-		if !retry {
-			held = false
-			report(pm, o, true)
-			return call, nil
-		}
-		if err := ctx.Err(); err != nil {
+		if retry {
 			// The SDKs give up as soon as the caller's context is done.
+			err = ctx.Err()
+		}
+		if !retry || err != nil {
 			held = false
 			report(pm, o, true)
 			return call, err
 		}
-		if p.Requeue {
-			held = false
-		}
+		held = !p.Requeue
 		report(pm, o, p.Requeue)
 		slept, err := sleep(clk, ctx, wait)
 		if o.HasRetryAfter {
