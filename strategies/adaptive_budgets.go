@@ -26,7 +26,7 @@ func (h Limits) dims() [numDims]Limit {
 // a server reserves from the output budget until it knows the answer's
 // length; and both from a combined budget.
 func dimCosts(c Cost) [numDims]float64 {
-	in := float64(max(c.InputTokens-c.CachedInputTokens, 0))
+	in := float64(c.uncachedInput())
 	out := float64(max(c.MaxTokens, 0))
 	return [numDims]float64{1, in, out, in + out}
 }

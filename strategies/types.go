@@ -128,7 +128,11 @@ type Cost struct {
 
 // Tokens returns the reservation a token budget takes for the call: the
 // uncached input (InputTokens less CachedInputTokens) + MaxTokens.
-func (c Cost) Tokens() int { return max(c.InputTokens-c.CachedInputTokens, 0) + c.MaxTokens }
+func (c Cost) Tokens() int { return c.uncachedInput() + c.MaxTokens }
+
+// uncachedInput returns the input a provider's input-tokens limit counts:
+// InputTokens less CachedInputTokens.
+func (c Cost) uncachedInput() int { return max(c.InputTokens-c.CachedInputTokens, 0) }
 
 // A Strategy decides when an attempt may start and learns from how it ended.
 // Implementations are safe for concurrent use.
