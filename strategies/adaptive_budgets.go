@@ -232,7 +232,7 @@ func (l *adaptiveLaw) untilBudgets(now time.Time, c [numDims]float64) time.Durat
 func (l *adaptiveLaw) tokensAvailable(now time.Time) float64 {
 	tokens, share := 0.0, math.Inf(1)
 	for _, b := range l.budgets[dimInput:] {
-		if b == nil || b.burst <= 0 {
+		if b == nil {
 			continue
 		}
 		if have := b.available(now); have/b.burst < share {
