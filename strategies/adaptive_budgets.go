@@ -145,9 +145,14 @@ func (l *adaptiveLaw) syncBudgets(now time.Time, a adaptiveAttempt, o Outcome) {
 			// sent with a and since: errs low, and the next response
 			// corrects it.
 			b = &budgetCopy{budget: *newBudget(now, float64(h.Limit), int(h.Limit)), limit: h.Limit}
-			b.tokens = min(float64(h.Remaining)-float64(l.seq-a.batch)*a.cost[d], b.burst)
+			level := float64(h.Remaining) - float64(l.seq-a.batch)*a.cost[d]
+			b.tokens = min(level, b.burst)
 			b.slack = b.burst
 			l.budgets[d] = b
+			// The calls still to be sent at lastDispatch see the copy as
+			// it was before the first sent then (see takeBudgets): add
+			// back those of them it counts, the ones sent after a's batch.
+			l.batchSeen[d] = level + float64(l.seq-max(a.batch, l.batch-1))*a.cost[d]
 			l.synced[d] = l.seq
 			if d == dimRequests {
 				l.requestsPublished(now)

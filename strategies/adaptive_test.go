@@ -430,6 +430,30 @@ func TestAdaptiveLaw(t *testing.T) {
 			},
 		},
 		{
+			// 60,000 input tokens a minute, 1,000 a second; prompts of
+			// 1,000 tokens, counted as such. #2 is sent at 1 s before
+			// #1's response creates the copy, and #3 after it: #3 sees the copy as it was before
+			// #2, 20,001 (the server may have taken #3 first), not as
+			// nothing at all.
+			name: "a copy created between two calls of one instant syncs from the later one's response",
+			steps: []adaptiveStep{
+				{dispatch: 1, cost: Cost{InputTokens: 1000}, want: adaptiveWant{window: 4, capacity: 4, inFlight: 1, slowStart: true}},
+				{at: s, dispatch: 1, cost: Cost{InputTokens: 1000}, want: adaptiveWant{window: 4, capacity: 4, inFlight: 2, slowStart: true}},
+				// 20,001 left at #1's admission, less #2 sent since.
+				{at: s, end: 1, o: Outcome{Kind: Success, Latency: s, Usage: Usage{InputTokens: 1000}, Limits: Limits{
+					InputTokens: Limit{Limit: 60000, Remaining: 20001},
+				}}, want: adaptiveWant{window: 4, capacity: 4, inFlight: 1, slowStart: true, input: 19001}},
+				{at: s, dispatch: 1, cost: Cost{InputTokens: 1000}, want: adaptiveWant{window: 4, capacity: 4, inFlight: 2, slowStart: true, input: 18001}},
+				// #3 admitted with 19,001 left: 20,001 before #2 and #3,
+				// where the copy had 20,001 too; it is left at 19,001 (a
+				// second of refill, which it cannot date, low). Seeing
+				// nothing before #3, it had been set to 39,002.
+				{at: 2 * s, end: 3, o: Outcome{Kind: Success, Latency: s, Usage: Usage{InputTokens: 1000}, Limits: Limits{
+					InputTokens: Limit{Limit: 60000, Remaining: 19001},
+				}}, want: adaptiveWant{window: 4, capacity: 4, inFlight: 1, slowStart: true, input: 19001}},
+			},
+		},
+		{
 			// The copy, at 0 less the 3 others sent with the refused call,
 			// holds the next call for 4 s; no gate.
 			name: "a refusal for a spent requests budget teaches no limit and closes no gate",
