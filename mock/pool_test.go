@@ -1,0 +1,100 @@
+package mock
+
+import (
+	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"testing/synctest"
+)
+
+// TestInProcessResponsesOutliveExchange: an in-process client's response
+// headers are the handler's own map, not a copy, and its body was written
+// from the exchange's buffer; the exchanges, request structs and body
+// buffers are pooled. A response, admitted or refused, keeps every header
+// value and its body while later requests reuse what its handler used.
+func TestInProcessResponsesOutliveExchange(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := DefaultConfig()
+		cfg.Latency.PerToken = 0
+		cfg.Limits = Limits{RPM: 3, ITPM: 100000, OTPM: 100000}
+		s, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		c := &http.Client{Transport: s.InProcess()}
+		send := func(path, body string) (*http.Response, string) {
+			t.Helper()
+			req, err := http.NewRequest(http.MethodPost, "http://mock.invalid"+path, strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Anthropic-Version", "2023-06-01")
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resp, string(b)
+		}
+		type kept struct {
+			resp   *http.Response
+			header http.Header // a deep copy, taken at once
+			body   string
+		}
+		var all []kept
+		keep := func(resp *http.Response, body string) {
+			h := make(http.Header, len(resp.Header))
+			for k, v := range resp.Header {
+				h[k] = slices.Clone(v)
+			}
+			all = append(all, kept{resp, h, body})
+		}
+		for i := range 5 { // 3 admitted, then 2 refused by the RPM limit
+			resp, body := send("/v1/messages", anthropicBody(20, false, strings.Repeat("word ", i+1)))
+			if want := http.StatusOK; i >= 3 {
+				want = http.StatusTooManyRequests
+				if resp.StatusCode != want {
+					t.Fatalf("request %d: status %d, want %d: %s", i, resp.StatusCode, want, body)
+				}
+			} else if resp.StatusCode != want {
+				t.Fatalf("request %d: status %d, want %d: %s", i, resp.StatusCode, want, body)
+			}
+			keep(resp, body)
+		}
+		resp, body := send("/v1/chat/completions", openaiBody(20, false, false, "hi"))
+		keep(resp, body)
+		resp, body = send("/v1/messages", `{"model":`) // a 400
+		keep(resp, body)
+		for i := range 20 { // more requests through the same pools
+			send("/v1/messages", anthropicBody(20, false, strings.Repeat("other ", i+1)))
+			send("/v1/chat/completions", openaiBody(20, true, true, "other"))
+		}
+		for i, k := range all {
+			if k.header.Get("Request-Id")+k.header.Get("X-Request-Id") == "" {
+				t.Errorf("response %d has no request id: %v", i, k.header)
+			}
+			if !maps.EqualFunc(k.resp.Header, k.header, slices.Equal) {
+				t.Errorf("response %d: headers changed after later requests:\nwas %v\nnow %v", i, k.header, k.resp.Header)
+			}
+		}
+		for i := range all {
+			for j := range i {
+				a, b := all[i].header, all[j].header
+				if id := a.Get("Request-Id") + a.Get("X-Request-Id"); id == b.Get("Request-Id")+b.Get("X-Request-Id") {
+					t.Errorf("responses %d and %d share request id %s", j, i, id)
+				}
+				if all[i].body == all[j].body {
+					t.Errorf("responses %d and %d have the same body %s", j, i, all[i].body)
+				}
+			}
+		}
+	})
+}
