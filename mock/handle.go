@@ -137,8 +137,9 @@ func (s *Server) prepare(x *exchange, req *http.Request) bool {
 		s.budget.release(held)
 	}
 	// The decoders copy what they keep: the body's buffer serves the next
-	// request.
-	if cap(body) <= 64<<10 {
+	// request. readBody caps the buffer it is given at the body's size, so
+	// the pooled one is kept unless the body needed a larger one.
+	if n := cap(body); n > cap(*bp) && n <= 64<<10 {
 		*bp = body[:0]
 	}
 	bodyBufs.Put(bp)

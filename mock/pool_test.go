@@ -4,6 +4,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -94,6 +95,42 @@ func TestInProcessResponsesOutliveExchange(t *testing.T) {
 				if all[i].body == all[j].body {
 					t.Errorf("responses %d and %d have the same body %s", j, i, all[i].body)
 				}
+			}
+		}
+	})
+}
+
+// TestBodyEndsAtContentLength: the handler reads a body up to its
+// Content-Length and no further, also into a pooled buffer larger than that
+// (net/http's server cuts a body there itself; a handler called directly,
+// as the in-process transport calls it, is given the body as it is).
+func TestBodyEndsAtContentLength(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := DefaultConfig()
+		cfg.Latency.PerToken = 0
+		s, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		h := s.Handler()
+		serve := func(body string, contentLength int64) *httptest.ResponseRecorder {
+			req := httptest.NewRequest(http.MethodPost, "/v1/messages", strings.NewReader(body))
+			req.ContentLength = contentLength
+			req.Header.Set("Anthropic-Version", "2023-06-01")
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			return rec
+		}
+		for range 3 {
+			// A large body first: its buffer goes back to the pool.
+			large := anthropicBody(20, false, strings.Repeat("word ", 1000))
+			if rec := serve(large, int64(len(large))); rec.Code != http.StatusOK {
+				t.Fatalf("large body: status %d: %s", rec.Code, rec.Body)
+			}
+			body := anthropicBody(20, false, "hi")
+			if rec := serve(body+" trailing bytes past the Content-Length", int64(len(body))); rec.Code != http.StatusOK {
+				t.Fatalf("body cut at its Content-Length: status %d, want 200: %s", rec.Code, rec.Body)
 			}
 		}
 	})

@@ -689,8 +689,9 @@ const BodyTimeout = 30 * time.Second
 // nothing holds budget but no memory. The caller gives held back with
 // s.budget.release once it has decoded the body; on error, held is 0.
 //
-// buf, when it has room, holds the body: the caller's buffer of an earlier
-// request (exchange.body), which nothing may read once the body is decoded.
+// buf, when it has room, holds the body: a buffer of an earlier request
+// (bodyBufs), which nothing may read once the body is decoded. body is then
+// buf with its capacity cut to the first read's size, as a new buffer's is.
 func (s *Server) readBody(w http.ResponseWriter, req *http.Request, buf []byte) (body []byte, held int64, status int, err error) {
 	cl := req.ContentLength
 	if cl > MaxBodyBytes {
@@ -729,7 +730,7 @@ func (s *Server) readBody(w http.ResponseWriter, req *http.Request, buf []byte) 
 	if int64(cap(buf)) < size {
 		buf = make([]byte, 0, size)
 	}
-	buf = buf[:0]
+	buf = buf[:0:size] // a read never passes the Content-Length
 	for cl < 0 || int64(len(buf)) < cl {
 		if len(buf) == cap(buf) {
 			next := int64(2 * cap(buf))
