@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -46,16 +45,14 @@ func (anthropic) decode(body []byte, _ int, c *call) error {
 	return decodeAnthropic(body, true, c)
 }
 
-// anthropicRequests holds the structs requests are decoded into: one
-// request's fields are copied out of it (its slices are the decoder's own
-// allocations) before it is reset for the next.
-var anthropicRequests = sync.Pool{New: func() any { return new(anthropicRequest) }}
+// anthropicRequests holds the structs Messages requests are decoded into.
+var anthropicRequests requestPool[anthropicRequest]
 
 // decodeAnthropic decodes a Messages request into c; count_tokens requests
 // have no max_tokens (needMax false).
 func decodeAnthropic(body []byte, needMax bool, c *call) error {
-	req := anthropicRequests.Get().(*anthropicRequest)
-	defer anthropicRequests.Put(req)
+	req := anthropicRequests.get()
+	defer anthropicRequests.put(req)
 	*req = anthropicRequest{Model: absentString}
 	if err := decodeRequest(body, req); err != nil {
 		return describeBodyError(body, err)

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -44,15 +43,15 @@ type openaiRequest struct {
 	TopP        json.RawMessage `json:"top_p"`
 }
 
-// openaiRequests holds the structs requests are decoded into, as
-// anthropicRequests.
-var openaiRequests = sync.Pool{New: func() any { return new(openaiRequest) }}
+// openaiRequests holds the structs Chat Completions requests are decoded
+// into.
+var openaiRequests requestPool[openaiRequest]
 
 var openaiRoles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true, "function": true}
 
 func (openai) decode(body []byte, defaultMax int, c *call) error {
-	req := openaiRequests.Get().(*openaiRequest)
-	defer openaiRequests.Put(req)
+	req := openaiRequests.get()
+	defer openaiRequests.put(req)
 	*req = openaiRequest{Model: absentString}
 	if err := decodeRequest(body, req); err != nil {
 		return describeBodyError(body, err)

@@ -135,3 +135,24 @@ func TestBodyEndsAtContentLength(t *testing.T) {
 		}
 	})
 }
+
+// TestRequestPoolKeepsNothing: a decoded request's struct goes back to its
+// pool empty, so a large body's messages do not outlive the collection
+// decodeBudget forces to give their memory back.
+func TestRequestPoolKeepsNothing(t *testing.T) {
+	big := anthropicBody(20, false, strings.Repeat("word ", 10000))
+	var c call
+	if err := decodeAnthropic([]byte(big), true, &c); err != nil {
+		t.Fatal(err)
+	}
+	if req := anthropicRequests.get(); req.Messages != nil || req.Model != "" {
+		t.Errorf("pooled Messages request keeps %d messages of model %q", len(req.Messages), req.Model)
+	}
+	c = call{}
+	if err := (openai{}).decode([]byte(openaiBody(20, false, false, strings.Repeat("word ", 10000))), 0, &c); err != nil {
+		t.Fatal(err)
+	}
+	if req := openaiRequests.get(); req.Messages != nil || req.Model != "" {
+		t.Errorf("pooled Chat Completions request keeps %d messages of model %q", len(req.Messages), req.Model)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -186,6 +187,27 @@ func decodeRequest[T any](body []byte, v *T) error {
 	}
 	*v = start
 	return json.Unmarshal(body, v)
+}
+
+// requestPool holds the structs the requests of one API are decoded into.
+// A request's fields are copied out of its struct (its slices are the
+// decoder's own allocations), and put clears the struct before it goes
+// back: a pooled struct would otherwise keep a large body's decoded
+// messages past the collection decodeBudget forces to give that memory
+// back (a pool's items outlive one collection).
+type requestPool[T any] struct{ p sync.Pool }
+
+func (p *requestPool[T]) get() *T {
+	if v, ok := p.p.Get().(*T); ok {
+		return v
+	}
+	return new(T)
+}
+
+func (p *requestPool[T]) put(v *T) {
+	var zero T
+	*v = zero
+	p.p.Put(v)
 }
 
 // isNull reports whether the raw JSON value v is null.
