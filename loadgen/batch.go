@@ -204,12 +204,11 @@ func RunBatch(ctx context.Context, opt BatchOptions) (rep BatchReport, err error
 	if systemCache == "" {
 		systemCache = s.Request.SystemCache
 	}
-	switch {
-	case systemCache == "":
-	case systemCache != "5m" && systemCache != "1h":
-		return rep, usagef("--system-cache: want 5m or 1h (Anthropic's cache_control TTLs), got %q", systemCache)
-	case p.Name() != "anthropic":
-		return rep, usagef("--system-cache is Anthropic's cache_control; %s caches a repeated prompt prefix of 1,024 tokens or more by itself", p.Name())
+	if msg := systemCacheTTLProblem(systemCache); msg != "" {
+		return rep, usagef("--system-cache: %s", msg)
+	}
+	if systemCache != "" && p.Name() != "anthropic" {
+		return rep, usagef("--system-cache %s", systemCacheProviderProblem(p.Name()))
 	}
 	maxTokens := opt.MaxTokens
 	if _, set := s.lines["request.max_tokens"]; maxTokens == 0 && set {

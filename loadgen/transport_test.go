@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,12 +15,13 @@ import (
 // TestEmbeddedMockTransport in a process of its own.
 const transportChildEnv = "RATELAB_TRANSPORT_CHILD"
 
-// sockets counts this process's open sockets (Linux: /proc/self/fd).
-func sockets(t *testing.T) int {
-	t.Helper()
+// sockets counts this process's open sockets (Linux: /proc/self/fd). It
+// returns an error rather than taking t: the sampling goroutine calls it,
+// and t.Fatal must not be called from a goroutine other than the test's.
+func sockets() (int, error) {
 	fds, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
-		t.Fatalf("counting sockets: %v (Linux only)", err)
+		return 0, fmt.Errorf("counting sockets: %w (Linux only)", err)
 	}
 	n := 0
 	for _, fd := range fds {
@@ -27,7 +29,7 @@ func sockets(t *testing.T) int {
 			n++
 		}
 	}
-	return n
+	return n, nil
 }
 
 // TestEmbeddedMockTransport: a real-time run reaches the embedded mock in
@@ -75,13 +77,21 @@ strategies:
 				}
 				return
 			}
-			base := sockets(t)
+			base, err := sockets()
+			if err != nil {
+				t.Fatal(err)
+			}
 			var peak atomic.Int64
 			stop, sampled := make(chan struct{}), make(chan struct{})
 			go func() {
 				defer close(sampled)
 				for {
-					peak.Store(max(peak.Load(), int64(sockets(t)-base)))
+					n, err := sockets()
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					peak.Store(max(peak.Load(), int64(n-base)))
 					select {
 					case <-stop:
 						return
