@@ -618,6 +618,15 @@ func (w *headerWriter) Write(b []byte) (int, error) {
 
 func (w *headerWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// pastHeader is w once its response has started: a headerWriter has
+// nothing left to remember then, so a stream's writes skip it.
+func pastHeader(w http.ResponseWriter) http.ResponseWriter {
+	if hw, ok := w.(*headerWriter); ok && hw.wrote {
+		return hw.ResponseWriter
+	}
+	return w
+}
+
 // recoverPanics answers a panicking handler with 500 api_error and logs the
 // panic; a panic after the response started aborts the connection instead.
 // http.ErrAbortHandler passes through: it is how handlers cut connections.

@@ -4,14 +4,19 @@ import (
 	"bufio"
 	"flag"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/ratelab/ratelab/internal/memnet"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -135,6 +140,106 @@ func TestStreamPacing(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestStreamWrites checks what reaches the connection: a stream of n tokens
+// is n+1 writes, the first with the headers and the opening frames, one a
+// token, and the last token's with the closing frames and the end of the
+// chunked body, so that neither side spends a system call on the end alone.
+func TestStreamWrites(t *testing.T) {
+	for _, tc := range []struct {
+		path, body, end string
+		n               int
+	}{
+		{"/v1/messages", anthropicBody(4, true, "hi"), "event: message_stop", 4},
+		{"/v1/chat/completions", openaiBody(4, true, true, "hi"), "data: [DONE]", 4},
+		{"/v1/responses", `{"model":"gpt-5-mini","input":"hi","max_output_tokens":16,"stream":true}`, "event: response.incomplete", 16},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfg := DefaultConfig()
+				cfg.Output.Length = LengthMaxTokens
+				cfg.Latency.TTFT = 100 * time.Millisecond
+				cfg.Latency.PerToken = 20 * time.Millisecond
+				s, err := New(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ln := memnet.New()
+				var mu sync.Mutex
+				var writes []string
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					s.Serve(writeListener{ln, func(b []byte) {
+						mu.Lock()
+						writes = append(writes, string(b))
+						mu.Unlock()
+					}})
+				}()
+				tr := &http.Transport{DialContext: ln.Dial}
+				req, _ := http.NewRequest("POST", "http://mock"+tc.path, strings.NewReader(tc.body))
+				setHeaders(req, nil)
+				resp, err := (&http.Client{Transport: tr}).Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("status %d", resp.StatusCode)
+				}
+				if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				tr.CloseIdleConnections()
+				s.Close()
+				ln.Close()
+				<-done
+
+				mu.Lock()
+				defer mu.Unlock()
+				if len(writes) != tc.n+1 {
+					t.Fatalf("%d writes, want %d (the opening, one a token, the last token's with the end): %q", len(writes), tc.n+1, writes)
+				}
+				if !strings.HasPrefix(writes[0], "HTTP/1.1 200 OK\r\n") {
+					t.Errorf("first write %q, want the headers", writes[0])
+				}
+				for i, w := range writes[1:tc.n] {
+					if strings.Contains(w, tc.end) || strings.Contains(w, "\r\n0\r\n\r\n") {
+						t.Errorf("write %d (token %d) %q ends the stream", i+1, i+1, w)
+					}
+				}
+				last := writes[tc.n]
+				if !strings.Contains(last, tc.end) || !strings.HasSuffix(last, "\r\n0\r\n\r\n") {
+					t.Errorf("last write %q, want the closing frames (%s) and the chunked body's end", last, tc.end)
+				}
+			})
+		})
+	}
+}
+
+// writeListener calls write with every write to its connections.
+type writeListener struct {
+	net.Listener
+	write func([]byte)
+}
+
+func (l writeListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return writeConn{c, l.write}, nil
+}
+
+type writeConn struct {
+	net.Conn
+	write func([]byte)
+}
+
+func (c writeConn) Write(b []byte) (int, error) {
+	c.write(b)
+	return c.Conn.Write(b)
 }
 
 // TestJSONTakesStreamTime checks that a non-streaming response takes as long
