@@ -309,22 +309,25 @@ func compareStreams(ctx context.Context, w io.Writer, servers []*server, rounds,
 		}
 	}
 	res := make([][]streamRound, len(servers))
-	cpu := make([][]float64, len(servers)) // server CPU µs per stream
+	cpu := make([][]float64, len(servers))    // server CPU µs per stream
+	client := make([][]float64, len(servers)) // this process's CPU µs per stream
+	self := os.Getpid()
 	for r := range rounds {
 		for _, i := range order(len(servers), r) {
 			pid := servers[i].cmd.Process.Pid
-			c0 := cpuTime(pid)
+			c0, s0 := cpuTime(pid), cpuTime(self)
 			sr, err := runStreams(ctx, clients[i], servers[i].url, body, streams, tokens, perToken)
 			if err != nil {
 				return fmt.Errorf("%s: %w", servers[i].name, err)
 			}
 			res[i] = append(res[i], sr)
 			cpu[i] = append(cpu[i], float64(cpuTime(pid)-c0)/1e3/float64(streams))
+			client[i] = append(client[i], float64(cpuTime(self)-s0)/1e3/float64(streams))
 		}
 		fmt.Fprintf(w, "round %d:", r+1)
 		for i, s := range servers {
 			sr := res[i][r]
-			fmt.Fprintf(w, "  %s p50 %s p99 %s max %s merged %d streams (%d tokens) %.0f µs CPU/stream", s.name, ms(sr.p50), ms(sr.p99), ms(sr.max), sr.merged, sr.mergedEvents, cpu[i][r])
+			fmt.Fprintf(w, "  %s p50 %s p99 %s max %s merged %d streams (%d tokens) %.0f µs CPU/stream (client %.0f)", s.name, ms(sr.p50), ms(sr.p99), ms(sr.max), sr.merged, sr.mergedEvents, cpu[i][r], client[i][r])
 		}
 		fmt.Fprintln(w)
 	}
@@ -341,8 +344,8 @@ func compareStreams(ctx context.Context, w io.Writer, servers []*server, rounds,
 		p99 := pick(i, func(r streamRound) float64 { return msOf(r.p99) })
 		mx := pick(i, func(r streamRound) float64 { return msOf(r.max) })
 		merged := pick(i, func(r streamRound) float64 { return float64(r.merged) })
-		fmt.Fprintf(w, "%s: p50 %.2f ms %s, p99 %.2f ms %s, max %.1f ms %s, merged streams %.0f %s, server CPU a stream %.0f µs %s",
-			s.name, benchcmd.Median(p50), benchcmd.Spread(p50, "%.2f"), benchcmd.Median(p99), benchcmd.Spread(p99, "%.2f"), benchcmd.Median(mx), benchcmd.Spread(mx, "%.1f"), benchcmd.Median(merged), benchcmd.Spread(merged, "%.0f"), benchcmd.Median(cpu[i]), benchcmd.Spread(cpu[i], "%.0f"))
+		fmt.Fprintf(w, "%s: p50 %.2f ms %s, p99 %.2f ms %s, max %.1f ms %s, merged streams %.0f %s, server CPU a stream %.0f µs %s, client's %.0f µs %s",
+			s.name, benchcmd.Median(p50), benchcmd.Spread(p50, "%.2f"), benchcmd.Median(p99), benchcmd.Spread(p99, "%.2f"), benchcmd.Median(mx), benchcmd.Spread(mx, "%.1f"), benchcmd.Median(merged), benchcmd.Spread(merged, "%.0f"), benchcmd.Median(cpu[i]), benchcmd.Spread(cpu[i], "%.0f"), benchcmd.Median(client[i]), benchcmd.Spread(client[i], "%.0f"))
 		if i > 0 {
 			r50 := make([]float64, rounds)
 			r99 := make([]float64, rounds)
