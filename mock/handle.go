@@ -125,7 +125,7 @@ func (s *Server) prepare(x *exchange, req *http.Request) bool {
 	}
 	bp := bodyBufs.Get().(*[]byte)
 	body, held, status, err := s.readBody(w, req, *bp)
-	received := s.clock.Now() // the schedule's start: see admit
+	received := arrived(req, s.clock.Now()) // the schedule's start: see admit
 	s.calls.arrive(&x.att, req, key, body)
 	c := &x.call
 	if err == nil {
@@ -286,12 +286,14 @@ func countRefusal(c *counts, status int, limit string) {
 // lock, into d, and returns d. n is the attempt's number within its logical
 // call (callAttempt.n; 0 when the call accounting is off).
 //
-// An admitted response's schedule starts at received, when the request's
-// body was in: decoding and waiting for the lock count toward its time to
-// first token, as a provider's processing does, rather than delaying every
-// token (under a burst of requests, admission lags arrival). When a Store
-// was asked for a slot, the schedule starts after it answered instead: that
-// wait can last seconds.
+// An admitted response's schedule starts at received, when the request
+// arrived (arrival.go: the kernel's receive time of its last bytes where
+// it is known, else when its body was in): waiting to be read, decoding
+// and waiting for the lock count toward its time to first token, as a
+// provider's processing does, rather than delaying every token (under a
+// burst of requests, admission lags arrival). When a Store was asked for a
+// slot, the schedule starts after it answered instead: that wait can last
+// seconds.
 //
 // The refusals are methods of their own (reject, scripted, limited): a
 // stack frame holds every temporary of the code inlined into it, and
@@ -837,8 +839,8 @@ func (x *exchange) tokens(stopAt int) bool {
 	return ok
 }
 
-// processed sets openai-processing-ms to the time from admission to the
-// response's headers (0, already set, for Anthropic's headers and instant
+// processed sets openai-processing-ms to the time from the schedule's
+// start (the request's arrival) to the response's headers (0, already set, for Anthropic's headers and instant
 // answers).
 func (x *exchange) processed(h http.Header) {
 	if _, ok := x.wr.(anthropic); ok {

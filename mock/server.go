@@ -151,6 +151,7 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 	s.http = &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
+		ConnContext:       withConn,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    s.hardHeaderBytes(),
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
@@ -168,6 +169,9 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // (30s) and IdleTimeout (2m), so a client sending headers or a body slowly
 // cannot hold a connection forever; responses have no timeout.
 func (s *Server) Serve(ln net.Listener) error {
+	if s.clock == clock.Real {
+		stampListener(ln) // arrival.go
+	}
 	return s.http.Serve(envelopeListener{ln, s})
 }
 
@@ -542,19 +546,33 @@ func (l envelopeListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return envelopeConn{c, l.s}, nil
+	ec := &envelopeConn{Conn: c, s: l.s}
+	if l.s.clock == clock.Real { // a kernel's time is the real one
+		ec.stampArrivals()
+	}
+	return ec, nil
 }
 
 // envelopeConn replaces net/http's plain-text 431 and 400, written before
 // the request reaches a handler (so the API it was for is unknown), by a
 // JSON error that both SDK families parse in full: Anthropic's envelope
-// with OpenAI's message, type, param and code inside "error".
+// with OpenAI's message, type, param and code inside "error". It also
+// reads the kernel's receive times of the request bytes, where it can
+// (arrival.go).
 type envelopeConn struct {
 	net.Conn
-	s *Server
+	s  *Server
+	rx *rxStamps // nil: receive times are not read
 }
 
-func (c envelopeConn) Write(b []byte) (int, error) {
+func (c *envelopeConn) Read(p []byte) (int, error) {
+	if c.rx != nil {
+		return c.rx.read(c.Conn, p)
+	}
+	return c.Conn.Read(p)
+}
+
+func (c *envelopeConn) Write(b []byte) (int, error) {
 	if len(b) >= len(goPlain400) && b[0] == 'H' && b[9] == '4' {
 		var status int
 		var msg, code string
@@ -577,7 +595,7 @@ func (c envelopeConn) Write(b []byte) (int, error) {
 
 // CloseWrite passes net/http's half-close through, as it does on a TCP
 // connection after an error.
-func (c envelopeConn) CloseWrite() error {
+func (c *envelopeConn) CloseWrite() error {
 	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
 		return cw.CloseWrite()
 	}
