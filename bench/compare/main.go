@@ -16,7 +16,8 @@
 // server can replay the same bytes.
 //
 // stream: --streams concurrent streams of --tokens tokens at --per-token,
-// started evenly over one token interval. A stream's lateness is when the
+// started evenly over --spread (by default one token interval: a burst).
+// A longer spread measures the pacing alone. A stream's lateness is when the
 // client read its last token minus its due time, send time + tokens ×
 // per-token; a stream whose tokens came in fewer events than tokens had late
 // tokens merged.
@@ -71,6 +72,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	streams := fs.Int("streams", 1000, "stream: concurrent streams")
 	tokens := fs.Int("tokens", 20, "stream: tokens per stream (the request's max_tokens)")
 	perToken := fs.Duration("per-token", 20*time.Millisecond, "stream: the servers' time per token")
+	spread := fs.Duration("spread", 0, "stream: the streams start evenly over this `duration` (0: one token interval)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -133,7 +135,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if mode == "json" {
 		return compareJSON(ctx, stdout, started, *rounds, *conns, *round)
 	}
-	return compareStreams(ctx, stdout, started, *rounds, *streams, *tokens, *perToken)
+	if *spread <= 0 {
+		*spread = *perToken
+	}
+	return compareStreams(ctx, stdout, started, *rounds, *streams, *tokens, *perToken, *spread)
 }
 
 // start runs command and waits for its "listening on URL" line.
@@ -293,7 +298,7 @@ type streamRound struct {
 	mergedEvents  int // tokens that arrived in another token's event
 }
 
-func compareStreams(ctx context.Context, w io.Writer, servers []*server, rounds, streams, tokens int, perToken time.Duration) error {
+func compareStreams(ctx context.Context, w io.Writer, servers []*server, rounds, streams, tokens int, perToken, spread time.Duration) error {
 	body := fmt.Sprintf(`{"model":"claude-sonnet-4-5","max_tokens":%d,"stream":true,"messages":[{"role":"user","content":"Hello"}]}`, tokens)
 	clients := make([]*http.Client, len(servers))
 	for i := range clients {
@@ -302,9 +307,9 @@ func compareStreams(ctx context.Context, w io.Writer, servers []*server, rounds,
 			IdleConnTimeout: time.Minute, DisableCompression: true,
 		}}
 	}
-	fmt.Fprintf(w, "stream: %d streams of %d tokens at %v, %d rounds; lateness of the last token\n", streams, tokens, perToken, rounds)
+	fmt.Fprintf(w, "stream: %d streams of %d tokens at %v, started over %v, %d rounds; lateness of the last token\n", streams, tokens, perToken, spread, rounds)
 	for i, s := range servers { // warm up: one connection per stream
-		if _, err := runStreams(ctx, clients[i], s.url, body, streams, tokens, perToken); err != nil {
+		if _, err := runStreams(ctx, clients[i], s.url, body, streams, tokens, perToken, spread); err != nil {
 			return fmt.Errorf("%s: %w", s.name, err)
 		}
 	}
@@ -316,7 +321,7 @@ func compareStreams(ctx context.Context, w io.Writer, servers []*server, rounds,
 		for _, i := range order(len(servers), r) {
 			pid := servers[i].cmd.Process.Pid
 			c0, s0 := cpuTime(pid), cpuTime(self)
-			sr, err := runStreams(ctx, clients[i], servers[i].url, body, streams, tokens, perToken)
+			sr, err := runStreams(ctx, clients[i], servers[i].url, body, streams, tokens, perToken, spread)
 			if err != nil {
 				return fmt.Errorf("%s: %w", servers[i].name, err)
 			}
@@ -383,8 +388,8 @@ func cpuTime(pid int) time.Duration {
 func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/1e6) }
 
 // runStreams opens streams concurrent streams, their starts spread evenly
-// over one token interval, and returns the lateness of their last tokens.
-func runStreams(ctx context.Context, c *http.Client, url, body string, streams, tokens int, perToken time.Duration) (streamRound, error) {
+// over spread, and returns the lateness of their last tokens.
+func runStreams(ctx context.Context, c *http.Client, url, body string, streams, tokens int, perToken, spread time.Duration) (streamRound, error) {
 	late := make([]time.Duration, streams)
 	events := make([]int, streams)
 	errs := make(chan error, streams)
@@ -395,7 +400,7 @@ func runStreams(ctx context.Context, c *http.Client, url, body string, streams, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			time.Sleep(time.Until(t0.Add(time.Duration(i) * perToken / time.Duration(streams))))
+			time.Sleep(time.Until(t0.Add(time.Duration(i) * spread / time.Duration(streams))))
 			req := newRequest(ctx, url, body)
 			sent := time.Now()
 			resp, err := c.Do(req)
