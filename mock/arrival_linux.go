@@ -76,14 +76,17 @@ func (r *rxStamps) read(c net.Conn, p []byte) (int, error) {
 func (r *rxStamps) recvmsg(fd uintptr) bool {
 	oob := unsafe.Slice((*byte)(unsafe.Pointer(&r.oob)), unsafe.Sizeof(r.oob))
 	n, oobn, _, _, err := syscall.Recvmsg(int(fd), r.p, oob, 0)
-	if err == syscall.EAGAIN || err == syscall.EINTR {
+	for err == syscall.EINTR { // retry at once, as net's Read does: the poller has no new edge to wait for
+		n, oobn, _, _, err = syscall.Recvmsg(int(fd), r.p, oob, 0)
+	}
+	if err == syscall.EAGAIN {
 		return false
 	}
 	r.n, r.err = max(n, 0), err
 	if n > 0 {
-		if at := rxTime(oob[:oobn]); at != 0 {
-			r.at.Store(at)
-		}
+		// A read without a receive time clears the last one: arrived
+		// then uses now rather than an earlier request's time.
+		r.at.Store(rxTime(oob[:oobn]))
 	}
 	return true
 }
@@ -107,9 +110,18 @@ func rxTime(b []byte) int64 {
 
 // stampSocket turns SO_TIMESTAMPNS on for v's socket and returns its
 // syscall.RawConn; nil when v is not a socket or refuses the option.
+//
+// Only TCP: recvmsg with a control buffer on a unix socket would accept
+// the file descriptors a client passes with SCM_RIGHTS (read(2) discards
+// them), leaking them into the server.
 func stampSocket(v any) syscall.RawConn {
-	sc, ok := v.(syscall.Conn)
-	if !ok {
+	var sc syscall.Conn
+	switch v := v.(type) {
+	case *net.TCPConn:
+		sc = v
+	case *net.TCPListener:
+		sc = v
+	default:
 		return nil
 	}
 	raw, err := sc.SyscallConn()
