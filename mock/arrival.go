@@ -31,9 +31,29 @@ func withConn(ctx context.Context, c net.Conn) context.Context {
 	return ctx
 }
 
-// maxArrivalAge bounds how long before now a receive time may be: an
-// older one is a stepped wall clock, not a queue, and now is used.
+// maxArrivalAge bounds how long before its read, or before now, a receive
+// time may be: an older one is a stepped wall clock, not a queue, and now
+// is used.
 const maxArrivalAge = time.Minute
+
+// monoBase is the origin of the monotonic arrival times rxStamps keeps.
+var monoBase = time.Now()
+
+// arrivalMono converts kernel, a receive time in Unix nanoseconds (the
+// wall clock), taken at read, into the monotonic time since monoBase, plus
+// one so that 0 stays "unknown". The wall clock is compared with the
+// kernel's only at the read, moments after the bytes came: a later step
+// of it (NTP, a resumed machine) does not move the arrival.
+func arrivalMono(kernel int64, read time.Time) int64 {
+	if kernel == 0 {
+		return 0
+	}
+	queued := read.UnixNano() - kernel
+	if queued < 0 || queued > int64(maxArrivalAge) {
+		return 0
+	}
+	return int64(read.Sub(monoBase)) - queued + 1
+}
 
 // arrived is when req's last bytes reached the machine, as of now (read
 // on s.clock after the body): the kernel's receive time of the last bytes
@@ -47,7 +67,7 @@ func arrived(req *http.Request, now time.Time) time.Time {
 	if at == 0 {
 		return now
 	}
-	age := time.Duration(now.UnixNano() - at)
+	age := now.Sub(monoBase) - time.Duration(at-1)
 	if age < 0 || age > maxArrivalAge {
 		return now
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 )
 
@@ -16,7 +17,10 @@ import (
 // that each read also returns the kernel's receive time of its bytes
 // (SO_TIMESTAMPNS; for TCP, of the last segment read), and keeps the last
 // one. It waits through the connection's poller (syscall.RawConn.Read),
-// so deadlines and Close behave as for a net.TCPConn's Read.
+// so deadlines and Close behave as for a net.TCPConn's Read. One read runs
+// at a time (net/http's background read and a request's reads take turns,
+// and nothing else reads a served connection); the handler reads at
+// concurrently, hence the atomic.
 type rxStamps struct {
 	raw  syscall.RawConn
 	recv func(fd uintptr) bool // r.recvmsg, bound once
@@ -24,7 +28,7 @@ type rxStamps struct {
 	n    int
 	err  error
 	oob  [8]uint64    // control messages; uint64s for the headers' alignment
-	at   atomic.Int64 // Unix nanoseconds of the last bytes read; 0 before
+	at   atomic.Int64 // arrivalMono of the last bytes read; 0 unknown
 }
 
 // stampListener turns SO_TIMESTAMPNS on for ln's socket, when it is one:
@@ -49,7 +53,7 @@ func (c *envelopeConn) stampArrivals() {
 // *net.OpError "read" otherwise.
 func (r *rxStamps) read(c net.Conn, p []byte) (int, error) {
 	if len(p) == 0 {
-		return 0, nil
+		return c.Read(p) // what net.TCPConn says of an empty read
 	}
 	r.p, r.n, r.err = p, 0, nil
 	err := r.raw.Read(r.recv)
@@ -86,7 +90,7 @@ func (r *rxStamps) recvmsg(fd uintptr) bool {
 	if n > 0 {
 		// A read without a receive time clears the last one: arrived
 		// then uses now rather than an earlier request's time.
-		r.at.Store(rxTime(oob[:oobn]))
+		r.at.Store(arrivalMono(rxTime(oob[:oobn]), time.Now()))
 	}
 	return true
 }

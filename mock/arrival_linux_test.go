@@ -9,7 +9,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -64,19 +66,19 @@ func acceptStamped(t *testing.T) (server *envelopeConn, client net.Conn) {
 // net.TCPConn does: io.EOF at the end, deadlines and Close as *net.OpError.
 func TestReceiveTimes(t *testing.T) {
 	server, client := acceptStamped(t)
-	sent := time.Now().UnixNano()
+	sent := time.Now()
 	if _, err := client.Write([]byte("hello")); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(20 * time.Millisecond) // the bytes wait in the socket
-	reading := time.Now().UnixNano()
+	reading := time.Now()
 	buf := make([]byte, 16)
 	n, err := server.Read(buf)
 	if err != nil || string(buf[:n]) != "hello" {
 		t.Fatalf("Read = %q, %v; want hello", buf[:n], err)
 	}
-	if at := server.rx.at.Load(); at < sent || at > reading {
-		t.Errorf("receive time %d, want between the write (%d) and the read (%d)", at, sent, reading)
+	if at := monoBase.Add(time.Duration(server.rx.at.Load() - 1)); at.Before(sent) || at.After(reading) {
+		t.Errorf("arrival %v, want between the write (%v) and the read (%v)", at, sent, reading)
 	}
 
 	one := []byte("x")
@@ -174,5 +176,55 @@ func TestScheduleStartsAtArrival(t *testing.T) {
 	}
 	if total != 10 || len(tokens) == 0 || tokens[0] < 4 {
 		t.Errorf("tokens per event %v, want 10 in all and the first event with the 8 due before the stream began (at least 4)", tokens)
+	}
+}
+
+// TestUnixConnDoesNotReceiveFDs checks that a connection of a unix-socket
+// listener does not keep the file descriptors a client passes with
+// SCM_RIGHTS: read with recvmsg and a control buffer, they would be
+// installed in the server's process and never closed (read(2) discards
+// them).
+func TestUnixConnDoesNotReceiveFDs(t *testing.T) {
+	s, err := New(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "s")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	stampListener(ln)
+	client, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	c, err := envelopeListener{ln, s}.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	count := func() int { e, _ := os.ReadDir("/proc/self/fd"); return len(e) }
+	f, err := os.Open("/dev/null")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	before := count()
+	const n = 50
+	for range n {
+		rights := syscall.UnixRights(int(f.Fd()), int(f.Fd()))
+		if _, _, err := client.(*net.UnixConn).WriteMsgUnix([]byte("x"), rights, nil); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 1)
+		if _, err := c.Read(buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := count(); after > before {
+		t.Errorf("%d file descriptors leaked into the server by %d reads with SCM_RIGHTS", after-before, n)
 	}
 }
