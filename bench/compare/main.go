@@ -82,6 +82,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if *rounds < 1 {
 		return errors.New("-rounds must be at least 1")
 	}
+	if *spread < 0 {
+		return fmt.Errorf("-spread %v: want a positive duration, or 0 for one token interval", *spread)
+	}
 	tmp, err := os.MkdirTemp("", "compare-")
 	if err != nil {
 		return err
@@ -135,7 +138,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if mode == "json" {
 		return compareJSON(ctx, stdout, started, *rounds, *conns, *round)
 	}
-	if *spread <= 0 {
+	if *spread == 0 {
 		*spread = *perToken
 	}
 	return compareStreams(ctx, stdout, started, *rounds, *streams, *tokens, *perToken, *spread)
