@@ -31,14 +31,17 @@ type rxStamps struct {
 	at   atomic.Int64 // arrivalMono of the last bytes read; 0 unknown
 }
 
-// stampListener turns SO_TIMESTAMPNS on for ln's socket, when it is one:
-// the kernel then stamps segments from the moment Serve starts, and the
-// connections it accepts inherit the option, so that the bytes a client
-// sends before its connection is accepted have a receive time too.
+// stampListener turns SO_TIMESTAMPNS on for ln's socket, when it is a
+// TCP one: the kernel then stamps segments from the moment Serve starts,
+// and the connections that complete their handshake from then on inherit
+// the option, so that the bytes a client sends before its connection is
+// accepted have a receive time too.
 func stampListener(ln net.Listener) { stampSocket(ln) }
 
-// stampArrivals makes c read receive times, when its connection is a
-// socket that accepts SO_TIMESTAMPNS; otherwise c reads as before.
+// stampArrivals makes c read receive times, when its connection is a TCP
+// socket; otherwise c reads as before. It sets the option on the
+// connection too: one whose handshake completed before the listener had
+// it (a client connecting between Listen and Serve) did not inherit it.
 func (c *envelopeConn) stampArrivals() {
 	raw := stampSocket(c.Conn)
 	if raw == nil {
@@ -113,7 +116,7 @@ func rxTime(b []byte) int64 {
 }
 
 // stampSocket turns SO_TIMESTAMPNS on for v's socket and returns its
-// syscall.RawConn; nil when v is not a socket or refuses the option.
+// syscall.RawConn; nil when v is not a TCP socket or refuses the option.
 //
 // Only TCP: recvmsg with a control buffer on a unix socket would accept
 // the file descriptors a client passes with SCM_RIGHTS (read(2) discards

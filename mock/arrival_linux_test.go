@@ -17,7 +17,9 @@ import (
 )
 
 // acceptStamped returns both ends of a loopback TCP connection, the
-// server's as Serve wraps it.
+// server's as Serve wraps it. The client connects before the listener is
+// wrapped, as one connecting between Listen and Serve does: its
+// connection did not inherit the listener's option.
 func acceptStamped(t *testing.T) (server *envelopeConn, client net.Conn) {
 	t.Helper()
 	s, err := New(DefaultConfig())
@@ -34,7 +36,7 @@ func acceptStamped(t *testing.T) (server *envelopeConn, client net.Conn) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { client.Close() })
-	c, err := envelopeListener{ln, s}.Accept()
+	c, err := s.envelope(ln).Accept()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,13 +197,12 @@ func TestUnixConnDoesNotReceiveFDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	stampListener(ln)
 	client, err := net.Dial("unix", path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	c, err := envelopeListener{ln, s}.Accept()
+	c, err := s.envelope(ln).Accept()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -169,10 +169,18 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // (30s) and IdleTimeout (2m), so a client sending headers or a body slowly
 // cannot hold a connection forever; responses have no timeout.
 func (s *Server) Serve(ln net.Listener) error {
-	if s.clock == clock.Real {
-		stampListener(ln) // arrival.go
+	return s.http.Serve(s.envelope(ln))
+}
+
+// envelope wraps ln as Serve serves it. In real time (a kernel's time is
+// the real one) its connections read the kernel's receive times
+// (arrival.go).
+func (s *Server) envelope(ln net.Listener) envelopeListener {
+	stamp := s.clock == clock.Real
+	if stamp {
+		stampListener(ln)
 	}
-	return s.http.Serve(envelopeListener{ln, s})
+	return envelopeListener{Listener: ln, s: s, stamp: stamp}
 }
 
 // Shutdown stops accepting connections and waits for in-flight responses
@@ -538,7 +546,8 @@ const (
 // envelopeListener wraps the connections Serve accepts in envelopeConn.
 type envelopeListener struct {
 	net.Listener
-	s *Server
+	s     *Server
+	stamp bool // connections read receive times (Server.envelope)
 }
 
 func (l envelopeListener) Accept() (net.Conn, error) {
@@ -547,7 +556,7 @@ func (l envelopeListener) Accept() (net.Conn, error) {
 		return nil, err
 	}
 	ec := &envelopeConn{Conn: c, s: l.s}
-	if l.s.clock == clock.Real { // a kernel's time is the real one
+	if l.stamp {
 		ec.stampArrivals()
 	}
 	return ec, nil
