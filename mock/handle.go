@@ -46,6 +46,12 @@ func (p *plan) dueBy(now time.Time) int {
 	return int(min(int64(p.n), int64(elapsed/p.perToken)))
 }
 
+// cutShort is how many tokens were produced when the wait for token i
+// ended early at now (the client went away), emitted of them sent.
+func (p *plan) cutShort(i, emitted int, now time.Time) int {
+	return min(i-1, max(emitted, p.dueBy(now)))
+}
+
 // decision is what admission decided about one attempt.
 type decision struct {
 	status     int // 0: admitted
@@ -707,7 +713,7 @@ func (x *exchange) release() {
 // wait sleeps until token i is due; false when the client went away.
 func (x *exchange) wait(i int) bool {
 	if sleepUntil(x.ctx, x.s.clock, &x.timer, x.d.plan.due(i)) != nil {
-		x.emitted = min(i-1, max(x.emitted, x.d.plan.dueBy(x.s.clock.Now())))
+		x.emitted = x.d.plan.cutShort(i, x.emitted, x.s.clock.Now())
 		x.status = 499
 		return false
 	}
@@ -810,7 +816,7 @@ func (x *exchange) tokens(stopAt int) bool {
 	for emitted < stopAt {
 		next := emitted + 1
 		if sleepUntil(ctx, clk, &timer, p.due(next)) != nil {
-			emitted = min(next-1, max(emitted, p.dueBy(clk.Now())))
+			emitted = p.cutShort(next, emitted, clk.Now())
 			x.status, ok = 499, false
 			break
 		}
@@ -840,8 +846,8 @@ func (x *exchange) tokens(stopAt int) bool {
 }
 
 // processed sets openai-processing-ms to the time from the schedule's
-// start (the request's arrival) to the response's headers (0, already set, for Anthropic's headers and instant
-// answers).
+// start (the request's arrival) to the response's headers (0, already
+// set, for Anthropic's headers and instant answers).
 func (x *exchange) processed(h http.Header) {
 	if _, ok := x.wr.(anthropic); ok {
 		return
