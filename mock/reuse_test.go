@@ -140,6 +140,16 @@ func TestBodyEndsAtContentLength(t *testing.T) {
 // pool empty, so a large body's messages do not outlive the collection
 // decodeBudget forces to give their memory back.
 func TestRequestPoolKeepsNothing(t *testing.T) {
+	// put clears what it is given. (The checks below go through the
+	// package's pools, whose Get may hand out a fresh struct instead: the
+	// race detector drops pooled items at random.)
+	var pool requestPool[anthropicRequest]
+	req := &anthropicRequest{Model: "m", Messages: make([]message, 3)}
+	pool.put(req)
+	if req.Messages != nil || req.Model != "" {
+		t.Errorf("put left %d messages of model %q in the struct", len(req.Messages), req.Model)
+	}
+
 	big := anthropicBody(20, false, strings.Repeat("word ", 10000))
 	var c call
 	if err := decodeAnthropic([]byte(big), true, &c); err != nil {
