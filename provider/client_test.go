@@ -1,12 +1,16 @@
 package provider
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -263,5 +267,55 @@ func TestClientDoCanceledAtTimeZero(t *testing.T) {
 	c.BaseURL = "http://[::1"
 	if _, o := c.Do(ctx, testRequest(false), 0); o.Kind != strategies.Failed || o.Err == nil || o.Latency != 0 {
 		t.Errorf("not built: Outcome = %v (%v) after %v, want Failed with an error after 0", o.Kind, o.Err, o.Latency)
+	}
+}
+
+// TestWireOfEveryProvider: Client.Do decodes every provider ByName knows
+// in place (wireOf), through the provider's own wireFormat: decode over
+// wireOf(p) reads its recorded answer exactly as p.Decode does. A provider
+// missing from wireOf would still decode, through Decode, but with its
+// results copied through a worker's frames (see decode).
+func TestWireOfEveryProvider(t *testing.T) {
+	fixtures := map[string]string{
+		"anthropic":        "anthropic_message.json",
+		"openai":           "openai_completion.json",
+		"openai-responses": "openai_responses.json",
+	}
+	for _, name := range Names() {
+		p, err := ByName(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := wireOf(p)
+		if f == nil {
+			t.Errorf("%s: wireOf = nil, want its wireFormat (Client.Do would not decode it in place)", name)
+			continue
+		}
+		fixture, ok := fixtures[name]
+		if !ok {
+			t.Errorf("%s: no recorded answer in this test's fixtures", name)
+			continue
+		}
+		body, err := os.ReadFile(filepath.Join("testdata", fixture))
+		if err != nil {
+			t.Fatal(err)
+		}
+		answer := func() *http.Response {
+			h := http.Header{"Content-Type": {"application/json"}}
+			h.Set(f.requestID, "req_1")
+			return &http.Response{StatusCode: 200, Header: h, Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body))}
+		}
+		sent := time.Now()
+		want, wantO := p.Decode(answer(), sent)
+		var got Response
+		var o strategies.Outcome
+		decode(answer(), sent, f, &got, &o)
+		o.Latency, wantO.Latency = 0, 0
+		if want.Text == "" || want.RequestID != "req_1" || wantO.Kind != strategies.Success {
+			t.Fatalf("%s: Decode(%s) = %+v, %v: want a success with text and request id", name, fixture, want, wantO.Kind)
+		}
+		if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(o, wantO) {
+			t.Errorf("%s: decode over wireOf = %+v, %+v; Decode = %+v, %+v", name, got, o, want, wantO)
+		}
 	}
 }
