@@ -71,7 +71,8 @@ func Do(ctx context.Context, s Strategy, p *RetryPolicy, c Cost, attempt func(ct
 		}
 		held = !p.Requeue
 		report(pm, o, p.Requeue)
-		slept, err := sleep(clk, ctx, wait)
+		var slept time.Duration
+		slept, err = sleep(clk, ctx, wait)
 		if o.HasRetryAfter {
 			call.Waits.RetryAfter += slept
 		} else {
