@@ -114,3 +114,26 @@ func TestBudgetCopySet(t *testing.T) {
 		})
 	}
 }
+
+// TestAdaptiveTokensSumKeys: Stats.Tokens sums the keys' token budgets,
+// each key's as its copy of the published one holds it: two keys whose
+// responses show 30,000 and 10,000 input tokens left hold 40,000.
+func TestAdaptiveTokensSumKeys(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := NewAdaptive(AdaptiveConfig{Initial: 4})
+		for _, k := range []struct {
+			key  string
+			left int64
+		}{{"a", 30000}, {"b", 10000}} {
+			p, err := a.Acquire(t.Context(), Cost{Provider: "anthropic", Key: Fingerprint(k.key), InputTokens: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Done(Outcome{Kind: Success, Status: 200, Usage: Usage{InputTokens: 100},
+				Limits: Limits{InputTokens: Limit{Limit: 60000, Remaining: k.left}}})
+		}
+		if st := a.Stats(); st.Tokens != 40000 {
+			t.Errorf("Stats.Tokens = %v with 30,000 and 10,000 input tokens left on two keys, want 40,000", st.Tokens)
+		}
+	})
+}
