@@ -1,10 +1,28 @@
 package main
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
+
+// TestNegativeSpread: -spread below 0 is refused before any server starts
+// (each server here would leave a file behind if it were started).
+func TestNegativeSpread(t *testing.T) {
+	dir := t.TempDir()
+	err := run(context.Background(), []string{"stream", "-spread", "-1ms",
+		"-server", "a=touch " + filepath.Join(dir, "a"), "-server", "b=touch " + filepath.Join(dir, "b")}, nil)
+	if err == nil || !strings.Contains(err.Error(), "-spread -1ms") {
+		t.Fatalf("run with -spread -1ms: %v, want the -spread error", err)
+	}
+	if started, _ := os.ReadDir(dir); len(started) != 0 {
+		t.Errorf("%d servers started before the -spread error", len(started))
+	}
+}
 
 func TestOrderRotates(t *testing.T) {
 	for r, want := range [][]int{{0, 1, 2}, {1, 2, 0}, {2, 0, 1}, {0, 1, 2}} {
