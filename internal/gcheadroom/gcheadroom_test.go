@@ -1,6 +1,11 @@
 package gcheadroom
 
-import "testing"
+import (
+	"context"
+	"runtime/debug"
+	"runtime/metrics"
+	"testing"
+)
 
 // TestGCPercent: the collector's target lets the heap grow by about
 // headroom (16 MB) when the heap is small, never past 16 MB by the
@@ -32,5 +37,32 @@ func TestGCPercent(t *testing.T) {
 		if goal > tt.live+max(headroom, scanned) {
 			t.Errorf("live %d, roots %d: target %d, more than %d above the live heap", tt.live, tt.roots, goal, max(headroom, scanned))
 		}
+	}
+}
+
+// TestRun: with GOGC unset, Run sets the collector's target to gcPercent
+// of the heap it reads; with GOGC set, it leaves the target alone.
+func TestRun(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // Run sets the target once, then returns
+	old := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(old)
+
+	t.Setenv("GOGC", "")
+	Run(ctx)
+	samples := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"}}
+	metrics.Read(samples) // these change only at a collection's end
+	want := gcPercent(samples[0].Value.Uint64(), samples[1].Value.Uint64()+samples[2].Value.Uint64())
+	if want == 100 {
+		t.Fatalf("the test's heap is too large to tell Run's target from the default: live %d, stacks %d, globals %d", samples[0].Value.Uint64(), samples[1].Value.Uint64(), samples[2].Value.Uint64())
+	}
+	if got := debug.SetGCPercent(100); got != want {
+		t.Errorf("GOGC unset: Run set GOGC %d, want %d", got, want)
+	}
+
+	t.Setenv("GOGC", "100")
+	Run(ctx)
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("GOGC=100 set: Run changed the target to %d", got)
 	}
 }
