@@ -124,7 +124,7 @@ func TestHelp(t *testing.T) {
 		t.Errorf("--help wrote to stderr: %q", errOut.String())
 	}
 	for _, w := range []string{"--config", "-max-concurrent", "-rpm", "-itpm", "-otpm", "-tpm", "-per-token-latency",
-		"-ttft", "-retry-after", "-api-key", "-admin-token", "-seed", "-addr", "count_rejected", "schedule:", "script:", "ceil(characters/4)"} {
+		"-ttft", "-retry-after", "-api-key", "-admin-token", "-seed", "-addr", "count_rejected", "schedule:", "script:", "ceil(characters/4)", "GOGC"} {
 		if !strings.Contains(out.String(), strings.TrimPrefix(w, "-")) {
 			t.Errorf("--help does not mention %q", w)
 		}
