@@ -59,7 +59,11 @@ strategies:
 // more, which this test prints.
 func TestWorkerStack(t *testing.T) {
 	if name := os.Getenv(stackEnv); name != "" {
-		s, err := loadgen.Parse("stack.yaml", []byte(stackCases[name]+"\n"+stackScenario))
+		items, ok := stackCases[name]
+		if !ok {
+			t.Fatalf("%s=%q: no such case", stackEnv, name)
+		}
+		s, err := loadgen.Parse("stack.yaml", []byte(items+"\n"+stackScenario))
 		if err != nil {
 			t.Fatal(err)
 		}
