@@ -1,7 +1,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test unit lint vet bench bench-mock bench-loadgen bench-inflight bench-large run fmt clean node-deps dist dist-check image
+.PHONY: all build test unit lint vet bench bench-mock bench-loadgen bench-inflight bench-large run fmt clean node-deps py-deps dist dist-check image
 
 all: build test
 
@@ -13,7 +13,7 @@ build:
 ## test: every test, with the race detector (what CI runs). gotestsum prints
 ## go test's usual lines, then a summary that lists every skipped test with
 ## its reason.
-test: lint node-deps
+test: lint node-deps py-deps
 	$(GO) tool gotestsum --format standard-quiet -- -race -count=1 -timeout 20m $(PKGS)
 
 ## node-deps: the JavaScript clients the tests run (the AI SDK, LangChain JS,
@@ -30,6 +30,24 @@ node-deps:
 			touch $$m; \
 		fi; \
 	done
+
+## py-deps: the Python clients the tests run (the anthropic and openai SDKs,
+## LiteLLM, pytest), in a project-local venv, .venv/, from
+## python/requirements.lock, made or brought up to date whenever the venv is
+## missing or older than the lock (judged by .venv/.installed, written last).
+## Needs python3 (3.10 or newer) with its venv module; never touches the
+## system Python's packages.
+PYTHON ?= python3
+VENV := .venv
+py-deps:
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found: the Python client tests need Python 3.10 or newer"; exit 1; }; \
+	m=$(VENV)/.installed; \
+	if [ ! -f $$m ] || [ python/requirements.lock -nt $$m ]; then \
+		echo "creating $(VENV) from python/requirements.lock"; \
+		[ -x $(VENV)/bin/python ] || $(PYTHON) -m venv $(VENV) || exit 1; \
+		$(VENV)/bin/python -m pip install -q --disable-pip-version-check -r python/requirements.lock || exit 1; \
+		touch $$m; \
+	fi
 
 ## unit: the tests without the race detector (faster while editing).
 unit:
@@ -172,4 +190,4 @@ image:
 		--revision "$$(git rev-parse HEAD 2>/dev/null)"
 
 clean:
-	rm -rf bin dist
+	rm -rf bin dist $(VENV)
