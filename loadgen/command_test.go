@@ -161,7 +161,7 @@ request: {max_tokens: 7, system: "Be brief."}
 	}
 	items, _ := os.ReadFile(filepath.Join(dir, "items.jsonl"))
 	if !strings.Contains(string(items), `{"id":"1","prompt":"p 1","system":"Be brief.","max_tokens":7,"metadata":{"model":"claude-haiku-4-5","provider":"anthropic"}}`) ||
-		!strings.Contains(string(items), `"metadata":{"model":"gpt-5-mini","provider":"openai"}`) {
+		!strings.Contains(string(items), `"metadata":{"model":"gpt-5.4-mini","provider":"openai"}`) {
 		t.Errorf("items file:\n%s", items)
 	}
 	// No request: the row fails its implicit attempts > 0.

@@ -22,9 +22,9 @@ import (
 // Default models per provider, for item groups that name none.
 var defaultModels = map[string]string{
 	"anthropic": DefaultModel,
-	"openai":    "gpt-5-mini",
+	"openai":    DefaultOpenAIModel,
 	// The Responses API serves the same models.
-	"openai-responses": "gpt-5-mini",
+	"openai-responses": DefaultOpenAIModel,
 }
 
 // source returns the scenario's items as an engine source that builds each

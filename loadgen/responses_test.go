@@ -52,8 +52,8 @@ func TestRunBatchResponses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !rep.AllOK() || rep.Completed != 40 || rep.Provider != "openai-responses" || rep.Model != "gpt-5-mini" {
-			t.Fatalf("stream=%v: %+v, want 40 completed by openai-responses with gpt-5-mini", stream, rep)
+		if !rep.AllOK() || rep.Completed != 40 || rep.Provider != "openai-responses" || rep.Model != "gpt-5.4-mini" {
+			t.Fatalf("stream=%v: %+v, want 40 completed by openai-responses with gpt-5.4-mini", stream, rep)
 		}
 		data, err := os.ReadFile(out)
 		if err != nil {

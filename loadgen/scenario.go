@@ -62,13 +62,18 @@ const DefaultMaxWorkers = 2000
 
 // Defaults applied by Parse.
 const (
-	DefaultSeed      = 1
-	DefaultProvider  = "anthropic"
-	DefaultModel     = "claude-haiku-4-5"
-	DefaultMaxTokens = 100
-	DefaultAPIKey    = "ratelab-test-key"
-	DefaultTimeline  = 100 * time.Millisecond
-	DefaultRetries   = 2 // the official SDKs' default
+	DefaultSeed     = 1
+	DefaultProvider = "anthropic"
+	DefaultModel    = "claude-haiku-4-5"
+	// DefaultOpenAIModel is the model of OpenAI's APIs when a scenario
+	// names none: gpt-5.4-mini, since gpt-5-mini (the default before) is
+	// deprecated with a shutdown date of 2026-12-11 (openai-go v3.99.0's
+	// shared.ChatModelGPT5Mini). The mock still serves gpt-5-mini.
+	DefaultOpenAIModel = "gpt-5.4-mini"
+	DefaultMaxTokens   = 100
+	DefaultAPIKey      = "ratelab-test-key"
+	DefaultTimeline    = 100 * time.Millisecond
+	DefaultRetries     = 2 // the official SDKs' default
 )
 
 // Request is the call every item makes, unless its item group overrides a field.

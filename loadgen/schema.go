@@ -36,7 +36,7 @@ Top level
                           queueing_delay_p50, _p99, _max
   request       mapping   the call every item makes:
     provider      anthropic | openai                      (default anthropic)
-    model         string   (default claude-haiku-4-5; gpt-5-mini for openai)
+    model         string   (default claude-haiku-4-5; gpt-5.4-mini for openai)
     max_tokens    int      (default 100)
     prompt        string   the user message; {i} becomes the item index
                            (default "Classify ticket {i}.")

@@ -26,8 +26,10 @@ type ModelLimits struct {
 //     (https://platform.claude.com/docs/en/models/haiku-4-5/overview);
 //     Anthropic's largest: 1M context, 128K output (the model comparison
 //     table of the same page: Claude Opus 5.5, Claude Fable 5.1).
-//   - gpt-5-mini: 400,000 context, 128,000 output
-//     (https://developers.openai.com/api/docs/models/gpt-5-mini);
+//   - gpt-5.4-mini: 400,000 context, 128,000 output
+//     (https://developers.openai.com/api/docs/models/gpt-5.4-mini), and
+//     gpt-5-mini the same (.../models/gpt-5-mini; openai-go marks it
+//     deprecated, shutdown 2026-12-11, but a scenario may still name it);
 //     OpenAI's largest context: 1,047,576 (gpt-4.1,
 //     https://developers.openai.com/api/docs/models/gpt-4.1), and output
 //     128,000 (the gpt-5 family).
@@ -39,6 +41,7 @@ type ModelLimits struct {
 var (
 	modelLimits = map[string]ModelLimits{
 		"claude-haiku-4-5": {Context: 200_000, MaxOutput: 64_000},
+		"gpt-5.4-mini":     {Context: 400_000, MaxOutput: 128_000},
 		"gpt-5-mini":       {Context: 400_000, MaxOutput: 128_000},
 	}
 	providerLimits = map[string]ModelLimits{

@@ -57,7 +57,7 @@ Output, one JSON object a line:
 
 Where the calls go:
   --provider NAME         anthropic (default) or openai
-  --model NAME            the model (default claude-haiku-4-5, gpt-5-mini)
+  --model NAME            the model (default claude-haiku-4-5, gpt-5.4-mini)
   --max-tokens N          max_tokens of lines that set none (default 1024)
   --stream                stream responses (SSE)
   --system-cache TTL      anthropic: cache each line's system prompt (5m or 1h,
