@@ -68,7 +68,7 @@ lint:
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
-## bench: the performance benchmarks whose figures README records. Each
+## bench: the performance benchmarks whose figures docs/performance.md records. Each
 ## reports a ratio against a baseline measured in the same run (this kind of
 ## machine is noisy: compare only same-sitting ratios).
 bench:

@@ -1,9 +1,10 @@
 package ratelab_test
 
-// The README's examples are held to what the commands print today: the
-// cheap ones (help, validate, version, a configuration error) are run and
-// their output compared, and the JSON contract's keys are checked against a
-// real run --format json.
+// The examples of README.md and of every page of docs/ are held to what the
+// commands print today: the cheap ones (help, validate, version, simulated
+// runs, a configuration error) are run and their output compared, the JSON
+// contract's keys (docs/loadgen.md) are checked against a real run --format
+// json, and every relative link must name a file of the repository.
 
 import (
 	"context"
@@ -17,6 +18,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 )
 
 // example is one command of a README code block, with the output shown
@@ -189,32 +191,223 @@ func workDir(t *testing.T) string {
 	return dir
 }
 
-// TestREADMEExamples runs every cheap command example of README.md, in
-// README order in one directory, and compares what it prints with the
-// output the README shows under it. The others (runs of a scenario in real
-// time, batches, servers) are listed with -v.
-func TestREADMEExamples(t *testing.T) {
-	md, err := os.ReadFile("README.md")
+// docFiles lists the documents whose examples and links are tested:
+// README.md and every docs/*.md, README first.
+func docFiles(t *testing.T) []string {
+	t.Helper()
+	pages, err := filepath.Glob(filepath.Join("docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The front door and the reference it links: fewer means the glob or
+	// the layout broke, and the tests below would pass on nothing.
+	if len(pages) < 10 {
+		t.Fatalf("found %d pages in docs/, want the reference's 10 or more: %v", len(pages), pages)
+	}
+	slices.Sort(pages)
+	return append([]string{"README.md"}, pages...)
+}
+
+// TestREADMEExamples runs every cheap command example of README.md and of
+// each docs/*.md, each file's in order in one directory of its own, and
+// compares what it prints with the output the document shows under it. The
+// others (runs of a scenario in real time, batches, servers) are listed
+// with -v.
+func TestREADMEExamples(t *testing.T) {
 	bin := binDir
-	dir := workDir(t)
-	ran := 0
-	for _, ex := range readmeExamples(string(md)) {
-		if !cheap(ex.cmd) {
-			t.Logf("README.md:%d: not run (not cheap): %s", ex.line, ex.cmd)
-			continue
+	total, ran := 0, map[string]int{}
+	for _, file := range docFiles(t) {
+		md, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
 		}
-		ran++
-		got := normalize(shell(t, bin, dir, ex.cmd))
-		if want := normalize(ex.want); got != want {
-			t.Errorf("README.md:%d: $ %s\nREADME shows:\n%s\n\nit prints now:\n%s", ex.line, ex.cmd, want, got)
+		dir := workDir(t)
+		for _, ex := range readmeExamples(string(md)) {
+			total++
+			if !cheap(ex.cmd) {
+				t.Logf("%s:%d: not run (not cheap): %s", file, ex.line, ex.cmd)
+				continue
+			}
+			ran[file]++
+			got := normalize(shell(t, bin, dir, ex.cmd))
+			if want := normalize(ex.want); got != want {
+				t.Errorf("%s:%d: $ %s\n%s shows:\n%s\n\nit prints now:\n%s", file, ex.line, ex.cmd, file, want, got)
+			}
 		}
 	}
-	// help, the heredoc, validate, mockllm --version, a bad MOCKLLM_ value
-	if ran < 5 {
-		t.Errorf("ran %d README examples, want at least 5: has the README's format changed?", ran)
+	t.Logf("ran %v of %d examples", ran, total)
+	// README: the sweep's heredoc and its tune --virtual. docs/: help,
+	// validate, --virtual runs, the heredocs, mockllm --version, a bad
+	// MOCKLLM_ value, and more.
+	if ran["README.md"] < 2 {
+		t.Errorf("ran %d README.md examples, want at least 2: has its format changed?", ran["README.md"])
+	}
+	sum := 0
+	for _, n := range ran {
+		sum += n
+	}
+	if sum < 12 {
+		t.Errorf("ran %d examples in README.md and docs/, want at least 12: has their format changed?", sum)
+	}
+}
+
+// pendingDocs are the documents other work is writing, which README.md and
+// docs/README.md already link; a link to one of them is not checked until
+// it exists. Remove an entry when its file lands.
+var pendingDocs = map[string]bool{
+	"docs/python.md":    true,
+	"docs/sdk-tests.md": true,
+	"python/README.md":  true,
+}
+
+// mdLink matches an inline Markdown link or image: [text](target).
+var mdLink = regexp.MustCompile(`\]\(([^()\s]+)\)`)
+
+// mdHeading matches an ATX heading, capturing its text.
+var mdHeading = regexp.MustCompile(`^#{1,6}\s+(.*?)\s*#*\s*$`)
+
+// slug is GitHub's anchor for a heading: lower case, letters, digits,
+// '-' and '_' kept, spaces turned into '-', everything else dropped.
+func slug(h string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(h)) {
+		switch {
+		case r == ' ':
+			b.WriteByte('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// mdAnchors returns the anchors of the headings of Markdown text md (outside
+// fenced blocks), a repeated heading's as GitHub numbers them.
+func mdAnchors(md string) map[string]bool {
+	out, seen, inBlock := map[string]bool{}, map[string]int{}, false
+	for _, l := range strings.Split(md, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "```") {
+			inBlock = !inBlock
+			continue
+		}
+		m := mdHeading.FindStringSubmatch(l)
+		if inBlock || m == nil {
+			continue
+		}
+		s := slug(m[1])
+		if n := seen[s]; n > 0 {
+			out[fmt.Sprintf("%s-%d", s, n)] = true
+		} else {
+			out[s] = true
+		}
+		seen[s]++
+	}
+	return out
+}
+
+// mdLinks returns the link targets of Markdown text md outside fenced
+// blocks, each with its line.
+func mdLinks(md string) (targets []string, lines []int) {
+	inBlock := false
+	for i, l := range strings.Split(md, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "```") {
+			inBlock = !inBlock
+			continue
+		}
+		if inBlock {
+			continue
+		}
+		for _, m := range mdLink.FindAllStringSubmatch(l, -1) {
+			targets = append(targets, m[1])
+			lines = append(lines, i+1)
+		}
+	}
+	return targets, lines
+}
+
+// TestREADMELinks: every relative link of README.md and docs/*.md names a
+// file or directory of the repository (but the pendingDocs), and an anchor
+// in one names a heading of the Markdown file it points into.
+func TestREADMELinks(t *testing.T) {
+	root, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchors := map[string]map[string]bool{} // by repository path
+	anchorsOf := func(path string) map[string]bool {
+		if a, ok := anchors[path]; ok {
+			return a
+		}
+		md, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		anchors[path] = mdAnchors(string(md))
+		return anchors[path]
+	}
+	checked := 0
+	for _, file := range docFiles(t) {
+		md, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		targets, lines := mdLinks(string(md))
+		for i, target := range targets {
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			checked++
+			path, frag, _ := strings.Cut(target, "#")
+			if path == "" {
+				path = file
+			} else {
+				path = filepath.ToSlash(filepath.Clean(filepath.Join(filepath.Dir(file), path)))
+			}
+			abs, err := filepath.Abs(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rel, err := filepath.Rel(root, abs); err != nil || strings.HasPrefix(rel, "..") {
+				t.Errorf("%s:%d: %s points outside the repository", file, lines[i], target)
+				continue
+			}
+			if pendingDocs[path] {
+				if _, err := os.Stat(path); err != nil {
+					continue
+				}
+			}
+			st, err := os.Stat(path)
+			if err != nil {
+				t.Errorf("%s:%d: %s: no such file in the repository (%s)", file, lines[i], target, path)
+				continue
+			}
+			if frag != "" && !st.IsDir() && strings.HasSuffix(path, ".md") && !anchorsOf(path)[frag] {
+				t.Errorf("%s:%d: %s: %s has no heading whose anchor is #%s", file, lines[i], target, path, frag)
+			}
+		}
+	}
+	if checked < 50 {
+		t.Errorf("checked %d relative links in README.md and docs/, want at least 50: has the link syntax changed?", checked)
+	}
+}
+
+// TestREADMELinkParsing checks the link and anchor extraction on a small
+// document.
+func TestREADMELinkParsing(t *testing.T) {
+	md := "# Two commands\n## Simulated time: `loadgen run --virtual`\n## Two commands\n```\n# not a heading\n[no](x.md)\n```\n" +
+		"see [a](docs/a.md#b-c) and [b](#two-commands), [c](https://example.com).\n"
+	got := mdAnchors(md)
+	for _, want := range []string{"two-commands", "two-commands-1", "simulated-time-loadgen-run---virtual"} {
+		if !got[want] {
+			t.Errorf("mdAnchors: no %q in %v", want, got)
+		}
+	}
+	if got["not-a-heading"] {
+		t.Errorf("mdAnchors took a line of a fenced block for a heading: %v", got)
+	}
+	targets, lines := mdLinks(md)
+	if want := []string{"docs/a.md#b-c", "#two-commands", "https://example.com"}; !slices.Equal(targets, want) || lines[0] != 8 {
+		t.Errorf("mdLinks = %v at lines %v, want %v at line 8", targets, lines, want)
 	}
 }
 
@@ -250,18 +443,18 @@ func TestREADMEExtract(t *testing.T) {
 	}
 }
 
-// jsonContract returns the README's example of run --format json: the
+// jsonContract returns docs/loadgen.md's example of run --format json: the
 // fenced json block after the sentence that introduces it.
 func jsonContract(t *testing.T, md string) string {
 	t.Helper()
 	_, rest, ok := strings.Cut(md, "`loadgen run FILE --format json` prints")
 	if !ok {
-		t.Fatal("README.md no longer introduces run --format json's output")
+		t.Fatal("docs/loadgen.md no longer introduces run --format json's output")
 	}
 	_, rest, ok = strings.Cut(rest, "```json\n")
 	block, _, ok2 := strings.Cut(rest, "```")
 	if !ok || !ok2 {
-		t.Fatal("README.md: no json block after run --format json")
+		t.Fatal("docs/loadgen.md: no json block after run --format json")
 	}
 	return block
 }
@@ -285,7 +478,7 @@ func jsonKeys(v any, into map[string]bool) {
 // run --format json is in what a run of a small scenario prints, and
 // neither has timeline, which only report.json (--out) carries.
 func TestREADMEJSONContract(t *testing.T) {
-	md, err := os.ReadFile("README.md")
+	md, err := os.ReadFile(filepath.Join("docs", "loadgen.md"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -245,7 +245,7 @@ type Client interface {
 // *provider.Client does: Run then calls DoInto, and no frame of a worker's
 // holds a copy of them (a quarter kilobyte each, and the compiler's
 // copies), which keeps a call in flight within an 8 KiB goroutine stack
-// (README: Performance, memory per in-flight call). DoInto must do what Do
+// (docs/performance.md, memory per in-flight call). DoInto must do what Do
 // does: a type that embeds a ClientInto (a *provider.Client, say) and
 // changes what Do does must define DoInto too, or Run calls the embedded
 // one's.
@@ -562,7 +562,7 @@ func (r *run) abort(err error, p *PanicError) {
 // and each worker reuses its one task: a worker's frames hold a pointer,
 // not Items, Results and Outcomes (a quarter kilobyte each, copied at
 // every call), so a call in flight fits in an 8 KiB goroutine stack
-// (README: Performance, memory per in-flight call; bench/inflight's
+// (docs/performance.md, memory per in-flight call; bench/inflight's
 // TestWorkerStack).
 type task struct {
 	r        *run

@@ -42,7 +42,7 @@ const agreementRuns = 2
 // timer of an instant fires, then the goroutines they woke run in a seeded
 // order). Each run lands within the ranges the scenario's expect: allows,
 // which both are held to, and virtualPinned holds two of them to where the
-// in-test run lands; README (Simulated time) gives where each lands. Found
+// in-test run lands; docs/time-and-tests.md (Simulated time) gives where each lands. Found
 // by running the in-test run ten times,
 // and five under -race (all but limit-change's semaphore(20) vary: brownout's
 // only under -race, where its semaphore(20) once completed 486, not 487: the
@@ -90,7 +90,7 @@ func TestVirtualAgreement(t *testing.T) {
 	}
 	for _, f := range files {
 		if filepath.Base(f) == "large.yaml" {
-			continue // about real memory; its speed is measured in README
+			continue // about real memory; its speed is measured in docs/performance.md
 		}
 		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
 		t.Run(name, func(t *testing.T) {

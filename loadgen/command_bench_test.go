@@ -10,7 +10,7 @@ import (
 // Python client at Semaphore(20) against the guide's mock, as real
 // processes: the time from its first request to its last response over the
 // oracle's 5 s. It is a benchmark, not a test, because real time on a
-// loaded machine decides it (README records the figures, quiet and under
+// loaded machine decides it (docs/performance.md records the figures, quiet and under
 // stress-ng --cpu 2). Run it with -benchtime 3x.
 func BenchmarkCommandPythonSemaphore(b *testing.B) {
 	dir, err := filepath.Abs("../examples/clients/python")

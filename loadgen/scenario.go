@@ -13,7 +13,7 @@ import (
 )
 
 // Scenario is one experiment: a batch of items, the server it runs against
-// and the strategies it compares. Its YAML form is documented in README; every
+// and the strategies it compares. Its YAML form is documented in docs/scenarios.md; every
 // field below is one top-level key. Parse fills in defaults, so a parsed
 // Scenario's zero values mean what their comments say.
 type Scenario struct {

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestTuningExample holds README's worked example
+// TestTuningExample holds docs/scenarios.md's worked example
 // (examples/tuning/tickets-50k.yaml) to its reading at a tenth of its
 // size, in simulated time: every row completes, and adaptive beats aimd
 // and the fastest semaphore, with no more 429s than aimd, as on the 50,000

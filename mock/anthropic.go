@@ -12,7 +12,7 @@ import (
 	"unicode/utf8"
 )
 
-// anthropic is the Messages API wire format (WIRE.md §1).
+// anthropic is the Messages API wire format (docs/wire.md §1).
 type anthropic struct{}
 
 func (anthropic) name() string            { return "anthropic" }

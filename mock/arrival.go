@@ -16,7 +16,7 @@ import (
 // admission) is part of the time to first token, as a provider's is,
 // instead of delaying every token of every queued request: a request the
 // mock reaches 30 ms late still ends on time, its first tokens merged
-// (README: Latency and content).
+// (docs/mockllm.md: Latency and content).
 
 // connKey is the context key under which ConnContext stores a connection
 // whose receive times are read.

@@ -19,7 +19,7 @@ import (
 	"github.com/ratelab/ratelab/mock"
 )
 
-// The benchmarks below produce the figures of README's "Performance"
+// The benchmarks below produce the figures of docs/performance.md
 // section. Each compares the mock with a baseline measured in the same run,
 // interleaved, because this machine is too noisy for absolute figures: only
 // the ratios mean something. Run them with

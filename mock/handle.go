@@ -494,7 +494,7 @@ func (s *Server) limited(now time.Time, wr wire, c *call, ks *keyState, pool *ke
 		d.exactWait, d.withMS = v.wait, true
 	}
 	if _, ok := wr.(anthropic); ok {
-		// Observed on Anthropic's rate-limit 429s (WIRE.md §1.4).
+		// Observed on Anthropic's rate-limit 429s (docs/wire.md §1.4, §6).
 		d.shouldRetry = &yes
 	}
 	return d.reject(ks, http.StatusTooManyRequests, e, v.retryAfter)
@@ -822,7 +822,7 @@ func (x *exchange) tokens(stopAt int) bool {
 		}
 		// Tokens that fell due while this one was late go out with it, in
 		// one event: a stream behind its schedule catches up at once
-		// rather than staying late by its backlog (README: Latency and
+		// rather than staying late by its backlog (docs/mockllm.md: Latency and
 		// content; counted in mockllm_stream_merged_events_total).
 		upto := next
 		if now := clk.Now(); !now.Before(p.due(next + 1)) {

@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 )
 
-// openai is the Chat Completions wire format (WIRE.md §2).
+// openai is the Chat Completions wire format (docs/wire.md §2).
 type openai struct{}
 
 func (openai) name() string            { return "openai" }

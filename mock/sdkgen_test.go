@@ -22,7 +22,7 @@ import (
 // endpoint mockllm serves, run from the SDK's module as `go test` runs it
 // against the Prism mock server it was written for. Where it fails against
 // mockllm, reason is the error mockllm answers and why the real API would
-// answer the same (README lists each).
+// answer the same (docs/time-and-tests.md lists each).
 type sdkGenerated struct {
 	test   string
 	reason string // "" when the test passes

@@ -401,7 +401,7 @@ type methodPath struct{ method, path string }
 // Both serve the same handlers; the direct one spares gorilla/mux's work
 // (matching each route's regexps, copying the request twice to put the
 // route and its variables in its context), measured cross-process at 5.7 %
-// and 6.6 % of mockllm's CPU per request (README: Performance).
+// and 6.6 % of mockllm's CPU per request (docs/performance.md).
 func fastRoutes(table []route, router http.Handler) http.Handler {
 	exact := make(map[methodPath]http.Handler)
 	for _, rt := range table {
@@ -463,7 +463,7 @@ func (s *Server) writeError(w http.ResponseWriter, wr wire, status int, e apiErr
 	wr.writeError(w, status, e, id)
 }
 
-// Headers the real APIs send on every response (WIRE.md §1.2, §2.2).
+// Headers the real APIs send on every response (docs/wire.md §1.2, §2.2).
 var (
 	valueOrganizationID = []string{"5f0c2a49-6d6f-4b63-8b6c-6c6d6f636b6c"} // a fixed, made-up organization
 	valueOpenAIVersion  = []string{"2020-10-01"}

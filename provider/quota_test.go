@@ -27,8 +27,8 @@ func TestQuota(t *testing.T) {
 		wantType string
 	}{
 		{
-			// The tier's monthly spend cap: a 429 with no retry-after (WIRE.md
-			// 1.4, https://platform.claude.com/docs/en/api/rate-limits).
+			// The tier's monthly spend cap: a 429 with no retry-after (docs/wire.md
+			// §1.4, https://platform.claude.com/docs/en/api/rate-limits).
 			name: "anthropic spend cap 429", p: Anthropic{}, status: 429,
 			headers: map[string]string{"X-Should-Retry": "true", "Anthropic-Ratelimit-Requests-Limit": "50", "Anthropic-Ratelimit-Requests-Remaining": "49"},
 			body:    `{"type":"error","error":{"type":"rate_limit_error","message":"You have reached your API usage limits. You will regain access on 2027-01-01 at 00:00 UTC.","details":{"error_code":"enforced_spend_limit_reached"}},"request_id":"req_018EeWyXxfu5pfWkrYcMdjWG"}`,
@@ -52,7 +52,7 @@ func TestQuota(t *testing.T) {
 			want: strategies.Failed, wantType: "invalid_request_error",
 		},
 		{
-			// WIRE.md 2.4 (ChatGPTNextWeb/NextChat#3123).
+			// docs/wire.md §2.4 (ChatGPTNextWeb/NextChat#3123).
 			name: "openai insufficient_quota 429", p: OpenAI{}, status: 429,
 			body: `{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`,
 			want: strategies.Quota, wantType: "insufficient_quota",

@@ -17,7 +17,7 @@ import (
 // retry policy, in virtual time over an in-memory connection, against a
 // server whose first answer is a 429 carrying both retry-after-ms and a
 // much longer retry-after: the retry goes exactly retry-after-ms later, as
-// the official SDKs read it (WIRE.md 3.1).
+// the official SDKs read it (docs/wire.md §3.1).
 func TestRetryAfterMsHonoured(t *testing.T) {
 	success := map[string]string{
 		"anthropic": `{"id":"m","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":1}}`,

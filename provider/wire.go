@@ -110,7 +110,7 @@ type wireFormat struct {
 // an event stream or as JSON. Keeping it one function keeps every provider
 // classifying alike. It fills its results in place, as Client.Do does
 // (wireOf), so that none of a worker's frames holds a copy of them: a call
-// in flight then fits in an 8 KiB goroutine stack (README: Performance,
+// in flight then fits in an 8 KiB goroutine stack (docs/performance.md,
 // memory per in-flight call).
 func decode(resp *http.Response, sent time.Time, f *wireFormat, out *Response, o *strategies.Outcome) {
 	clk := clockOf(resp)

@@ -46,7 +46,7 @@ func sweepReport() Report {
 }
 
 // realTuneReport is loadgen tune --max-429s 0 on the same sweep in real
-// time (README, Sweeps and loadgen tune): the rows above 20 lose items and
+// time (docs/scenarios.md, Sweeps and loadgen tune): the rows above 20 lose items and
 // their points crowd along 5.5 s.
 func realTuneReport() Report {
 	r := Report{Scenario: "sweep", Target: "embedded mock"}

@@ -230,15 +230,16 @@ func TestTrailingMean(t *testing.T) {
 	}
 }
 
-// TestREADMEDescribesTheWindow: the README says what the charts average
-// over, in the words the chart's legend uses.
+// TestREADMEDescribesTheWindow: the documentation of report.html
+// (docs/loadgen.md) says what the charts average over, in the words the
+// chart's legend uses.
 func TestREADMEDescribesTheWindow(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/loadgen.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	label := rateLabel("completions", 1, 0.1)
 	if want := strings.TrimPrefix(label, "completions per second, "); !strings.Contains(string(readme), want) {
-		t.Errorf("README.md does not say %q, which the chart's legend says (%q)", want, label)
+		t.Errorf("docs/loadgen.md does not say %q, which the chart's legend says (%q)", want, label)
 	}
 }

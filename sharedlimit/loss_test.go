@@ -46,7 +46,7 @@ func TestStateLossNeverExceedsLimit(t *testing.T) {
 			probe := client()
 			key := testKey(t, probe)
 			const limit, procs, workers = 6, 3, 4
-			// A lease outlives a stall of 2/3 of LeaseTTL (see README): 1.5 s
+			// A lease outlives a stall of 2/3 of LeaseTTL (see docs/shared-limits.md): 1.5 s
 			// keeps a busy CI machine's stalls (one of 400 ms made this fail
 			// about once in 200 runs at 600 ms) inside the guarantee tested.
 			cfg := Config{Key: key, MaxConcurrent: limit, Peers: procs, LeaseTTL: 1500 * time.Millisecond, OpTimeout: time.Second}

@@ -83,7 +83,7 @@ func (b *budgetCopy) set(now time.Time, lo, hi float64) {
 
 // roundedTolerance is how far a remaining token count may be from the
 // server's level because the headers round it: Anthropic rounds its token
-// counts to the nearest thousand (WIRE.md §1.5), so a multiple of 1,000 is
+// counts to the nearest thousand (docs/wire.md §1.5), so a multiple of 1,000 is
 // read as anywhere within 500 of it. Requests are exact.
 func roundedTolerance(d budgetDim, remaining int64) float64 {
 	if d != dimRequests && remaining%1000 == 0 {
@@ -135,7 +135,7 @@ func (l *adaptiveLaw) syncBudgets(now time.Time, a adaptiveAttempt, o Outcome) {
 		d := budgetDim(i)
 		if !h.Known() || d == dimTokens && o.Limits.InputTokens.Known() && o.Limits.OutputTokens.Known() {
 			// Beside input and output budgets, the combined one is their
-			// sum (WIRE.md §1.5) and would hold no call they do not.
+			// sum (docs/wire.md §1.5) and would hold no call they do not.
 			continue
 		}
 		b := l.budgets[d]

@@ -105,7 +105,7 @@ func TestMemoryPerInflightCall(t *testing.T) {
 	}
 }
 
-// The bound, with a margin over what was measured (README, Performance).
+// The bound, with a margin over what was measured (docs/performance.md).
 const (
 	maxKiBPerCall = 80.0
 	raceFactor    = 8 // measured 6.4× at 250 and 1,000 workers

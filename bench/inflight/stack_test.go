@@ -52,7 +52,7 @@ strategies:
 // every path of stackCases. A worker's frames (engine, strategies.Do,
 // provider.Client.Do, net/http, decode) once took 10–11 KiB, so every
 // worker's stack grew to 16 KiB: a third of the memory per in-flight call
-// (README: Performance). The child process starts every goroutine at the
+// (docs/performance.md). The child process starts every goroutine at the
 // runtime's smallest stack (GODEBUG=adaptivestackstart=0) and limits stacks
 // for the run (debug.SetMaxStack), but for its own: a deeper path ends it
 // with "stack overflow" and the traceback of the goroutine that needed

@@ -13,7 +13,7 @@ const virtualGCPercent = 400
 // unless the user set GOGC, and returns what restores it. Such a run is
 // pure CPU with a live heap of a few MB, which the default target collects
 // so often that collection took a tenth of its time; at 400 it takes 2 %,
-// for a peak RSS some tens of MB higher (README: Simulated time).
+// for a peak RSS some tens of MB higher (docs/time-and-tests.md: Simulated time).
 func simulatedGC() (restore func()) {
 	if os.Getenv("GOGC") != "" {
 		return func() {}

@@ -1,5 +1,5 @@
 // Package gcheadroom keeps the garbage collector's target at a fixed
-// headroom above a small heap: what mockllm runs with (README: mockllm,
+// headroom above a small heap: what mockllm runs with (docs/mockllm.md,
 // Operating it).
 package gcheadroom
 
@@ -16,8 +16,8 @@ import (
 // by what the collector scans, to a target of at least 4 MB: mockllm's live
 // heap is about 2 MB, which that collected 3.76 times per 1,000 requests
 // under make bench-mock's JSON load (every 270 or so), and collection was
-// the largest cost mockllm pays beyond a bare net/http server's (README:
-// Performance). A fixed headroom costs at most that much more memory
+// the largest cost mockllm pays beyond a bare net/http server's (docs/performance.md:
+// mockllm, cross-process). A fixed headroom costs at most that much more memory
 // (about 12 MB at mockllm's usual heap); a large heap, of many streams in
 // flight, keeps the default target.
 const headroom = 16 << 20
