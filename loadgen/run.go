@@ -113,7 +113,7 @@ var ErrNoKey = errors.New("loadgen: target key not set")
 // not checked, with ctx's error.
 // Errors never contain the target's key.
 func Run(ctx context.Context, s *Scenario, opt Options) (reports.Report, error) {
-	rep := reports.Report{Scenario: s.Name, Description: s.Description, Target: "embedded mock"}
+	rep := reports.Report{Scenario: s.Name, Description: s.Description, Target: "embedded mock", Oracle: s.OracleAssumptions()}
 	key := ""
 	if t := s.Target; t != nil {
 		rep.Target = redactURL(t.URL)

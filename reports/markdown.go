@@ -57,6 +57,13 @@ func Markdown(w io.Writer, r Report) error {
 		mdRow(ew, cells)
 	}
 	fmt.Fprintln(ew)
+	if len(r.Oracle) > 0 {
+		fmt.Fprint(ew, "**Oracle:** the best any client could do, assuming:\n\n")
+		for _, a := range r.Oracle {
+			fmt.Fprintf(ew, "- %s\n", mdEscape(a))
+		}
+		fmt.Fprintln(ew)
+	}
 
 	if total, failed := expectationTally(r); total > 0 {
 		if failed == 0 {

@@ -15,6 +15,9 @@ type Report struct {
 	// every format says so (SimulatedNote).
 	Simulated bool     `json:"simulated,omitempty"`
 	Results   []Result `json:"results"`
+	// Oracle is what the oracle (Result.OracleSeconds) assumes, a line
+	// each; nil when the scenario has none.
+	Oracle []string `json:"oracle_assumptions,omitempty"`
 	// Tune is loadgen tune's recommendation; nil from loadgen run.
 	Tune *Tune `json:"tune,omitempty"`
 }

@@ -43,6 +43,7 @@ func Table(w io.Writer, r Report) error {
 		fmt.Fprintln(ew, "* interrupted before every item finished")
 	}
 	writeServerNotes(ew, r.Results)
+	writeOracleNote(ew, r.Oracle)
 	if r.Simulated {
 		fmt.Fprintln(ew, SimulatedNote)
 	}
@@ -133,6 +134,18 @@ func (t plainTable) render(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// OracleNote is the table's line under a report with an oracle; the
+// assumptions themselves, too long for a terminal's line, are in Markdown,
+// HTML and JSON.
+const OracleNote = "oracle s: the best a client knowing every limit and its schedule could do (assumptions: --format markdown or json)"
+
+// writeOracleNote writes OracleNote when the report has an oracle.
+func writeOracleNote(w io.Writer, assumptions []string) {
+	if len(assumptions) > 0 {
+		fmt.Fprintln(w, OracleNote)
+	}
 }
 
 // writeServerNotes writes, under the table, what its columns leave out for

@@ -1,0 +1,69 @@
+package loadgen
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+// TestOracleHandComputed holds the oracle to ideals computed by hand, one
+// limit shape a case.
+func TestOracleHandComputed(t *testing.T) {
+	const row = "strategies: [{name: s, kind: semaphore, n: 5}]\n"
+	cases := []struct {
+		name, yaml string
+		want       float64
+		why        string
+	}{
+		{"fixed cap", "items: 200\nrequest: {max_tokens: 100}\nserver: {limits: {max_concurrent: 20}}\n",
+			5.0, "10 waves of 20 calls of 0.5 s"},
+		{"cap falls and rises", "items: 600\nrequest: {max_tokens: 100}\nserver:\n  limits: {max_concurrent: 20}\n  schedule:\n    - {at: 5s, limits: {max_concurrent: 10}}\n    - {at: 15s, limits: {max_concurrent: 20}}\n",
+			20.0, "200 calls in 0-5 s at 20, 200 in 5-15 s at 10, the last 200 in 5 s at 20"},
+		{"cap drops 30 to 8", "items: 600\nrequest: {max_tokens: 40}\nserver:\n  limits: {max_concurrent: 30}\n  schedule: [{at: 2s, limits: {max_concurrent: 8}}]\n",
+			9.6, "300 calls of 0.2 s by 2 s, then 38 waves of 8 (7.6 s)"},
+		{"cap rises 5 to 20", "items: 100\nrequest: {max_tokens: 100}\nserver:\n  limits: {max_concurrent: 5}\n  schedule: [{at: 1s, limits: {max_concurrent: 20}}]\n",
+			3.5, "2 waves of 5 by 1 s, then 90 calls in 5 waves of 20"},
+		{"rpm with a burst of 1 s", "items: 10\nrequest: {max_tokens: 20}\nserver: {limits: {rpm: 60, burst: 1s}}\n",
+			9.1, "one call a second from 0, the last (at 9 s) takes 0.1 s"},
+		{"otpm", "items: 10\nrequest: {max_tokens: 300}\nserver: {limits: {otpm: 600}}\n",
+			241.5, "2 calls of 300 tokens from the full bucket, 8 more 30 s apart, 1.5 s each"},
+		{"a model pool goes first", "items:\n  - {count: 10, model: claude-haiku-4-5}\n  - {count: 10, model: claude-sonnet-4-5}\nrequest: {max_tokens: 100}\nserver:\n  limits: {max_concurrent: 10}\n  limits_by_model: {\"claude-sonnet-*\": {max_concurrent: 2}}\n",
+			2.5, "5 waves of 2 sonnet calls; the 10 haiku calls fit beside them"},
+		{"capacity over all keys", "items: 20\nrequest: {max_tokens: 100}\nserver: {capacity: {max_concurrent: 5}}\n",
+			2.0, "4 waves of 5"},
+		{"arrivals", "items: 50\narrival: {rate: 10/s, process: constant}\nrequest: {max_tokens: 100}\nserver: {limits: {max_concurrent: 20}}\n",
+			5.4, "the last item arrives at 4.9 s and starts at once (5 in flight at most)"},
+		{"no limit", "items: 50\nrequest: {max_tokens: 100}\n", 0, "nothing bounds the run"},
+		{"oracle.limit and call_time", "items: 25\noracle: {limit: 10, call_time: 1s}\nrequest: {max_tokens: 100}\nserver: {limits: {max_concurrent: 50}}\n",
+			3.0, "the file's limit, not the mock's: 3 waves of 1 s"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := Parse("t.yaml", []byte("name: t\n"+c.yaml+row))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := s.OracleSeconds(); math.Abs(got-c.want) > 1e-6 {
+				t.Errorf("OracleSeconds() = %.9f, want %g: %s", got, c.want, c.why)
+			}
+			if got := s.OracleAssumptions(); (len(got) > 0) != (c.want > 0) {
+				t.Errorf("OracleAssumptions() = %q with an oracle of %g", got, c.want)
+			}
+		})
+	}
+}
+
+// TestOracleTargetAssumptions checks that a target's oracle says it knows
+// only the file's figures.
+func TestOracleTargetAssumptions(t *testing.T) {
+	s, err := Parse("t.yaml", []byte("name: t\nitems: 25\ntarget: {url: 'http://127.0.0.1:1'}\noracle: {limit: 10, call_time: 1s}\nstrategies: [{name: s, kind: semaphore, n: 5}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.OracleSeconds(); got != 3 {
+		t.Errorf("OracleSeconds() = %g, want 3 (3 waves of 10 calls of 1 s)", got)
+	}
+	if a := s.OracleAssumptions(); len(a) != 1 || !strings.Contains(a[0], "oracle.limit") {
+		t.Errorf("OracleAssumptions() = %q, want the file's oracle named", a)
+	}
+}
