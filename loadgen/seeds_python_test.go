@@ -1,0 +1,84 @@
+package loadgen
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/ratelab/ratelab/internal/pyenv"
+)
+
+// TestSeedsPython runs scenarios/seeds-python.yaml: the seeds' own Python
+// programs (examples/seeds/: the guide's anthropic-SDK clients and the
+// semaphore seed's LiteLLM Listing 2.9) as real processes against the
+// guide's mock, with the venv's interpreter (make py-deps) first on PATH,
+// as a user with the venv activated runs them. The file's expectations are
+// the guide's figures, counted by the server: gather with two retries 60 of
+// 200 in 540 attempts with 480 429s, with ten 200 in 1,100 with 900,
+// Semaphore(20) and (10) and Listing 2.9 200 in 200 without a 429. Beside
+// them the test asserts what the file cannot say: how the 429s fall by
+// attempt (every wave of retries meets the same 20 slots) and that
+// Semaphore(50), the guide's racy row, loses some calls but never more
+// than the 429s' arithmetic allows, and that LiteLLM's num_retries=3 makes
+// four attempts a call at most.
+func TestSeedsPython(t *testing.T) {
+	py := pyenv.Python(t)
+	t.Setenv("PATH", filepath.Dir(py)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	s, err := Load("../scenarios/seeds-python.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(t.Context(), s, Options{CommandOut: t.TempDir()})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if len(rep.Results) != len(s.Strategies) {
+		t.Fatalf("%d results, want %d", len(rep.Results), len(s.Strategies))
+	}
+	for _, f := range Failures(rep) {
+		t.Errorf("%s", f)
+	}
+	rows := byName(rep)
+	for _, r := range rep.Results {
+		st := ""
+		if r.Command != nil {
+			st = r.Command.Status
+		}
+		t.Logf("%s: %d of %d, %d attempts, %d 429s by attempt %v, %.2f s, peak %d %s",
+			r.Name, r.Completed, r.Items, r.Attempts, r.Throttled, r.ThrottledByAttempt, r.WallSeconds, peak(r), st)
+	}
+	for name, want := range map[string][]int64{
+		"guide gather, retries=2 (anthropic SDK)":  {180, 160, 140},
+		"guide gather, retries=10 (anthropic SDK)": {180, 160, 140, 120, 100, 80, 60, 40, 20},
+	} {
+		if got := rows[name].ThrottledByAttempt; !slicesEqual(got, want) {
+			t.Errorf("%s: 429s by attempt %v, want %v (each wave of retries meets the same 20 slots)", name, got, want)
+		}
+	}
+	// LiteLLM's num_retries=3 is the openai SDK's max_retries: four
+	// attempts at most (not 4 x 3 with the SDK's own two retries on top),
+	// the first wave meeting the 20 slots as the SDK's does. Later waves
+	// are racy: the listing sends no max_tokens, so a call holds its slot
+	// 1.28 s, and a retry 1 s after its 429 may find a slot freed or not.
+	l := rows["Listing 2.9 unbounded (LiteLLM)"]
+	if by := l.ThrottledByAttempt; len(by) != 4 || by[0] != 180 || by[3] != int64(l.Failed) || l.Failed == 0 || l.MaxAttempts != 4 {
+		t.Errorf("Listing 2.9 unbounded: 429s by attempt %v, %d failed, at most %d attempts; want four counts, the first 180, the last the failed calls (some), 4 attempts at most", by, l.Failed, l.MaxAttempts)
+	}
+	r := rows["guide Semaphore(50) (anthropic SDK)"]
+	if r.Failed == 0 || r.Completed < 100 || r.Attempts != int64(r.Completed)+r.Throttled || r.Throttled < 3*int64(r.Failed) {
+		t.Errorf("Semaphore(50): %d of 200, %d attempts, %d 429s; want some failed, at least 100 done, attempts = completed + 429s, three 429s a failed call (the guide: 160, 320, 160)",
+			r.Completed, r.Attempts, r.Throttled)
+	}
+}
+
+func slicesEqual(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
