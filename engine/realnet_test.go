@@ -1,13 +1,13 @@
 package engine
 
 import (
-	"net"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/mock"
+	"github.com/ratelab/ratelab/mock/mocktest"
 	"github.com/ratelab/ratelab/provider"
 	"github.com/ratelab/ratelab/strategies"
 )
@@ -29,21 +29,12 @@ func TestRealNetwork(t *testing.T) {
 	cfg.Latency.PerToken = perToken
 	cfg.Limits.MaxConcurrent = 20
 	cfg.Limits.RetryAfter = time.Second
-	srv, err := mock.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	defer srv.Close()
+	srv := mocktest.Start(t, cfg)
 
 	run := func(slots int) measure.Summary {
 		tr := provider.NewTransport(slots)
 		defer tr.CloseIdleConnections()
-		client := &provider.Client{Provider: provider.Anthropic{}, BaseURL: "http://" + ln.Addr().String(), APIKey: "k", HTTP: &http.Client{Transport: tr}}
+		client := &provider.Client{Provider: provider.Anthropic{}, BaseURL: srv.URL, APIKey: "k", HTTP: &http.Client{Transport: tr}}
 		src := Generate(items, func(i int) Item {
 			return Item{Request: provider.Request{Model: "claude-haiku-4-5", MaxTokens: tokens, Messages: []provider.Message{{Role: "user", Content: "hi"}}}}
 		})

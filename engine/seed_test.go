@@ -4,13 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"net/http"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/ratelab/ratelab/internal/memnet"
 	"github.com/ratelab/ratelab/mock"
+	"github.com/ratelab/ratelab/mock/mocktest"
 	"github.com/ratelab/ratelab/provider"
 	"github.com/ratelab/ratelab/strategies"
 )
@@ -26,35 +25,17 @@ func seedConfig() mock.Config {
 	return cfg
 }
 
-// startMock serves a mock on an in-memory listener and returns a client that
-// dials it; everything is closed when t ends, so a synctest bubble ends
+// startMock serves a mock in memory (mocktest) and returns a client that
+// reaches it; everything is closed when t ends, so a synctest bubble ends
 // with no goroutine left.
 func startMock(t *testing.T, cfg mock.Config, p provider.Provider, concurrency int) *provider.Client {
 	t.Helper()
-	srv, err := mock.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln := memnet.New()
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		srv.Serve(ln)
-	}()
-	tr := provider.NewTransport(concurrency)
-	tr.DialContext = ln.Dial
-	tr.Proxy = nil
-	t.Cleanup(func() {
-		tr.CloseIdleConnections()
-		srv.Close()
-		ln.Close()
-		<-served
-	})
-	base := "http://mock"
+	srv := mocktest.Start(t, cfg, mocktest.InMemory(), mocktest.WithTransport(provider.NewTransport(concurrency)))
+	base := srv.URL
 	if p.Name() == "openai" {
-		base += "/v1"
+		base = srv.V1()
 	}
-	return &provider.Client{Provider: p, BaseURL: base, APIKey: "sk-test", HTTP: &http.Client{Transport: tr}}
+	return &provider.Client{Provider: p, BaseURL: base, APIKey: "sk-test", HTTP: srv.Client}
 }
 
 func seedItems(n int, stream bool) Source {

@@ -2,11 +2,11 @@ package loadgen
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
 
 	"github.com/ratelab/ratelab/mock"
+	"github.com/ratelab/ratelab/mock/mocktest"
 )
 
 // TestTargetKey: against a target, the key sent is the one read from
@@ -15,22 +15,18 @@ import (
 func TestTargetKey(t *testing.T) {
 	cfg := mock.DefaultConfig()
 	cfg.Latency.PerToken = 0
-	srv, err := mock.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
 	var (
 		mu   sync.Mutex
 		keys = map[string]int{}
 	)
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		keys[r.Header.Get("X-Api-Key")]++
-		mu.Unlock()
-		srv.Handler().ServeHTTP(w, r)
+	ts := mocktest.Start(t, cfg, mocktest.Wrap(func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			keys[r.Header.Get("X-Api-Key")]++
+			mu.Unlock()
+			h.ServeHTTP(w, r)
+		})
 	}))
-	defer ts.Close()
 	for _, tt := range []struct {
 		name, target, want string
 	}{

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/ratelab/ratelab/mock"
+	"github.com/ratelab/ratelab/mock/mocktest"
 	"github.com/ratelab/ratelab/provider"
 	"github.com/ratelab/ratelab/strategies"
 )
@@ -15,7 +16,7 @@ import (
 // exactly that read.
 func TestClientCacheAgainstMock(t *testing.T) {
 	cfg := fastConfig()
-	c := mockClient(t, provider.Anthropic{}, serveMock(t, cfg))
+	c := mockClient(t, provider.Anthropic{}, mocktest.Start(t, cfg).URL)
 	req := request(false)
 	req.System, req.SystemCache = mock.Filler(2000), "5m"
 

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ratelab/ratelab/clock"
+	"github.com/ratelab/ratelab/provider/wire"
 	"github.com/ratelab/ratelab/strategies"
 )
 
@@ -59,8 +60,9 @@ type cachedPrefix struct {
 var cacheTTLs = map[string]time.Duration{"5m": 5 * time.Minute, "1h": time.Hour}
 
 // cacheReadsUncounted is implemented by providers whose limits leave
-// prompt-cache reads out, so that a call's Cost leaves them out too.
-type cacheReadsUncounted interface{ cacheReadsUncounted() }
+// prompt-cache reads out (anthropic.Format), so that a call's Cost leaves
+// them out too.
+type cacheReadsUncounted interface{ CacheReadsUncounted() }
 
 // learnCache records what the response to r (an attempt that ended with o
 // at now) reported of its cached prefix: the tokens read from and written
@@ -121,9 +123,9 @@ func (c *Client) Do(ctx context.Context, r Request, attempt int) (out Response, 
 func (c *Client) DoInto(ctx context.Context, r *Request, attempt int, out *Response, o *strategies.Outcome) {
 	clk := clock.Real
 	if c.Clock != nil {
-		// Decode finds it there (clockOf): Provider.Decode's signature
-		// stays that of a function of the response alone.
-		clk, ctx = c.Clock, context.WithValue(ctx, clockKey{}, c.Clock)
+		// Decode finds it there (wire.WithClock): Provider.Decode's
+		// signature stays that of a function of the response alone.
+		clk, ctx = c.Clock, wire.WithClock(ctx, c.Clock)
 	}
 	*out = Response{}
 	resp, sent := c.send(ctx, clk, r, attempt, o)
@@ -131,8 +133,8 @@ func (c *Client) DoInto(ctx context.Context, r *Request, attempt int, out *Respo
 		return
 	}
 	defer resp.Body.Close()
-	if f := wireOf(c.Provider); f != nil {
-		decode(resp, sent, f, out, o)
+	if f := formatOf(c.Provider); f != nil {
+		wire.Decode(resp, sent, f.Spec(), out, o)
 	} else {
 		decodeWith(c.Provider, resp, sent, out, o)
 	}
@@ -149,7 +151,7 @@ func (c *Client) failed(err error, o *strategies.Outcome) {
 }
 
 // decodeWith decodes resp with p.Decode into *out and *o, in a frame of
-// its own (Do's stays small: see decode).
+// its own (Do's stays small: see wire.Decode).
 //
 //go:noinline
 func decodeWith(p Provider, resp *http.Response, sent time.Time, out *Response, o *strategies.Outcome) {
@@ -180,20 +182,6 @@ func (c *Client) send(ctx context.Context, clk clock.Clock, r *Request, attempt 
 		return nil, sent
 	}
 	return resp, sent
-}
-
-// clockKey is the context key of a Client's Clock, on the requests it sends.
-type clockKey struct{}
-
-// clockOf is the clock of the Client that sent resp's request: clock.Real
-// unless it had one.
-func clockOf(resp *http.Response) clock.Clock {
-	if resp.Request != nil {
-		if c, ok := resp.Request.Context().Value(clockKey{}).(clock.Clock); ok {
-			return c
-		}
-	}
-	return clock.Real
 }
 
 // Cost returns what r is expected to consume, for a strategy's Acquire: the

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/clock"
+	"github.com/ratelab/ratelab/provider/wire"
 	"github.com/ratelab/ratelab/strategies"
 )
 
@@ -271,10 +272,10 @@ func TestClientDoCanceledAtTimeZero(t *testing.T) {
 }
 
 // TestWireOfEveryProvider: Client.Do decodes every provider ByName knows
-// in place (wireOf), through the provider's own wireFormat: decode over
-// wireOf(p) reads its recorded answer exactly as p.Decode does. A provider
-// missing from wireOf would still decode, through Decode, but with its
-// results copied through a worker's frames (see decode).
+// in place (formatOf), through the provider's own wire.Format: wire.Decode
+// over formatOf(p) reads its recorded answer exactly as p.Decode does. A
+// provider missing from formatOf would still decode, through Decode, but
+// with its results copied through a worker's frames (see wire.Decode).
 func TestWireOfEveryProvider(t *testing.T) {
 	fixtures := map[string]string{
 		"anthropic":        "anthropic_message.json",
@@ -286,9 +287,9 @@ func TestWireOfEveryProvider(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f := wireOf(p)
+		f := formatOf(p)
 		if f == nil {
-			t.Errorf("%s: wireOf = nil, want its wireFormat (Client.Do would not decode it in place)", name)
+			t.Errorf("%s: formatOf = nil, want its wire.Format (Client.Do would not decode it in place)", name)
 			continue
 		}
 		fixture, ok := fixtures[name]
@@ -302,20 +303,20 @@ func TestWireOfEveryProvider(t *testing.T) {
 		}
 		answer := func() *http.Response {
 			h := http.Header{"Content-Type": {"application/json"}}
-			h.Set(f.requestID, "req_1")
+			h.Set(f.Spec().RequestID, "req_1")
 			return &http.Response{StatusCode: 200, Header: h, Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body))}
 		}
 		sent := time.Now()
 		want, wantO := p.Decode(answer(), sent)
 		var got Response
 		var o strategies.Outcome
-		decode(answer(), sent, f, &got, &o)
+		wire.Decode(answer(), sent, f.Spec(), &got, &o)
 		o.Latency, wantO.Latency = 0, 0
 		if want.Text == "" || want.RequestID != "req_1" || wantO.Kind != strategies.Success {
 			t.Fatalf("%s: Decode(%s) = %+v, %v: want a success with text and request id", name, fixture, want, wantO.Kind)
 		}
 		if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(o, wantO) {
-			t.Errorf("%s: decode over wireOf = %+v, %+v; Decode = %+v, %+v", name, got, o, want, wantO)
+			t.Errorf("%s: wire.Decode over formatOf = %+v, %+v; Decode = %+v, %+v", name, got, o, want, wantO)
 		}
 	}
 }

@@ -8,35 +8,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ratelab/ratelab/mock"
+	"github.com/ratelab/ratelab/mock/mocktest"
 	"github.com/ratelab/ratelab/provider"
 	"github.com/ratelab/ratelab/strategies"
 )
 
 const mockKey = "sk-mock-roundtrip-key"
-
-// serveMock serves a mock configured by cfg on a loopback port and returns
-// its base URL (without /v1).
-func serveMock(t *testing.T, cfg mock.Config) string {
-	t.Helper()
-	srv, err := mock.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return "http://" + ln.Addr().String()
-}
 
 func mockClient(t *testing.T, p provider.Provider, base string) *provider.Client {
 	if p.Name() == "openai" {
@@ -69,7 +52,7 @@ func eachProvider(t *testing.T, f func(t *testing.T, p provider.Provider, stream
 }
 
 func TestMockSuccess(t *testing.T) {
-	base := serveMock(t, fastConfig())
+	base := mocktest.Start(t, fastConfig()).URL
 	eachProvider(t, func(t *testing.T, p provider.Provider, stream bool) {
 		c := mockClient(t, p, base)
 		r := request(stream)
@@ -96,7 +79,7 @@ func TestMockThrottled(t *testing.T) {
 	cfg := fastConfig()
 	cfg.Limits.RPM = 1
 	cfg.Limits.RetryAfter = 2 * time.Second
-	base := serveMock(t, cfg)
+	base := mocktest.Start(t, cfg).URL
 	for _, p := range []provider.Provider{provider.Anthropic{}, provider.OpenAI{}} {
 		t.Run(p.Name(), func(t *testing.T) {
 			c := mockClient(t, p, base)
@@ -143,7 +126,7 @@ func TestMockFaults(t *testing.T) {
 	for _, tt := range tests {
 		cfg := fastConfig()
 		cfg.Faults = tt.faults
-		base := serveMock(t, cfg)
+		base := mocktest.Start(t, cfg).URL
 		for _, p := range []provider.Provider{provider.Anthropic{}, provider.OpenAI{}} {
 			t.Run(tt.name+"/"+p.Name(), func(t *testing.T) {
 				_, o := mockClient(t, p, base).Do(context.Background(), request(tt.stream), 0)
@@ -166,7 +149,7 @@ func TestMockFaults(t *testing.T) {
 }
 
 func TestMockAuthRedacted(t *testing.T) {
-	base := serveMock(t, fastConfig())
+	base := mocktest.Start(t, fastConfig()).URL
 	for _, p := range []provider.Provider{provider.Anthropic{}, provider.OpenAI{}} {
 		c := mockClient(t, p, base)
 		c.APIKey = "sk-wrong-key-that-must-not-leak"

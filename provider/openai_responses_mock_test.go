@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/mock"
+	"github.com/ratelab/ratelab/mock/mocktest"
 	"github.com/ratelab/ratelab/provider"
 	"github.com/ratelab/ratelab/strategies"
 )
@@ -29,7 +30,7 @@ func TestMockResponses(t *testing.T) {
 	t.Run("success", func(t *testing.T) {
 		cfg := fastConfig()
 		cfg.Output.Tokens = mock.Distribution{Kind: mock.Fixed, Min: 17}
-		base := serveMock(t, cfg)
+		base := mocktest.Start(t, cfg).URL
 		for _, tc := range []struct {
 			maxTokens int
 			n         int
@@ -60,7 +61,7 @@ func TestMockResponses(t *testing.T) {
 		cfg := fastConfig()
 		cfg.Limits.RPM = 1
 		cfg.Limits.RetryAfter = 2 * time.Second
-		base := serveMock(t, cfg)
+		base := mocktest.Start(t, cfg).URL
 		c := responsesClient(t, base)
 		var o strategies.Outcome
 		for range 2 {
@@ -94,7 +95,7 @@ func TestMockResponses(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := fastConfig()
 			cfg.Faults = tt.faults
-			_, o := responsesClient(t, serveMock(t, cfg)).Do(context.Background(), request(tt.stream), 0)
+			_, o := responsesClient(t, mocktest.Start(t, cfg).URL).Do(context.Background(), request(tt.stream), 0)
 			if o.Kind != tt.kind || o.Status != tt.status {
 				t.Errorf("Outcome = %v %d (%v), want %v %d", o.Kind, o.Status, o.Err, tt.kind, tt.status)
 			}

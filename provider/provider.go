@@ -4,53 +4,24 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"reflect"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/ratelab/ratelab/provider/anthropic"
+	"github.com/ratelab/ratelab/provider/openaichat"
+	"github.com/ratelab/ratelab/provider/openairesponses"
+	"github.com/ratelab/ratelab/provider/wire"
 	"github.com/ratelab/ratelab/strategies"
 )
-
-// Message is one turn of a conversation.
-type Message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
-
-// Request is one call, independent of the provider's wire format.
-type Request struct {
-	Model  string
-	System string
-	// SystemCache, when set, asks the provider to cache the system prompt
-	// for this long after its last use: Anthropic's cache_control
-	// breakpoint on it, "5m" (ephemeral, the default TTL) or "1h". The
-	// OpenAI APIs ignore it: they cache a repeated prefix of 1,024 tokens
-	// or more by themselves.
-	SystemCache string
-	Messages    []Message
-	MaxTokens   int
-	Stream      bool
-	// IdempotencyKey, when set, is sent as Idempotency-Key so a server can
-	// count attempts of the same call.
-	IdempotencyKey string
-}
-
-// Response is what a successful attempt returned.
-type Response struct {
-	ID         string
-	Text       string
-	StopReason string // the provider's own value (end_turn, max_tokens, stop, length, …)
-	Usage      strategies.Usage
-	RequestID  string        // the request-id / x-request-id header
-	TTFT       time.Duration // time to first token when streaming; 0 otherwise
-}
 
 // Provider encodes requests for one provider's API and classifies its
 // responses. Implementations are stateless and safe for concurrent use.
 //
-// Adding a provider means adding one file that implements this interface and
-// one line in ByName. The helpers a provider needs are shared:
-// ParseRetryAfter, ParseShouldRetry, KindOf, NewSSEReader and APIError.
+// The built-in providers are wire formats (wire.Format), each a package of
+// its own, registered in formats; a Client decodes a registered one in
+// place (wire.Decode). Any other Provider is decoded through its Decode.
 type Provider interface {
 	// Name is the provider's name: "anthropic", "openai" or
 	// "openai-responses".
@@ -73,28 +44,50 @@ type Provider interface {
 	Decode(resp *http.Response, sent time.Time) (Response, strategies.Outcome)
 }
 
-var providers = map[string]func() Provider{
-	"anthropic": func() Provider { return Anthropic{} },
-	"openai":    func() Provider { return OpenAI{} },
+// formats are the registered wire formats, by which ByName finds a
+// provider and Client.Do decodes one in place. Adding a format is one
+// package implementing wire.Format and one line here (and its entry in the
+// conformance table, formats_test.go).
+var formats = [...]wire.Format{
+	anthropic.Format{},
+	openaichat.Format{},
 	// The Responses API, the one the AI SDK's default OpenAI provider calls.
-	"openai-responses": func() Provider { return OpenAIResponses{} },
+	openairesponses.Format{},
 }
 
 // ByName returns the provider called name ("anthropic", "openai" or
 // "openai-responses"), with its default options.
 func ByName(name string) (Provider, error) {
-	if f, ok := providers[strings.ToLower(name)]; ok {
-		return f(), nil
+	for _, f := range formats {
+		if f.Name() == strings.ToLower(name) {
+			return f.(Provider), nil
+		}
 	}
 	return nil, fmt.Errorf("provider: unknown provider %q (want one of %s)", name, strings.Join(Names(), ", "))
 }
 
 // Names lists the providers ByName knows, sorted.
 func Names() []string {
-	names := make([]string, 0, len(providers))
-	for n := range providers {
-		names = append(names, n)
+	names := make([]string, 0, len(formats))
+	for _, f := range formats {
+		names = append(names, f.Name())
 	}
 	sort.Strings(names)
 	return names
+}
+
+// formatOf returns p as a registered wire format, whose Decode is
+// wire.Decode over it, so that Client.Do can call wire.Decode itself, in
+// place; nil for any other Provider, which Client.Do decodes with its
+// Decode. It matches p's dynamic type, not its methods: a type embedding a
+// built-in provider to override its Decode has every method of a
+// wire.Format, and Client.Do would otherwise bypass its Decode.
+func formatOf(p Provider) wire.Format {
+	t := reflect.TypeOf(p)
+	for _, f := range formats {
+		if reflect.TypeOf(f) == t {
+			return p.(wire.Format)
+		}
+	}
+	return nil
 }

@@ -1,69 +1,12 @@
 package provider
 
 import (
-	"errors"
-	"io"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/ratelab/ratelab/strategies"
 )
-
-func TestSSEReader(t *testing.T) {
-	tests := []struct {
-		name    string
-		in      string
-		want    []Event
-		wantErr error
-	}{
-		{"empty", "", nil, io.EOF},
-		{"one", "event: a\ndata: {}\n\n", []Event{{"a", []byte("{}")}}, io.EOF},
-		{"data only", "data: x\n\ndata: y\n\n", []Event{{"", []byte("x")}, {"", []byte("y")}}, io.EOF},
-		{"crlf", "event: a\r\ndata: 1\r\n\r\n", []Event{{"a", []byte("1")}}, io.EOF},
-		{"cr", "event: a\rdata: 1\r\r", []Event{{"a", []byte("1")}}, io.EOF},
-		{"no space", "event:a\ndata:1\n\n", []Event{{"a", []byte("1")}}, io.EOF},
-		{"two spaces keep one", "data:  1\n\n", []Event{{"", []byte(" 1")}}, io.EOF},
-		{"multi data", "data: a\ndata: b\n\n", []Event{{"", []byte("a\nb")}}, io.EOF},
-		{"comments", ": keepalive\n\n:x\ndata: 1\n\n", []Event{{"", []byte("1")}}, io.EOF},
-		{"event without data is dropped", "event: a\n\ndata: 1\n\n", []Event{{"", []byte("1")}}, io.EOF},
-		{"ignored fields", "id: 7\nretry: 10\ndata: 1\n\n", []Event{{"", []byte("1")}}, io.EOF},
-		{"cut inside event", "data: 1\n\ndata: 2\n", []Event{{"", []byte("1")}}, io.ErrUnexpectedEOF},
-		{"cut inside line", "data: 1\n\ndata: 2", []Event{{"", []byte("1")}}, io.ErrUnexpectedEOF},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := NewSSEReader(strings.NewReader(tt.in))
-			var got []Event
-			var err error
-			for {
-				var ev Event
-				if ev, err = r.Next(); err != nil {
-					break
-				}
-				got = append(got, Event{ev.Event, append([]byte(nil), ev.Data...)})
-			}
-			if !errors.Is(err, tt.wantErr) {
-				t.Errorf("Next error = %v, want %v", err, tt.wantErr)
-			}
-			if len(got) != len(tt.want) {
-				t.Fatalf("events = %q, want %q", got, tt.want)
-			}
-			for i := range got {
-				if got[i].Event != tt.want[i].Event || string(got[i].Data) != string(tt.want[i].Data) {
-					t.Errorf("event %d = %q/%q, want %q/%q", i, got[i].Event, got[i].Data, tt.want[i].Event, tt.want[i].Data)
-				}
-			}
-		})
-	}
-}
-
-func TestSSEReaderLineTooLong(t *testing.T) {
-	r := NewSSEReader(io.MultiReader(strings.NewReader("data: "), strings.NewReader(strings.Repeat("x", MaxSSELine+1))))
-	if _, err := r.Next(); !errors.Is(err, errLineTooLong) {
-		t.Errorf("Next on an endless line: error = %v, want %v", err, errLineTooLong)
-	}
-}
 
 func FuzzSSEReader(f *testing.F) {
 	for _, name := range []string{"anthropic_basic_stream.txt", "anthropic_error_stream.txt", "openai_stream.txt"} {

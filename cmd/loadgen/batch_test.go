@@ -22,6 +22,7 @@ import (
 	"github.com/ratelab/ratelab/engine"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/mock"
+	"github.com/ratelab/ratelab/mock/mocktest"
 )
 
 // batchItems writes n input lines t-0 … t-(n-1) and returns the path.
@@ -72,25 +73,21 @@ func exactlyOnce(t *testing.T, path string, n int) map[string]engine.Result {
 	return out
 }
 
-// mockServer serves the mock (cfg) over loopback HTTP, behind wrap when it
-// is not nil, and counts the requests that reach it.
+// mockServer serves the mock (cfg) over loopback HTTP (mocktest), behind
+// wrap when it is not nil, and counts the requests that reach it.
 func mockServer(t *testing.T, cfg mock.Config, wrap func(http.Handler) http.Handler) (url string, requests *atomic.Int64) {
 	t.Helper()
-	srv, err := mock.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := srv.Handler()
-	if wrap != nil {
-		h = wrap(h)
-	}
 	requests = new(atomic.Int64)
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		requests.Add(1)
-		h.ServeHTTP(w, r)
+	srv := mocktest.Start(t, cfg, mocktest.Wrap(func(h http.Handler) http.Handler {
+		if wrap != nil {
+			h = wrap(h)
+		}
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			requests.Add(1)
+			h.ServeHTTP(w, r)
+		})
 	}))
-	t.Cleanup(func() { ts.Close(); srv.Close() })
-	return ts.URL, requests
+	return srv.URL, requests
 }
 
 func fastMock() mock.Config {
@@ -678,22 +675,17 @@ func TestBatchSchemaMalformedMock(t *testing.T) {
 			cfg.Seed = 7
 			cfg.Output.Text = `{"label": "billing", "confidence": 0.92}`
 			cfg.Faults.Malformed = tc.malformed
-			srv, err := mock.New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ts := httptest.NewServer(srv.Handler())
-			defer ts.Close()
+			srv := mocktest.Start(t, cfg)
 			out := filepath.Join(t.TempDir(), "out.jsonl")
 			// One call at a time: the mock's seeded draws then fall on the
 			// same items on every run.
-			stdout, stderr, code := runCLI(t, t.Context(), "batch", "--input", in, "--output", out, "--base-url", ts.URL,
+			stdout, stderr, code := runCLI(t, t.Context(), "batch", "--input", in, "--output", out, "--base-url", srv.URL,
 				"--schema", schema, "--max-invalid", "5", "--strategy", "semaphore:n=1", "--state-file", "")
 			if code != tc.wantCode {
 				t.Fatalf("exit %d, want %d:\n%s%s", code, tc.wantCode, stdout, stderr)
 			}
 			got := results(t, out)
-			st := srv.Stats()
+			st := srv.Mock.Stats()
 			malformed := int(st.Faults["malformed"])
 			attempts, reasked := 0, 0
 			for id, rs := range got {

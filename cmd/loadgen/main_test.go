@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"github.com/ratelab/ratelab/loadgen"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/mock"
+	"github.com/ratelab/ratelab/mock/mocktest"
 	"github.com/ratelab/ratelab/reports"
 )
 
@@ -347,19 +347,10 @@ func TestKeyNeverPrinted(t *testing.T) {
 			cfg := mock.DefaultConfig()
 			cfg.APIKeys = []string{tc.accepts}
 			cfg.Latency.PerToken = 0
-			srv, err := mock.New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			go srv.Serve(ln)
-			defer srv.Close()
+			srv := mocktest.Start(t, cfg)
 			t.Setenv("RATELAB_TEST_KEY", secret)
 			scenario := "items: 5\nrequest: {max_tokens: 3, prompt: \"key is " + secret[:6] + "\"}\n" +
-				"target: {url: \"http://" + ln.Addr().String() + "\", provider: anthropic, api_key_env: RATELAB_TEST_KEY}\n" +
+				"target: {url: \"" + srv.URL + "\", provider: anthropic, api_key_env: RATELAB_TEST_KEY}\n" +
 				"strategies:\n  - name: s\n    kind: semaphore\n    n: 2\n    max_retries: 0\n    expect: {completed: 5}\n"
 			file := writeFile(t, "target.yaml", scenario)
 			dir := t.TempDir()

@@ -3,12 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 
 	"github.com/ratelab/ratelab/loadgen"
 	"github.com/ratelab/ratelab/mock"
+	"github.com/ratelab/ratelab/mock/mocktest"
 )
 
 // TestValidateEveryProblemAtOnce: a kind of the wrong type does not hide the
@@ -43,19 +43,10 @@ func TestRunAllUnauthorized(t *testing.T) {
 	cfg := mock.DefaultConfig()
 	cfg.APIKeys = []string{"the-right-key"}
 	cfg.Latency.PerToken = 0
-	srv, err := mock.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	defer srv.Close()
+	srv := mocktest.Start(t, cfg)
 	t.Setenv("RATELAB_TEST_KEY", "a-wrong-key")
 	file := writeFile(t, "target.yaml", "name: unauthorized\nitems: 30\nrequest: {max_tokens: 3}\n"+
-		"target: {url: \"http://"+ln.Addr().String()+"\", provider: anthropic, api_key_env: RATELAB_TEST_KEY}\n"+
+		"target: {url: \""+srv.URL+"\", provider: anthropic, api_key_env: RATELAB_TEST_KEY}\n"+
 		"strategies: [{name: sem, kind: semaphore, n: 5}]\n")
 	stdout, stderr, code := runCLI(t, t.Context(), "run", file)
 	if code != exitFailed {

@@ -1,4 +1,4 @@
-package provider
+package wire
 
 import (
 	"errors"
@@ -35,9 +35,10 @@ type APIError struct {
 	RequestID string
 }
 
-// errorBody is what a provider's error body says.
-type errorBody struct {
-	typ, code, msg string
+// ErrorBody is what a provider's error body says: its type, its finer
+// code and its message.
+type ErrorBody struct {
+	Type, Code, Message string
 }
 
 // Error implements error.
@@ -136,18 +137,18 @@ var shouldRetry = [2]bool{false, true}
 
 // headerOutcome sets *o to the parts of an Outcome that come from the
 // status line and headers alone.
-func headerOutcome(resp *http.Response, received time.Time, limits func(http.Header, time.Time) strategies.Limits, o *strategies.Outcome) {
+func headerOutcome(resp *http.Response, received time.Time, f *Spec, o *strategies.Outcome) {
 	*o = strategies.Outcome{
 		Kind:        KindOf(resp.StatusCode),
 		Status:      resp.StatusCode,
 		ShouldRetry: ParseShouldRetry(resp.Header),
 	}
-	o.Limits = limits(resp.Header, received)
+	o.Limits = f.Limits(resp.Header, received)
 	o.RetryAfter, o.HasRetryAfter = ParseRetryAfter(resp.Header, received)
 }
 
-// parseInt reads an integer header; 0 when absent or malformed.
-func parseInt(h http.Header, key string) int64 {
+// ParseInt reads an integer header; 0 when absent or malformed.
+func ParseInt(h http.Header, key string) int64 {
 	v := strings.TrimSpace(h.Get(key))
 	if v == "" {
 		return 0
@@ -161,50 +162,4 @@ func parseInt(h http.Header, key string) int64 {
 		return int64(f)
 	}
 	return n
-}
-
-// Describe summarises how an attempt failed, for a result record: the HTTP
-// status (0 when no response arrived), an error type and a message. For an
-// APIError they are the provider's own; otherwise the type is one of
-// "connection_error", "incomplete_stream", "invalid_response", "canceled" or
-// "error". A refusal for a spent quota (strategies.Quota) is typed by its
-// code when it has one ("enforced_spend_limit_reached",
-// "insufficient_quota"), since its type may be the rate limit's. Describe of
-// a successful outcome returns zero values.
-func Describe(o strategies.Outcome) (status int, typ, message string) {
-	if o.Kind == strategies.Success {
-		return 0, "", ""
-	}
-	status = o.Status
-	var apiErr *APIError
-	switch {
-	case errors.As(o.Err, &apiErr):
-		typ, message = apiErr.Type, apiErr.Message
-		if o.Kind == strategies.Quota && apiErr.Code != "" {
-			typ = apiErr.Code
-		}
-		if typ == "" {
-			typ = "http_" + strconv.Itoa(apiErr.Status)
-		}
-		if message == "" {
-			message = http.StatusText(apiErr.Status)
-		}
-		return status, typ, message
-	case o.Kind == strategies.Canceled:
-		typ = "canceled"
-	case errors.Is(o.Err, ErrIncompleteStream):
-		typ = "incomplete_stream"
-	case errors.Is(o.Err, ErrInvalidResponse):
-		typ = "invalid_response"
-	case o.Status == 0:
-		typ = "connection_error"
-	default:
-		typ = "error"
-	}
-	if o.Err != nil {
-		message = o.Err.Error()
-	} else if o.Status != 0 {
-		message = http.StatusText(o.Status)
-	}
-	return status, typ, message
 }

@@ -1,4 +1,4 @@
-package provider
+package openairesponses
 
 import (
 	"context"
@@ -8,34 +8,37 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ratelab/ratelab/provider/openaichat"
+	"github.com/ratelab/ratelab/provider/wire"
 	"github.com/ratelab/ratelab/strategies"
 )
 
-// OpenAIResponses is the OpenAI Responses API: POST {base}/responses, where
+// Format is the OpenAI Responses API: POST {base}/responses, where
 // the base includes /v1 (https://api.openai.com/v1), as openai-go's
 // client.Responses.New sends it. Its errors and rate-limit headers are the
-// Chat Completions API's (OpenAILimits, the same error envelope); its
-// request and response shapes are its own. The zero value is ready to use.
+// Chat Completions API's (openaichat.Limits, the same error envelope); its
+// request and response shapes are its own. The zero value is ready to use;
+// provider.OpenAIResponses is this type.
 //
 // The system prompt is sent as instructions and the messages as input
 // message items; MaxTokens is max_output_tokens, which the API requires to
-// be at least 16. Response.StopReason is "completed", or the
+// be at least 16. wire.Response.StopReason is "completed", or the
 // incomplete_details reason (max_output_tokens, content_filter) of a
 // response that stopped early. A stream is read to response.completed or
 // response.incomplete; response.failed and error events end the attempt as
 // Failed with the 200 it started with.
-type OpenAIResponses struct{}
+type Format struct{}
 
-var _ Provider = OpenAIResponses{}
+var _ wire.Format = Format{}
 
 // Name returns "openai-responses".
-func (OpenAIResponses) Name() string { return "openai-responses" }
+func (Format) Name() string { return "openai-responses" }
 
 // DefaultBaseURL returns https://api.openai.com/v1.
-func (OpenAIResponses) DefaultBaseURL() string { return "https://api.openai.com/v1" }
+func (Format) DefaultBaseURL() string { return "https://api.openai.com/v1" }
 
 // KeyEnv returns OPENAI_API_KEY.
-func (OpenAIResponses) KeyEnv() string { return "OPENAI_API_KEY" }
+func (Format) KeyEnv() string { return "OPENAI_API_KEY" }
 
 type responsesRequest struct {
 	Model           string         `json:"model"`
@@ -54,7 +57,7 @@ type responseItem struct {
 
 // NewRequest builds POST {base}/responses with a bearer token and
 // X-Stainless-Retry-Count.
-func (p OpenAIResponses) NewRequest(ctx context.Context, baseURL, apiKey string, r Request, attempt int) (*http.Request, error) {
+func (p Format) NewRequest(ctx context.Context, baseURL, apiKey string, r wire.Request, attempt int) (*http.Request, error) {
 	body := responsesRequest{
 		Model:           r.Model,
 		Instructions:    r.System,
@@ -65,7 +68,7 @@ func (p OpenAIResponses) NewRequest(ctx context.Context, baseURL, apiKey string,
 	for i, m := range r.Messages {
 		body.Input[i] = responseItem{Type: "message", Role: m.Role, Content: m.Content}
 	}
-	req, h, err := newPost(ctx, "openai-responses", joinURL(baseURL, p.DefaultBaseURL(), "/responses"), body, r, attempt)
+	req, h, err := wire.NewPost(ctx, "openai-responses", wire.JoinURL(baseURL, p.DefaultBaseURL(), "/responses"), body, r, attempt)
 	if err != nil {
 		return nil, err
 	}
@@ -75,28 +78,31 @@ func (p OpenAIResponses) NewRequest(ctx context.Context, baseURL, apiKey string,
 	return req, nil
 }
 
-// Decode reads a Response: JSON, or the event stream when the response is
+// Decode reads a wire.Response: JSON, or the event stream when the response is
 // text/event-stream.
-func (OpenAIResponses) Decode(resp *http.Response, sent time.Time) (out Response, o strategies.Outcome) {
-	decode(resp, sent, &responsesWire, &out, &o)
+func (Format) Decode(resp *http.Response, sent time.Time) (out wire.Response, o strategies.Outcome) {
+	wire.Decode(resp, sent, &spec, &out, &o)
 	return out, o
 }
 
-// responsesWire is the Responses API's part of decode.
-var responsesWire = wireFormat{
-	requestID:  "X-Request-Id",
-	limits:     OpenAILimits,
-	parseError: parseOpenAIError,
-	quota:      openAIQuota,
-	event:      responsesEvent,
-	body:       decodeResponsesBody,
+// Spec returns the Responses API's part of wire.Decode: its errors and
+// rate-limit headers are the Chat Completions API's.
+func (Format) Spec() *wire.Spec { return &spec }
+
+var spec = wire.Spec{
+	RequestID:  "X-Request-Id",
+	Limits:     openaichat.Limits,
+	ParseError: openaichat.ParseError,
+	Quota:      openaichat.Quota,
+	Event:      event,
+	Body:       decodeBody,
 }
 
-// decodeResponsesBody reads a Response object's id, text, stop reason and
+// decodeBody reads a wire.Response object's id, text, stop reason and
 // usage.
-func decodeResponsesBody(r gjson.Result, out Response) Response {
+func decodeBody(r gjson.Result, out wire.Response) wire.Response {
 	// The output and usage are read after the pass over the top-level
-	// keys, not inside it (see decodeAnthropicBody).
+	// keys, not inside it (see anthropic.Format.Body).
 	var output, usage gjson.Result
 	r.ForEach(func(k, v gjson.Result) bool {
 		switch k.Str {
@@ -157,30 +163,30 @@ func responsesUsage(u gjson.Result) strategies.Usage {
 	return strategies.Usage{InputTokens: int(f[0].Int()), OutputTokens: int(f[1].Int()), CacheReadInputTokens: int(f[2].Int())}
 }
 
-// responsesEvent reads one event of the Responses stream, which ends at
+// event reads one event of the Responses stream, which ends at
 // response.completed or response.incomplete (a success, with the final
 // usage), or response.failed or error (Failed).
-func responsesEvent(s *stream, ev Event) bool {
-	typ, ok := s.typed(ev)
+func event(s *wire.Stream, ev wire.Event) bool {
+	typ, ok := s.Typed(ev)
 	if !ok {
 		return true
 	}
 	switch typ {
 	case "response.created":
-		s.out.ID = gjson.GetBytes(ev.Data, "response.id").String()
+		s.Out.ID = gjson.GetBytes(ev.Data, "response.id").String()
 	case "response.output_text.delta":
-		s.delta(gjson.GetBytes(ev.Data, "delta").String())
+		s.Delta(gjson.GetBytes(ev.Data, "delta").String())
 	case "response.completed", "response.incomplete":
 		r := gjson.GetBytes(ev.Data, "response")
 		if id := r.Get("id").String(); id != "" {
-			s.out.ID = id
+			s.Out.ID = id
 		}
-		s.out.Usage = responsesUsage(r.Get("usage"))
-		s.out.StopReason = responsesStopReason(r)
+		s.Out.Usage = responsesUsage(r.Get("usage"))
+		s.Out.StopReason = responsesStopReason(r)
 		return true
 	case "response.failed":
 		f := gjson.GetManyBytes(ev.Data, "response.error.code", "response.error.message")
-		s.fail(f[0].String(), f[1].String())
+		s.Fail(f[0].String(), f[1].String())
 		return true
 	case "error":
 		// The documented event has code and message at the top level;
@@ -196,7 +202,7 @@ func responsesEvent(s *stream, ev Event) bool {
 		if msg == "" {
 			msg = f[3].String()
 		}
-		s.fail(typ, msg)
+		s.Fail(typ, msg)
 		return true
 	}
 	return false

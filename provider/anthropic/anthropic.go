@@ -1,4 +1,4 @@
-package provider
+package anthropic
 
 import (
 	"context"
@@ -9,33 +9,38 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ratelab/ratelab/provider/wire"
 	"github.com/ratelab/ratelab/strategies"
 )
 
-// AnthropicVersion is the anthropic-version header the official SDKs send.
-const AnthropicVersion = "2023-06-01"
+// Version is the anthropic-version header the official SDKs send.
+const Version = "2023-06-01"
 
-// Anthropic is the Anthropic Messages API: POST {base}/v1/messages, where the
-// base has no /v1 (https://api.anthropic.com). The zero value is ready to use.
-type Anthropic struct{}
+// versionHeader is Version as a header value, shared by every request.
+var versionHeader = []string{Version}
 
-var _ Provider = Anthropic{}
+// Format is the Anthropic Messages API: POST {base}/v1/messages, where the
+// base has no /v1 (https://api.anthropic.com). The zero value is ready to
+// use; provider.Anthropic is this type.
+type Format struct{}
+
+var _ wire.Format = Format{}
 
 // Name returns "anthropic".
-func (Anthropic) Name() string { return "anthropic" }
+func (Format) Name() string { return "anthropic" }
 
 // DefaultBaseURL returns https://api.anthropic.com.
-func (Anthropic) DefaultBaseURL() string { return "https://api.anthropic.com" }
+func (Format) DefaultBaseURL() string { return "https://api.anthropic.com" }
 
 // KeyEnv returns ANTHROPIC_API_KEY.
-func (Anthropic) KeyEnv() string { return "ANTHROPIC_API_KEY" }
+func (Format) KeyEnv() string { return "ANTHROPIC_API_KEY" }
 
 type anthropicRequest struct {
-	Model     string    `json:"model"`
-	MaxTokens int       `json:"max_tokens"`
-	System    any       `json:"system,omitempty"` // a string, or []anthropicTextBlock with cache_control
-	Messages  []Message `json:"messages"`
-	Stream    bool      `json:"stream,omitempty"`
+	Model     string         `json:"model"`
+	MaxTokens int            `json:"max_tokens"`
+	System    any            `json:"system,omitempty"` // a string, or []anthropicTextBlock with cache_control
+	Messages  []wire.Message `json:"messages"`
+	Stream    bool           `json:"stream,omitempty"`
 }
 
 // anthropicTextBlock is a text content block; its CacheControl marks a
@@ -56,7 +61,7 @@ type cacheControl struct {
 
 // anthropicSystem is the system field for r: absent, the prompt as a
 // string, or, to cache it, one text block with cache_control.
-func anthropicSystem(r Request) (any, error) {
+func anthropicSystem(r wire.Request) (any, error) {
 	switch {
 	case r.System == "" && r.SystemCache != "":
 		return nil, fmt.Errorf("provider: anthropic request: SystemCache %q without a system prompt to cache", r.SystemCache)
@@ -76,24 +81,24 @@ func anthropicSystem(r Request) (any, error) {
 	return []anthropicTextBlock{{Type: "text", Text: r.System, CacheControl: cc}}, nil
 }
 
-// cacheReadsUncounted marks Anthropic as a provider whose limits leave
+// CacheReadsUncounted marks Anthropic as a provider whose limits leave
 // prompt-cache reads out of its input-tokens limit (for current models,
 // per https://docs.claude.com/en/api/rate-limits), so that a Client
 // takes them out of a call's Cost.
-func (Anthropic) cacheReadsUncounted() {}
+func (Format) CacheReadsUncounted() {}
 
 // NewRequest builds POST {base}/v1/messages with x-api-key, anthropic-version
 // and X-Stainless-Retry-Count, as the official SDKs send them.
-func (a Anthropic) NewRequest(ctx context.Context, baseURL, apiKey string, r Request, attempt int) (*http.Request, error) {
+func (a Format) NewRequest(ctx context.Context, baseURL, apiKey string, r wire.Request, attempt int) (*http.Request, error) {
 	system, err := anthropicSystem(r)
 	if err != nil {
 		return nil, err
 	}
-	req, h, err := newPost(ctx, "anthropic", joinURL(baseURL, a.DefaultBaseURL(), "/v1/messages"), anthropicRequest{
+	req, h, err := wire.NewPost(ctx, "anthropic", wire.JoinURL(baseURL, a.DefaultBaseURL(), "/v1/messages"), anthropicRequest{
 		Model:     r.Model,
 		MaxTokens: r.MaxTokens,
 		System:    system,
-		Messages:  nonNil(r.Messages),
+		Messages:  wire.NonNil(r.Messages),
 		Stream:    r.Stream,
 	}, r, attempt)
 	if err != nil {
@@ -102,32 +107,34 @@ func (a Anthropic) NewRequest(ctx context.Context, baseURL, apiKey string, r Req
 	if apiKey != "" {
 		h["X-Api-Key"] = []string{apiKey}
 	}
-	h["Anthropic-Version"] = anthropicVersion
+	h["Anthropic-Version"] = versionHeader
 	return req, nil
 }
 
 // Decode reads a Messages response: JSON, or the event stream when the
 // response is text/event-stream.
-func (Anthropic) Decode(resp *http.Response, sent time.Time) (out Response, o strategies.Outcome) {
-	decode(resp, sent, &anthropicWire, &out, &o)
+func (Format) Decode(resp *http.Response, sent time.Time) (out wire.Response, o strategies.Outcome) {
+	wire.Decode(resp, sent, &spec, &out, &o)
 	return out, o
 }
 
-// anthropicWire is the Messages API's part of decode.
-var anthropicWire = wireFormat{
-	requestID:  "Request-Id",
-	limits:     AnthropicLimits,
-	parseError: parseAnthropicError,
-	quota:      anthropicQuota,
-	event:      anthropicEvent,
-	body:       decodeAnthropicBody,
+// Spec returns the Messages API's part of wire.Decode.
+func (Format) Spec() *wire.Spec { return &spec }
+
+var spec = wire.Spec{
+	RequestID:  "Request-Id",
+	Limits:     Limits,
+	ParseError: parseError,
+	Quota:      quota,
+	Event:      event,
+	Body:       decodeBody,
 }
 
-// decodeAnthropicBody reads a Message in one pass over its top-level keys:
+// decodeAnthropicBody reads a wire.Message in one pass over its top-level keys:
 // this is every call's hot path. Its content and usage are read after that
 // pass, not inside it, which keeps a call in flight within an 8 KiB stack
-// (see decode).
-func decodeAnthropicBody(msg gjson.Result, out Response) Response {
+// (see wire.Decode).
+func decodeBody(msg gjson.Result, out wire.Response) wire.Response {
 	var content, usage gjson.Result
 	msg.ForEach(func(k, v gjson.Result) bool {
 		switch k.Str {
@@ -173,11 +180,11 @@ func anthropicText(content gjson.Result) string {
 	return b.String()
 }
 
-// anthropicEvent reads one event of the Messages stream, which ends at
+// event reads one event of the Messages stream, which ends at
 // message_stop. Usage in message_delta is cumulative, so it replaces rather
 // than adds. An error event ends the attempt as Failed.
-func anthropicEvent(s *stream, ev Event) bool {
-	typ, ok := s.typed(ev)
+func event(s *wire.Stream, ev wire.Event) bool {
+	typ, ok := s.Typed(ev)
 	if !ok {
 		return true
 	}
@@ -185,64 +192,64 @@ func anthropicEvent(s *stream, ev Event) bool {
 	case "message_start":
 		f := gjson.GetManyBytes(ev.Data, "message.id", "message.usage.input_tokens", "message.usage.output_tokens",
 			"message.usage.cache_read_input_tokens", "message.usage.cache_creation_input_tokens")
-		s.out.ID = f[0].String()
-		s.out.Usage = strategies.Usage{InputTokens: int(f[1].Int()), OutputTokens: int(f[2].Int()),
+		s.Out.ID = f[0].String()
+		s.Out.Usage = strategies.Usage{InputTokens: int(f[1].Int()), OutputTokens: int(f[2].Int()),
 			CacheReadInputTokens: int(f[3].Int()), CacheCreationInputTokens: int(f[4].Int())}
 	case "content_block_delta":
 		f := gjson.GetManyBytes(ev.Data, "delta.type", "delta.text")
 		if f[0].String() == "text_delta" {
-			s.delta(f[1].String())
+			s.Delta(f[1].String())
 		}
 	case "message_delta":
 		f := gjson.GetManyBytes(ev.Data, "delta.stop_reason", "usage.output_tokens", "usage.input_tokens",
 			"usage.cache_read_input_tokens", "usage.cache_creation_input_tokens")
 		if v := f[0].String(); v != "" {
-			s.out.StopReason = v
+			s.Out.StopReason = v
 		}
 		if f[1].Exists() {
-			s.out.Usage.OutputTokens = int(f[1].Int())
+			s.Out.Usage.OutputTokens = int(f[1].Int())
 		}
 		if v := f[2].Int(); v > 0 {
-			s.out.Usage.InputTokens = int(v)
+			s.Out.Usage.InputTokens = int(v)
 		}
 		if v := f[3].Int(); v > 0 {
-			s.out.Usage.CacheReadInputTokens = int(v)
+			s.Out.Usage.CacheReadInputTokens = int(v)
 		}
 		if v := f[4].Int(); v > 0 {
-			s.out.Usage.CacheCreationInputTokens = int(v)
+			s.Out.Usage.CacheCreationInputTokens = int(v)
 		}
 	case "message_stop":
 		return true
 	case "error":
 		f := gjson.GetManyBytes(ev.Data, "error.type", "error.message")
-		s.fail(f[0].String(), f[1].String())
+		s.Fail(f[0].String(), f[1].String())
 		return true
 	}
 	return false
 }
 
-// parseAnthropicError reads an error body, {"type": "error", "error": {...}},
+// parseError reads an error body, {"type": "error", "error": {...}},
 // with gjson as the rest of a response is read.
-func parseAnthropicError(body []byte) (errorBody, bool) {
+func parseError(body []byte) (wire.ErrorBody, bool) {
 	if !gjson.ValidBytes(body) {
-		return errorBody{}, false
+		return wire.ErrorBody{}, false
 	}
 	e := gjson.GetBytes(body, "error")
 	if !e.IsObject() {
-		return errorBody{}, false
+		return wire.ErrorBody{}, false
 	}
 	f := gjson.GetMany(e.Raw, "type", "details.error_code", "message")
-	return errorBody{typ: f[0].String(), code: f[1].String(), msg: f[2].String()}, true
+	return wire.ErrorBody{Type: f[0].String(), Code: f[1].String(), Message: f[2].String()}, true
 }
 
-// anthropicQuota reports whether an error is a refusal for a spent spend
+// quota reports whether an error is a refusal for a spent spend
 // limit (https://platform.claude.com/docs/en/api/rate-limits and
 // https://platform.claude.com/docs/en/api/errors): the tier's monthly cap,
 // a 429 rate_limit_error with details.error_code
 // enforced_spend_limit_reached and no retry-after; or a spend limit the
 // organization or workspace set, a 400 invalid_request_error whose message
 // begins "You have reached your specified" (the docs give no code for it).
-func anthropicQuota(e *APIError) bool {
+func quota(e *wire.APIError) bool {
 	switch e.Status {
 	case http.StatusTooManyRequests:
 		return e.Code == "enforced_spend_limit_reached"
@@ -262,15 +269,15 @@ var anthropicLimitHeaders = func() (h [4][3]string) {
 	return h
 }()
 
-// AnthropicLimits parses anthropic-ratelimit-{requests,tokens,input-tokens,
+// Limits parses anthropic-ratelimit-{requests,tokens,input-tokens,
 // output-tokens}-{limit,remaining,reset}; resets are RFC 3339 instants.
-func AnthropicLimits(h http.Header, _ time.Time) strategies.Limits {
+func Limits(h http.Header, _ time.Time) strategies.Limits {
 	var l [4]strategies.Limit
 	for i, names := range anthropicLimitHeaders {
 		if len(h[names[0]]) == 0 { // no limit: not Known, whatever else is sent
 			continue
 		}
-		l[i] = strategies.Limit{Limit: parseInt(h, names[0]), Remaining: parseInt(h, names[1])}
+		l[i] = strategies.Limit{Limit: wire.ParseInt(h, names[0]), Remaining: wire.ParseInt(h, names[1])}
 		if v := strings.TrimSpace(h.Get(names[2])); v != "" {
 			if t, err := time.Parse(time.RFC3339, v); err == nil {
 				l[i].Reset = t

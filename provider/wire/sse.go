@@ -1,4 +1,4 @@
-package provider
+package wire
 
 import (
 	"bufio"
@@ -12,8 +12,8 @@ import (
 // sends a newline cannot make a client buffer without limit.
 const MaxSSELine = 4 << 20
 
-// errLineTooLong reports a line over MaxSSELine.
-var errLineTooLong = fmt.Errorf("provider: event stream line longer than %d bytes", MaxSSELine)
+// ErrLineTooLong reports a line over MaxSSELine.
+var ErrLineTooLong = fmt.Errorf("provider: event stream line longer than %d bytes", MaxSSELine)
 
 // Event is one server-sent event: the value of its event: field (empty when
 // the stream is data-only) and its data: lines joined by "\n".
@@ -104,14 +104,14 @@ func (s *SSEReader) readLine() ([]byte, error) {
 		i := bytes.IndexAny(buf, "\r\n")
 		if i < 0 {
 			if len(s.line)+len(buf) > MaxSSELine {
-				return nil, errLineTooLong
+				return nil, ErrLineTooLong
 			}
 			s.line = append(s.line, buf...)
 			s.r.Discard(len(buf)) //nolint:errcheck // buffered
 			continue
 		}
 		if len(s.line)+i > MaxSSELine {
-			return nil, errLineTooLong
+			return nil, ErrLineTooLong
 		}
 		s.line = append(s.line, buf[:i]...)
 		cr := buf[i] == '\r'

@@ -1,4 +1,4 @@
-package provider
+package openaichat
 
 import (
 	"bytes"
@@ -10,32 +10,34 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ratelab/ratelab/provider/wire"
 	"github.com/ratelab/ratelab/strategies"
 )
 
-// OpenAI is the OpenAI Chat Completions API: POST {base}/chat/completions,
+// Format is the OpenAI Chat Completions API: POST {base}/chat/completions,
 // where the base includes /v1 (https://api.openai.com/v1). The zero value
-// sends max_completion_tokens, as current models require.
-type OpenAI struct {
+// sends max_completion_tokens, as current models require; provider.OpenAI
+// is this type.
+type Format struct {
 	// LegacyMaxTokens sends max_tokens instead of max_completion_tokens, for
 	// OpenAI-compatible servers that only know the older field.
 	LegacyMaxTokens bool
 }
 
-var _ Provider = OpenAI{}
+var _ wire.Format = Format{}
 
 // Name returns "openai".
-func (OpenAI) Name() string { return "openai" }
+func (Format) Name() string { return "openai" }
 
 // DefaultBaseURL returns https://api.openai.com/v1.
-func (OpenAI) DefaultBaseURL() string { return "https://api.openai.com/v1" }
+func (Format) DefaultBaseURL() string { return "https://api.openai.com/v1" }
 
 // KeyEnv returns OPENAI_API_KEY.
-func (OpenAI) KeyEnv() string { return "OPENAI_API_KEY" }
+func (Format) KeyEnv() string { return "OPENAI_API_KEY" }
 
 type openAIRequest struct {
 	Model               string         `json:"model"`
-	Messages            []Message      `json:"messages"`
+	Messages            []wire.Message `json:"messages"`
 	MaxCompletionTokens int            `json:"max_completion_tokens,omitempty"`
 	MaxTokens           int            `json:"max_tokens,omitempty"`
 	Stream              bool           `json:"stream,omitempty"`
@@ -49,10 +51,10 @@ type streamOptions struct {
 // NewRequest builds POST {base}/chat/completions with a bearer token and
 // X-Stainless-Retry-Count. The system prompt becomes the first message; a
 // streaming request asks for the usage chunk (stream_options.include_usage).
-func (p OpenAI) NewRequest(ctx context.Context, baseURL, apiKey string, r Request, attempt int) (*http.Request, error) {
-	msgs := make([]Message, 0, len(r.Messages)+1)
+func (p Format) NewRequest(ctx context.Context, baseURL, apiKey string, r wire.Request, attempt int) (*http.Request, error) {
+	msgs := make([]wire.Message, 0, len(r.Messages)+1)
 	if r.System != "" {
-		msgs = append(msgs, Message{Role: "system", Content: r.System})
+		msgs = append(msgs, wire.Message{Role: "system", Content: r.System})
 	}
 	msgs = append(msgs, r.Messages...)
 	body := openAIRequest{Model: r.Model, Messages: msgs, Stream: r.Stream}
@@ -64,7 +66,7 @@ func (p OpenAI) NewRequest(ctx context.Context, baseURL, apiKey string, r Reques
 	if r.Stream {
 		body.StreamOptions = &streamOptions{IncludeUsage: true}
 	}
-	req, h, err := newPost(ctx, "openai", joinURL(baseURL, p.DefaultBaseURL(), "/chat/completions"), body, r, attempt)
+	req, h, err := wire.NewPost(ctx, "openai", wire.JoinURL(baseURL, p.DefaultBaseURL(), "/chat/completions"), body, r, attempt)
 	if err != nil {
 		return nil, err
 	}
@@ -74,39 +76,41 @@ func (p OpenAI) NewRequest(ctx context.Context, baseURL, apiKey string, r Reques
 	return req, nil
 }
 
-// openAIError reads an OpenAI error object: its type (its code when it has
+// ErrorObject reads an OpenAI error object: its type (its code when it has
 // none), its code as a string ("" for null or absent; code may be a string,
 // a number or null) and its message.
-func openAIError(e gjson.Result) errorBody {
+func ErrorObject(e gjson.Result) wire.ErrorBody {
 	f := gjson.GetMany(e.Raw, "type", "code", "message")
-	b := errorBody{typ: f[0].String(), code: f[1].String(), msg: f[2].String()}
-	if b.typ == "" {
-		b.typ = b.code
+	b := wire.ErrorBody{Type: f[0].String(), Code: f[1].String(), Message: f[2].String()}
+	if b.Type == "" {
+		b.Type = b.Code
 	}
 	return b
 }
 
 // Decode reads a chat completion: JSON, or the data-only event stream when
 // the response is text/event-stream.
-func (OpenAI) Decode(resp *http.Response, sent time.Time) (out Response, o strategies.Outcome) {
-	decode(resp, sent, &openAIWire, &out, &o)
+func (Format) Decode(resp *http.Response, sent time.Time) (out wire.Response, o strategies.Outcome) {
+	wire.Decode(resp, sent, &spec, &out, &o)
 	return out, o
 }
 
-// openAIWire is the Chat Completions API's part of decode.
-var openAIWire = wireFormat{
-	requestID:  "X-Request-Id",
-	limits:     OpenAILimits,
-	parseError: parseOpenAIError,
-	quota:      openAIQuota,
-	event:      openAIChunk,
-	body:       decodeOpenAIBody,
+// Spec returns the Chat Completions API's part of wire.Decode.
+func (Format) Spec() *wire.Spec { return &spec }
+
+var spec = wire.Spec{
+	RequestID:  "X-Request-Id",
+	Limits:     Limits,
+	ParseError: ParseError,
+	Quota:      Quota,
+	Event:      event,
+	Body:       decodeBody,
 }
 
-// decodeOpenAIBody reads a chat completion's first choice and usage.
-func decodeOpenAIBody(completion gjson.Result, out Response) Response {
+// decodeBody reads a chat completion's first choice and usage.
+func decodeBody(completion gjson.Result, out wire.Response) wire.Response {
 	// The choices and usage are read after the pass over the top-level
-	// keys, not inside it (see decodeAnthropicBody).
+	// keys, not inside it (see anthropic.Format.Body).
 	var choices, usage gjson.Result
 	completion.ForEach(func(k, v gjson.Result) bool {
 		switch k.Str {
@@ -142,56 +146,56 @@ func openAIUsage(u gjson.Result) strategies.Usage {
 	return strategies.Usage{InputTokens: int(f[0].Int()), OutputTokens: int(f[1].Int()), CacheReadInputTokens: int(f[2].Int())}
 }
 
-// openAIChunk reads one chunk of the data-only stream, which ends at
+// event reads one chunk of the data-only stream, which ends at
 // data: [DONE]. The usage chunk (choices: []) comes just before [DONE] when
 // the request asked for it; a chunk with a top-level "error" ends the
 // attempt as Failed.
-func openAIChunk(s *stream, ev Event) bool {
+func event(s *wire.Stream, ev wire.Event) bool {
 	if bytes.HasPrefix(ev.Data, []byte("[DONE]")) {
 		return true
 	}
 	if !gjson.ValidBytes(ev.Data) {
-		invalid(&s.o, fmt.Errorf("chunk: %w", errNotJSON))
+		s.Invalid(fmt.Errorf("chunk: %w", wire.ErrNotJSON))
 		return true
 	}
 	f := gjson.GetManyBytes(ev.Data, "error", "id", "choices", "usage")
 	if f[0].IsObject() {
-		e := openAIError(f[0])
-		s.fail(e.typ, e.msg)
+		e := ErrorObject(f[0])
+		s.Fail(e.Type, e.Message)
 		return true
 	}
-	if s.out.ID == "" {
-		s.out.ID = f[1].String()
+	if s.Out.ID == "" {
+		s.Out.ID = f[1].String()
 	}
 	f[2].ForEach(func(_, ch gjson.Result) bool {
 		if ch.Get("index").Int() != 0 {
 			return true
 		}
 		c := gjson.GetMany(ch.Raw, "delta.content", "finish_reason")
-		s.delta(c[0].String())
+		s.Delta(c[0].String())
 		if v := c[1].String(); v != "" {
-			s.out.StopReason = v
+			s.Out.StopReason = v
 		}
 		return false
 	})
 	if f[3].IsObject() {
-		s.out.Usage = openAIUsage(f[3])
+		s.Out.Usage = openAIUsage(f[3])
 	}
 	return false
 }
 
-// parseOpenAIError reads an error body, {"error": {...}}, with gjson as
-// the rest of a response is read (encoding/json's reflection took a third
-// of a worker's stack here).
-func parseOpenAIError(body []byte) (errorBody, bool) {
+// ParseError reads an error body (the Responses API shares it), {"error": {...}}, with gjson as the rest
+// of a response is read (encoding/json's reflection took a third of a
+// worker's stack here).
+func ParseError(body []byte) (wire.ErrorBody, bool) {
 	if !gjson.ValidBytes(body) {
-		return errorBody{}, false
+		return wire.ErrorBody{}, false
 	}
 	e := gjson.GetBytes(body, "error")
 	if !e.IsObject() {
-		return errorBody{}, false
+		return wire.ErrorBody{}, false
 	}
-	return openAIError(e), true
+	return ErrorObject(e), true
 }
 
 // openAIQuotaCodes are the error codes of OpenAI's 429s for a spent quota,
@@ -207,9 +211,9 @@ var openAIQuotaCodes = map[string]bool{
 	"project_spend_limit_exceeded":      true,
 }
 
-// openAIQuota reports whether an error is a 429 for a spent quota: its
-// type insufficient_quota or its code one of openAIQuotaCodes.
-func openAIQuota(e *APIError) bool {
+// Quota reports whether an error (of either OpenAI API) is a 429 for a spent quota: its type
+// insufficient_quota or its code one of openAIQuotaCodes.
+func Quota(e *wire.APIError) bool {
 	return e.Status == http.StatusTooManyRequests && (e.Type == "insufficient_quota" || openAIQuotaCodes[e.Code])
 }
 
@@ -220,15 +224,15 @@ var openAILimitHeaders = [2][3]string{
 	{"X-Ratelimit-Limit-Tokens", "X-Ratelimit-Remaining-Tokens", "X-Ratelimit-Reset-Tokens"},
 }
 
-// OpenAILimits parses x-ratelimit-{limit,remaining,reset}-{requests,tokens};
+// Limits parses (for both OpenAI APIs) x-ratelimit-{limit,remaining,reset}-{requests,tokens};
 // resets are Go-style durations ("1s", "6m0s", "12ms") counted from received.
-func OpenAILimits(h http.Header, received time.Time) strategies.Limits {
+func Limits(h http.Header, received time.Time) strategies.Limits {
 	var l [2]strategies.Limit
 	for i, names := range openAILimitHeaders {
 		if len(h[names[0]]) == 0 { // no limit: not Known, whatever else is sent
 			continue
 		}
-		l[i] = strategies.Limit{Limit: parseInt(h, names[0]), Remaining: parseInt(h, names[1])}
+		l[i] = strategies.Limit{Limit: wire.ParseInt(h, names[0]), Remaining: wire.ParseInt(h, names[1])}
 		if v := strings.TrimSpace(h.Get(names[2])); v != "" {
 			if d, err := time.ParseDuration(v); err == nil && d >= 0 {
 				l[i].Reset = received.Add(d)
