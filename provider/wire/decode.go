@@ -24,7 +24,7 @@ import (
 // keeps every format classifying alike. It fills its results in place, as
 // provider.Client.Do does for a registered format, so that none of a
 // worker's frames holds a copy of them: a call in flight then fits in an
-// 8 KiB goroutine stack (README: Performance, memory per in-flight call).
+// 8 KiB goroutine stack (docs/performance.md, memory per in-flight call).
 // Decode does not close resp.Body.
 func Decode(resp *http.Response, sent time.Time, f *Spec, out *Response, o *strategies.Outcome) {
 	clk := clockOf(resp)
