@@ -1,9 +1,12 @@
 // Package provider owns the client side of ratelab's HTTP attempts: encoding
 // a request for a provider's API, decoding its response (JSON or SSE) and
 // classifying the attempt into a strategies.Outcome (status, retry-after,
-// rate-limit headers, usage). Each provider is one file implementing
-// Provider: anthropic.go (Messages API), openai.go (Chat Completions) and
-// openai_responses.go (the Responses API, provider name openai-responses).
+// rate-limit headers, usage). Each wire format is a package implementing
+// wire.Format: provider/anthropic (Messages API), provider/openaichat (Chat
+// Completions, provider name openai) and provider/openairesponses (the
+// Responses API, openai-responses); provider/wire holds what they share
+// (the request and response, SSE reading, and Decode, which classifies
+// every format alike).
 //
 // A Client binds a Provider to a base URL, a key and an *http.Client (built
 // on NewTransport for load); Client.Do makes exactly one HTTP request and
@@ -22,13 +25,13 @@
 //
 // # Adding a provider
 //
-// Write one file with a type implementing Provider (Name, DefaultBaseURL,
-// KeyEnv, NewRequest, Decode) and add it to ByName. Decode calls
-// decode(resp, sent, &yourWire, &out, &o), and a case in wireOf returns
-// &yourWire, through which Client.Do decodes in place: the file supplies a
-// wireFormat (its request-id header, rate-limit header parser, error-body
-// parser, stream reader built on NewSSEReader, and JSON body reader), and
-// decode runs the classification every provider shares, so all of them
-// classify alike. Test it with recorded fixtures under testdata/ and an
-// httptest server per status class, as anthropic.go and openai.go are.
+// Write one package with a type implementing wire.Format (Name,
+// DefaultBaseURL, KeyEnv, NewRequest, Spec) and Provider's Decode, add it
+// to formats (provider.go), and give it an entry in the conformance table
+// (formats_test.go), which runs the same checks against the real mock for
+// every format. Spec supplies what differs between formats (request-id
+// header, rate-limit header parser, error-body parser, stream event reader,
+// JSON body reader) as plain functions, not methods, so the call path stays
+// within a worker's 8 KiB stack; wire.Decode runs the classification every
+// format shares, and Client.Do decodes a registered format in place.
 package provider
