@@ -268,7 +268,7 @@ func runSDKTests(t *testing.T, py, dir, url string, files []string) []caseResult
 	return res
 }
 
-type tally struct{ passed, refused, failed, skipped int }
+type tally struct{ passed, failed, skipped int }
 
 func tallies(res []caseResult) (map[string]*tally, []string) {
 	m := map[string]*tally{}
