@@ -33,19 +33,28 @@ node-deps:
 
 ## py-deps: the Python clients the tests run (the anthropic and openai SDKs,
 ## LiteLLM, pytest), in a project-local venv, .venv/, from
-## python/requirements.lock, made or brought up to date whenever the venv is
-## missing or older than the lock (judged by .venv/.installed, written last).
-## Needs python3 (3.10 or newer) with its venv module; never touches the
-## system Python's packages.
+## python/requirements.lock, plus the pytest plugin python/ (pytest-mockllm,
+## installed editable, so the venv runs the checkout's code), plus the sdists
+## of the pinned anthropic and openai SDKs in .venv/sdists/ (their generated
+## API tests, which python/sdktests_test.go runs against mockllm). Made or
+## brought up to date whenever the venv is missing or older than the lock or
+## python/pyproject.toml (judged by .venv/.installed, written last). Needs
+## python3 (3.10 or newer) with its venv module; never touches the system
+## Python's packages.
 PYTHON ?= python3
 VENV := .venv
 py-deps:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found: the Python client tests need Python 3.10 or newer"; exit 1; }; \
 	m=$(VENV)/.installed; \
-	if [ ! -f $$m ] || [ python/requirements.lock -nt $$m ]; then \
+	if [ ! -f $$m ] || [ python/requirements.lock -nt $$m ] || [ python/pyproject.toml -nt $$m ]; then \
 		echo "creating $(VENV) from python/requirements.lock"; \
 		[ -x $(VENV)/bin/python ] || $(PYTHON) -m venv $(VENV) || exit 1; \
-		$(VENV)/bin/python -m pip install -q --disable-pip-version-check -r python/requirements.lock || exit 1; \
+		pip="$(VENV)/bin/python -m pip -q --disable-pip-version-check"; \
+		$$pip install -r python/requirements.lock || exit 1; \
+		$$pip install --no-deps -e ./python || exit 1; \
+		sdists=$$(grep -E '^(anthropic|openai)==' python/requirements.lock); \
+		rm -rf $(VENV)/sdists; \
+		$$pip download --no-binary :all: --no-deps -d $(VENV)/sdists $$sdists || exit 1; \
 		touch $$m; \
 	fi
 
