@@ -215,3 +215,29 @@ def test_started_settings_come_back(mockllm):
     )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=2)
+
+
+def python_blocks(markdown: Path) -> list[str]:
+    """The ```python blocks of a Markdown file."""
+    blocks, cur = [], None
+    for line in markdown.read_text().splitlines():
+        if cur is None and line.strip() == "```python":
+            cur = []
+        elif cur is not None and line.strip() == "```":
+            blocks.append("\n".join(cur) + "\n")
+            cur = None
+        elif cur is not None:
+            cur.append(line)
+    return blocks
+
+
+@pytest.mark.parametrize("doc", ["README.md", "python/README.md"])
+def test_readme_example_passes(pytester: pytest.Pytester, doc: str) -> None:
+    """The five-line example that README.md and python/README.md show runs
+    as written and passes."""
+    root = Path(__file__).resolve().parents[2]
+    examples = [b for b in python_blocks(root / doc) if "def test_my_client_never_gets_throttled" in b]
+    assert len(examples) == 1, f"{doc} should show the example once, found {len(examples)}"
+    pytester.makepyfile(examples[0])
+    result = pytester.runpytest_subprocess("--mockllm-bin", BIN, "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
