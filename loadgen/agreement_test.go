@@ -55,6 +55,7 @@ var orderDependent = map[string][]string{
 	"brownout":           {"semaphore(20)", "adaptive"},
 	"limit-change":       {"semaphore(20)", "aimd", "adaptive"},
 	"multi-provider":     {"semaphore(20), shared"},
+	"seeds-per-provider": {"semaphore(40), shared"},
 	"undocumented-limit": {"semaphore(50), too high"},
 }
 

@@ -82,3 +82,39 @@ func slicesEqual(a, b []int64) bool {
 	}
 	return true
 }
+
+// TestSeedsPerProvider runs scenarios/seeds-per-provider.yaml: the
+// semaphore seed's Listing 2.12 (one semaphore per provider, OpenAI 30 and
+// Anthropic 10, around LiteLLM) against a key whose Claude and GPT models
+// have pools of 10 and 30 slots. The file's expectations are the listing's
+// promise, counted by the server: 400 of 400 in 400 attempts, no 429,
+// never more than 40 in flight; ratelab's per-provider strategy the same at
+// the oracle's 5 s; one shared semaphore(40) meets 429s. Beside them the
+// test asserts that the listing fills both semaphores (40 in flight) and
+// that the shared semaphore, which nothing stops from sending more than a
+// pool's slots of one provider at once, loses calls to its retries.
+func TestSeedsPerProvider(t *testing.T) {
+	py := pyenv.Python(t)
+	t.Setenv("PATH", filepath.Dir(py)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	s, err := Load("../scenarios/seeds-per-provider.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(t.Context(), s, Options{CommandOut: t.TempDir()})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if len(rep.Results) != len(s.Strategies) {
+		t.Fatalf("%d results, want %d", len(rep.Results), len(s.Strategies))
+	}
+	for _, f := range Failures(rep) {
+		t.Errorf("%s", f)
+	}
+	rows := byName(rep)
+	if got := rows["Listing 2.12 (LiteLLM, 30 and 10)"]; peak(got) != 40 {
+		t.Errorf("Listing 2.12: peak concurrency %d, want 40 (both semaphores full)", peak(got))
+	}
+	if sh := rows["semaphore(40), shared"]; sh.Failed == 0 || sh.Completed+sh.Failed != 400 || sh.Throttled < 3*int64(sh.Failed) {
+		t.Errorf("shared semaphore(40): %d of 400, %d failed, %d 429s; want some failed after three 429s each, every item accounted for", sh.Completed, sh.Failed, sh.Throttled)
+	}
+}
