@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ratelab/ratelab/clock"
 	"github.com/ratelab/ratelab/engine"
 	"github.com/ratelab/ratelab/provider"
 	"github.com/ratelab/ratelab/strategies"
@@ -226,6 +227,9 @@ type gated struct {
 	strategies.Strategy
 	c *circuit
 }
+
+// Clock tells the wrapped strategy's clock, so that Do waits on it.
+func (g gated) Clock() clock.Clock { return strategies.ClockOf(g.Strategy) }
 
 // errCircuitOpen is the reason given with a permit handed back unused.
 var errCircuitOpen = errors.New("batch: endpoint unreachable; the batch is paused")

@@ -332,14 +332,6 @@ type Config struct {
 	// block. It is not asked once the run is stopping: an item whose round
 	// ends then, or that is waiting between rounds, is not finished.
 	Again func(Result) bool
-	// Clock is the run's time and way of waiting: the workers and the
-	// timeline's sampler are its goroutines, every timing is read from it,
-	// and the waits between rounds and, when Retry's Clock is nil, between
-	// attempts go through it. Give Strategy (and Client, when it waits) the
-	// same clock. A clock.Sim makes a simulated run: call Run from within
-	// Sim.Run, and use a Source that does not block (Slice, Generate). nil
-	// means real time.
-	Clock clock.Clock
 }
 
 // PanicError is what Run panics with when a worker panicked: the original
@@ -375,6 +367,13 @@ var errFatal = errors.New("engine: run aborted")
 // Incomplete, with ctx's error. A source or sink error stops the run the same
 // way and is returned. A panic in a worker (a bug in a strategy, client or
 // sink) stops the run and is re-raised in Run's goroutine as a *PanicError.
+//
+// The run has one clock, the strategy's (strategies.ClockOf: the one
+// strategies.WithClock gave it): the workers and the timeline's sampler are
+// its goroutines, every timing is read from it, and the waits between rounds
+// and between attempts go through it. Give Client, when it waits, the same
+// clock. A clock.Sim makes a simulated run: call Run from within Sim.Run,
+// and use a Source that does not block (Slice, Generate).
 func Run(ctx context.Context, cfg Config, src Source) (measure.Summary, error) {
 	if cfg.Client == nil || cfg.Strategy == nil {
 		return measure.Summary{}, errors.New("engine: Config.Client and Config.Strategy are required")
@@ -420,7 +419,7 @@ func newRun(ctx context.Context, cfg Config) *run {
 	if cfg.Resolution == 0 {
 		cfg.Resolution = DefaultResolution
 	}
-	r := &run{cfg: cfg, clk: clock.Or(cfg.Clock), ctx: ctx}
+	r := &run{cfg: cfg, clk: strategies.ClockOf(cfg.Strategy), ctx: ctx}
 	r.rec = NewRecorder(cfg.Strategy, cfg.Resolution)
 	r.into, _ = cfg.Client.(ClientInto)
 	if c, ok := cfg.Client.(Coster); ok {
@@ -697,16 +696,7 @@ func (r *run) process(t *task) {
 // keeps runs with the same seed identical, whatever order the workers
 // happen to retry in.
 func (r *run) policy(i int) *strategies.RetryPolicy {
-	policy := r.cfg.Retry.ForCall(int64(i))
-	if r.cfg.Clock != nil {
-		if policy == nil {
-			policy = &strategies.RetryPolicy{} // one attempt, as nil
-		}
-		if policy.Clock == nil {
-			policy.Clock = r.cfg.Clock
-		}
-	}
-	return policy
+	return r.cfg.Retry.ForCall(int64(i))
 }
 
 // again is Config.Again's verdict on res, in a frame of its own (see task).
@@ -832,6 +822,9 @@ type stoppable struct {
 	strategies.Strategy
 	stop context.Context
 }
+
+// Clock tells the wrapped strategy's clock, so that Do waits on it.
+func (s stoppable) Clock() clock.Clock { return strategies.ClockOf(s.Strategy) }
 
 func (s stoppable) Acquire(ctx context.Context, c strategies.Cost) (strategies.Permit, error) {
 	ctx, cancel := context.WithCancel(ctx)

@@ -61,12 +61,8 @@ func closedRun(ctx context.Context, clk clock.Clock, sem, n int) (measure.Summar
 	}
 	cfg := Config{
 		Client:   &limitClient{clk: clk, limit: 20, latency: 500 * time.Millisecond},
-		Strategy: strategies.NewSemaphore(strategies.SemaphoreConfig{Max: sem, Clock: clk}),
+		Strategy: strategies.NewSemaphore(strategies.SemaphoreConfig{Max: sem}, strategies.WithClock(clk)),
 		Retry:    &strategies.RetryPolicy{MaxRetries: 10, Requeue: true, Seed: 1},
-		Clock:    clk,
-	}
-	if clk == clock.Real {
-		cfg.Clock = nil // real time, as every caller that sets no clock
 	}
 	return Run(ctx, cfg, Slice(items))
 }
@@ -182,8 +178,7 @@ func TestSimCanceled(t *testing.T) {
 func closedRunGrace(ctx context.Context, clk clock.Clock, grace time.Duration) (measure.Summary, error) {
 	return Run(ctx, Config{
 		Client:   &limitClient{clk: clk, limit: 20, latency: 500 * time.Millisecond},
-		Strategy: strategies.NewSemaphore(strategies.SemaphoreConfig{Max: 20, Clock: clk}),
-		Clock:    clk,
+		Strategy: strategies.NewSemaphore(strategies.SemaphoreConfig{Max: 20}, strategies.WithClock(clk)),
 		Grace:    grace,
 	}, Generate(200, func(i int) Item {
 		return Item{Request: provider.Request{Model: "m", Messages: []provider.Message{{Role: "user", Content: fmt.Sprint(i)}}}}
@@ -219,8 +214,8 @@ func TestSimDeadlock(t *testing.T) {
 	sim := clock.NewSim(simT0)
 	returned := false
 	err := sim.Run(t.Context(), func() {
-		Run(t.Context(), Config{Client: stuckClient{sim}, Clock: sim, //nolint:errcheck // never returns
-			Strategy: strategies.NewSemaphore(strategies.SemaphoreConfig{Max: 2, Clock: sim})},
+		Run(t.Context(), Config{Client: stuckClient{sim}, //nolint:errcheck // never returns
+			Strategy: strategies.NewSemaphore(strategies.SemaphoreConfig{Max: 2}, strategies.WithClock(sim))},
 			Generate(5, func(int) Item { return Item{Request: provider.Request{Model: "m"}} }))
 		returned = true
 	})

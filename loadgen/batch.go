@@ -295,7 +295,7 @@ func RunBatch(ctx context.Context, opt BatchOptions) (rep BatchReport, err error
 	cfg := engine.Config{
 		Client:     client,
 		Strategy:   strategy,
-		Retry:      newPolicy(st, s.Seed, nil),
+		Retry:      newPolicy(st, s.Seed),
 		Workers:    workers,
 		Resolution: -1, // no timeline: a batch can run for days
 		Grace:      opt.Grace,

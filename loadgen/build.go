@@ -139,37 +139,19 @@ func newStrategy(r *Row, obs strategies.Observer, sim clock.Clock) (strategies.S
 	case k.build == nil:
 		return nil, fmt.Errorf("loadgen: kind %s is not a client strategy", r.Kind)
 	}
-	var opts []strategies.Option
+	opts := []strategies.Option{strategies.WithClock(sim)}
 	if obs != nil {
 		opts = append(opts, strategies.WithObserver(obs))
 	}
-	return k.build(onClock(r.Config, sim), opts), nil
+	return k.build(r.Config, opts), nil
 }
 
-// onClock returns cfg, a kind's configuration (a pointer to its struct), or
-// when sim is not nil a copy of it whose Clock field (the strategies'
-// configurations each have one, clock.Clock, yaml:"-") is sim. The row
-// keeps its configuration as the file set it.
-func onClock(cfg any, sim clock.Clock) any {
-	if sim == nil {
-		return cfg
-	}
-	v := reflect.ValueOf(cfg).Elem()
-	if f := v.FieldByName("Clock"); !f.IsValid() || f.Type() != reflect.TypeFor[clock.Clock]() {
-		return cfg
-	}
-	cp := reflect.New(v.Type())
-	cp.Elem().Set(v)
-	cp.Elem().FieldByName("Clock").Set(reflect.ValueOf(sim))
-	return cp.Interface()
-}
-
-// newPolicy returns the row's retry policy, waiting on the simulated clock
-// sim (nil: real time).
-func newPolicy(r *Row, scenarioSeed int64, sim clock.Clock) *strategies.RetryPolicy {
+// newPolicy returns the row's retry policy (it waits on the clock of the
+// strategy it runs under).
+func newPolicy(r *Row, scenarioSeed int64) *strategies.RetryPolicy {
 	seed := r.Seed
 	if seed == 0 {
 		seed = scenarioSeed
 	}
-	return &strategies.RetryPolicy{MaxRetries: r.Retries(), Requeue: r.Requeue, Seed: seed, Clock: sim}
+	return &strategies.RetryPolicy{MaxRetries: r.Retries(), Requeue: r.Requeue, Seed: seed}
 }

@@ -87,11 +87,10 @@ func runRow(ctx context.Context, s *Scenario, st *Row, opt Options, key string, 
 	cfg := engine.Config{
 		Client:     client.engineClient(),
 		Strategy:   strategy,
-		Retry:      newPolicy(st, s.Seed, sim),
+		Retry:      newPolicy(st, s.Seed),
 		Workers:    s.Workers,
 		Resolution: resolution,
 		Items:      res.Items,
-		Clock:      sim,
 	}
 	if opt.Results != nil {
 		cfg.Sinks = append(cfg.Sinks, engine.NewJSONL(opt.Results))

@@ -35,9 +35,6 @@ type AdaptiveConfig struct {
 	// the holder of the fleet's probe token probes above its share. nil:
 	// each process learns its own limit.
 	Fleet Fleet `json:"-" yaml:"-"`
-	// Clock is the clock the strategy reads the time from and waits
-	// through: clock.Sim for a simulated run. nil means real time.
-	Clock clock.Clock `json:"-" yaml:"-"`
 }
 
 // withDefaults returns c with its zero fields set to the defaults and Initial
@@ -184,8 +181,9 @@ type adaptiveKey struct {
 
 // NewAdaptive returns an Adaptive strategy configured by cfg.
 func NewAdaptive(cfg AdaptiveConfig, opts ...Option) *Adaptive {
-	a := &Adaptive{cfg: cfg.withDefaults(), clk: clock.Or(cfg.Clock), keys: make(map[limitKey]*adaptiveKey)}
-	a.m.init(opts)
+	o := newOptions(opts)
+	a := &Adaptive{cfg: cfg.withDefaults(), clk: o.clock, keys: make(map[limitKey]*adaptiveKey)}
+	a.m.init(o)
 	a.m.set(func(st *Stats) { st.Limit = float64(a.cfg.Initial) })
 	return a
 }
@@ -707,3 +705,6 @@ func (l *adaptiveLaw) show(now time.Time) int {
 	l.note(now, "probe due")
 	return l.shown
 }
+
+// Clock returns the clock the strategy runs on (WithClock).
+func (a *Adaptive) Clock() clock.Clock { return a.clk }

@@ -23,9 +23,6 @@ type AIMDConfig struct {
 	Increase float64 `json:"increase" yaml:"increase"`
 	// Decrease multiplies the window on a throttle. Default 0.9.
 	Decrease float64 `json:"decrease" yaml:"decrease"`
-	// Clock is the clock the strategy reads the time from and waits
-	// through: clock.Sim for a simulated run. nil means real time.
-	Clock clock.Clock `json:"-" yaml:"-"`
 }
 
 // noBound is the Max of a window with none: a window grows only while it
@@ -101,9 +98,10 @@ var _ Strategy = (*AIMD)(nil)
 
 // NewAIMD returns an AIMD configured by cfg.
 func NewAIMD(cfg AIMDConfig, opts ...Option) *AIMD {
-	c := clock.Or(cfg.Clock)
+	o := newOptions(opts)
+	c := o.clock
 	a := &AIMD{clk: c, law: newAIMDLaw(cfg), line: newLine(c)}
-	a.m.init(opts)
+	a.m.init(o)
 	a.publishLocked(c.Now(), "initial")
 	return a
 }
@@ -227,3 +225,6 @@ func (l *aimdLaw) observe(seq uint64, o Outcome, done bool) uint64 {
 	}
 	return l.dispatch()
 }
+
+// Clock returns the clock the strategy runs on (WithClock).
+func (a *AIMD) Clock() clock.Clock { return a.clk }

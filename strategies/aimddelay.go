@@ -28,9 +28,6 @@ type AIMDDelayConfig struct {
 	Increase float64 `json:"increase" yaml:"increase"`
 	// Cooldown is the pause after a throttle (see AIMDDelay). Default 10 s.
 	Cooldown time.Duration `json:"cooldown" yaml:"cooldown"`
-	// Clock is the clock the strategy reads the time from and waits
-	// through: clock.Sim for a simulated run. nil means real time.
-	Clock clock.Clock `json:"-" yaml:"-"`
 }
 
 // withDefaults returns c with its zero fields set to the defaults and the
@@ -102,9 +99,10 @@ var _ Strategy = (*AIMDDelay)(nil)
 
 // NewAIMDDelay returns an AIMDDelay configured by cfg.
 func NewAIMDDelay(cfg AIMDDelayConfig, opts ...Option) *AIMDDelay {
-	c := clock.Or(cfg.Clock)
+	o := newOptions(opts)
+	c := o.clock
 	a := &AIMDDelay{clk: c, law: newDelayLaw(cfg), line: newLine(c)}
-	a.m.init(opts)
+	a.m.init(o)
 	a.publishLocked()
 	return a
 }
@@ -240,3 +238,6 @@ func (l *delayLaw) setDelay(now time.Time, d time.Duration, reason string) {
 func scaleDuration(d time.Duration, f float64) time.Duration {
 	return time.Duration(math.Round(float64(d) * f))
 }
+
+// Clock returns the clock the strategy runs on (WithClock).
+func (a *AIMDDelay) Clock() clock.Clock { return a.clk }

@@ -29,7 +29,8 @@ type Call struct {
 // X-Stainless-Retry-Count) and classifies how it ended; it should honour ctx
 // and return a Canceled outcome when ctx ends it.
 //
-// Between attempts Do waits as p says, through p.Clock: inside the held permit (reporting each
+// Do runs on s's clock (ClockOf: the one WithClock gave it): it waits
+// through it and times its waits on it. Between attempts it waits as p says: inside the held permit (reporting each
 // retried attempt with Permit.Observe), or, when p.Requeue is set, after
 // releasing the permit with Done, acquiring a new one once the wait is over.
 // A nil p makes one attempt.
@@ -40,10 +41,7 @@ type Call struct {
 // Acquire's error, and Call holds what happened before. When the last attempt
 // fails, Do returns a nil error: Call.Outcome says how the call ended.
 func Do(ctx context.Context, s Strategy, p *RetryPolicy, c Cost, attempt func(ctx context.Context, n int) Outcome) (call Call, err error) {
-	clk := clock.Real
-	if p != nil {
-		clk = clock.Or(p.Clock)
-	}
+	clk := ClockOf(s)
 	pm, err := acquire(ctx, clk, s, c, &call.Waits)
 	if err != nil {
 		return call, err

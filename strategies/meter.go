@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ratelab/ratelab/clock"
 )
 
 // An Option configures what every strategy has in common, whatever its kind.
@@ -14,6 +16,19 @@ type Option interface {
 
 type options struct {
 	observer Observer
+	clock    clock.Clock
+}
+
+// newOptions applies opts.
+func newOptions(opts []Option) options {
+	var o options
+	for _, opt := range opts {
+		if opt != nil {
+			opt.apply(&o)
+		}
+	}
+	o.clock = clock.Or(o.clock)
+	return o
 }
 
 type optionFunc func(*options)
@@ -25,6 +40,33 @@ func (f optionFunc) apply(o *options) { f(o) }
 // obs must not block or call back into the strategy.
 func WithObserver(obs Observer) Option {
 	return optionFunc(func(o *options) { o.observer = obs })
+}
+
+// WithClock runs the strategy on c: it reads the time from c and waits
+// through it, and so do Do between attempts under it and engine.Run (see
+// ClockOf). It is the one way to give a strategy its clock: clock.Sim for a
+// simulated run. Without it, or with a nil c, the strategy runs in real time.
+func WithClock(c clock.Clock) Option {
+	return optionFunc(func(o *options) { o.clock = c })
+}
+
+// A Clocked strategy tells the clock it runs on. Every strategy in this
+// package is one (its clock is the one WithClock gave it); a strategy that
+// wraps another should be one too, telling the wrapped strategy's clock
+// (ClockOf), so that what runs under it waits on the same clock.
+type Clocked interface {
+	Clock() clock.Clock
+}
+
+// ClockOf returns the clock s runs on: s.Clock() when s is Clocked (and
+// says one), clock.Real otherwise. Do waits on it between attempts, and
+// engine.Run runs on it, so that a run has the one clock its strategy was
+// built with.
+func ClockOf(s Strategy) clock.Clock {
+	if c, ok := s.(Clocked); ok {
+		return clock.Or(c.Clock())
+	}
+	return clock.Real
 }
 
 // Waits is the time one call, or one Acquire, spent waiting, by cause. The
@@ -84,14 +126,9 @@ type meter struct {
 	observer Observer
 }
 
-// init applies opts. Call it once, from the constructor.
-func (m *meter) init(opts []Option) {
-	var o options
-	for _, opt := range opts {
-		if opt != nil {
-			opt.apply(&o)
-		}
-	}
+// init takes the common options that concern the meter (the observer).
+// Call it once, from the constructor.
+func (m *meter) init(o options) {
 	m.observer = o.observer
 }
 

@@ -16,9 +16,6 @@ type PerProviderConfig struct {
 	// Default is the limit for a provider missing from Limits. 0 means calls
 	// to such a provider are not limited.
 	Default int `json:"default" yaml:"default"`
-	// Clock is the clock the strategy reads the time from and waits
-	// through: clock.Sim for a simulated run. nil means real time.
-	Clock clock.Clock `json:"-" yaml:"-"`
 }
 
 // PerProvider keeps a separate semaphore for each provider and API key
@@ -53,12 +50,12 @@ var _ Strategy = (*PerProvider)(nil)
 
 // NewPerProvider returns a PerProvider strategy configured by cfg. Its limits
 // never change, so it emits no events.
-func NewPerProvider(cfg PerProviderConfig, _ ...Option) *PerProvider {
+func NewPerProvider(cfg PerProviderConfig, opts ...Option) *PerProvider {
 	limits := make(map[string]int, len(cfg.Limits))
 	for name, n := range cfg.Limits {
 		limits[name] = max(n, 0)
 	}
-	p := &PerProvider{clk: clock.Or(cfg.Clock), limits: limits, fallback: max(cfg.Default, 0), parts: make(map[partitionKey]*partition)}
+	p := &PerProvider{clk: newOptions(opts).clock, limits: limits, fallback: max(cfg.Default, 0), parts: make(map[partitionKey]*partition)}
 	return p
 }
 
@@ -155,3 +152,6 @@ func joinBounds(a, b string) string {
 	}
 	return a + "; " + b
 }
+
+// Clock returns the clock the strategy runs on (WithClock).
+func (p *PerProvider) Clock() clock.Clock { return p.clk }

@@ -4,8 +4,6 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
-
-	"github.com/ratelab/ratelab/clock"
 )
 
 // DefaultMaxRetries is the official SDKs' default number of retries after the
@@ -48,10 +46,6 @@ type RetryPolicy struct {
 	// for the same sequence of calls to Next.
 	Seed int64
 
-	// Clock is the clock Do waits through between attempts and times its
-	// waits on: clock.Sim for a simulated run. nil means real time.
-	Clock clock.Clock `json:"-" yaml:"-"`
-
 	mu  sync.Mutex
 	rng *rand.Rand
 }
@@ -67,7 +61,7 @@ func (p *RetryPolicy) ForCall(id int64) *RetryPolicy {
 	if p == nil {
 		return nil
 	}
-	return &RetryPolicy{MaxRetries: p.MaxRetries, Requeue: p.Requeue, Seed: int64(mix(uint64(p.Seed), uint64(id))), Clock: p.Clock}
+	return &RetryPolicy{MaxRetries: p.MaxRetries, Requeue: p.Requeue, Seed: int64(mix(uint64(p.Seed), uint64(id)))}
 }
 
 // mix combines a seed and an id into a new seed (splitmix64's finalizer), so

@@ -11,9 +11,6 @@ type SemaphoreConfig struct {
 	// Max is the most calls in flight at once (n in a scenario). Values
 	// below 1 mean 1.
 	Max int `json:"n" yaml:"n"`
-	// Clock is the clock the strategy reads the time from and waits
-	// through: clock.Sim for a simulated run. nil means real time.
-	Clock clock.Clock `json:"-" yaml:"-"`
 }
 
 // Semaphore admits at most Max calls at once, in arrival order: the seeds'
@@ -35,9 +32,10 @@ var _ Strategy = (*Semaphore)(nil)
 // NewSemaphore returns a Semaphore configured by cfg.
 func NewSemaphore(cfg SemaphoreConfig, opts ...Option) *Semaphore {
 	n := max(cfg.Max, 1)
-	c := clock.Or(cfg.Clock)
+	o := newOptions(opts)
+	c := o.clock
 	s := &Semaphore{max: n, slots: newSlotsOn(c, n), clk: c}
-	s.m.init(opts)
+	s.m.init(o)
 	s.m.set(func(st *Stats) { st.Limit = float64(n) })
 	return s
 }
@@ -72,3 +70,6 @@ func waitSlot(ctx context.Context, c clock.Clock, m *meter, sl *slots) (Waits, e
 	}
 	return w, nil
 }
+
+// Clock returns the clock the strategy runs on (WithClock).
+func (s *Semaphore) Clock() clock.Clock { return s.clk }

@@ -206,7 +206,7 @@ func simBody(t *testing.T, c simConfig, clk clock.Clock) simRun {
 		if maxRetries == 0 {
 			maxRetries = -1
 		}
-		policy := &RetryPolicy{MaxRetries: maxRetries, Requeue: true, Seed: int64(c.seed), Clock: clk}
+		policy := &RetryPolicy{MaxRetries: maxRetries, Requeue: true, Seed: int64(c.seed)}
 		cost := Cost{Provider: "sim", Key: Fingerprint("sim-key")}
 		var (
 			wg     = clock.NewWaitGroup(clk)

@@ -18,21 +18,25 @@ var clockStrategies = []struct {
 	new  func(c clock.Clock, opts ...Option) Strategy
 }{
 	{"semaphore-20", func(c clock.Clock, opts ...Option) Strategy {
-		return NewSemaphore(SemaphoreConfig{Max: 20, Clock: c}, opts...)
+		return NewSemaphore(SemaphoreConfig{Max: 20}, append(opts, WithClock(c))...)
 	}},
 	{"semaphore-50", func(c clock.Clock, opts ...Option) Strategy {
-		return NewSemaphore(SemaphoreConfig{Max: 50, Clock: c}, opts...)
+		return NewSemaphore(SemaphoreConfig{Max: 50}, append(opts, WithClock(c))...)
 	}},
-	{"aimd", func(c clock.Clock, opts ...Option) Strategy { return NewAIMD(AIMDConfig{Clock: c}, opts...) }},
+	{"aimd", func(c clock.Clock, opts ...Option) Strategy {
+		return NewAIMD(AIMDConfig{}, append(opts, WithClock(c))...)
+	}},
 	{"aimd-delay", func(c clock.Clock, opts ...Option) Strategy {
-		return NewAIMDDelay(AIMDDelayConfig{Initial: 20 * time.Millisecond, Clock: c}, opts...)
+		return NewAIMDDelay(AIMDDelayConfig{Initial: 20 * time.Millisecond}, append(opts, WithClock(c))...)
 	}},
-	{"adaptive", func(c clock.Clock, opts ...Option) Strategy { return NewAdaptive(AdaptiveConfig{Clock: c}, opts...) }},
+	{"adaptive", func(c clock.Clock, opts ...Option) Strategy {
+		return NewAdaptive(AdaptiveConfig{}, append(opts, WithClock(c))...)
+	}},
 	{"token-bucket", func(c clock.Clock, opts ...Option) Strategy {
-		return NewTokenBucket(TokenBucketConfig{RPM: 2400, Clock: c}, opts...)
+		return NewTokenBucket(TokenBucketConfig{RPM: 2400}, append(opts, WithClock(c))...)
 	}},
 	{"token-first", func(c clock.Clock, opts ...Option) Strategy {
-		return NewTokenFirst(TokenFirstConfig{TPM: 60000, MaxConcurrent: 20, Clock: c}, opts...)
+		return NewTokenFirst(TokenFirstConfig{TPM: 60000, MaxConcurrent: 20}, append(opts, WithClock(c))...)
 	}},
 }
 
@@ -42,7 +46,9 @@ var clockStrategies = []struct {
 func TestSimClockSemaphore20(t *testing.T) {
 	sim := clock.NewSim(simT0)
 	r := runSim(t, simConfig{model: simFixed, seed: 1, calls: 200, maxRetries: 10, sim: sim,
-		new: func(opts ...Option) Strategy { return NewSemaphore(SemaphoreConfig{Max: 20, Clock: sim}, opts...) }})
+		new: func(opts ...Option) Strategy {
+			return NewSemaphore(SemaphoreConfig{Max: 20}, append(opts, WithClock(sim))...)
+		}})
 	if r.wall != 5*time.Second || r.attempts != 200 || len(r.refusals) != 0 || r.failed != 0 {
 		t.Errorf("wall %v, attempts %d, refusals %d, failed %d; want 5s, 200, 0, 0", r.wall, r.attempts, len(r.refusals), r.failed)
 	}

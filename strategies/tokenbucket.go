@@ -35,9 +35,6 @@ type TokenBucketConfig struct {
 	// spell. 0 means a minute's worth (TPM), as a provider's bucket holds.
 	// A call costing more is refused with ErrExceedsBudget.
 	TokenBurst int `json:"token_burst" yaml:"token_burst"`
-	// Clock is the clock the strategy reads the time from and waits
-	// through: clock.Sim for a simulated run. nil means real time.
-	Clock clock.Clock `json:"-" yaml:"-"`
 }
 
 // TokenBucket paces calls to a provider's published requests-per-minute and
@@ -73,8 +70,9 @@ var _ Strategy = (*TokenBucket)(nil)
 // NewTokenBucket returns a TokenBucket configured by cfg; both buckets start
 // full.
 func NewTokenBucket(cfg TokenBucketConfig, opts ...Option) *TokenBucket {
+	o := newOptions(opts)
 	b := &TokenBucket{
-		clk: clock.Or(cfg.Clock),
+		clk: o.clock,
 		req: newLimiter(cfg.RPM, max(cfg.RequestBurst, 1)),
 		tpm: max(cfg.TPM, 0),
 	}
@@ -85,7 +83,7 @@ func NewTokenBucket(cfg TokenBucketConfig, opts ...Option) *TokenBucket {
 		}
 		b.tok = newLimiter(cfg.TPM, b.burst)
 	}
-	b.m.init(opts)
+	b.m.init(o)
 	if cfg.RPM > 0 {
 		b.m.set(func(st *Stats) {
 			st.Rate = cfg.RPM / 60
@@ -190,3 +188,6 @@ func (b *TokenBucket) tokensAt(now time.Time) float64 {
 	}
 	return b.tok.TokensAt(now)
 }
+
+// Clock returns the clock the strategy runs on (WithClock).
+func (b *TokenBucket) Clock() clock.Clock { return b.clk }

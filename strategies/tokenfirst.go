@@ -21,9 +21,6 @@ type TokenFirstConfig struct {
 	// MaxConcurrent is the most calls in flight at once (n in a scenario,
 	// as semaphore's). 0 means no limit.
 	MaxConcurrent int `json:"n" yaml:"n"`
-	// Clock is the clock the strategy reads the time from and waits
-	// through: clock.Sim for a simulated run. nil means real time.
-	Clock clock.Clock `json:"-" yaml:"-"`
 }
 
 // TokenFirst gates each call on both a provider's limits, tokens first: it
@@ -65,7 +62,8 @@ var _ Strategy = (*TokenFirst)(nil)
 // budget.
 func NewTokenFirst(cfg TokenFirstConfig, opts ...Option) *TokenFirst {
 	n := max(cfg.MaxConcurrent, 0)
-	c := clock.Or(cfg.Clock)
+	o := newOptions(opts)
+	c := o.clock
 	s := &TokenFirst{clk: c, slots: newSlotsOn(c, n)}
 	if cfg.TPM > 0 {
 		burst := cfg.TokenBurst
@@ -74,7 +72,7 @@ func NewTokenFirst(cfg TokenFirstConfig, opts ...Option) *TokenFirst {
 		}
 		s.budget = newBudget(c.Now(), cfg.TPM, burst)
 	}
-	s.m.init(opts)
+	s.m.init(o)
 	s.m.set(func(st *Stats) { st.Limit = float64(n) })
 	return s
 }
@@ -215,3 +213,6 @@ func settledUsage(o Outcome, reserved float64) float64 {
 	}
 	return reserved
 }
+
+// Clock returns the clock the strategy runs on (WithClock).
+func (s *TokenFirst) Clock() clock.Clock { return s.clk }

@@ -1,6 +1,10 @@
 package strategies
 
-import "context"
+import (
+	"context"
+
+	"github.com/ratelab/ratelab/clock"
+)
 
 // Unbounded admits every call at once: the seeds' asyncio.gather over all
 // items. It is the baseline that shows what a provider's limit does to a
@@ -10,15 +14,17 @@ import "context"
 // It never waits, learns nothing and keeps only the common Stats (Limit 0).
 // It is safe for concurrent use.
 type Unbounded struct {
-	m meter
+	m   meter
+	clk clock.Clock
 }
 
 var _ Strategy = (*Unbounded)(nil)
 
 // NewUnbounded returns an Unbounded strategy. It takes no parameters.
 func NewUnbounded(opts ...Option) *Unbounded {
-	u := &Unbounded{}
-	u.m.init(opts)
+	o := newOptions(opts)
+	u := &Unbounded{clk: o.clock}
+	u.m.init(o)
 	return u
 }
 
@@ -32,3 +38,6 @@ func (u *Unbounded) Acquire(ctx context.Context, _ Cost) (Permit, error) {
 
 // Stats implements Strategy.
 func (u *Unbounded) Stats() Stats { return u.m.snapshot() }
+
+// Clock returns the clock the strategy runs on (WithClock).
+func (u *Unbounded) Clock() clock.Clock { return u.clk }
