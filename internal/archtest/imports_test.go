@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -141,7 +139,10 @@ func violations(pkgs []pkg, moduleOwn map[string]bool) []string {
 // set of its own package paths (relative to the module).
 func listModule(t *testing.T) ([]pkg, map[string]bool) {
 	t.Helper()
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the import-boundary test runs go list: %v", err)
+	}
 	cmd := exec.Command(goBin, "list", "-e", "-json=ImportPath,Deps,Error", "./...")
 	cmd.Dir = repoRoot(t)
 	outPipe, err := cmd.StdoutPipe()
