@@ -3,9 +3,11 @@ package loadgen
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/ratelab/ratelab/internal/pyenv"
+	"github.com/ratelab/ratelab/reports"
 )
 
 // TestSeedsPython runs scenarios/seeds-python.yaml: the seeds' own Python
@@ -22,22 +24,7 @@ import (
 // than the 429s' arithmetic allows, and that LiteLLM's num_retries=3 makes
 // four attempts a call at most.
 func TestSeedsPython(t *testing.T) {
-	py := pyenv.Python(t)
-	t.Setenv("PATH", filepath.Dir(py)+string(os.PathListSeparator)+os.Getenv("PATH"))
-	s, err := Load("../scenarios/seeds-python.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := Run(t.Context(), s, Options{CommandOut: t.TempDir()})
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	if len(rep.Results) != len(s.Strategies) {
-		t.Fatalf("%d results, want %d", len(rep.Results), len(s.Strategies))
-	}
-	for _, f := range Failures(rep) {
-		t.Errorf("%s", f)
-	}
+	rep := runWithVenv(t, "../scenarios/seeds-python.yaml")
 	rows := byName(rep)
 	for _, r := range rep.Results {
 		st := ""
@@ -51,7 +38,7 @@ func TestSeedsPython(t *testing.T) {
 		"guide gather, retries=2 (anthropic SDK)":  {180, 160, 140},
 		"guide gather, retries=10 (anthropic SDK)": {180, 160, 140, 120, 100, 80, 60, 40, 20},
 	} {
-		if got := rows[name].ThrottledByAttempt; !slicesEqual(got, want) {
+		if got := rows[name].ThrottledByAttempt; !slices.Equal(got, want) {
 			t.Errorf("%s: 429s by attempt %v, want %v (each wave of retries meets the same 20 slots)", name, got, want)
 		}
 	}
@@ -71,32 +58,14 @@ func TestSeedsPython(t *testing.T) {
 	}
 }
 
-func slicesEqual(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// TestSeedsPerProvider runs scenarios/seeds-per-provider.yaml: the
-// semaphore seed's Listing 2.12 (one semaphore per provider, OpenAI 30 and
-// Anthropic 10, around LiteLLM) against a key whose Claude and GPT models
-// have pools of 10 and 30 slots. The file's expectations are the listing's
-// promise, counted by the server: 400 of 400 in 400 attempts, no 429,
-// never more than 40 in flight; ratelab's per-provider strategy the same at
-// the oracle's 5 s; one shared semaphore(40) meets 429s. Beside them the
-// test asserts that the listing fills both semaphores (40 in flight) and
-// that the shared semaphore, which nothing stops from sending more than a
-// pool's slots of one provider at once, loses calls to its retries.
-func TestSeedsPerProvider(t *testing.T) {
+// runWithVenv runs the scenario at path with the project's venv first on
+// PATH, as a user with it activated runs the file's python3 rows, and
+// reports every expectation of the file that failed.
+func runWithVenv(t *testing.T, path string) reports.Report {
+	t.Helper()
 	py := pyenv.Python(t)
 	t.Setenv("PATH", filepath.Dir(py)+string(os.PathListSeparator)+os.Getenv("PATH"))
-	s, err := Load("../scenarios/seeds-per-provider.yaml")
+	s, err := Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,6 +79,21 @@ func TestSeedsPerProvider(t *testing.T) {
 	for _, f := range Failures(rep) {
 		t.Errorf("%s", f)
 	}
+	return rep
+}
+
+// TestSeedsPerProvider runs scenarios/seeds-per-provider.yaml: the
+// semaphore seed's Listing 2.12 (one semaphore per provider, OpenAI 30 and
+// Anthropic 10, around LiteLLM) against a key whose Claude and GPT models
+// have pools of 10 and 30 slots. The file's expectations are the listing's
+// promise, counted by the server: 400 of 400 in 400 attempts, no 429,
+// never more than 40 in flight; ratelab's per-provider strategy the same at
+// the oracle's 5 s; one shared semaphore(40) meets 429s. Beside them the
+// test asserts that the listing fills both semaphores (40 in flight) and
+// that the shared semaphore, which nothing stops from sending more than a
+// pool's slots of one provider at once, loses calls to its retries.
+func TestSeedsPerProvider(t *testing.T) {
+	rep := runWithVenv(t, "../scenarios/seeds-per-provider.yaml")
 	rows := byName(rep)
 	if got := rows["Listing 2.12 (LiteLLM, 30 and 10)"]; peak(got) != 40 {
 		t.Errorf("Listing 2.12: peak concurrency %d, want 40 (both semaphores full)", peak(got))

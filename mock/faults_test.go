@@ -3,6 +3,7 @@ package mock
 import (
 	"bufio"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -155,24 +156,12 @@ func TestScript(t *testing.T) {
 						t.Errorf("scripted 429: retry-after %q, want 1", r.header.Get("Retry-After"))
 					}
 				}
-				if !equalInts(got, tt.want) {
+				if !slices.Equal(got, tt.want) {
 					t.Errorf("statuses %v, want %v", got, tt.want)
 				}
 			})
 		})
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestSeededDeterminism checks that jitter, output lengths and fault draws
@@ -214,7 +203,7 @@ func TestSeededDeterminism(t *testing.T) {
 	d1, l1, s1 := run(1)
 	d2, l2, s2 := run(1)
 	_, l3, _ := run(2)
-	if !equalInts(l1, l2) || !equalInts(s1, s2) || len(d1) != len(d2) {
+	if !slices.Equal(l1, l2) || !slices.Equal(s1, s2) || len(d1) != len(d2) {
 		t.Errorf("same seed, different runs: lengths %v vs %v, statuses %v vs %v", l1, l2, s1, s2)
 	}
 	for i := range d1 {
@@ -222,7 +211,7 @@ func TestSeededDeterminism(t *testing.T) {
 			t.Errorf("same seed: duration %d is %v then %v", i, d1[i], d2[i])
 		}
 	}
-	if equalInts(l1, l3) {
+	if slices.Equal(l1, l3) {
 		t.Errorf("seeds 1 and 2 drew the same lengths %v", l1)
 	}
 	n500 := 0

@@ -31,14 +31,14 @@ var server = []string{"mock/...", "cmd/mockllm"}
 // shared are the only packages of the module that both sides may depend
 // on: vocabulary and mechanisms with neither client nor server logic.
 var shared = map[string]string{
-	"clock":             "the time source and blocking primitives of a run, the same for both sides (DESIGN.md, Time)",
+	"clock":             "the time source and blocking primitives of a run, the same for both sides (docs/time-and-tests.md)",
 	"internal/fielderr": "errors naming a file, line and field, for any configuration",
 	"internal/strict":   "strict YAML decoding, for any configuration",
 	"profiles":          "data: the providers' published limits, embedded",
 }
 
-// arrows are the forbidden imports, each with its reason (DESIGN.md's table
-// of packages).
+// arrows are the forbidden imports, each with its reason: the boundaries
+// of the package table in docs/architecture.md, enforced.
 var arrows = func() []arrow {
 	a := []arrow{
 		{"strategies", "net/http", "the strategies are a library of admission and learning, with no transport"},
