@@ -130,7 +130,7 @@ var spec = wire.Spec{
 	Body:       decodeBody,
 }
 
-// decodeAnthropicBody reads a wire.Message in one pass over its top-level keys:
+// decodeBody reads a Messages response in one pass over its top-level keys:
 // this is every call's hot path. Its content and usage are read after that
 // pass, not inside it, which keeps a call in flight within an 8 KiB stack
 // (see wire.Decode).

@@ -110,7 +110,7 @@ var spec = wire.Spec{
 // decodeBody reads a chat completion's first choice and usage.
 func decodeBody(completion gjson.Result, out wire.Response) wire.Response {
 	// The choices and usage are read after the pass over the top-level
-	// keys, not inside it (see anthropic.Format.Body).
+	// keys, not inside it, as anthropic's decodeBody does (see wire.Decode).
 	var choices, usage gjson.Result
 	completion.ForEach(func(k, v gjson.Result) bool {
 		switch k.Str {

@@ -102,7 +102,7 @@ var spec = wire.Spec{
 // usage.
 func decodeBody(r gjson.Result, out wire.Response) wire.Response {
 	// The output and usage are read after the pass over the top-level
-	// keys, not inside it (see anthropic.Format.Body).
+	// keys, not inside it, as anthropic's decodeBody does (see wire.Decode).
 	var output, usage gjson.Result
 	r.ForEach(func(k, v gjson.Result) bool {
 		switch k.Str {
