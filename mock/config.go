@@ -96,6 +96,8 @@ type Config struct {
 	Capacity Capacity         `yaml:"capacity"`
 	Faults   Faults           `yaml:"faults"`
 	Schedule []ScheduleEntry  `yaml:"schedule"`
+	// Batches models the provider batch APIs (see Batches).
+	Batches Batches `yaml:"batches,omitempty"`
 
 	// Logger receives recovered panics and net/http's connection errors.
 	// Nil discards them. It is not part of the YAML schema.
@@ -492,6 +494,7 @@ func (c Config) Validate() error {
 	}
 	validateQuota(c.Quota, "quota", check)
 	validatePrices(c.Prices, c.Quota, check)
+	validateBatches(c.Batches, check)
 	check(c.Cache.MinTokens == 0 || c.Cache.MinTokens >= minCachePrefix && c.Cache.MinTokens <= MaxInputTokens, "cache.min_tokens",
 		"must be 0 (the default, %d) or in [%d, %d], got %d", DefaultCacheMinTokens, minCachePrefix, MaxInputTokens, c.Cache.MinTokens)
 	nonNeg("capacity.max_concurrent", c.Capacity.MaxConcurrent)

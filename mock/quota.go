@@ -115,6 +115,10 @@ type Price struct {
 	CacheWrite   float64 `yaml:"cache_write,omitempty"`
 	CacheWrite1h float64 `yaml:"cache_write_1h,omitempty"`
 	CacheRead    float64 `yaml:"cache_read,omitempty"`
+	// BatchInput and BatchOutput are the batch APIs' prices; 0 is half
+	// of Input and Output, as both providers price batches.
+	BatchInput  float64 `yaml:"batch_input,omitempty"`
+	BatchOutput float64 `yaml:"batch_output,omitempty"`
 }
 
 // inputUSD is what a request's input costs at p: its uncached input, the
@@ -150,7 +154,7 @@ func validatePrices(prices map[string]Price, q Quota, check func(bool, string, s
 		for _, f := range []struct {
 			key string
 			v   float64
-		}{{"input", pr.Input}, {"output", pr.Output}, {"cache_write", pr.CacheWrite}, {"cache_write_1h", pr.CacheWrite1h}, {"cache_read", pr.CacheRead}} {
+		}{{"input", pr.Input}, {"output", pr.Output}, {"cache_write", pr.CacheWrite}, {"cache_write_1h", pr.CacheWrite1h}, {"cache_read", pr.CacheRead}, {"batch_input", pr.BatchInput}, {"batch_output", pr.BatchOutput}} {
 			check(f.v >= 0 && f.v <= maxUSD, p+"."+f.key, "must be in [0, %g] USD per million tokens, got %g", maxUSD, f.v)
 		}
 	}

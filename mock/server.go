@@ -73,6 +73,8 @@ type Server struct {
 	// from the server's start.
 	past         counts
 	pastInFlight int
+
+	batch batchStore // the batch APIs' batches and files (batches.go)
 }
 
 // keyState is everything the server tracks per API key.
@@ -113,6 +115,7 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 	cfg.Models.Extra = slices.Clone(cfg.Models.Extra)
 	cfg.LimitsByModel = maps.Clone(cfg.LimitsByModel)
 	cfg.Prices = maps.Clone(cfg.Prices)
+	cfg.Batches.OpenAI.EnqueuedTokens = maps.Clone(cfg.Batches.OpenAI.EnqueuedTokens)
 	s := &Server{
 		cfg:     cfg,
 		log:     cfg.Logger,
@@ -326,6 +329,7 @@ func (s *Server) routeTable() []route {
 		{"/v1/responses", post, s.model(responses{})},
 	}
 	t = append(t, s.modelRoutes()...)
+	t = append(t, s.batchRoutes()...)
 	t = append(t, s.adminRoutes()...)
 	probe := []string{http.MethodGet, http.MethodHead}
 	return append(t,
@@ -432,7 +436,8 @@ func wireOf(req *http.Request) wire {
 	case strings.HasPrefix(p, "/v1/messages"):
 		return anthropic{}
 	case strings.HasPrefix(p, "/v1/chat/"), strings.HasPrefix(p, "/v1/responses"),
-		strings.HasPrefix(p, "/v1/completions"), strings.HasPrefix(p, "/v1/embeddings"):
+		strings.HasPrefix(p, "/v1/completions"), strings.HasPrefix(p, "/v1/embeddings"),
+		strings.HasPrefix(p, "/v1/batches"):
 		return openai{}
 	}
 	if isOpenAIClient(req) {
