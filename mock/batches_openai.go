@@ -295,14 +295,14 @@ func (s *Server) openaiBatchJSON(b *mbatch, now time.Time) openaiBatch {
 	}
 	end := b.openaiEnd()
 	switch {
-	case now.Before(validated):
+	case now.Before(validated) && !b.canceled():
 	case b.failure != nil:
 		out.Status, out.FailedAt = "failed", unix(validated)
 		out.Errors = &openaiErrors{Object: "list", Data: b.failure}
 	default:
 		out.Status, out.InProgressAt = "in_progress", unix(validated)
 	}
-	if b.failure == nil && !now.Before(validated) {
+	if b.failure == nil && (!now.Before(validated) || b.canceled()) {
 		done := b.processedAt(now)
 		if b.canceled() {
 			done = min(done, b.processed())
