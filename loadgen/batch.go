@@ -112,6 +112,8 @@ type BatchOptions struct {
 	// Listen starts the embedded mock's listener; nil serves it in
 	// process (see Options.Listen).
 	Listen ListenFunc
+	// API holds --via batch-api's options (RunBatchAPI, batchapi.go).
+	API *BatchAPIOptions
 }
 
 // BatchReport is how a batch went, with what it ran against.

@@ -193,6 +193,7 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&opt.SkipInvalid, "skip-invalid", false, "skip invalid lines")
 	format := fs.String("format", "text", "summary format: text or json")
 	fs.DurationVar(&opt.MaxOutage, "max-outage", batch.DefaultMaxOutage, "how long to wait for an endpoint that stopped answering")
+	via := batchAPIFlags(fs) // batchapi.go
 	rest, ok, err := parseFlags(fs, args, stdout)
 	if !ok {
 		return err
@@ -243,6 +244,9 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if opt.MaxOutage == 0 {
 		opt.MaxOutage = -1 // wait as long as it takes
+	}
+	if via.via != "" {
+		return batchAPICmd(ctx, fs, via, opt, *format, stdout, stderr) // batchapi.go
 	}
 	opt.Progress = progressTo(stderr)
 	opt.OnOutage = func(o batch.Outage) {
