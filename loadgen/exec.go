@@ -33,6 +33,9 @@ func runStrategy(ctx context.Context, s *Scenario, st *Row, opt Options, key str
 		if probe != nil {
 			res.TimerLateness = probe.finish(res.WallSeconds)
 		}
+		if res.CostUSD == 0 && s.Target == nil {
+			res.CostUSD = s.syncCostUSD(&res) // batchapi_row.go
+		}
 		res.Expectations = append(st.Expect.Check(&res), st.Expect.allRefusedCheck(&res, tally)...)
 	}()
 	if run := kinds[st.Kind].run; run != nil {

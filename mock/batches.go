@@ -562,3 +562,11 @@ func fmtCount(n int) string {
 	}
 	return s
 }
+
+// PriceOf is model's synchronous price: that of Prices' longest matching
+// pattern, zero when none matches.
+func (c Config) PriceOf(model string) Price { return priceOf(c.Prices, model) }
+
+// BatchPriceOf is model's batch price in USD per million input and output
+// tokens: Price.BatchInput and BatchOutput, or half the synchronous ones.
+func (c Config) BatchPriceOf(model string) (in, out float64) { return batchPrice(c.Prices, model) }
