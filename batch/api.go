@@ -567,6 +567,16 @@ func (r *apiRun) create(ctx context.Context, c *apiChunk, reqs []byte) (id strin
 // results; true once c is done.
 func (r *apiRun) collect(ctx context.Context, c *apiChunk) (bool, error) {
 	results, ended, err := r.results(ctx, c)
+	var he *httpError
+	if errors.As(err, &he) && he.status == http.StatusNotFound {
+		// The API no longer knows the batch (deleted, or a mock that was
+		// restarted): its items are submitted again.
+		r.event("batch %s is gone (404); submitting its %d requests again", c.BatchID, len(c.Lines))
+		c.Done = true
+		r.pending = append(r.pending, c.Lines...)
+		slices.Sort(r.pending)
+		return true, r.saveState()
+	}
 	if err != nil || !ended {
 		return false, err
 	}

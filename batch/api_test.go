@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -236,6 +237,41 @@ func TestAPIExpired(t *testing.T) {
 		}
 		if st := srv.BatchStats(); st.Expired == 0 || st.Succeeded != 10_000 {
 			t.Errorf("mock: %+v", st)
+		}
+	})
+}
+
+// TestAPIBatchGone: a recorded batch the API no longer knows (a restarted
+// mock, a deleted batch) is answered 404 on the resume; its items are
+// submitted again, and every id still ends up once.
+func TestAPIBatchGone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, hc1 := apiMock(t, `batches: {drain_rate: 10, startup: 1m}`)
+		dir := t.TempDir()
+		in, out := writeItems(t, 500), filepath.Join(dir, "out.jsonl")
+		ctx, cancel := context.WithCancel(context.Background())
+		a := anthropicAPI(t, hc1, in, out)
+		a.OnEvent = func(e string) {
+			if strings.HasPrefix(e, "created batch") {
+				cancel() // stop once the batch is recorded
+			}
+		}
+		if _, err := a.Run(ctx); !errors.Is(err, context.Canceled) {
+			t.Fatalf("first run: %v", err)
+		}
+		srv2, hc2 := apiMock(t, `batches: {drain_rate: 10, startup: 1m}`)
+		var events []string
+		a = anthropicAPI(t, hc2, in, out)
+		a.OnEvent = func(e string) { events = append(events, e) }
+		sum, err := a.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.Created != 1 || !strings.Contains(strings.Join(events, "\n"), "is gone (404)") || srv2.BatchStats().Batches != 1 {
+			t.Errorf("created %d, events %q", sum.Created, events)
+		}
+		if f := checkOnce(t, out, 500); f != 0 {
+			t.Errorf("%d failed", f)
 		}
 	})
 }
