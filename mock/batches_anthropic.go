@@ -56,6 +56,12 @@ func (s *Server) batchAuth(w http.ResponseWriter, req *http.Request, wr wire) (k
 }
 
 func (s *Server) batchError(w http.ResponseWriter, wr wire, status int, e apiError) {
+	if isOpenAI(wr) && status == http.StatusNotFound {
+		// An object that does not exist, not an unknown URL: code null,
+		// as the API answers "No such File object".
+		writeJSONBody(w, status, openaiErrorBody{Error: openaiError{Message: e.msg, Type: "invalid_request_error", Param: strp(e.param)}})
+		return
+	}
 	wr.writeError(w, status, e, w.Header().Get(wr.requestIDHeader()))
 }
 
