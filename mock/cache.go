@@ -29,38 +29,12 @@ import (
 // The mock's prefixes end at whole segments: the tools, the system prompt,
 // each message. A breakpoint inside a message caches that whole message.
 
-// DefaultCacheMinTokens is Cache.MinTokens when it is 0: the shortest
-// prefix cached, Anthropic's minimum for its Sonnet and Opus models and
-// OpenAI's for automatic caching.
-const DefaultCacheMinTokens = 1024
-
 // Cache TTLs: Anthropic's default and its "ttl": "1h"; OpenAI's, which
 // its docs give as 5 to 10 minutes of inactivity.
 const (
 	cacheTTLShort = 5 * time.Minute
 	cacheTTLLong  = time.Hour
 )
-
-// Cache is the prompt cache model. The zero value caches as the providers
-// do.
-type Cache struct {
-	// Off turns prompt caching off: every request pays for its whole
-	// prompt and reports no cache tokens.
-	Off bool `yaml:"off,omitempty"`
-	// MinTokens is the shortest prefix that is cached; 0 means
-	// DefaultCacheMinTokens (1,024). Anthropic's Haiku models need 2,048.
-	MinTokens int `yaml:"min_tokens,omitempty"`
-	// ReadsCountITPM makes cache reads count toward itpm, as they do for
-	// the older Anthropic models its rate-limits page marks with †.
-	ReadsCountITPM bool `yaml:"reads_count_itpm,omitempty"`
-}
-
-func (c Cache) minTokens() int {
-	if c.MinTokens > 0 {
-		return c.MinTokens
-	}
-	return DefaultCacheMinTokens
-}
 
 // prefix is a cacheable prefix of a request: its hash and its tokens.
 type prefix struct {

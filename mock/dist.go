@@ -21,28 +21,6 @@ import (
 	"github.com/ratelab/ratelab/internal/strict"
 )
 
-// Observations are an empirical distribution of output lengths: the token
-// counts observed in production, each drawn as often as it was observed.
-// Its YAML form names a file (Distribution's histogram: FILE) holding one
-// observation a line, in one of two forms:
-//
-//	120        a token count, or a count and how many times it was seen:
-//	120 3      (blank lines and lines starting with # are skipped)
-//	{"index": 0, "usage": {"input_tokens": 12, "output_tokens": 120}, ...}
-//	           a line of loadgen batch's results.jsonl: its usage's
-//	           output_tokens (lines without any, failed items, are skipped)
-type Observations struct {
-	// File is where the observations were read from, as the configuration
-	// named it.
-	File string
-	// Values are the distinct token counts, ascending, and Weights how many
-	// times each was observed.
-	Values  []int
-	Weights []float64
-
-	cum []float64 // running sums of Weights, for drawing
-}
-
 // MaxHistogramBytes bounds a histogram file: a results.jsonl of a large
 // batch, texts included, is read line by line and only its counts kept.
 const MaxHistogramBytes = 1 << 30

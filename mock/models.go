@@ -10,59 +10,7 @@ import (
 	"time"
 
 	"github.com/gorilla/mux"
-	"gopkg.in/yaml.v3"
 )
-
-// Models says which model names the server accepts. The zero value accepts
-// the catalogue of each API (the models the official SDKs name; see
-// KnownModels); Any accepts every name, and Extra adds names to both APIs'
-// catalogues. A request for a model the server does not accept gets the
-// API's own 404: not_found_error (Anthropic) or model_not_found (OpenAI).
-//
-// Its YAML forms are `models: known` (the default), `models: any` and a
-// list of extra names, `models: [my-model, other-model]`.
-type Models struct {
-	Any   bool
-	Extra []string
-}
-
-// UnmarshalYAML decodes `known`, `any` or a list of names.
-func (m *Models) UnmarshalYAML(n *yaml.Node) error {
-	bad := func(format string, args ...any) error {
-		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: ", n.Line) + fmt.Sprintf(format, args...)}}
-	}
-	switch n.Kind {
-	case yaml.ScalarNode:
-		switch n.Value {
-		case "known", "":
-			*m = Models{}
-			return nil
-		case "any":
-			*m = Models{Any: true}
-			return nil
-		}
-		return bad("invalid models %q: want known, any or a list of model names", n.Value)
-	case yaml.SequenceNode:
-		var names []string
-		if err := n.Decode(&names); err != nil {
-			return bad("models: want a list of model names")
-		}
-		*m = Models{Extra: names}
-		return nil
-	}
-	return bad("invalid models: want known, any or a list of model names")
-}
-
-// MarshalYAML encodes m in the form UnmarshalYAML reads.
-func (m Models) MarshalYAML() (any, error) {
-	switch {
-	case m.Any:
-		return "any", nil
-	case len(m.Extra) > 0:
-		return m.Extra, nil
-	}
-	return "known", nil
-}
 
 // model is one catalogue entry.
 type model struct {

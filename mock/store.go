@@ -14,20 +14,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// A Store holds the concurrency slots of the API keys that several replicas
-// of the mock share (Config.Store), so that N replicas behind a load
-// balancer enforce one limits.max_concurrent per key between them; the
-// per-minute buckets stay per replica. The Server calls it without its lock
-// held, with the request's context, so a slow store delays only the
-// requests that wait for it. Its state survives Reset.
-type Store interface {
-	// Acquire takes one of limit slots of key for a request until Release.
-	// ok is false when all are taken. It may wait (for ctx at most).
-	Acquire(ctx context.Context, key string, limit int) (lease string, ok bool, err error)
-	// Release frees a slot Acquire took.
-	Release(key, lease string)
-}
-
 // RedisStore is a Store in Redis: per key, a sorted set of leases scored
 // by their expiry on Redis's clock, taken by a Lua script so that the count
 // and the take are one atomic step. Keys are named
