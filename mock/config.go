@@ -12,6 +12,7 @@ import (
 
 	"github.com/ratelab/ratelab/internal/fielderr"
 	"github.com/ratelab/ratelab/internal/strict"
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // MaxBodyBytes is the largest request body the server reads; larger bodies
@@ -24,9 +25,6 @@ const DefaultMaxHeaderBytes = 64 << 10
 // DefaultDecodeBudget is Config.DecodeBudget when it is 0: four bodies of
 // the largest size at once.
 const DefaultDecodeBudget = 4 * MaxBodyBytes
-
-// MaxOutputTokens is the largest max_tokens a request may ask for.
-const MaxOutputTokens = 128000
 
 // Config configures a Server. Its YAML form is the `server:` block of a
 // scenario file and the file `mockllm --config` reads; the field tags are
@@ -434,11 +432,6 @@ func (c Cache) minTokens() int {
 	return DefaultCacheMinTokens
 }
 
-// LimitQuota is the limit of a 429 refused by Config.Quota, as the call
-// accounting's throttled_by names it. A spend cap is not a rate limit:
-// Stats counts it in QuotaExceeded, never in Throttled.
-const LimitQuota = "quota"
-
 // Quota dimensions, as Stats.QuotaExceededBy and the metric's label name
 // them.
 const (
@@ -530,6 +523,14 @@ type Observations struct {
 
 	cum []float64 // running sums of Weights, for drawing
 }
+
+// LimitQuota is the limit of a 429 refused by Config.Quota, as the call
+// accounting's throttled_by names it. A spend cap is not a rate limit:
+// Stats counts it in QuotaExceeded, never in Throttled.
+const LimitQuota = wire.LimitQuota
+
+// MaxOutputTokens is the largest max_tokens a request may ask for.
+const MaxOutputTokens = wire.MaxOutputTokens
 
 // DefaultConfig returns the configuration of a plain mockllm: open, 5 ms
 // per output token, output of max_tokens tokens, no limits, no faults.
@@ -677,8 +678,8 @@ func (c Config) Validate() error {
 	check(c.Output.Length == "" || c.Output.Length == LengthMaxTokens || c.Output.Length == LengthNatural,
 		"output.length", "want max_tokens or natural, got %q", c.Output.Length)
 	rate("output.tool_use", c.Output.ToolUse)
-	check(c.Output.DefaultMaxTokens >= 0 && c.Output.DefaultMaxTokens <= MaxOutputTokens,
-		"output.default_max_tokens", "must be in [0, %d], got %d", MaxOutputTokens, c.Output.DefaultMaxTokens)
+	check(c.Output.DefaultMaxTokens >= 0 && c.Output.DefaultMaxTokens <= wire.MaxOutputTokens,
+		"output.default_max_tokens", "must be in [0, %d], got %d", wire.MaxOutputTokens, c.Output.DefaultMaxTokens)
 	validateLimits(c.Limits, "limits", check)
 	for _, p := range poolPatterns(c.LimitsByModel) {
 		_, err := path.Match(p, "")
@@ -687,8 +688,8 @@ func (c Config) Validate() error {
 	}
 	validateQuota(c.Quota, "quota", check)
 	validatePrices(c.Prices, c.Quota, check)
-	check(c.Cache.MinTokens == 0 || c.Cache.MinTokens >= minCachePrefix && c.Cache.MinTokens <= MaxInputTokens, "cache.min_tokens",
-		"must be 0 (the default, %d) or in [%d, %d], got %d", DefaultCacheMinTokens, minCachePrefix, MaxInputTokens, c.Cache.MinTokens)
+	check(c.Cache.MinTokens == 0 || c.Cache.MinTokens >= wire.MinCachePrefix && c.Cache.MinTokens <= MaxInputTokens, "cache.min_tokens",
+		"must be 0 (the default, %d) or in [%d, %d], got %d", DefaultCacheMinTokens, wire.MinCachePrefix, MaxInputTokens, c.Cache.MinTokens)
 	nonNeg("capacity.max_concurrent", c.Capacity.MaxConcurrent)
 	f := c.Faults
 	rate("faults.error_500", f.Error500)
@@ -735,22 +736,22 @@ const MaxInputTokens = MaxBodyBytes / 2
 func validateLatencyBounds(l Latency, slowExtra time.Duration, check func(bool, string, string, ...any)) {
 	limit := MaxLatency / 2 // the jitter factor is below 2
 	perInput := limit / MaxInputTokens
-	perOutput := limit / MaxOutputTokens
+	perOutput := limit / wire.MaxOutputTokens
 	okIn := l.TTFTPerInputToken <= perInput
 	okOut := l.PerToken <= perOutput
 	check(okIn, "latency.ttft_per_input_token",
 		"%v × up to %d input tokens (a %d MB body) overflows the latency model; at most %v", l.TTFTPerInputToken, MaxInputTokens, MaxBodyBytes>>20, perInput)
 	check(okOut, "latency.per_token",
-		"%v × up to %d output tokens (max_tokens) overflows the latency model; at most %v", l.PerToken, MaxOutputTokens, perOutput)
+		"%v × up to %d output tokens (max_tokens) overflows the latency model; at most %v", l.PerToken, wire.MaxOutputTokens, perOutput)
 	if !okIn || !okOut || l.TTFT < 0 || l.TTFTPerInputToken < 0 || l.PerToken < 0 || slowExtra < 0 {
 		return
 	}
 	// Each term is now at most limit; add them in uint64 so the sum
 	// cannot wrap.
-	total := uint64(min(l.TTFT, limit)) + uint64(min(slowExtra, limit)) + uint64(l.TTFTPerInputToken)*MaxInputTokens + uint64(l.PerToken)*MaxOutputTokens
+	total := uint64(min(l.TTFT, limit)) + uint64(min(slowExtra, limit)) + uint64(l.TTFTPerInputToken)*MaxInputTokens + uint64(l.PerToken)*wire.MaxOutputTokens
 	check(total <= uint64(limit), "latency",
 		"the worst case, ttft + ttft_per_input_token × %d + per_token × %d + faults.slow.extra, with jitter, exceeds %v; lower them",
-		MaxInputTokens, MaxOutputTokens, MaxLatency)
+		MaxInputTokens, wire.MaxOutputTokens, MaxLatency)
 }
 
 func validateLimits(l Limits, path string, check func(bool, string, string, ...any)) {

@@ -2,6 +2,7 @@ package mock
 
 import (
 	"encoding/json"
+	"github.com/ratelab/ratelab/mock/internal/wire"
 	"strings"
 	"testing"
 )
@@ -13,7 +14,7 @@ func FuzzTextTokens(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
-		got := textTokens(text)
+		got := wire.TextTokens(text)
 		runes := []rune(text)
 		if want := (len(runes) + 3) / 4; len(got) != want {
 			t.Fatalf("textTokens(%q): %d tokens, want %d", text, len(got), want)

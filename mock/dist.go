@@ -19,6 +19,7 @@ import (
 
 	"github.com/ratelab/ratelab/internal/fielderr"
 	"github.com/ratelab/ratelab/internal/strict"
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // MaxHistogramBytes bounds a histogram file: a results.jsonl of a large
@@ -122,8 +123,8 @@ func histogramLine(b []byte) (int, float64, string) {
 		return 0, 0, fmt.Sprintf("want COUNT or COUNT WEIGHT, got %q", string(b))
 	}
 	v, err := strconv.Atoi(fields[0])
-	if err != nil || v < 1 || v > MaxOutputTokens {
-		return 0, 0, fmt.Sprintf("want a token count from 1 to %d, got %q", MaxOutputTokens, fields[0])
+	if err != nil || v < 1 || v > wire.MaxOutputTokens {
+		return 0, 0, fmt.Sprintf("want a token count from 1 to %d, got %q", wire.MaxOutputTokens, fields[0])
 	}
 	w := 1.0
 	if len(fields) == 2 {
@@ -162,8 +163,8 @@ func (h *Observations) mean(maxTokens int) float64 {
 func drawLogNormal(rng *rand.Rand, mean, sigma float64) int {
 	mu := math.Log(mean) - sigma*sigma/2
 	x := math.Exp(mu + sigma*rng.NormFloat64())
-	if x >= MaxOutputTokens {
-		return MaxOutputTokens
+	if x >= wire.MaxOutputTokens {
+		return wire.MaxOutputTokens
 	}
 	return max(1, int(math.Round(x)))
 }
@@ -247,8 +248,8 @@ func validateSampled(d Distribution, check func(ok bool, path, format string, ar
 		check(d.Observed != nil && len(d.Observed.Values) > 0, "output.tokens.histogram", "has no observations")
 		return
 	}
-	check(d.Mean >= 1 && d.Mean <= MaxOutputTokens, "output.tokens.lognormal.mean",
-		"must be from 1 to %d tokens, got %v", MaxOutputTokens, d.Mean)
+	check(d.Mean >= 1 && d.Mean <= wire.MaxOutputTokens, "output.tokens.lognormal.mean",
+		"must be from 1 to %d tokens, got %v", wire.MaxOutputTokens, d.Mean)
 	check(d.Sigma >= 0 && d.Sigma <= 4, "output.tokens.lognormal.sigma",
 		"must be from 0 to 4 (the standard deviation of the length's logarithm; 0.5 to 1 is typical), got %v", d.Sigma)
 }

@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/gorilla/mux"
+	"github.com/ratelab/ratelab/mock/internal/anthropic"
+	"github.com/ratelab/ratelab/mock/internal/openaichat"
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // model is one catalogue entry.
@@ -81,9 +84,9 @@ func KnownModels(api string) []string {
 }
 
 // catalogOf is the catalogue of wr's API with the configured extras.
-func (s *Server) catalogOf(wr wire) []model {
+func (s *Server) catalogOf(wr wire.Format) []model {
 	cat := openaiCatalog
-	if _, ok := wr.(anthropic); ok {
+	if _, ok := wr.(anthropic.Format); ok {
 		cat = anthropicCatalog
 	}
 	for _, id := range s.cfg.Models.Extra {
@@ -94,7 +97,7 @@ func (s *Server) catalogOf(wr wire) []model {
 
 // findModel returns the entry for id, synthesized when Models.Any accepts
 // a name outside the catalogue; ok is false when id is not accepted.
-func (s *Server) findModel(wr wire, id string) (model, bool) {
+func (s *Server) findModel(wr wire.Format, id string) (model, bool) {
 	if i := slices.IndexFunc(s.catalogOf(wr), func(m model) bool { return m.id == id }); i >= 0 {
 		return s.catalogOf(wr)[i], true
 	}
@@ -106,12 +109,12 @@ func (s *Server) findModel(wr wire, id string) (model, bool) {
 
 // acceptsModel reports whether requests may name id, quickly: it is on
 // every model request's path.
-func (s *Server) acceptsModel(wr wire, id string) bool {
+func (s *Server) acceptsModel(wr wire.Format, id string) bool {
 	if s.cfg.Models.Any {
 		return true
 	}
 	known := s.openaiModels
-	if _, ok := wr.(anthropic); ok {
+	if _, ok := wr.(anthropic.Format); ok {
 		known = s.anthropicModels
 	}
 	return known[id]
@@ -130,11 +133,11 @@ func modelIndex(cat []model, extra []string) map[string]bool {
 }
 
 // modelNotFound is the 404 each API answers for a model it does not serve.
-func modelNotFound(wr wire, id string) apiError {
-	if _, ok := wr.(anthropic); ok {
-		return apiError{msg: "model: " + id}
+func modelNotFound(wr wire.Format, id string) wire.APIError {
+	if _, ok := wr.(anthropic.Format); ok {
+		return wire.APIError{Msg: "model: " + id}
 	}
-	return apiError{msg: fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", id), code: "model_not_found"}
+	return wire.APIError{Msg: fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", id), Code: "model_not_found"}
 }
 
 // modelRoutes are GET /v1/models and GET /v1/models/{id}. The API a
@@ -151,15 +154,15 @@ func (s *Server) modelRoutes() []route {
 
 // modelsRequest authenticates a models request and sets its headers; it
 // answers the error itself and returns false when there is one.
-func (s *Server) modelsRequest(w http.ResponseWriter, req *http.Request) (wire, bool) {
+func (s *Server) modelsRequest(w http.ResponseWriter, req *http.Request) (wire.Format, bool) {
 	wr := wireOf(req)
 	if _, ok, why := s.authenticate(req, wr); !ok {
-		s.writeError(w, wr, http.StatusUnauthorized, apiError{msg: why})
+		s.writeError(w, wr, http.StatusUnauthorized, wire.APIError{Msg: why})
 		return wr, false
 	}
 	id := s.newID("req_")
 	h := w.Header()
-	h.Set(wr.requestIDHeader(), id)
+	h.Set(wr.RequestIDHeader(), id)
 	setAPIHeaders(h, wr, 0)
 	return wr, true
 }
@@ -170,12 +173,12 @@ func (s *Server) listModels(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	cat := s.catalogOf(wr)
-	if _, isAnthropic := wr.(anthropic); isAnthropic {
+	if _, isAnthropic := wr.(anthropic.Format); isAnthropic {
 		data := make([]anthropicModel, len(cat))
 		for i, m := range cat {
 			data[i] = newAnthropicModel(m, betaRequest(req))
 		}
-		writeJSONBody(w, http.StatusOK, struct {
+		wire.WriteJSONBody(w, http.StatusOK, struct {
 			Data    []anthropicModel `json:"data"`
 			HasMore bool             `json:"has_more"`
 			FirstID string           `json:"first_id"`
@@ -187,7 +190,7 @@ func (s *Server) listModels(w http.ResponseWriter, req *http.Request) {
 	for i, m := range cat {
 		data[i] = newOpenAIModel(m)
 	}
-	writeJSONBody(w, http.StatusOK, struct {
+	wire.WriteJSONBody(w, http.StatusOK, struct {
 		Object string        `json:"object"`
 		Data   []openaiModel `json:"data"`
 	}{"list", data})
@@ -204,11 +207,11 @@ func (s *Server) getModel(w http.ResponseWriter, req *http.Request) {
 		s.writeError(w, wr, http.StatusNotFound, modelNotFound(wr, id))
 		return
 	}
-	if _, isAnthropic := wr.(anthropic); isAnthropic {
-		writeJSONBody(w, http.StatusOK, newAnthropicModel(m, betaRequest(req)))
+	if _, isAnthropic := wr.(anthropic.Format); isAnthropic {
+		wire.WriteJSONBody(w, http.StatusOK, newAnthropicModel(m, betaRequest(req)))
 		return
 	}
-	writeJSONBody(w, http.StatusOK, newOpenAIModel(m))
+	wire.WriteJSONBody(w, http.StatusOK, newOpenAIModel(m))
 }
 
 // anthropicModel is Anthropic's ModelInfo, every field anthropic-sdk-go
@@ -263,7 +266,7 @@ var anthropicBetaCapabilities = strings.Replace(anthropicCapabilities, `"context
 func newAnthropicModel(m model, beta bool) anthropicModel {
 	am := anthropicModel{
 		ID: m.id, Type: "model", DisplayName: m.name, CreatedAt: m.created.Format(time.RFC3339),
-		Lifecycle: "active", Line: strp(m.line), MaxInputTokens: MaxInputTokens, MaxTokens: MaxOutputTokens,
+		Lifecycle: "active", Line: openaichat.StrPtr(m.line), MaxInputTokens: MaxInputTokens, MaxTokens: wire.MaxOutputTokens,
 		Capabilities: json.RawMessage(anthropicCapabilities),
 	}
 	if beta {
@@ -294,23 +297,23 @@ func newOpenAIModel(m model) openaiModel {
 // strictness 400 or an unknown model's 404.
 type requestError struct {
 	status int
-	e      apiError
+	e      wire.APIError
 }
 
-func (e *requestError) Error() string { return e.e.msg }
+func (e *requestError) Error() string { return e.e.Msg }
 
 // checkRequest runs the checks on a decoded model request that the
 // decoders do not: strictness's sampling checks, then the model name.
-func (s *Server) checkRequest(wr wire, c *call) error {
+func (s *Server) checkRequest(wr wire.Format, c *wire.Call) error {
 	e := s.checkSampling(wr, c)
 	// temperature and top_p point into the request body: drop them so a
 	// long call does not keep the body alive.
-	c.temperature, c.topP = nil, nil
+	c.Temperature, c.TopP = nil, nil
 	if e != nil {
 		return &requestError{http.StatusBadRequest, *e}
 	}
-	if !s.acceptsModel(wr, c.model) {
-		return &requestError{http.StatusNotFound, modelNotFound(wr, c.model)}
+	if !s.acceptsModel(wr, c.Model) {
+		return &requestError{http.StatusNotFound, modelNotFound(wr, c.Model)}
 	}
 	return nil
 }
@@ -321,12 +324,12 @@ func (s *Server) strict() bool { return s.cfg.Strict == nil || *s.cfg.Strict }
 
 // checkVersion is strictness's header check: the Messages API refuses a
 // request without anthropic-version.
-func (s *Server) checkVersion(req *http.Request, wr wire) *apiError {
+func (s *Server) checkVersion(req *http.Request, wr wire.Format) *wire.APIError {
 	if !s.strict() {
 		return nil
 	}
-	if _, ok := wr.(anthropic); ok && req.Header.Get("Anthropic-Version") == "" {
-		return &apiError{msg: "anthropic-version: header is required"}
+	if _, ok := wr.(anthropic.Format); ok && req.Header.Get("Anthropic-Version") == "" {
+		return &wire.APIError{Msg: "anthropic-version: header is required"}
 	}
 	return nil
 }
@@ -335,57 +338,48 @@ func (s *Server) checkVersion(req *http.Request, wr wire) *apiError {
 // temperature and top_p in range (Anthropic [0, 1] and [0, 1]; OpenAI
 // [0, 2] and [0, 1]), and an Anthropic conversation starting with a user
 // turn.
-func (s *Server) checkSampling(wr wire, c *call) *apiError {
+func (s *Server) checkSampling(wr wire.Format, c *wire.Call) *wire.APIError {
 	if !s.strict() {
 		return nil
 	}
-	_, isAnthropic := wr.(anthropic)
+	_, isAnthropic := wr.(anthropic.Format)
 	maxTemp := 2.0
 	if isAnthropic {
 		maxTemp = 1
 	}
-	if c.temperature != nil {
-		if e := checkRange(c.temperature, "temperature", maxTemp, isAnthropic); e != nil {
+	if c.Temperature != nil {
+		if e := checkRange(c.Temperature, "temperature", maxTemp, isAnthropic); e != nil {
 			return e
 		}
 	}
-	if c.topP != nil {
-		if e := checkRange(c.topP, "top_p", 1, isAnthropic); e != nil {
+	if c.TopP != nil {
+		if e := checkRange(c.TopP, "top_p", 1, isAnthropic); e != nil {
 			return e
 		}
 	}
-	if isAnthropic && c.firstRole != "" && c.firstRole != "user" {
-		return &apiError{msg: fmt.Sprintf("messages: the first message must use the \"user\" role, got %q", c.firstRole), param: "messages.0.role"}
+	if isAnthropic && c.FirstRole != "" && c.FirstRole != "user" {
+		return &wire.APIError{Msg: fmt.Sprintf("messages: the first message must use the \"user\" role, got %q", c.FirstRole), Param: "messages.0.role"}
 	}
 	return nil
 }
 
-// rawFloat is a decoded number as the JSON it was, for checkRange; nil
-// when absent.
-func rawFloat(v *float64) json.RawMessage {
-	if v == nil {
-		return nil
-	}
-	return strconv.AppendFloat(nil, *v, 'g', -1, 64)
-}
-
 // checkRange checks a number in [0, hi]; null is absent.
-func checkRange(v []byte, name string, hi float64, anthropicStyle bool) *apiError {
-	if isNull(v) {
+func checkRange(v []byte, name string, hi float64, anthropicStyle bool) *wire.APIError {
+	if wire.IsNull(v) {
 		return nil
 	}
 	x, err := strconv.ParseFloat(string(v), 64)
 	if err != nil {
-		return &apiError{msg: name + ": want a number, got " + string(v), param: name, code: "invalid_type"}
+		return &wire.APIError{Msg: name + ": want a number, got " + string(v), Param: name, Code: "invalid_type"}
 	}
 	if x >= 0 && x <= hi {
 		return nil
 	}
 	if anthropicStyle {
-		return &apiError{msg: fmt.Sprintf("%s: range: 0..%g, got %g", name, hi, x), param: name}
+		return &wire.APIError{Msg: fmt.Sprintf("%s: range: 0..%g, got %g", name, hi, x), Param: name}
 	}
 	if x < 0 {
-		return &apiError{msg: fmt.Sprintf("Invalid '%s': decimal below minimum value. Expected a value >= 0, but got %g instead.", name, x), param: name, code: "decimal_below_min_value"}
+		return &wire.APIError{Msg: fmt.Sprintf("Invalid '%s': decimal below minimum value. Expected a value >= 0, but got %g instead.", name, x), Param: name, Code: "decimal_below_min_value"}
 	}
-	return &apiError{msg: fmt.Sprintf("Invalid '%s': decimal above maximum value. Expected a value <= %g, but got %g instead.", name, hi, x), param: name, code: "decimal_above_max_value"}
+	return &wire.APIError{Msg: fmt.Sprintf("Invalid '%s': decimal above maximum value. Expected a value <= %g, but got %g instead.", name, hi, x), Param: name, Code: "decimal_above_max_value"}
 }

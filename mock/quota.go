@@ -2,6 +2,8 @@ package mock
 
 import (
 	"fmt"
+	"github.com/ratelab/ratelab/mock/internal/anthropic"
+	"github.com/ratelab/ratelab/mock/internal/wire"
 	"path"
 )
 
@@ -28,7 +30,7 @@ func (q Quota) exhausted(u quotaUsage) string {
 
 // quotaMessage is the error message of a request refused by dimension dim
 // of q, in the words of the API of wr.
-func quotaMessage(wr wire, q Quota, dim string) string {
+func quotaMessage(wr wire.Format, q Quota, dim string) string {
 	var limit string
 	switch dim {
 	case QuotaRequests:
@@ -40,7 +42,7 @@ func quotaMessage(wr wire, q Quota, dim string) string {
 	case QuotaUSD:
 		limit = fmt.Sprintf("$%.2f", q.USD)
 	}
-	if _, ok := wr.(anthropic); ok {
+	if _, ok := wr.(anthropic.Format); ok {
 		return fmt.Sprintf("You have reached your API usage limits: this API key's quota of %s is spent (mock quota.%s). You will regain access when the quota is raised (PUT /_admin/quota) or the server is reset.", limit, dim)
 	}
 	return fmt.Sprintf("You exceeded your current quota, please check your plan and billing details: this API key's quota of %s is spent (mock quota.%s).", limit, dim)

@@ -25,6 +25,10 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/ratelab/ratelab/clock"
+	"github.com/ratelab/ratelab/mock/internal/anthropic"
+	"github.com/ratelab/ratelab/mock/internal/openaichat"
+	"github.com/ratelab/ratelab/mock/internal/openairesponses"
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // Server is the mock provider. Create it with New, then either serve it on a
@@ -137,7 +141,7 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Output.Text != "" {
-		s.text = textTokens(cfg.Output.Text)
+		s.text = wire.TextTokens(cfg.Output.Text)
 	}
 	for _, k := range cfg.APIKeys {
 		s.keys[k] = true
@@ -320,10 +324,10 @@ type route struct {
 func (s *Server) routeTable() []route {
 	post := []string{http.MethodPost}
 	t := []route{
-		{"/v1/messages", post, s.model(anthropic{})},
+		{"/v1/messages", post, s.model(anthropic.Format{})},
 		{"/v1/messages/count_tokens", post, http.HandlerFunc(s.countTokens)},
-		{"/v1/chat/completions", post, s.model(openai{})},
-		{"/v1/responses", post, s.model(responses{})},
+		{"/v1/chat/completions", post, s.model(openaichat.Format{})},
+		{"/v1/responses", post, s.model(openairesponses.Format{})},
 	}
 	t = append(t, s.modelRoutes()...)
 	t = append(t, s.adminRoutes()...)
@@ -427,18 +431,18 @@ func fastRoutes(table []route, router http.Handler) http.Handler {
 // headers the SDKs send: anthropic-version or x-api-key is Anthropic, a
 // bearer token without them is OpenAI. A request with neither is
 // Anthropic's.
-func wireOf(req *http.Request) wire {
+func wireOf(req *http.Request) wire.Format {
 	switch p := req.URL.Path; {
 	case strings.HasPrefix(p, "/v1/messages"):
-		return anthropic{}
+		return anthropic.Format{}
 	case strings.HasPrefix(p, "/v1/chat/"), strings.HasPrefix(p, "/v1/responses"),
 		strings.HasPrefix(p, "/v1/completions"), strings.HasPrefix(p, "/v1/embeddings"):
-		return openai{}
+		return openaichat.Format{}
 	}
 	if isOpenAIClient(req) {
-		return openai{}
+		return openaichat.Format{}
 	}
-	return anthropic{}
+	return anthropic.Format{}
 }
 
 // isOpenAIClient reports whether req's headers are an OpenAI SDK's: a
@@ -450,17 +454,17 @@ func isOpenAIClient(req *http.Request) bool {
 }
 
 func (s *Server) routeError(w http.ResponseWriter, req *http.Request, status int, msg string) {
-	s.writeError(w, wireOf(req), status, apiError{msg: msg})
+	s.writeError(w, wireOf(req), status, wire.APIError{Msg: msg})
 }
 
 // writeError answers an error in wr's envelope, with a fresh request id and
 // the headers wr's API sends on every response.
-func (s *Server) writeError(w http.ResponseWriter, wr wire, status int, e apiError) {
+func (s *Server) writeError(w http.ResponseWriter, wr wire.Format, status int, e wire.APIError) {
 	id := s.newID("req_")
 	h := w.Header()
-	h.Set(wr.requestIDHeader(), id)
+	h.Set(wr.RequestIDHeader(), id)
 	setAPIHeaders(h, wr, 0)
-	wr.writeError(w, status, e, id)
+	wr.WriteError(w, status, e, id)
 }
 
 // Headers the real APIs send on every response (docs/wire.md §1.2, §2.2).
@@ -472,8 +476,8 @@ var (
 // setAPIHeaders sets the headers wr's API sends on every response:
 // anthropic-organization-id; or openai-version and openai-processing-ms,
 // the time the request took until its headers, in milliseconds.
-func setAPIHeaders(h http.Header, wr wire, processing time.Duration) {
-	if _, ok := wr.(anthropic); ok {
+func setAPIHeaders(h http.Header, wr wire.Format, processing time.Duration) {
+	if _, ok := wr.(anthropic.Format); ok {
 		h["Anthropic-Organization-Id"] = valueOrganizationID
 		return
 	}
@@ -523,10 +527,10 @@ func (s *Server) limitHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if n := headerBytes(req); n > limit {
 			w.Header().Set("Connection", "close")
-			s.metrics.request(wireOf(req).name(), http.StatusRequestHeaderFieldsTooLarge, "unauthenticated")
-			s.writeError(w, wireOf(req), http.StatusRequestHeaderFieldsTooLarge, apiError{
-				msg:  fmt.Sprintf("request headers of %d bytes are above the limit of %d bytes", n, limit),
-				code: "request_header_fields_too_large",
+			s.metrics.request(wireOf(req).Name(), http.StatusRequestHeaderFieldsTooLarge, "unauthenticated")
+			s.writeError(w, wireOf(req), http.StatusRequestHeaderFieldsTooLarge, wire.APIError{
+				Msg:  fmt.Sprintf("request headers of %d bytes are above the limit of %d bytes", n, limit),
+				Code: "request_header_fields_too_large",
 			})
 			return
 		}
@@ -682,7 +686,7 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 // authenticate returns the API key of req, or ok false when keys are
 // configured and req carries none of them. Anthropic accepts x-api-key or a
 // bearer token, OpenAI a bearer token.
-func (s *Server) authenticate(req *http.Request, wr wire) (key string, ok bool, why string) {
+func (s *Server) authenticate(req *http.Request, wr wire.Format) (key string, ok bool, why string) {
 	if len(s.keys) == 0 {
 		return "", true, ""
 	}
@@ -885,22 +889,22 @@ func readDeadliner(w http.ResponseWriter) interface{ SetReadDeadline(time.Time) 
 // countTokens answers POST /v1/messages/count_tokens with the estimate
 // that usage.input_tokens uses.
 func (s *Server) countTokens(w http.ResponseWriter, req *http.Request) {
-	wr := anthropic{}
+	wr := anthropic.Format{}
 	id := s.newID("req_")
-	w.Header().Set(wr.requestIDHeader(), id)
+	w.Header().Set(wr.RequestIDHeader(), id)
 	setAPIHeaders(w.Header(), wr, 0)
 	if _, ok, why := s.authenticate(req, wr); !ok {
-		wr.writeError(w, http.StatusUnauthorized, apiError{msg: why}, id)
+		wr.WriteError(w, http.StatusUnauthorized, wire.APIError{Msg: why}, id)
 		return
 	}
 	if e := s.checkVersion(req, wr); e != nil {
-		wr.writeError(w, http.StatusBadRequest, *e, id)
+		wr.WriteError(w, http.StatusBadRequest, *e, id)
 		return
 	}
 	body, held, status, err := s.readBody(w, req, nil)
-	var c call
+	var c wire.Call
 	if err == nil {
-		err = decodeAnthropic(body, false, &c)
+		err = anthropic.DecodeMessages(body, false, &c)
 		status = http.StatusBadRequest
 		if err == nil {
 			err = s.checkRequest(wr, &c)
@@ -909,12 +913,12 @@ func (s *Server) countTokens(w http.ResponseWriter, req *http.Request) {
 	}
 	if err != nil {
 		status, e := refusal(err, status)
-		wr.writeError(w, status, e, id)
+		wr.WriteError(w, status, e, id)
 		return
 	}
-	writeJSONBody(w, http.StatusOK, struct {
+	wire.WriteJSONBody(w, http.StatusOK, struct {
 		InputTokens int `json:"input_tokens"`
-	}{c.input})
+	}{c.Input})
 }
 
 // attemptIndex is X-Stainless-Retry-Count, or -1 when absent or invalid.
@@ -928,4 +932,14 @@ func attemptIndex(req *http.Request) int {
 		return -1
 	}
 	return n
+}
+
+// isOpenAI reports whether wr is one of OpenAI's APIs, which take the key
+// as a bearer token only.
+func isOpenAI(wr wire.Format) bool {
+	switch wr.(type) {
+	case openaichat.Format, openairesponses.Format:
+		return true
+	}
+	return false
 }

@@ -1,16 +1,18 @@
-package mock
+package openairesponses
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/ratelab/ratelab/mock/internal/openaichat"
+	"github.com/ratelab/ratelab/mock/internal/wire"
 	"regexp"
 	"slices"
 	"strconv"
 	"unicode/utf8"
 )
 
-// responses is the OpenAI Responses API wire format: POST /v1/responses.
+// Format is the OpenAI Responses API wire format: POST /v1/responses.
 // Its errors, rate-limit headers, request id and overload status are Chat
 // Completions' (the embedded openai); it has its own request shape, Response
 // object and event stream. Shapes follow the OpenAPI document of
@@ -35,15 +37,18 @@ import (
 // injected stream error ends the stream with response.failed. Nothing is
 // stored: previous_response_id, conversation and item_reference name
 // responses the mock never kept, and get the API's 400.
-type responses struct{ openai }
+type Format struct{ openaichat.Format }
 
-func (responses) name() string { return "openai-responses" }
+func (Format) Name() string { return "openai-responses" }
 
 // minOutputTokens is the API's lower bound on max_output_tokens.
 const minOutputTokens = 16
 
-// responsesCall is what a Responses request adds to its call.
-type responsesCall struct {
+// stateOf is c's state, which Decode set.
+func stateOf(c *wire.Call) *state { return c.State.(*state) }
+
+// state is what a Responses request adds to its call (wire.Call.State).
+type state struct {
 	// echo is the request fields the Response object repeats (instructions,
 	// tools, text, temperature, …), encoded once as JSON object members
 	// without the braces.
@@ -51,9 +56,9 @@ type responsesCall struct {
 	seq  int // the next event's sequence_number
 }
 
-// responsesRequest holds the fields the mock reads. Pointers tell absent
+// Request holds the fields the mock reads. Pointers tell absent
 // (or null) from zero values.
-type responsesRequest struct {
+type Request struct {
 	Model              string            `json:"model"`
 	Input              json.RawMessage   `json:"input"`
 	Instructions       *string           `json:"instructions"`
@@ -134,76 +139,76 @@ var reasoningEfforts = map[string]bool{"none": true, "minimal": true, "low": tru
 // toolName is the API's pattern for function and schema names.
 var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
-func (responses) decode(body []byte, defaultMax int, c *call) error {
-	req := responsesRequest{Model: absentString}
-	if err := decodeRequest(body, &req); err != nil {
-		return describeJSONError(err)
+func (Format) Decode(body []byte, defaultMax int, c *wire.Call) error {
+	req := Request{Model: wire.AbsentString}
+	if err := wire.DecodeRequest(body, &req); err != nil {
+		return wire.DescribeJSONError(err)
 	}
-	if err := checkModel(req.Model); err != nil {
+	if err := wire.CheckModel(req.Model); err != nil {
 		return err
 	}
-	*c = call{model: req.Model, stream: req.Stream, maxTokens: defaultMax,
-		temperature: rawFloat(req.Temperature), topP: rawFloat(req.TopP)}
-	if c.maxTokens == 0 {
-		c.maxTokens = defaultMaxTokens
+	*c = wire.Call{Model: req.Model, Stream: req.Stream, MaxTokens: defaultMax,
+		Temperature: wire.RawFloat(req.Temperature), TopP: wire.RawFloat(req.TopP)}
+	if c.MaxTokens == 0 {
+		c.MaxTokens = openaichat.DefaultMaxTokens
 	}
 	var echo responseEcho
 	if v := req.MaxOutputTokens; v != nil {
 		if *v < minOutputTokens {
-			return invalid("max_output_tokens", "must be at least %d, got %d", minOutputTokens, *v)
+			return wire.Invalid("max_output_tokens", "must be at least %d, got %d", minOutputTokens, *v)
 		}
-		n, err := checkMaxTokens("max_output_tokens", *v)
+		n, err := wire.CheckMaxTokens("max_output_tokens", *v)
 		if err != nil {
 			return err
 		}
-		c.maxTokens = n
+		c.MaxTokens = n
 		echo.MaxOutputTokens = v
 	}
 	if req.PreviousResponseID != nil {
 		return notStored("previous_response_id", "previous_response_not_found", "Previous response with id %q not found: the mock stores no responses", *req.PreviousResponseID)
 	}
-	if len(req.Conversation) > 0 && !isNull(req.Conversation) {
+	if len(req.Conversation) > 0 && !wire.IsNull(req.Conversation) {
 		return notStored("conversation", "", "conversations are not supported: the mock stores no conversations")
 	}
-	if len(req.StreamOptions) > 0 && !isNull(req.StreamOptions) && !c.stream {
-		return invalid("stream_options", "only allowed when stream is true")
+	if len(req.StreamOptions) > 0 && !wire.IsNull(req.StreamOptions) && !c.Stream {
+		return wire.Invalid("stream_options", "only allowed when stream is true")
 	}
 
 	// Input tokens: the instructions and every input item count as one
 	// message each, as EstimateTokens documents; tools count their JSON.
 	if req.Instructions != nil {
-		c.input += messageTokens(utf8.RuneCountInString(*req.Instructions))
+		c.Input += wire.MessageTokens(utf8.RuneCountInString(*req.Instructions))
 		echo.Instructions = req.Instructions
 	}
 	n, err := inputTokens(req.Input)
 	if err != nil {
 		return err
 	}
-	c.input += n
+	c.Input += n
 	if echo.Tools, err = decodeFunctionTools(req.Tools); err != nil {
 		return err
 	}
 	var tools json.RawMessage
 	if len(echo.Tools) > 0 {
 		tools = req.Tools
-		c.input += (utf8.RuneCount(req.Tools) + 3) / 4
+		c.Input += (utf8.RuneCount(req.Tools) + 3) / 4
 	}
-	if c.input >= minCachePrefix {
-		c.prefixes = responsesPrefixes(tools, req.Instructions, req.Input)
+	if c.Input >= wire.MinCachePrefix {
+		c.Prefixes = responsesPrefixes(tools, req.Instructions, req.Input)
 	}
 	if echo.ToolChoice, err = decodeToolChoice(req.ToolChoice, echo.Tools); err != nil {
 		return err
 	}
 	echo.Text.Format, echo.Text.Verbosity = &plainText, "medium"
 	if t := req.Text; t != nil {
-		if len(t.Format) > 0 && !isNull(t.Format) {
+		if len(t.Format) > 0 && !wire.IsNull(t.Format) {
 			if echo.Text.Format, err = decodeTextFormat(t.Format); err != nil {
 				return err
 			}
 		}
 		if v := t.Verbosity; v != nil {
 			if *v != "low" && *v != "medium" && *v != "high" {
-				return invalid("text.verbosity", "want low, medium or high, got %q", *v)
+				return wire.Invalid("text.verbosity", "want low, medium or high, got %q", *v)
 			}
 			echo.Text.Verbosity = *v
 		}
@@ -220,18 +225,18 @@ func (responses) decode(body []byte, defaultMax int, c *call) error {
 	}
 	if v := req.TopLogprobs; v != nil {
 		if *v < 0 || *v > 20 {
-			return invalid("top_logprobs", "must be in [0, 20], got %d", *v)
+			return wire.Invalid("top_logprobs", "must be in [0, 20], got %d", *v)
 		}
 		echo.TopLogprobs = *v
 	}
 	if v := req.MaxToolCalls; v != nil {
 		if *v < 1 {
-			return invalid("max_tool_calls", "must be at least 1, got %d", *v)
+			return wire.Invalid("max_tool_calls", "must be at least 1, got %d", *v)
 		}
 		echo.MaxToolCalls = v
 	}
 	if len(req.Metadata) > 16 {
-		return invalid("metadata", "at most 16 key-value pairs, got %d", len(req.Metadata))
+		return wire.Invalid("metadata", "at most 16 key-value pairs, got %d", len(req.Metadata))
 	}
 	echo.Metadata = req.Metadata
 	if echo.Metadata == nil {
@@ -240,27 +245,27 @@ func (responses) decode(body []byte, defaultMax int, c *call) error {
 	echo.Truncation = "disabled"
 	if v := req.Truncation; v != nil {
 		if *v != "auto" && *v != "disabled" {
-			return invalid("truncation", "want auto or disabled, got %q", *v)
+			return wire.Invalid("truncation", "want auto or disabled, got %q", *v)
 		}
 		echo.Truncation = *v
 	}
 	if r := req.Reasoning; r != nil {
 		if r.Effort != nil && !reasoningEfforts[*r.Effort] {
-			return invalid("reasoning.effort", "want none, minimal, low, medium, high, xhigh or max, got %q", *r.Effort)
+			return wire.Invalid("reasoning.effort", "want none, minimal, low, medium, high, xhigh or max, got %q", *r.Effort)
 		}
 		if r.Summary != nil && *r.Summary != "auto" && *r.Summary != "concise" && *r.Summary != "detailed" {
-			return invalid("reasoning.summary", "want auto, concise or detailed, got %q", *r.Summary)
+			return wire.Invalid("reasoning.summary", "want auto, concise or detailed, got %q", *r.Summary)
 		}
 		echo.Reasoning.Effort, echo.Reasoning.Summary = r.Effort, r.Summary
 	}
 	if v := req.SafetyIdentifier; v != nil && utf8.RuneCountInString(*v) > 64 {
-		return invalid("safety_identifier", "at most 64 characters, got %d", utf8.RuneCountInString(*v))
+		return wire.Invalid("safety_identifier", "at most 64 characters, got %d", utf8.RuneCountInString(*v))
 	}
 	echo.ParallelToolCalls = req.ParallelToolCalls == nil || *req.ParallelToolCalls
 	echo.Store = req.Store == nil || *req.Store
 	echo.Background = req.Background != nil && *req.Background
 	if echo.Background {
-		return invalid("background", "background responses are not supported: the mock stores no responses")
+		return wire.Invalid("background", "background responses are not supported: the mock stores no responses")
 	}
 	echo.ServiceTier = "default"
 	echo.User, echo.PromptCacheKey, echo.SafetyIdentifier = req.User, req.PromptCacheKey, req.SafetyIdentifier
@@ -271,9 +276,9 @@ func (responses) decode(body []byte, defaultMax int, c *call) error {
 
 	b, err := json.Marshal(&echo)
 	if err != nil {
-		return &badRequest{msg: "request body: " + err.Error()}
+		return &wire.BadRequest{Msg: "request body: " + err.Error()}
 	}
-	c.responses = &responsesCall{echo: b[1 : len(b)-1]}
+	c.State = &state{echo: b[1 : len(b)-1]}
 	return nil
 }
 
@@ -282,7 +287,7 @@ func (responses) decode(body []byte, defaultMax int, c *call) error {
 // call may use), and a json_object or json_schema text format. The
 // checked fields come from echo; a request with neither keeps c.content
 // nil and the plain-text path.
-func (req *responsesRequest) decodeContent(c *call, echo *responseEcho) error {
+func (req *Request) decodeContent(c *wire.Call, echo *responseEcho) error {
 	f, _ := echo.Text.Format.(*textFormat)
 	jsonFormat := f != nil && f.Type != "text"
 	if len(echo.Tools) == 0 && !jsonFormat {
@@ -293,22 +298,22 @@ func (req *responsesRequest) decodeContent(c *call, echo *responseEcho) error {
 		instructions = []byte(*req.Instructions)
 	}
 	// The conversation alone seeds the content, as for the other APIs.
-	cr := &contentReq{choices: 1, idPrefix: "call_",
-		seed: contentSeed(req.Model, nil, req.Input, instructions)}
+	cr := &wire.ContentReq{Choices: 1, IDPrefix: "call_",
+		Seed: wire.ContentSeed(req.Model, nil, req.Input, instructions)}
 	allowed := map[string]bool(nil)
 	switch tc := echo.ToolChoice.(type) {
 	case string:
 		switch tc {
 		case "none":
-			cr.mode = toolsNone
+			cr.Mode = wire.ToolsNone
 		case "required":
-			cr.mode = toolsAny
+			cr.Mode = wire.ToolsAny
 		}
 	case map[string]string: // a named function
-		cr.mode, cr.named = toolsNamed, tc["name"]
+		cr.Mode, cr.Named = wire.ToolsNamed, tc["name"]
 	case map[string]any: // allowed_tools
 		if tc["mode"] == "required" {
-			cr.mode = toolsAny
+			cr.Mode = wire.ToolsAny
 		}
 		allowed = map[string]bool{}
 		for _, t := range tc["tools"].([]json.RawMessage) {
@@ -326,59 +331,59 @@ func (req *responsesRequest) decodeContent(c *call, echo *responseEcho) error {
 			continue
 		}
 		params := t.Parameters
-		if !present(params) {
+		if !wire.Present(params) {
 			params = json.RawMessage(`{"type":"object","properties":{}}`)
 		}
-		cs, err := compileSchema(params, "tools."+strconv.Itoa(i)+".parameters")
+		cs, err := wire.CompileSchema(params, "tools."+strconv.Itoa(i)+".parameters")
 		if err != nil {
 			return err
 		}
-		cr.tools = append(cr.tools, tool{name: t.Name, schema: cs})
+		cr.Tools = append(cr.Tools, wire.Tool{Name: t.Name, Schema: cs})
 	}
 	if jsonFormat {
-		schema, param := jsonObjectSchema, "text.format"
+		schema, param := wire.JSONObjectSchema, "text.format"
 		if f.Type == "json_schema" {
 			schema, param = f.Schema, "text.format.schema"
 		}
-		cs, err := compileSchema(schema, param)
+		cs, err := wire.CompileSchema(schema, param)
 		if err != nil {
 			return err
 		}
-		cr.format = cs
+		cr.Format = cs
 	}
-	if err := cr.checkTools("tool_choice", "tool_choice.name", "tools"); err != nil {
+	if err := cr.CheckTools("tool_choice", "tool_choice.name", "tools"); err != nil {
 		if allowed != nil {
-			return invalid("tool_choice.tools", "names no function in tools")
+			return wire.Invalid("tool_choice.tools", "names no function in tools")
 		}
 		return err
 	}
-	c.content = cr
+	c.Content = cr
 	return nil
 }
 
 // notStored is the 400 the API answers for a reference to something it does
 // not have, with its code when known.
 func notStored(param, code, format string, args ...any) error {
-	return &badRequest{param: param, code: code, msg: fmt.Sprintf(format, args...)}
+	return &wire.BadRequest{Param: param, Code: code, Msg: fmt.Sprintf(format, args...)}
 }
 
 // responsesPrefixes returns the cacheable prefixes of a Responses request,
 // OpenAI's automatic caching of a repeated prefix: the tools (when they
 // count), the instructions, then the input, a string or each of its items,
 // counted as decode counted them (it has already checked every part).
-func responsesPrefixes(tools json.RawMessage, instructions *string, input json.RawMessage) []prefix {
-	var p prefixer
+func responsesPrefixes(tools json.RawMessage, instructions *string, input json.RawMessage) []wire.Prefix {
+	var p wire.Prefixer
 	if len(tools) > 0 {
-		p.add("tools", tools, (utf8.RuneCount(tools)+3)/4, true)
+		p.Add("tools", tools, (utf8.RuneCount(tools)+3)/4, true)
 	}
 	if instructions != nil {
-		p.add("instructions", []byte(*instructions), messageTokens(utf8.RuneCountInString(*instructions)), true)
+		p.Add("instructions", []byte(*instructions), wire.MessageTokens(utf8.RuneCountInString(*instructions)), true)
 	}
 	input = bytes.TrimSpace(input)
 	if len(input) > 0 && input[0] == '"' {
 		n, _ := textLen(input, "input")
-		p.add("input", input, messageTokens(n), true)
-		return p.out
+		p.Add("input", input, wire.MessageTokens(n), true)
+		return p.Out
 	}
 	var items []json.RawMessage
 	if json.Unmarshal(input, &items) != nil {
@@ -386,31 +391,31 @@ func responsesPrefixes(tools json.RawMessage, instructions *string, input json.R
 	}
 	for i, it := range items {
 		n, _ := itemLen(it, "input."+strconv.Itoa(i))
-		p.add("item", it, messageTokens(n), true)
+		p.Add("item", it, wire.MessageTokens(n), true)
 	}
-	return p.out
+	return p.Out
 }
 
 // inputTokens counts input, a string or a list of items.
 func inputTokens(raw json.RawMessage) (int, error) {
 	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || isNull(raw) {
-		return 0, invalid("input", "field required (the mock stores no prompts or previous responses to take it from)")
+	if len(raw) == 0 || wire.IsNull(raw) {
+		return 0, wire.Invalid("input", "field required (the mock stores no prompts or previous responses to take it from)")
 	}
 	switch raw[0] {
 	case '"':
 		n, err := textLen(raw, "input")
-		return messageTokens(n), err
+		return wire.MessageTokens(n), err
 	case '[':
 	default:
-		return 0, invalid("input", "want a string or an array of input items")
+		return 0, wire.Invalid("input", "want a string or an array of input items")
 	}
 	var items []json.RawMessage
 	if err := json.Unmarshal(raw, &items); err != nil {
-		return 0, invalid("input", "invalid array")
+		return 0, wire.Invalid("input", "invalid array")
 	}
 	if len(items) == 0 {
-		return 0, invalid("input", "at least one input item is required")
+		return 0, wire.Invalid("input", "at least one input item is required")
 	}
 	total := 0
 	for i, it := range items {
@@ -418,7 +423,7 @@ func inputTokens(raw json.RawMessage) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		total += messageTokens(n)
+		total += wire.MessageTokens(n)
 	}
 	return total, nil
 }
@@ -438,7 +443,7 @@ func itemLen(raw json.RawMessage, path string) (int, error) {
 		ID      *string         `json:"id"`
 	}
 	if err := json.Unmarshal(raw, &it); err != nil {
-		return 0, invalid(path, "want an input item object")
+		return 0, wire.Invalid(path, "want an input item object")
 	}
 	typ := "message"
 	if it.Type != nil {
@@ -448,9 +453,9 @@ func itemLen(raw json.RawMessage, path string) (int, error) {
 	case "message":
 		switch {
 		case it.Role == nil:
-			return 0, invalid(path+".role", "field required")
+			return 0, wire.Invalid(path+".role", "field required")
 		case !inputRoles[*it.Role]:
-			return 0, invalid(path+".role", "want user, assistant, system or developer, got %q", *it.Role)
+			return 0, wire.Invalid(path+".role", "want user, assistant, system or developer, got %q", *it.Role)
 		}
 		return partsLen(it.Content, path+".content")
 	case "function_call_output", "custom_tool_call_output":
@@ -466,7 +471,7 @@ func itemLen(raw json.RawMessage, path string) (int, error) {
 		}
 		return 0, notStored(path+".id", "", "Item with id %q not found: the mock stores no items", id)
 	case "":
-		return 0, invalid(path+".type", "must not be empty")
+		return 0, wire.Invalid(path+".type", "must not be empty")
 	}
 	return utf8.RuneCount(raw), nil
 }
@@ -476,19 +481,19 @@ func itemLen(raw json.RawMessage, path string) (int, error) {
 // parts their refusal, and other parts (images, files) their JSON.
 func partsLen(raw json.RawMessage, path string) (int, error) {
 	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || isNull(raw) {
-		return 0, invalid(path, "field required")
+	if len(raw) == 0 || wire.IsNull(raw) {
+		return 0, wire.Invalid(path, "field required")
 	}
 	switch raw[0] {
 	case '"':
 		return textLen(raw, path)
 	case '[':
 	default:
-		return 0, invalid(path, "want a string or an array of content parts")
+		return 0, wire.Invalid(path, "want a string or an array of content parts")
 	}
 	var parts []json.RawMessage
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return 0, invalid(path, "invalid array")
+		return 0, wire.Invalid(path, "invalid array")
 	}
 	n := 0
 	for j, p := range parts {
@@ -499,10 +504,10 @@ func partsLen(raw json.RawMessage, path string) (int, error) {
 			Refusal json.RawMessage `json:"refusal"`
 		}
 		if err := json.Unmarshal(p, &part); err != nil {
-			return 0, invalid(pp, "want a content part object")
+			return 0, wire.Invalid(pp, "want a content part object")
 		}
 		if part.Type == nil || *part.Type == "" {
-			return 0, invalid(pp+".type", "field required")
+			return 0, wire.Invalid(pp+".type", "field required")
 		}
 		var l int
 		var err error
@@ -514,7 +519,7 @@ func partsLen(raw json.RawMessage, path string) (int, error) {
 		case "input_image", "input_file", "input_audio":
 			l = utf8.RuneCount(p)
 		default:
-			return 0, invalid(pp+".type", "want input_text, input_image, input_file, output_text or refusal, got %q", *part.Type)
+			return 0, wire.Invalid(pp+".type", "want input_text, input_image, input_file, output_text or refusal, got %q", *part.Type)
 		}
 		if err != nil {
 			return 0, err
@@ -529,11 +534,11 @@ func partsLen(raw json.RawMessage, path string) (int, error) {
 func textLen(raw json.RawMessage, path string) (int, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '"' {
-		return 0, invalid(path, "want a string")
+		return 0, wire.Invalid(path, "want a string")
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return 0, invalid(path, "invalid string")
+		return 0, wire.Invalid(path, "invalid string")
 	}
 	return utf8.RuneCountInString(s), nil
 }
@@ -544,37 +549,37 @@ func textLen(raw json.RawMessage, path string) (int, error) {
 // simulated and get a 400.
 func decodeFunctionTools(raw json.RawMessage) ([]functionTool, error) {
 	tools := []functionTool{}
-	if len(raw) == 0 || isNull(raw) {
+	if len(raw) == 0 || wire.IsNull(raw) {
 		return tools, nil
 	}
 	var list []json.RawMessage
 	if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, invalid("tools", "want an array of tools")
+		return nil, wire.Invalid("tools", "want an array of tools")
 	}
 	seen := make(map[string]bool, len(list))
 	for i, t := range list {
 		path := "tools." + strconv.Itoa(i)
 		var ft functionTool
 		if err := json.Unmarshal(t, &ft); err != nil {
-			return nil, invalid(path, "want a tool object with type, name and parameters")
+			return nil, wire.Invalid(path, "want a tool object with type, name and parameters")
 		}
 		switch {
 		case ft.Type == "":
-			return nil, invalid(path+".type", "field required")
+			return nil, wire.Invalid(path+".type", "field required")
 		case ft.Type != "function":
-			return nil, invalid(path+".type", "the mock serves function tools only, got %q", ft.Type)
+			return nil, wire.Invalid(path+".type", "the mock serves function tools only, got %q", ft.Type)
 		case !toolName.MatchString(ft.Name):
-			return nil, invalid(path+".name", "want 1 to 64 letters, digits, underscores or dashes, got %q", ft.Name)
+			return nil, wire.Invalid(path+".name", "want 1 to 64 letters, digits, underscores or dashes, got %q", ft.Name)
 		case seen[ft.Name]:
-			return nil, invalid(path+".name", "duplicate function name %q", ft.Name)
+			return nil, wire.Invalid(path+".name", "duplicate function name %q", ft.Name)
 		}
 		seen[ft.Name] = true
 		p := bytes.TrimSpace(ft.Parameters)
 		switch {
 		case len(p) == 0:
 			ft.Parameters = json.RawMessage("null")
-		case p[0] != '{' && !isNull(p):
-			return nil, invalid(path+".parameters", "want a JSON Schema object")
+		case p[0] != '{' && !wire.IsNull(p):
+			return nil, wire.Invalid(path+".parameters", "want a JSON Schema object")
 		}
 		if ft.Strict == nil {
 			ft.Strict = new(bool)
@@ -589,7 +594,7 @@ func decodeFunctionTools(raw json.RawMessage) ([]functionTool, error) {
 // required, a named function, or allowed_tools. Absent is auto.
 func decodeToolChoice(raw json.RawMessage, tools []functionTool) (any, error) {
 	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || isNull(raw) {
+	if len(raw) == 0 || wire.IsNull(raw) {
 		return "auto", nil
 	}
 	if raw[0] == '"' {
@@ -600,11 +605,11 @@ func decodeToolChoice(raw json.RawMessage, tools []functionTool) (any, error) {
 			return s, nil
 		case "required":
 			if len(tools) == 0 {
-				return nil, invalid("tool_choice", `"required" needs at least one tool in tools`)
+				return nil, wire.Invalid("tool_choice", `"required" needs at least one tool in tools`)
 			}
 			return s, nil
 		}
-		return nil, invalid("tool_choice", "want none, auto, required or an object, got %q", s)
+		return nil, wire.Invalid("tool_choice", "want none, auto, required or an object, got %q", s)
 	}
 	var tc struct {
 		Type  string            `json:"type"`
@@ -613,31 +618,31 @@ func decodeToolChoice(raw json.RawMessage, tools []functionTool) (any, error) {
 		Tools []json.RawMessage `json:"tools"`
 	}
 	if err := json.Unmarshal(raw, &tc); err != nil {
-		return nil, invalid("tool_choice", "want none, auto, required or a tool choice object")
+		return nil, wire.Invalid("tool_choice", "want none, auto, required or a tool choice object")
 	}
 	switch tc.Type {
 	case "function":
 		if !slices.ContainsFunc(tools, func(t functionTool) bool { return t.Name == tc.Name }) {
-			return nil, invalid("tool_choice.name", "no function named %q in tools", tc.Name)
+			return nil, wire.Invalid("tool_choice.name", "no function named %q in tools", tc.Name)
 		}
 		return map[string]string{"type": "function", "name": tc.Name}, nil
 	case "allowed_tools":
 		if tc.Mode != "auto" && tc.Mode != "required" {
-			return nil, invalid("tool_choice.mode", "want auto or required, got %q", tc.Mode)
+			return nil, wire.Invalid("tool_choice.mode", "want auto or required, got %q", tc.Mode)
 		}
 		if tc.Tools == nil {
 			tc.Tools = []json.RawMessage{}
 		}
 		for i, t := range tc.Tools {
 			if t = bytes.TrimSpace(t); len(t) == 0 || t[0] != '{' {
-				return nil, invalid("tool_choice.tools."+strconv.Itoa(i), "want a tool object")
+				return nil, wire.Invalid("tool_choice.tools."+strconv.Itoa(i), "want a tool object")
 			}
 		}
 		return map[string]any{"type": "allowed_tools", "mode": tc.Mode, "tools": tc.Tools}, nil
 	case "":
-		return nil, invalid("tool_choice.type", "field required")
+		return nil, wire.Invalid("tool_choice.type", "field required")
 	}
-	return nil, invalid("tool_choice.type", "the mock serves function tools only, got %q", tc.Type)
+	return nil, wire.Invalid("tool_choice.type", "the mock serves function tools only, got %q", tc.Type)
 }
 
 // Defaults the Response repeats when the request has none; never written
@@ -660,31 +665,31 @@ type textFormat struct {
 func decodeTextFormat(raw json.RawMessage) (*textFormat, error) {
 	var f textFormat
 	if err := json.Unmarshal(raw, &f); err != nil {
-		return nil, invalid("text.format", "want an object with type text, json_object or json_schema")
+		return nil, wire.Invalid("text.format", "want an object with type text, json_object or json_schema")
 	}
 	switch f.Type {
 	case "text", "json_object":
 		return &textFormat{Type: f.Type}, nil
 	case "json_schema":
 		if !toolName.MatchString(f.Name) {
-			return nil, invalid("text.format.name", "want 1 to 64 letters, digits, underscores or dashes, got %q", f.Name)
+			return nil, wire.Invalid("text.format.name", "want 1 to 64 letters, digits, underscores or dashes, got %q", f.Name)
 		}
 		if s := bytes.TrimSpace(f.Schema); len(s) == 0 || s[0] != '{' {
-			return nil, invalid("text.format.schema", "field required: a JSON Schema object")
+			return nil, wire.Invalid("text.format.schema", "field required: a JSON Schema object")
 		}
 		if f.Strict == nil {
 			f.Strict = new(bool)
 		}
 		return &f, nil
 	case "":
-		return nil, invalid("text.format.type", "field required")
+		return nil, wire.Invalid("text.format.type", "field required")
 	}
-	return nil, invalid("text.format.type", "want text, json_object or json_schema, got %q", f.Type)
+	return nil, wire.Invalid("text.format.type", "want text, json_object or json_schema, got %q", f.Type)
 }
 
-// status is the Response's status once its output is complete.
-func (r *result) status() string {
-	if r.capped {
+// responseStatus is the Response's status once its output is complete.
+func responseStatus(r *wire.Result) string {
+	if r.Capped {
 		return "incomplete"
 	}
 	return "completed"
@@ -692,54 +697,54 @@ func (r *result) status() string {
 
 // answer is the single choice content.go composed for a request with
 // content fields; nil for a plain request, whose text is r's.
-func answer(c *call) *choiceOut {
-	if c.content == nil || len(c.content.ans) == 0 {
+func answer(c *wire.Call) *wire.Choice {
+	if c.Content == nil || len(c.Content.Ans) == 0 {
 		return nil
 	}
-	return &c.content.ans[0]
+	return &c.Content.Ans[0]
 }
 
 // isToolCall reports whether the answer is a function call rather than a
 // message.
-func isToolCall(c *call) bool {
+func isToolCall(c *wire.Call) bool {
 	ch := answer(c)
-	return ch != nil && ch.tool
+	return ch != nil && ch.Tool
 }
 
 // appendAnswer appends the answer's tokens [from, to), JSON-escaped: the
 // function call's arguments, the structured output, or the text.
-func appendAnswer(b []byte, c *call, r *result, from, to int) []byte {
+func appendAnswer(b []byte, c *wire.Call, r *wire.Result, from, to int) []byte {
 	if ch := answer(c); ch != nil {
-		return ch.appendTokens(b, from, to)
+		return ch.AppendTokens(b, from, to)
 	}
-	return appendText(b, r, from, to)
+	return wire.AppendText(b, r, from, to)
 }
 
 // outputTokens is the usage's output_tokens.
-func outputTokens(c *call, r *result) int {
-	if c.content != nil {
-		return c.content.outputTokens(r)
+func outputTokens(c *wire.Call, r *wire.Result) int {
+	if c.Content != nil {
+		return c.Content.OutputTokens(r)
 	}
-	return r.n
+	return r.N
 }
 
 // itemID is the id of the response's output item: the response id's
 // random part under the prefix of the item's type (msg_, fc_).
-func itemID(b []byte, c *call, r *result) []byte {
+func itemID(b []byte, c *wire.Call, r *wire.Result) []byte {
 	if isToolCall(c) {
 		b = append(b, "fc_"...)
 	} else {
 		b = append(b, "msg_"...)
 	}
-	if len(r.id) > len("resp_") {
-		return append(b, r.id[len("resp_"):]...)
+	if len(r.ID) > len("resp_") {
+		return append(b, r.ID[len("resp_"):]...)
 	}
-	return append(b, r.id...)
+	return append(b, r.ID...)
 }
 
 // appendOutputText appends an output_text content part holding tokens
 // [0, n) of the answer.
-func appendOutputText(b []byte, c *call, r *result, n int) []byte {
+func appendOutputText(b []byte, c *wire.Call, r *wire.Result, n int) []byte {
 	b = append(b, `{"type":"output_text","annotations":[],"logprobs":[],"text":"`...)
 	b = appendAnswer(b, c, r, 0, n)
 	return append(b, `"}`...)
@@ -748,23 +753,23 @@ func appendOutputText(b []byte, c *call, r *result, n int) []byte {
 // appendOutputItem appends the output item: the message or the function
 // call. whole false leaves it empty (the item as first announced: a
 // message without content, a call without arguments).
-func appendOutputItem(b []byte, c *call, r *result, status string, whole bool) []byte {
+func appendOutputItem(b []byte, c *wire.Call, r *wire.Result, status string, whole bool) []byte {
 	n := 0
 	if whole {
-		n = r.n
+		n = r.N
 	}
 	b = append(b, `{"id":"`...)
 	b = itemID(b, c, r)
 	if isToolCall(c) {
-		cr := c.content
+		cr := c.Content
 		b = append(b, `","type":"function_call","status":"`...)
 		b = append(b, status...)
 		b = append(b, `","arguments":"`...)
 		b = appendAnswer(b, c, r, 0, n)
 		b = append(b, `","call_id":`...)
-		b = appendJSONString(b, cr.ids[0])
+		b = wire.AppendJSONString(b, cr.IDs[0])
 		b = append(b, `,"name":`...)
-		b = appendJSONString(b, cr.tools[cr.toolIdx].name)
+		b = wire.AppendJSONString(b, cr.Tools[cr.ToolIdx].Name)
 		return append(b, '}')
 	}
 	b = append(b, `","type":"message","status":"`...)
@@ -779,17 +784,17 @@ func appendOutputItem(b []byte, c *call, r *result, status string, whole bool) [
 // appendResponse appends the Response object with the given status:
 // in_progress (no output yet), completed or incomplete (the whole output
 // and usage) or failed.
-func appendResponse(b []byte, c *call, r *result, status string) []byte {
-	b = slices.Grow(b, 900+4*r.n+len(c.model)+len(c.responses.echo))
+func appendResponse(b []byte, c *wire.Call, r *wire.Result, status string) []byte {
+	b = slices.Grow(b, 900+4*r.N+len(c.Model)+len(stateOf(c).echo))
 	b = append(b, `{"id":"`...)
-	b = append(b, r.id...)
+	b = append(b, r.ID...)
 	b = append(b, `","object":"response","created_at":`...)
-	b = strconv.AppendInt(b, r.created.Unix(), 10)
+	b = strconv.AppendInt(b, r.Created.Unix(), 10)
 	b = append(b, `,"status":"`...)
 	b = append(b, status...)
 	b = append(b, `","completed_at":`...)
 	if status == "completed" {
-		b = strconv.AppendInt(b, r.clock.Now().Unix(), 10)
+		b = strconv.AppendInt(b, r.Clock.Now().Unix(), 10)
 	} else {
 		b = append(b, "null"...)
 	}
@@ -806,7 +811,7 @@ func appendResponse(b []byte, c *call, r *result, status string) []byte {
 		b = append(b, "null"...)
 	}
 	b = append(b, `,"model":`...)
-	b = appendJSONString(b, c.model)
+	b = wire.AppendJSONString(b, c.Model)
 	b = append(b, `,"output":[`...)
 	final := status == "completed" || status == "incomplete"
 	if final {
@@ -816,34 +821,34 @@ func appendResponse(b []byte, c *call, r *result, status string) []byte {
 	if final { // The schema has no null usage: absent until the end.
 		out := outputTokens(c, r)
 		b = append(b, `,"usage":{"input_tokens":`...)
-		b = strconv.AppendInt(b, int64(c.input), 10)
+		b = strconv.AppendInt(b, int64(c.Input), 10)
 		b = append(b, `,"input_tokens_details":{"cached_tokens":`...)
-		b = strconv.AppendInt(b, int64(c.cacheRead), 10)
+		b = strconv.AppendInt(b, int64(c.CacheRead), 10)
 		b = append(b, `,"cache_write_tokens":0},"output_tokens":`...)
 		b = strconv.AppendInt(b, int64(out), 10)
 		b = append(b, `,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":`...)
-		b = strconv.AppendInt(b, int64(c.input+out), 10)
+		b = strconv.AppendInt(b, int64(c.Input+out), 10)
 		b = append(b, '}')
 	}
 	b = append(b, ',')
-	b = append(b, c.responses.echo...)
+	b = append(b, stateOf(c).echo...)
 	return append(b, '}')
 }
 
-func (responses) body(b []byte, c *call, r *result) ([]byte, error) {
-	return appendResponse(b, c, r, r.status()), nil
+func (Format) Body(b []byte, c *wire.Call, r *wire.Result) ([]byte, error) {
+	return appendResponse(b, c, r, responseStatus(r)), nil
 }
 
 // event appends the start of an event frame up to the members after
 // sequence_number, numbering the events of c's stream from 0.
-func event(b []byte, c *call, typ string) []byte {
+func event(b []byte, c *wire.Call, typ string) []byte {
 	b = append(b, "event: "...)
 	b = append(b, typ...)
 	b = append(b, "\ndata: {\"type\":\""...)
 	b = append(b, typ...)
 	b = append(b, `","sequence_number":`...)
-	b = strconv.AppendInt(b, int64(c.responses.seq), 10)
-	c.responses.seq++
+	b = strconv.AppendInt(b, int64(stateOf(c).seq), 10)
+	stateOf(c).seq++
 	return b
 }
 
@@ -852,7 +857,7 @@ func endEvent(b []byte) []byte { return append(b, "}\n\n"...) }
 
 // partHead appends the members that place an event in the first output
 // item, and for a message in its first content part.
-func partHead(b []byte, c *call, r *result) []byte {
+func partHead(b []byte, c *wire.Call, r *wire.Result) []byte {
 	b = append(b, `,"item_id":"`...)
 	b = itemID(b, c, r)
 	if isToolCall(c) {
@@ -861,7 +866,7 @@ func partHead(b []byte, c *call, r *result) []byte {
 	return append(b, `","output_index":0,"content_index":0`...)
 }
 
-func (responses) streamStart(b []byte, c *call, r *result) []byte {
+func (Format) StreamStart(b []byte, c *wire.Call, r *wire.Result) []byte {
 	for _, typ := range [...]string{"response.created", "response.in_progress"} {
 		b = event(b, c, typ)
 		b = append(b, `,"response":`...)
@@ -882,7 +887,7 @@ func (responses) streamStart(b []byte, c *call, r *result) []byte {
 	return endEvent(b)
 }
 
-func (responses) streamDelta(b []byte, c *call, r *result, from, to int) []byte {
+func (Format) StreamDelta(b []byte, c *wire.Call, r *wire.Result, from, to int) []byte {
 	if isToolCall(c) {
 		b = event(b, c, "response.function_call_arguments.delta")
 		b = partHead(b, c, r)
@@ -899,29 +904,29 @@ func (responses) streamDelta(b []byte, c *call, r *result, from, to int) []byte 
 	return endEvent(b)
 }
 
-func (responses) streamEnd(b []byte, c *call, r *result) []byte {
-	status := r.status()
+func (Format) StreamEnd(b []byte, c *wire.Call, r *wire.Result) []byte {
+	status := responseStatus(r)
 	if isToolCall(c) {
-		cr := c.content
+		cr := c.Content
 		b = event(b, c, "response.function_call_arguments.done")
 		b = partHead(b, c, r)
 		b = append(b, `,"name":`...)
-		b = appendJSONString(b, cr.tools[cr.toolIdx].name)
+		b = wire.AppendJSONString(b, cr.Tools[cr.ToolIdx].Name)
 		b = append(b, `,"arguments":"`...)
-		b = appendAnswer(b, c, r, 0, r.n)
+		b = appendAnswer(b, c, r, 0, r.N)
 		b = append(b, '"')
 		b = endEvent(b)
 	} else {
 		b = event(b, c, "response.output_text.done")
 		b = partHead(b, c, r)
 		b = append(b, `,"text":"`...)
-		b = appendAnswer(b, c, r, 0, r.n)
+		b = appendAnswer(b, c, r, 0, r.N)
 		b = append(b, `","logprobs":[]`...)
 		b = endEvent(b)
 		b = event(b, c, "response.content_part.done")
 		b = partHead(b, c, r)
 		b = append(b, `,"part":`...)
-		b = appendOutputText(b, c, r, r.n)
+		b = appendOutputText(b, c, r, r.N)
 		b = endEvent(b)
 	}
 	b = event(b, c, "response.output_item.done")
@@ -934,21 +939,11 @@ func (responses) streamEnd(b []byte, c *call, r *result) []byte {
 	return endEvent(b)
 }
 
-// streamError ends the stream with response.failed, the API's terminal
+// StreamError ends the stream with response.failed, the API's terminal
 // event for a response that failed after it started.
-func (responses) streamError(b []byte, c *call, r *result) []byte {
+func (Format) StreamError(b []byte, c *wire.Call, r *wire.Result) []byte {
 	b = event(b, c, "response.failed")
 	b = append(b, `,"response":`...)
 	b = appendResponse(b, c, r, "failed")
 	return endEvent(b)
-}
-
-// isOpenAI reports whether wr is one of OpenAI's APIs, which take the key
-// as a bearer token only.
-func isOpenAI(wr wire) bool {
-	switch wr.(type) {
-	case openai, responses:
-		return true
-	}
-	return false
 }

@@ -1,4 +1,4 @@
-package mock
+package wire
 
 import (
 	"bytes"
@@ -17,45 +17,46 @@ import (
 	"github.com/ratelab/ratelab/clock"
 )
 
-// call is one decoded model request, independent of the wire format.
-type call struct {
-	model        string
-	input        int // input tokens, by EstimateTokens
-	maxTokens    int
-	stream       bool
-	includeUsage bool // OpenAI stream_options.include_usage
-	// prefixes are the request's cacheable prefixes (cache.go); nil when
+// Call is one decoded model request, independent of the wire format.
+type Call struct {
+	Model        string
+	Input        int // input tokens, by EstimateTokens
+	MaxTokens    int
+	Stream       bool
+	IncludeUsage bool // OpenAI stream_options.include_usage
+	// Prefixes are the request's cacheable prefixes (cache.go); nil when
 	// it has none. cacheRead and cacheWrite are the input tokens read from
 	// and written to the prompt cache at admission, part of input.
-	prefixes              []prefix
-	cacheRead, cacheWrite int
-	// content is what the request asks of the answer beyond plain text
+	Prefixes              []Prefix
+	CacheRead, CacheWrite int
+	// Content is what the request asks of the answer beyond plain text
 	// (content.go); nil for a plain request.
-	content *contentReq
-	// responses is the Responses API's part of the request; nil for the
-	// other APIs.
-	responses *responsesCall
+	Content *ContentReq
+	// State is the format's own part of the request, which only the format
+	// reads (the Responses API's echo and event sequence); nil for the
+	// other formats.
+	State any
 	// temperature and top_p as sent (nil when absent), and the first
 	// message's role: what strictness checks (checkSampling) once the
 	// decoder has read them.
-	temperature, topP json.RawMessage
-	firstRole         string
-	// inferenceGeo is an Anthropic request's inference_geo, which its
+	Temperature, TopP json.RawMessage
+	FirstRole         string
+	// InferenceGeo is an Anthropic request's inference_geo, which its
 	// usage reports back; empty when absent.
-	inferenceGeo string
+	InferenceGeo string
 }
 
-// badRequest is a 400 naming the offending field.
-type badRequest struct {
-	param string // the field, e.g. "messages.0.content"; empty for the body
-	msg   string
-	code  string // OpenAI's error code; empty: derived from format by invalid
+// BadRequest is a 400 naming the offending field.
+type BadRequest struct {
+	Param string // the field, e.g. "messages.0.content"; empty for the body
+	Msg   string
+	Code  string // OpenAI's error code; empty: derived from format by invalid
 }
 
-func (e *badRequest) Error() string { return e.msg }
+func (e *BadRequest) Error() string { return e.Msg }
 
-func invalid(param, format string, args ...any) error {
-	return &badRequest{param: param, msg: param + ": " + fmt.Sprintf(format, args...), code: invalidCode(format)}
+func Invalid(param, format string, args ...any) error {
+	return &BadRequest{Param: param, Msg: param + ": " + fmt.Sprintf(format, args...), Code: invalidCode(format)}
 }
 
 // invalidCode is the OpenAI error code of a 400 made by invalid, from the
@@ -76,53 +77,53 @@ func invalidCode(format string) string {
 	return "invalid_value"
 }
 
-// wire is one provider's wire format.
-type wire interface {
-	name() string
+// Format is one provider's wire format.
+type Format interface {
+	Name() string
 	// requestIDHeader is request-id or x-request-id, canonical.
-	requestIDHeader() string
+	RequestIDHeader() string
 	// decode parses a request body into c, which is zero; errors are
 	// *badRequest.
-	decode(body []byte, defaultMax int, c *call) error
+	Decode(body []byte, defaultMax int, c *Call) error
 	// writeError writes the provider's error envelope.
-	writeError(w http.ResponseWriter, status int, e apiError, reqID string)
+	WriteError(w http.ResponseWriter, status int, e APIError, reqID string)
 	// appendLimitHeaders appends the values of the rate-limit headers of
 	// s to b, adding each to l.
-	appendLimitHeaders(b []byte, l *headerList, s snapshot, now time.Time) []byte
+	AppendLimitHeaders(b []byte, l *HeaderList, s Snapshot, now time.Time) []byte
 	// overloadStatus is 529 (Anthropic) or 503 (OpenAI).
-	overloadStatus() int
+	OverloadStatus() int
 	// body appends a complete non-streaming response to b.
-	body(b []byte, c *call, r *result) ([]byte, error)
+	Body(b []byte, c *Call, r *Result) ([]byte, error)
 	// streamStart, streamDelta, streamEnd and streamError append SSE frames.
-	streamStart(b []byte, c *call, r *result) []byte
-	streamDelta(b []byte, c *call, r *result, from, to int) []byte
-	streamEnd(b []byte, c *call, r *result) []byte
-	streamError(b []byte, c *call, r *result) []byte
+	StreamStart(b []byte, c *Call, r *Result) []byte
+	StreamDelta(b []byte, c *Call, r *Result, from, to int) []byte
+	StreamEnd(b []byte, c *Call, r *Result) []byte
+	StreamError(b []byte, c *Call, r *Result) []byte
 }
 
-// result is what the server tells a client about an admitted request.
-type result struct {
-	id      string // message / completion id
-	created time.Time
-	clock   clock.Clock // the Server's: the Responses API's completed_at
-	n       int         // output tokens
-	capped  bool        // n == max_tokens: stop_reason max_tokens / finish_reason length
-	// text holds Output.Text's tokens, JSON-escaped; nil for the filler.
-	text []string
+// Result is what the server tells a client about an admitted request.
+type Result struct {
+	ID      string // message / completion id
+	Created time.Time
+	Clock   clock.Clock // the Server's: the Responses API's completed_at
+	N       int         // output tokens
+	Capped  bool        // n == max_tokens: stop_reason max_tokens / finish_reason length
+	// Text holds Output.Text's tokens, JSON-escaped; nil for the filler.
+	Text []string
 }
 
-// apiError is an error answer; its type (rate_limit_error, …) follows
+// APIError is an error answer; its type (rate_limit_error, …) follows
 // from the status, and OpenAI's envelope maps it to its own type and code.
-type apiError struct {
-	msg   string
-	param string
-	limit string // the limit of a 429
-	code  string // OpenAI's error code, when the status alone does not say it
+type APIError struct {
+	Msg   string
+	Param string
+	Limit string // the limit of a 429
+	Code  string // OpenAI's error code, when the status alone does not say it
 }
 
 // Anthropic error types by status; other 4xx are invalid_request_error and
 // other 5xx api_error.
-func anthropicErrorType(status int) string {
+func AnthropicErrorType(status int) string {
 	switch status {
 	case http.StatusUnauthorized:
 		return "authentication_error"
@@ -149,30 +150,30 @@ func anthropicErrorType(status int) string {
 	return "invalid_request_error"
 }
 
-func writeJSONBody(w http.ResponseWriter, status int, v any) {
+func WriteJSONBody(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil { // cannot happen for the types written here
 		b = []byte(`{}`)
 	}
 	h := w.Header()
-	h["Content-Type"] = valueJSON
+	h["Content-Type"] = ValueJSON
 	h["Content-Length"] = []string{strconv.Itoa(len(b))}
 	w.WriteHeader(status)
 	w.Write(b)
 }
 
-// message is one message of either API; an absent role decodes as "".
-type message struct {
+// Message is one message of either API; an absent role decodes as "".
+type Message struct {
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
 }
 
-// absentString is what decoding starts a string field from, to tell an
+// AbsentString is what decoding starts a string field from, to tell an
 // absent (or null) field from an empty one; an integer field that must be
 // told apart is a pointer, nil when absent or null.
-const absentString = "\x00absent"
+const AbsentString = "\x00absent"
 
-// decodeRequest decodes a request body (or a part of one) into *v, which
+// DecodeRequest decodes a request body (or a part of one) into *v, which
 // holds the values decoding starts from (the absent sentinels), as
 // json.Unmarshal would. segmentio/encoding's decoder, a drop-in for
 // encoding/json, decodes a valid body in about a third of the time with
@@ -180,7 +181,7 @@ const absentString = "\x00absent"
 // again by encoding/json, whose errors the 400s are worded from.
 // FuzzDecodeRequest holds the two decoders to the same verdict and the same
 // values for any body.
-func decodeRequest[T any](body []byte, v *T) error {
+func DecodeRequest[T any](body []byte, v *T) error {
 	start := *v
 	if segjson.Unmarshal(body, v) == nil {
 		return nil
@@ -189,103 +190,103 @@ func decodeRequest[T any](body []byte, v *T) error {
 	return json.Unmarshal(body, v)
 }
 
-// requestPool holds the structs the requests of one API are decoded into.
+// RequestPool holds the structs the requests of one API are decoded into.
 // A request's fields are copied out of its struct (its slices are the
 // decoder's own allocations), and put clears the struct before it goes
 // back: a pooled struct would otherwise keep a large body's decoded
 // messages past the collection decodeBudget forces to give that memory
 // back (a pool's items outlive one collection).
-type requestPool[T any] struct{ p sync.Pool }
+type RequestPool[T any] struct{ p sync.Pool }
 
-func (p *requestPool[T]) get() *T {
+func (p *RequestPool[T]) Get() *T {
 	if v, ok := p.p.Get().(*T); ok {
 		return v
 	}
 	return new(T)
 }
 
-func (p *requestPool[T]) put(v *T) {
+func (p *RequestPool[T]) Put(v *T) {
 	var zero T
 	*v = zero
 	p.p.Put(v)
 }
 
-// isNull reports whether the raw JSON value v is null.
-func isNull(v []byte) bool { return string(v) == "null" }
+// IsNull reports whether the raw JSON value v is null.
+func IsNull(v []byte) bool { return string(v) == "null" }
 
-func checkModel(model string) error {
+func CheckModel(model string) error {
 	switch model {
-	case absentString:
-		return invalid("model", "field required")
+	case AbsentString:
+		return Invalid("model", "field required")
 	case "":
-		return invalid("model", "must not be empty")
+		return Invalid("model", "must not be empty")
 	}
 	return nil
 }
 
-func checkMaxTokens(name string, v int64) (int, error) {
+func CheckMaxTokens(name string, v int64) (int, error) {
 	switch {
 	case v < 1:
-		return 0, invalid(name, "must be at least 1, got %d", v)
+		return 0, Invalid(name, "must be at least 1, got %d", v)
 	case v > MaxOutputTokens:
-		return 0, invalid(name, "%d is above the maximum of %d", v, MaxOutputTokens)
+		return 0, Invalid(name, "%d is above the maximum of %d", v, MaxOutputTokens)
 	}
 	return int(v), nil
 }
 
-func checkMessages(m []message) error {
+func CheckMessages(m []Message) error {
 	switch {
 	case m == nil:
-		return invalid("messages", "field required")
+		return Invalid("messages", "field required")
 	case len(m) == 0:
-		return invalid("messages", "at least one message is required")
+		return Invalid("messages", "at least one message is required")
 	}
 	return nil
 }
 
-// msgPath names a field of message i, e.g. messages.0.role; i < 0 names the
+// MsgPath names a field of message i, e.g. messages.0.role; i < 0 names the
 // system prompt.
-func msgPath(i int, field string) string {
+func MsgPath(i int, field string) string {
 	if i < 0 {
 		return "system"
 	}
 	return "messages." + strconv.Itoa(i) + "." + field
 }
 
-// describeBodyError explains a decoding error. Messages are decoded in one
+// DescribeBodyError explains a decoding error. Messages are decoded in one
 // pass for speed; when that fails, the messages are decoded one by one to
 // name the one that is wrong.
-func describeBodyError(body []byte, err error) error {
+func DescribeBodyError(body []byte, err error) error {
 	var raw struct {
 		Messages []json.RawMessage `json:"messages"`
 	}
 	if json.Unmarshal(body, &raw) == nil {
 		for i, m := range raw.Messages {
-			var msg message
+			var msg Message
 			if json.Unmarshal(m, &msg) != nil {
-				return invalid("messages."+strconv.Itoa(i), "want a message object with role and content")
+				return Invalid("messages."+strconv.Itoa(i), "want a message object with role and content")
 			}
 		}
 	}
-	return describeJSONError(err)
+	return DescribeJSONError(err)
 }
 
-// contentLen is the length in characters of the content of message i (or
+// ContentLen is the length in characters of the content of message i (or
 // of the system prompt, for i < 0): a string, or an array of blocks whose
 // text blocks count their text and whose other blocks count the length of
 // their JSON. The body has already been checked to be valid JSON.
-func contentLen(raw json.RawMessage, i int) (int, error) {
+func ContentLen(raw json.RawMessage, i int) (int, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return 0, invalid(msgPath(i, "content"), "field required")
+		return 0, Invalid(MsgPath(i, "content"), "field required")
 	}
 	switch raw[0] {
 	case '"':
 		return stringLen(raw, i)
 	case '[':
 		var blocks []json.RawMessage
-		if err := decodeRequest(raw, &blocks); err != nil {
-			return 0, invalid(msgPath(i, "content"), "invalid array")
+		if err := DecodeRequest(raw, &blocks); err != nil {
+			return 0, Invalid(MsgPath(i, "content"), "invalid array")
 		}
 		n := 0
 		for j, blk := range blocks {
@@ -293,15 +294,15 @@ func contentLen(raw json.RawMessage, i int) (int, error) {
 				Type *string         `json:"type"`
 				Text json.RawMessage `json:"text"`
 			}
-			if err := decodeRequest(blk, &tb); err != nil {
-				return 0, invalid(fmt.Sprintf("%s.%d", msgPath(i, "content"), j), "want a content block object")
+			if err := DecodeRequest(blk, &tb); err != nil {
+				return 0, Invalid(fmt.Sprintf("%s.%d", MsgPath(i, "content"), j), "want a content block object")
 			}
 			switch {
 			case tb.Type == nil || *tb.Type == "":
-				return 0, invalid(fmt.Sprintf("%s.%d.type", msgPath(i, "content"), j), "field required")
+				return 0, Invalid(fmt.Sprintf("%s.%d.type", MsgPath(i, "content"), j), "field required")
 			case *tb.Type == "text":
 				if len(tb.Text) == 0 || tb.Text[0] != '"' {
-					return 0, invalid(fmt.Sprintf("%s.%d.text", msgPath(i, "content"), j), "want a string")
+					return 0, Invalid(fmt.Sprintf("%s.%d.text", MsgPath(i, "content"), j), "want a string")
 				}
 				l, err := stringLen(tb.Text, i)
 				if err != nil {
@@ -314,7 +315,7 @@ func contentLen(raw json.RawMessage, i int) (int, error) {
 		}
 		return n, nil
 	}
-	return 0, invalid(msgPath(i, "content"), "want a string or an array of content blocks")
+	return 0, Invalid(MsgPath(i, "content"), "want a string or an array of content blocks")
 }
 
 // stringLen is the length in characters of a JSON string literal's value;
@@ -325,17 +326,17 @@ func stringLen(raw []byte, i int) (int, error) {
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return 0, invalid(msgPath(i, "content"), "invalid string")
+		return 0, Invalid(MsgPath(i, "content"), "invalid string")
 	}
 	return utf8.RuneCountInString(s), nil
 }
 
-// messageTokens applies the documented estimate to one message of n
+// MessageTokens applies the documented estimate to one message of n
 // characters.
-func messageTokens(n int) int { return max(1, (n+3)/4) }
+func MessageTokens(n int) int { return max(1, (n+3)/4) }
 
-// appendJSONString appends s as a JSON string.
-func appendJSONString(b []byte, s string) []byte {
+// AppendJSONString appends s as a JSON string.
+func AppendJSONString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x7f {
 			q, _ := json.Marshal(s)
@@ -347,22 +348,22 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// describeJSONError turns encoding/json's errors into a message naming the
+// DescribeJSONError turns encoding/json's errors into a message naming the
 // field.
-func describeJSONError(err error) error {
+func DescribeJSONError(err error) error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		field := te.Field
 		if field == "" {
-			return &badRequest{msg: fmt.Sprintf("request body: want a JSON object, got %s", te.Value)}
+			return &BadRequest{Msg: fmt.Sprintf("request body: want a JSON object, got %s", te.Value)}
 		}
-		return invalid(field, "want %s, got %s", jsonKind(te.Type.Kind().String()), te.Value)
+		return Invalid(field, "want %s, got %s", jsonKind(te.Type.Kind().String()), te.Value)
 	}
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		return &badRequest{msg: fmt.Sprintf("request body: invalid JSON at offset %d: %v", se.Offset, err)}
+		return &BadRequest{Msg: fmt.Sprintf("request body: invalid JSON at offset %d: %v", se.Offset, err)}
 	}
-	return &badRequest{msg: "request body: invalid JSON: " + err.Error()}
+	return &BadRequest{Msg: "request body: invalid JSON: " + err.Error()}
 }
 
 func jsonKind(k string) string {
@@ -381,8 +382,8 @@ func jsonKind(k string) string {
 	return "an object"
 }
 
-// appendSSE appends one frame; event is omitted when empty (OpenAI).
-func appendSSE(b []byte, event string, data []byte) []byte {
+// AppendSSE appends one frame; event is omitted when empty (OpenAI).
+func AppendSSE(b []byte, event string, data []byte) []byte {
 	if event != "" {
 		b = append(b, "event: "...)
 		b = append(b, event...)
@@ -393,23 +394,23 @@ func appendSSE(b []byte, event string, data []byte) []byte {
 	return append(b, "\n\n"...)
 }
 
-// appendText appends tokens [from, to) of r's text, JSON-escaped: the
+// AppendText appends tokens [from, to) of r's text, JSON-escaped: the
 // configured Output.Text, or the filler.
-func appendText(b []byte, r *result, from, to int) []byte {
-	if r.text == nil {
+func AppendText(b []byte, r *Result, from, to int) []byte {
+	if r.Text == nil {
 		return appendFillerJSON(b, from, to)
 	}
-	for _, t := range r.text[from:to] {
+	for _, t := range r.Text[from:to] {
 		b = append(b, t...)
 	}
 	return b
 }
 
-// textTokens splits text into its tokens, four characters each (the last
+// TextTokens splits text into its tokens, four characters each (the last
 // may be shorter), each JSON-escaped for a string literal as encoding/json
 // escapes it. The tokens share one string: tool calls and structured
 // output split every document they send.
-func textTokens(text string) []string {
+func TextTokens(text string) []string {
 	esc := make([]byte, 0, len(text)+len(text)/8)
 	ends := make([]int, 0, (len(text)+3)/4)
 	chars := 0
@@ -463,31 +464,31 @@ const hexDigits = "0123456789abcdef"
 // escaping.
 func appendFillerJSON(b []byte, from, to int) []byte {
 	for i := from; i < to; i++ {
-		b = append(b, fillerWords[fillerIndex(i)]...)
+		b = append(b, FillerWords[FillerIndex(i)]...)
 	}
 	return b
 }
 
-// headerList is the names of headers whose values are appended to one
+// HeaderList is the names of headers whose values are appended to one
 // buffer, and where each value ends, so that they are set from one string
 // (set): a dozen rate-limit headers on every response would otherwise cost
 // two allocations each.
-type headerList struct {
-	names [12]string // canonical
+type HeaderList struct {
+	Names [12]string // canonical
 	ends  [12]int
-	n     int
+	N     int
 }
 
-// add records that the value of header name ends at len(b).
-func (l *headerList) add(name string, b []byte) {
-	l.names[l.n], l.ends[l.n] = name, len(b)
-	l.n++
+// Add records that the value of header name ends at len(b).
+func (l *HeaderList) Add(name string, b []byte) {
+	l.Names[l.N], l.ends[l.N] = name, len(b)
+	l.N++
 }
 
-// set sets each header of l to its value in all, whose first starts at
+// Set sets each header of l to its value in all, whose first starts at
 // from, each in its own slot of vals (the []string net/http keeps).
-func (l *headerList) set(h http.Header, all string, from int, vals []string) {
-	for i, name := range l.names[:l.n] {
+func (l *HeaderList) Set(h http.Header, all string, from int, vals []string) {
+	for i, name := range l.Names[:l.N] {
 		vals[i] = all[from:l.ends[i]]
 		from = l.ends[i]
 		h[name] = vals[i : i+1 : i+1]
@@ -496,8 +497,20 @@ func (l *headerList) set(h http.Header, all string, from int, vals []string) {
 
 // Constant header values, shared: net/http never modifies them.
 var (
-	valueJSON        = []string{"application/json"}
-	valueEventStream = []string{"text/event-stream; charset=utf-8"}
-	valueNoCache     = []string{"no-cache"}
-	valueFalse       = []string{"false"}
+	ValueJSON        = []string{"application/json"}
+	ValueEventStream = []string{"text/event-stream; charset=utf-8"}
+	ValueNoCache     = []string{"no-cache"}
+	ValueFalse       = []string{"false"}
 )
+
+// RawFloat is a decoded number as the JSON it was, for checkRange; nil
+// when absent.
+func RawFloat(v *float64) json.RawMessage {
+	if v == nil {
+		return nil
+	}
+	return strconv.AppendFloat(nil, *v, 'g', -1, 64)
+}
+
+// MaxOutputTokens is the largest max_tokens a request may ask for.
+const MaxOutputTokens = 128000
