@@ -1,10 +1,9 @@
 package mock
 
 import (
-	"github.com/ratelab/ratelab/mock/internal/openaichat"
-	"github.com/ratelab/ratelab/mock/internal/openairesponses"
-	"github.com/ratelab/ratelab/mock/internal/wire"
 	"time"
+
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // Prompt caching, as the two providers document it:
@@ -30,13 +29,7 @@ import (
 // cachesAutomatically reports whether wr's API caches a repeated prefix by
 // itself (OpenAI's Chat Completions and Responses APIs) rather than at
 // cache_control breakpoints (Anthropic's).
-func cachesAutomatically(wr wire.Format) bool {
-	switch wr.(type) {
-	case openaichat.Format, openairesponses.Format:
-		return true
-	}
-	return false
-}
+func cachesAutomatically(wr wire.Format) bool { return wr.Spec().AutoCache }
 
 // promptCache is one key's cache: when each cached prefix can first be
 // read and when it expires.

@@ -12,8 +12,6 @@ import (
 
 	"github.com/ratelab/ratelab/clock"
 	"github.com/ratelab/ratelab/mock/internal/anthropic"
-	"github.com/ratelab/ratelab/mock/internal/openaichat"
-	"github.com/ratelab/ratelab/mock/internal/openairesponses"
 	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
@@ -118,7 +116,7 @@ func (s *Server) prepare(x *exchange, req *http.Request) bool {
 	x.reqSeq = s.seq.Add(1)
 	h := w.Header()
 	h[wr.RequestIDHeader()] = x.hv[hvRequestID : hvRequestID+1 : hvRequestID+1]
-	setAPIHeaders(h, wr, 0) // errors are answered at once; run sets the real time
+	setAPIHeaders(h, wr) // errors are answered at once; run sets the real time
 	api := wr.Name()
 
 	key, ok, why := s.authenticate(req, wr)
@@ -180,14 +178,7 @@ func (s *Server) prepare(x *exchange, req *http.Request) bool {
 	b := s.appendID(x.buf[:0], "req_", x.reqSeq)
 	idEnd := len(b)
 	if d.status == 0 {
-		prefix := "msg_"
-		switch wr.(type) {
-		case openaichat.Format:
-			prefix = "chatcmpl-"
-		case openairesponses.Format:
-			prefix = "resp_"
-		}
-		b = s.appendID(b, prefix, s.seq.Add(1))
+		b = s.appendID(b, wr.Spec().IDPrefix, s.seq.Add(1))
 	}
 	msgEnd := len(b)
 	x.hl.N = 0
@@ -497,8 +488,7 @@ func (s *Server) limited(now time.Time, wr wire.Format, c *wire.Call, ks *keySta
 	if s.limits.RetryAfterMS {
 		d.exactWait, d.withMS = v.wait, true
 	}
-	if _, ok := wr.(anthropic.Format); ok {
-		// Observed on Anthropic's rate-limit 429s (docs/wire.md §1.4, §6).
+	if wr.Spec().ShouldRetryLimited {
 		d.shouldRetry = &yes
 	}
 	return d.reject(ks, http.StatusTooManyRequests, e, v.retryAfter)
@@ -853,7 +843,7 @@ func (x *exchange) tokens(stopAt int) bool {
 // start (the request's arrival) to the response's headers (0, already
 // set, for Anthropic's headers and instant answers).
 func (x *exchange) processed(h http.Header) {
-	if _, ok := x.wr.(anthropic.Format); ok {
+	if !x.wr.Spec().Processing {
 		return
 	}
 	if ms := clock.Since(x.s.clock, x.d.plan.start).Milliseconds(); ms > 0 {

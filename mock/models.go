@@ -2,15 +2,12 @@ package mock
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
-	"github.com/ratelab/ratelab/mock/internal/anthropic"
 	"github.com/ratelab/ratelab/mock/internal/openaichat"
 	"github.com/ratelab/ratelab/mock/internal/wire"
 )
@@ -86,7 +83,7 @@ func KnownModels(api string) []string {
 // catalogOf is the catalogue of wr's API with the configured extras.
 func (s *Server) catalogOf(wr wire.Format) []model {
 	cat := openaiCatalog
-	if _, ok := wr.(anthropic.Format); ok {
+	if wr.Spec().Catalog == wire.CatalogAnthropic {
 		cat = anthropicCatalog
 	}
 	for _, id := range s.cfg.Models.Extra {
@@ -114,7 +111,7 @@ func (s *Server) acceptsModel(wr wire.Format, id string) bool {
 		return true
 	}
 	known := s.openaiModels
-	if _, ok := wr.(anthropic.Format); ok {
+	if wr.Spec().Catalog == wire.CatalogAnthropic {
 		known = s.anthropicModels
 	}
 	return known[id]
@@ -133,12 +130,7 @@ func modelIndex(cat []model, extra []string) map[string]bool {
 }
 
 // modelNotFound is the 404 each API answers for a model it does not serve.
-func modelNotFound(wr wire.Format, id string) wire.APIError {
-	if _, ok := wr.(anthropic.Format); ok {
-		return wire.APIError{Msg: "model: " + id}
-	}
-	return wire.APIError{Msg: fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", id), Code: "model_not_found"}
-}
+func modelNotFound(wr wire.Format, id string) wire.APIError { return wr.Spec().ModelNotFound(id) }
 
 // modelRoutes are GET /v1/models and GET /v1/models/{id}. The API a
 // request is for is told by its headers (wireOf): the Anthropic SDKs send
@@ -163,7 +155,7 @@ func (s *Server) modelsRequest(w http.ResponseWriter, req *http.Request) (wire.F
 	id := s.newID("req_")
 	h := w.Header()
 	h.Set(wr.RequestIDHeader(), id)
-	setAPIHeaders(h, wr, 0)
+	setAPIHeaders(h, wr)
 	return wr, true
 }
 
@@ -173,7 +165,7 @@ func (s *Server) listModels(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	cat := s.catalogOf(wr)
-	if _, isAnthropic := wr.(anthropic.Format); isAnthropic {
+	if wr.Spec().Catalog == wire.CatalogAnthropic {
 		data := make([]anthropicModel, len(cat))
 		for i, m := range cat {
 			data[i] = newAnthropicModel(m, betaRequest(req))
@@ -207,7 +199,7 @@ func (s *Server) getModel(w http.ResponseWriter, req *http.Request) {
 		s.writeError(w, wr, http.StatusNotFound, modelNotFound(wr, id))
 		return
 	}
-	if _, isAnthropic := wr.(anthropic.Format); isAnthropic {
+	if wr.Spec().Catalog == wire.CatalogAnthropic {
 		wire.WriteJSONBody(w, http.StatusOK, newAnthropicModel(m, betaRequest(req)))
 		return
 	}
@@ -328,8 +320,8 @@ func (s *Server) checkVersion(req *http.Request, wr wire.Format) *wire.APIError 
 	if !s.strict() {
 		return nil
 	}
-	if _, ok := wr.(anthropic.Format); ok && req.Header.Get("Anthropic-Version") == "" {
-		return &wire.APIError{Msg: "anthropic-version: header is required"}
+	if v := wr.Spec().VersionHeader; v != "" && req.Header.Get(v) == "" {
+		return &wire.APIError{Msg: strings.ToLower(v) + ": header is required"}
 	}
 	return nil
 }
@@ -342,44 +334,8 @@ func (s *Server) checkSampling(wr wire.Format, c *wire.Call) *wire.APIError {
 	if !s.strict() {
 		return nil
 	}
-	_, isAnthropic := wr.(anthropic.Format)
-	maxTemp := 2.0
-	if isAnthropic {
-		maxTemp = 1
-	}
-	if c.Temperature != nil {
-		if e := checkRange(c.Temperature, "temperature", maxTemp, isAnthropic); e != nil {
-			return e
-		}
-	}
-	if c.TopP != nil {
-		if e := checkRange(c.TopP, "top_p", 1, isAnthropic); e != nil {
-			return e
-		}
-	}
-	if isAnthropic && c.FirstRole != "" && c.FirstRole != "user" {
-		return &wire.APIError{Msg: fmt.Sprintf("messages: the first message must use the \"user\" role, got %q", c.FirstRole), Param: "messages.0.role"}
+	if f := wr.Spec().CheckSampling; f != nil {
+		return f(c)
 	}
 	return nil
-}
-
-// checkRange checks a number in [0, hi]; null is absent.
-func checkRange(v []byte, name string, hi float64, anthropicStyle bool) *wire.APIError {
-	if wire.IsNull(v) {
-		return nil
-	}
-	x, err := strconv.ParseFloat(string(v), 64)
-	if err != nil {
-		return &wire.APIError{Msg: name + ": want a number, got " + string(v), Param: name, Code: "invalid_type"}
-	}
-	if x >= 0 && x <= hi {
-		return nil
-	}
-	if anthropicStyle {
-		return &wire.APIError{Msg: fmt.Sprintf("%s: range: 0..%g, got %g", name, hi, x), Param: name}
-	}
-	if x < 0 {
-		return &wire.APIError{Msg: fmt.Sprintf("Invalid '%s': decimal below minimum value. Expected a value >= 0, but got %g instead.", name, x), Param: name, Code: "decimal_below_min_value"}
-	}
-	return &wire.APIError{Msg: fmt.Sprintf("Invalid '%s': decimal above maximum value. Expected a value <= %g, but got %g instead.", name, hi, x), Param: name, Code: "decimal_above_max_value"}
 }

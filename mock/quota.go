@@ -2,9 +2,9 @@ package mock
 
 import (
 	"fmt"
-	"github.com/ratelab/ratelab/mock/internal/anthropic"
-	"github.com/ratelab/ratelab/mock/internal/wire"
 	"path"
+
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // quotaUsage is what one key has used toward its Quota.
@@ -42,10 +42,7 @@ func quotaMessage(wr wire.Format, q Quota, dim string) string {
 	case QuotaUSD:
 		limit = fmt.Sprintf("$%.2f", q.USD)
 	}
-	if _, ok := wr.(anthropic.Format); ok {
-		return fmt.Sprintf("You have reached your API usage limits: this API key's quota of %s is spent (mock quota.%s). You will regain access when the quota is raised (PUT /_admin/quota) or the server is reset.", limit, dim)
-	}
-	return fmt.Sprintf("You exceeded your current quota, please check your plan and billing details: this API key's quota of %s is spent (mock quota.%s).", limit, dim)
+	return wr.Spec().QuotaMessage(limit, dim)
 }
 
 func validateQuota(q Quota, path string, check func(bool, string, string, ...any)) {

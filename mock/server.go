@@ -318,16 +318,21 @@ type route struct {
 	h       http.Handler
 }
 
+// formats are the wire formats the server serves, each at its
+// wire.Spec.Path; a new format is added here and in the conformance table
+// (formats_test.go).
+var formats = []wire.Format{anthropic.Format{}, openaichat.Format{}, openairesponses.Format{}}
+
 // routeTable is the server's one list of routes. The router is built from
 // it, the exact paths are dispatched from it (fastRoutes), and a 405's
 // Allow header is derived from the router (allowed).
 func (s *Server) routeTable() []route {
 	post := []string{http.MethodPost}
 	t := []route{
-		{"/v1/messages", post, s.model(anthropic.Format{})},
 		{"/v1/messages/count_tokens", post, http.HandlerFunc(s.countTokens)},
-		{"/v1/chat/completions", post, s.model(openaichat.Format{})},
-		{"/v1/responses", post, s.model(openairesponses.Format{})},
+	}
+	for _, wr := range formats {
+		t = append(t, route{wr.Spec().Path, post, s.model(wr)})
 	}
 	t = append(t, s.modelRoutes()...)
 	t = append(t, s.adminRoutes()...)
@@ -463,33 +468,19 @@ func (s *Server) writeError(w http.ResponseWriter, wr wire.Format, status int, e
 	id := s.newID("req_")
 	h := w.Header()
 	h.Set(wr.RequestIDHeader(), id)
-	setAPIHeaders(h, wr, 0)
+	setAPIHeaders(h, wr)
 	wr.WriteError(w, status, e, id)
 }
 
-// Headers the real APIs send on every response (docs/wire.md §1.2, §2.2).
-var (
-	valueOrganizationID = []string{"5f0c2a49-6d6f-4b63-8b6c-6c6d6f636b6c"} // a fixed, made-up organization
-	valueOpenAIVersion  = []string{"2020-10-01"}
-)
-
-// setAPIHeaders sets the headers wr's API sends on every response:
-// anthropic-organization-id; or openai-version and openai-processing-ms,
-// the time the request took until its headers, in milliseconds.
-func setAPIHeaders(h http.Header, wr wire.Format, processing time.Duration) {
-	if _, ok := wr.(anthropic.Format); ok {
-		h["Anthropic-Organization-Id"] = valueOrganizationID
-		return
-	}
-	h["Openai-Version"] = valueOpenAIVersion
-	if ms := processing.Milliseconds(); ms > 0 {
-		h["Openai-Processing-Ms"] = []string{strconv.FormatInt(ms, 10)}
-	} else {
-		h["Openai-Processing-Ms"] = valueZero
+// setAPIHeaders sets the headers wr's API sends on every response
+// (wire.Spec.Headers: anthropic-organization-id; or openai-version and an
+// openai-processing-ms of 0, which exchange.processed sets to the time the
+// request took until its headers).
+func setAPIHeaders(h http.Header, wr wire.Format) {
+	for _, hv := range wr.Spec().Headers {
+		h[hv.Name] = hv.Value
 	}
 }
-
-var valueZero = []string{"0"}
 
 // maxHeaderBytes is the configured header limit; hardHeaderBytes is what
 // net/http is told, larger, so that requests between the two reach
@@ -690,12 +681,13 @@ func (s *Server) authenticate(req *http.Request, wr wire.Format) (key string, ok
 	if len(s.keys) == 0 {
 		return "", true, ""
 	}
-	if !isOpenAI(wr) {
-		if k := req.Header.Get("X-Api-Key"); k != "" {
+	spec := wr.Spec()
+	if spec.APIKeyHeader != "" {
+		if k := req.Header.Get(spec.APIKeyHeader); k != "" {
 			if s.keys[k] {
 				return k, true, ""
 			}
-			return "", false, "invalid x-api-key"
+			return "", false, "invalid " + strings.ToLower(spec.APIKeyHeader)
 		}
 	}
 	auth := req.Header.Get("Authorization")
@@ -706,10 +698,7 @@ func (s *Server) authenticate(req *http.Request, wr wire.Format) (key string, ok
 		}
 		return "", false, "invalid API key in Authorization: Bearer"
 	}
-	if isOpenAI(wr) {
-		return "", false, "missing API key: send Authorization: Bearer KEY"
-	}
-	return "", false, "x-api-key header is required"
+	return "", false, spec.MissingKey
 }
 
 // BodyTimeout is how long a client has to send its request body once the
@@ -892,7 +881,7 @@ func (s *Server) countTokens(w http.ResponseWriter, req *http.Request) {
 	wr := anthropic.Format{}
 	id := s.newID("req_")
 	w.Header().Set(wr.RequestIDHeader(), id)
-	setAPIHeaders(w.Header(), wr, 0)
+	setAPIHeaders(w.Header(), wr)
 	if _, ok, why := s.authenticate(req, wr); !ok {
 		wr.WriteError(w, http.StatusUnauthorized, wire.APIError{Msg: why}, id)
 		return
@@ -932,14 +921,4 @@ func attemptIndex(req *http.Request) int {
 		return -1
 	}
 	return n
-}
-
-// isOpenAI reports whether wr is one of OpenAI's APIs, which take the key
-// as a bearer token only.
-func isOpenAI(wr wire.Format) bool {
-	switch wr.(type) {
-	case openaichat.Format, openairesponses.Format:
-		return true
-	}
-	return false
 }

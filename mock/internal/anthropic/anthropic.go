@@ -3,7 +3,7 @@ package anthropic
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/ratelab/ratelab/mock/internal/wire"
+	"fmt"
 	"math"
 	"net/http"
 	"slices"
@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // Format is the Messages API wire format (docs/wire.md §1).
@@ -19,6 +21,45 @@ type Format struct{}
 func (Format) Name() string            { return "anthropic" }
 func (Format) RequestIDHeader() string { return "Request-Id" }
 func (Format) OverloadStatus() int     { return 529 }
+func (Format) Spec() *wire.Spec        { return &spec }
+
+var spec = wire.Spec{
+	Path:          "/v1/messages",
+	IDPrefix:      "msg_",
+	Catalog:       wire.CatalogAnthropic,
+	APIKeyHeader:  "X-Api-Key",
+	MissingKey:    "x-api-key header is required",
+	VersionHeader: "Anthropic-Version",
+	// docs/wire.md §1.2.
+	Headers: []wire.Header{{Name: "Anthropic-Organization-Id", Value: wire.OrganizationID}},
+	// Observed on Anthropic's rate-limit 429s (docs/wire.md §1.4, §6).
+	ShouldRetryLimited: true,
+	QuotaMessage: func(limit, dim string) string {
+		return fmt.Sprintf("You have reached your API usage limits: this API key's quota of %s is spent (mock quota.%s). You will regain access when the quota is raised (PUT /_admin/quota) or the server is reset.", limit, dim)
+	},
+	ModelNotFound: func(id string) wire.APIError { return wire.APIError{Msg: "model: " + id} },
+	CheckSampling: checkSampling,
+}
+
+// checkSampling is strictness's check of what the decoder read:
+// temperature and top_p in [0, 1], and a conversation starting with a
+// user turn.
+func checkSampling(c *wire.Call) *wire.APIError {
+	if c.Temperature != nil {
+		if e := wire.CheckRange(c.Temperature, "temperature", 1, true); e != nil {
+			return e
+		}
+	}
+	if c.TopP != nil {
+		if e := wire.CheckRange(c.TopP, "top_p", 1, true); e != nil {
+			return e
+		}
+	}
+	if c.FirstRole != "" && c.FirstRole != "user" {
+		return &wire.APIError{Msg: fmt.Sprintf("messages: the first message must use the \"user\" role, got %q", c.FirstRole), Param: "messages.0.role"}
+	}
+	return nil
+}
 
 // Request holds the fields the mock reads. Absent fields keep the
 // absent sentinels decoding starts from (plain values, not pointers, spare

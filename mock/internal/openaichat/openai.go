@@ -2,12 +2,14 @@ package openaichat
 
 import (
 	"encoding/json"
-	"github.com/ratelab/ratelab/mock/internal/wire"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // Format is the Chat Completions wire format (docs/wire.md §2).
@@ -16,6 +18,46 @@ type Format struct{}
 func (Format) Name() string            { return "openai" }
 func (Format) RequestIDHeader() string { return "X-Request-Id" }
 func (Format) OverloadStatus() int     { return http.StatusServiceUnavailable }
+func (Format) Spec() *wire.Spec        { return &Spec }
+
+// Spec is the Chat Completions format's; the Responses API shares it but
+// for its path and id prefix.
+var Spec = wire.Spec{
+	Path:       "/v1/chat/completions",
+	IDPrefix:   "chatcmpl-",
+	Catalog:    wire.CatalogOpenAI,
+	MissingKey: "missing API key: send Authorization: Bearer KEY",
+	// docs/wire.md §2.2.
+	Headers: []wire.Header{
+		{Name: "Openai-Version", Value: []string{"2020-10-01"}},
+		{Name: "Openai-Processing-Ms", Value: []string{"0"}},
+	},
+	Processing: true,
+	AutoCache:  true,
+	QuotaMessage: func(limit, dim string) string {
+		return fmt.Sprintf("You exceeded your current quota, please check your plan and billing details: this API key's quota of %s is spent (mock quota.%s).", limit, dim)
+	},
+	ModelNotFound: func(id string) wire.APIError {
+		return wire.APIError{Msg: fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", id), Code: "model_not_found"}
+	},
+	CheckSampling: CheckSampling,
+}
+
+// CheckSampling is strictness's check of what the decoder read:
+// temperature in [0, 2] and top_p in [0, 1].
+func CheckSampling(c *wire.Call) *wire.APIError {
+	if c.Temperature != nil {
+		if e := wire.CheckRange(c.Temperature, "temperature", 2, false); e != nil {
+			return e
+		}
+	}
+	if c.TopP != nil {
+		if e := wire.CheckRange(c.TopP, "top_p", 1, false); e != nil {
+			return e
+		}
+	}
+	return nil
+}
 
 // DefaultMaxTokens applies when Output.DefaultMaxTokens is 0.
 const DefaultMaxTokens = 256

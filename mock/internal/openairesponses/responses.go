@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/ratelab/ratelab/mock/internal/openaichat"
-	"github.com/ratelab/ratelab/mock/internal/wire"
 	"regexp"
 	"slices"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/ratelab/ratelab/mock/internal/openaichat"
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // Format is the OpenAI Responses API wire format: POST /v1/responses.
@@ -39,7 +40,15 @@ import (
 // responses the mock never kept, and get the API's 400.
 type Format struct{ openaichat.Format }
 
-func (Format) Name() string { return "openai-responses" }
+func (Format) Name() string     { return "openai-responses" }
+func (Format) Spec() *wire.Spec { return &spec }
+
+// spec is Chat Completions' at the Responses API's path and id prefix.
+var spec = func() wire.Spec {
+	s := openaichat.Spec
+	s.Path, s.IDPrefix = "/v1/responses", "resp_"
+	return s
+}()
 
 // minOutputTokens is the API's lower bound on max_output_tokens.
 const minOutputTokens = 16

@@ -99,7 +99,69 @@ type Format interface {
 	StreamDelta(b []byte, c *Call, r *Result, from, to int) []byte
 	StreamEnd(b []byte, c *Call, r *Result) []byte
 	StreamError(b []byte, c *Call, r *Result) []byte
+	// Spec is what the core asks of the format beyond encoding; it is the
+	// same for every value of the format.
+	Spec() *Spec
 }
+
+// Catalogues of model names (the core's models.go): the format's requests
+// name models of one of them, and the models endpoints answer in its shape.
+const (
+	CatalogAnthropic = "anthropic"
+	CatalogOpenAI    = "openai"
+)
+
+// Spec is the part of a format that the core reads as values and plain
+// functions rather than encoding calls: where the format is served, how
+// its keys, headers and strictness work, and its words for the refusals
+// the core decides.
+type Spec struct {
+	// Path is the format's model endpoint (POST).
+	Path string
+	// IDPrefix starts the id of an admitted request's message: msg_,
+	// chatcmpl-, resp_.
+	IDPrefix string
+	// Catalog is the model catalogue the format's requests name
+	// (CatalogAnthropic, CatalogOpenAI).
+	Catalog string
+	// APIKeyHeader is the header that carries the API key besides a bearer
+	// token (X-Api-Key), canonical; empty: a bearer token only.
+	APIKeyHeader string
+	// MissingKey is the 401 message of a request that sends no key.
+	MissingKey string
+	// VersionHeader is a header strictness requires (Anthropic-Version),
+	// canonical; empty: none.
+	VersionHeader string
+	// Headers are sent on every response, with values never modified.
+	Headers []Header
+	// Processing sends openai-processing-ms, the time from a request's
+	// arrival to its response's headers.
+	Processing bool
+	// AutoCache is true when the API caches a repeated prefix by itself
+	// (OpenAI) rather than at cache_control breakpoints (Anthropic).
+	AutoCache bool
+	// ShouldRetryLimited sends x-should-retry: true with the 429s of rate
+	// limits, as Anthropic does (docs/wire.md §1.4, §6).
+	ShouldRetryLimited bool
+	// QuotaMessage is the message of a 429 for a spent quota: limit is the
+	// quota ("1000 requests", "$5.00"), dim its dimension (quota.DIM).
+	QuotaMessage func(limit, dim string) string
+	// ModelNotFound is the 404 for a model the server does not serve.
+	ModelNotFound func(id string) APIError
+	// CheckSampling is strictness's check of what Decode read (sampling
+	// ranges, the first turn); nil when none.
+	CheckSampling func(c *Call) *APIError
+}
+
+// Header is one header and its value, canonical.
+type Header struct {
+	Name  string
+	Value []string
+}
+
+// OrganizationID is the organization every Anthropic response names, a
+// fixed, made-up one.
+var OrganizationID = []string{"5f0c2a49-6d6f-4b63-8b6c-6c6d6f636b6c"}
 
 // Result is what the server tells a client about an admitted request.
 type Result struct {
@@ -514,3 +576,25 @@ func RawFloat(v *float64) json.RawMessage {
 
 // MaxOutputTokens is the largest max_tokens a request may ask for.
 const MaxOutputTokens = 128000
+
+// CheckRange checks a number in [0, hi] for strictness; null is absent.
+// anthropicStyle words the error as the Messages API does.
+func CheckRange(v []byte, name string, hi float64, anthropicStyle bool) *APIError {
+	if IsNull(v) {
+		return nil
+	}
+	x, err := strconv.ParseFloat(string(v), 64)
+	if err != nil {
+		return &APIError{Msg: name + ": want a number, got " + string(v), Param: name, Code: "invalid_type"}
+	}
+	if x >= 0 && x <= hi {
+		return nil
+	}
+	if anthropicStyle {
+		return &APIError{Msg: fmt.Sprintf("%s: range: 0..%g, got %g", name, hi, x), Param: name}
+	}
+	if x < 0 {
+		return &APIError{Msg: fmt.Sprintf("Invalid '%s': decimal below minimum value. Expected a value >= 0, but got %g instead.", name, x), Param: name, Code: "decimal_below_min_value"}
+	}
+	return &APIError{Msg: fmt.Sprintf("Invalid '%s': decimal above maximum value. Expected a value <= %g, but got %g instead.", name, hi, x), Param: name, Code: "decimal_above_max_value"}
+}
