@@ -152,7 +152,7 @@ func (s *Server) prepare(x *exchange, req *http.Request) bool {
 	}
 	bodyBufs.Put(bp)
 	if err == nil {
-		s.compose(c) // tool call and structured output documents (content.go)
+		s.compose(c) // tool call and structured output documents (compose.go)
 	}
 	if err != nil {
 		status, e := refusal(err, status)
@@ -507,7 +507,7 @@ func (s *Server) chance(rate float64) bool {
 // plan draws the output length, latency and stream faults of a request.
 func (s *Server) plan(now time.Time, c *wire.Call, ks *keyState) plan {
 	l, f := s.latency, s.faults
-	n, capped := s.outputLength(c) // content.go
+	n, capped := s.outputLength(c) // compose.go
 	if s.chance(f.Malformed) {
 		countFault(ks, "malformed")
 		n, capped = max(1, n/2), false

@@ -233,7 +233,7 @@ type anthropicModel struct {
 // using it gets the answer it asks for:
 //
 //   - structured_outputs: output_config.format and strict tool schemas are
-//     served (content.go).
+//     served (compose.go).
 //   - image_input, pdf_input: image and document blocks are accepted and
 //     count as input tokens (their JSON length, contentLen).
 //   - thinking: a request's thinking is ignored, never answered with

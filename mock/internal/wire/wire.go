@@ -30,7 +30,7 @@ type Call struct {
 	Prefixes              []Prefix
 	CacheRead, CacheWrite int
 	// Content is what the request asks of the answer beyond plain text
-	// (content.go); nil for a plain request.
+	// (content.go, composed by mock/compose.go); nil for a plain request.
 	Content *ContentReq
 	// State is the format's own part of the request, which only the format
 	// reads (the Responses API's echo and event sequence); nil for the
@@ -80,21 +80,21 @@ func invalidCode(format string) string {
 // Format is one provider's wire format.
 type Format interface {
 	Name() string
-	// requestIDHeader is request-id or x-request-id, canonical.
+	// RequestIDHeader is request-id or x-request-id, canonical.
 	RequestIDHeader() string
-	// decode parses a request body into c, which is zero; errors are
-	// *badRequest.
+	// Decode parses a request body into c, which is zero; errors are
+	// *BadRequest.
 	Decode(body []byte, defaultMax int, c *Call) error
-	// writeError writes the provider's error envelope.
+	// WriteError writes the provider's error envelope.
 	WriteError(w http.ResponseWriter, status int, e APIError, reqID string)
-	// appendLimitHeaders appends the values of the rate-limit headers of
+	// AppendLimitHeaders appends the values of the rate-limit headers of
 	// s to b, adding each to l.
 	AppendLimitHeaders(b []byte, l *HeaderList, s Snapshot, now time.Time) []byte
-	// overloadStatus is 529 (Anthropic) or 503 (OpenAI).
+	// OverloadStatus is 529 (Anthropic) or 503 (OpenAI).
 	OverloadStatus() int
-	// body appends a complete non-streaming response to b.
+	// Body appends a complete non-streaming response to b.
 	Body(b []byte, c *Call, r *Result) ([]byte, error)
-	// streamStart, streamDelta, streamEnd and streamError append SSE frames.
+	// StreamStart, StreamDelta, StreamEnd and StreamError append SSE frames.
 	StreamStart(b []byte, c *Call, r *Result) []byte
 	StreamDelta(b []byte, c *Call, r *Result, from, to int) []byte
 	StreamEnd(b []byte, c *Call, r *Result) []byte
