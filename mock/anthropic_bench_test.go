@@ -1,9 +1,10 @@
 package mock
 
 import (
+	"testing"
+
 	"github.com/ratelab/ratelab/mock/internal/anthropic"
 	"github.com/ratelab/ratelab/mock/internal/wire"
-	"testing"
 )
 
 // BenchmarkAnthropicWire is the cost of the Messages API's bytes alone: a

@@ -2,10 +2,11 @@ package mock
 
 import (
 	"fmt"
-	"github.com/ratelab/ratelab/mock/internal/wire"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // A bucket with a burst of 1 s at 60 a minute holds one token: it admits

@@ -3,13 +3,14 @@ package mock
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/ratelab/ratelab/mock/internal/wire"
 	"net/http/httptest"
 	"reflect"
 	"strconv"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // TestCallsGuideUnbounded is the guide's "gather, no limit, retries=2" row

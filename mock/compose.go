@@ -1,8 +1,9 @@
 package mock
 
 import (
-	"github.com/ratelab/ratelab/mock/internal/wire"
 	"math/rand/v2"
+
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // compose generates the documents an answer may carry, outside the

@@ -2,9 +2,10 @@ package mock
 
 import (
 	"encoding/json"
-	"github.com/ratelab/ratelab/mock/internal/wire"
 	"strings"
 	"testing"
+
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // FuzzTextTokens: every token is what encoding/json makes of its four

@@ -3,12 +3,13 @@ package mock
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
+	"testing"
+
 	"github.com/ratelab/ratelab/mock/internal/anthropic"
 	"github.com/ratelab/ratelab/mock/internal/openaichat"
 	"github.com/ratelab/ratelab/mock/internal/openairesponses"
 	"github.com/ratelab/ratelab/mock/internal/wire"
-	"reflect"
-	"testing"
 )
 
 // decodeSeeds are bodies where JSON decoders are known to differ:

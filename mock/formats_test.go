@@ -1,7 +1,7 @@
 package mock
 
 // The server-side conformance table: the same checks, over the wire, for
-// every format the server registers (formats in server.go), as
+// every format the server registers (formats in routes.go), as
 // provider/formats_test.go runs them on the client side. A new format is one
 // package under mock/internal, one entry in formats and one entry here; a
 // registered format missing from the table fails

@@ -6,9 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/ratelab/ratelab/mock/internal/anthropic"
-	"github.com/ratelab/ratelab/mock/internal/openaichat"
-	"github.com/ratelab/ratelab/mock/internal/wire"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +16,10 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/ratelab/ratelab/mock/internal/anthropic"
+	"github.com/ratelab/ratelab/mock/internal/openaichat"
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // A 429 for concurrency reports the requests dimension as it is: only the

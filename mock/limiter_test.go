@@ -1,9 +1,10 @@
 package mock
 
 import (
-	"github.com/ratelab/ratelab/mock/internal/wire"
 	"testing"
 	"time"
+
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

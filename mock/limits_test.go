@@ -2,7 +2,6 @@ package mock
 
 import (
 	"fmt"
-	"github.com/ratelab/ratelab/mock/internal/wire"
 	"net/http"
 	"strconv"
 	"strings"
@@ -10,6 +9,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // fanOut runs n calls at once, each through call, and returns the replies in

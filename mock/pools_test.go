@@ -2,11 +2,12 @@ package mock
 
 import (
 	"fmt"
-	"github.com/ratelab/ratelab/mock/internal/wire"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 func TestPoolFor(t *testing.T) {

@@ -1,9 +1,6 @@
 package mock
 
 import (
-	"github.com/ratelab/ratelab/mock/internal/anthropic"
-	"github.com/ratelab/ratelab/mock/internal/openaichat"
-	"github.com/ratelab/ratelab/mock/internal/wire"
 	"io"
 	"maps"
 	"net/http"
@@ -12,6 +9,10 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+
+	"github.com/ratelab/ratelab/mock/internal/anthropic"
+	"github.com/ratelab/ratelab/mock/internal/openaichat"
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // TestInProcessResponsesOutliveExchange: an in-process client's response

@@ -1,8 +1,6 @@
 package mock
 
 import (
-	"github.com/ratelab/ratelab/mock/internal/anthropic"
-	"github.com/ratelab/ratelab/mock/internal/wire"
 	"io"
 	"maps"
 	"net/http"
@@ -11,6 +9,9 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/ratelab/ratelab/mock/internal/anthropic"
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // views reads the counters of key from the three places they are shown:

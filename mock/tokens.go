@@ -1,9 +1,10 @@
 package mock
 
 import (
-	"github.com/ratelab/ratelab/mock/internal/wire"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // EstimateTokens is the mock's token estimate of a text: one token per four

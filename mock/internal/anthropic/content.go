@@ -2,9 +2,10 @@ package anthropic
 
 import (
 	"encoding/json"
-	"github.com/ratelab/ratelab/mock/internal/wire"
 	"strconv"
 	"strings"
+
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // decodeContent reads the Messages API's content fields.

@@ -2,8 +2,9 @@ package openaichat
 
 import (
 	"encoding/json"
-	"github.com/ratelab/ratelab/mock/internal/wire"
 	"strconv"
+
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // openaiTools parses Chat Completions' tools: []tool or an error.

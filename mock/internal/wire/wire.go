@@ -24,7 +24,7 @@ type Call struct {
 	MaxTokens    int
 	Stream       bool
 	IncludeUsage bool // OpenAI stream_options.include_usage
-	// Prefixes are the request's cacheable prefixes (cache.go); nil when
+	// Prefixes are the request's cacheable prefixes (cache_prefix.go); nil when
 	// it has none. cacheRead and cacheWrite are the input tokens read from
 	// and written to the prompt cache at admission, part of input.
 	Prefixes              []Prefix
