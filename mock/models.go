@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/gorilla/mux"
-	"github.com/ratelab/ratelab/mock/internal/openaichat"
 	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
@@ -258,7 +257,7 @@ var anthropicBetaCapabilities = strings.Replace(anthropicCapabilities, `"context
 func newAnthropicModel(m model, beta bool) anthropicModel {
 	am := anthropicModel{
 		ID: m.id, Type: "model", DisplayName: m.name, CreatedAt: m.created.Format(time.RFC3339),
-		Lifecycle: "active", Line: openaichat.StrPtr(m.line), MaxInputTokens: MaxInputTokens, MaxTokens: wire.MaxOutputTokens,
+		Lifecycle: "active", Line: wire.StrPtr(m.line), MaxInputTokens: MaxInputTokens, MaxTokens: wire.MaxOutputTokens,
 		Capabilities: json.RawMessage(anthropicCapabilities),
 	}
 	if beta {

@@ -174,7 +174,7 @@ type errorDetails struct {
 }
 
 func (Format) WriteError(w http.ResponseWriter, status int, e wire.APIError, reqID string) {
-	dt := detail{Type: wire.AnthropicErrorType(status), Message: e.Msg}
+	dt := detail{Type: errorType(status), Message: e.Msg}
 	if e.Limit == wire.LimitQuota {
 		dt.Details = &errorDetails{ErrorCode: "enforced_spend_limit_reached"}
 	}
@@ -535,4 +535,33 @@ func CacheWriteLong(c *wire.Call) int {
 		}
 	}
 	return hi - a
+}
+
+// errorType is the error type of a status; other 4xx are
+// invalid_request_error and other 5xx api_error.
+func errorType(status int) string {
+	switch status {
+	case http.StatusUnauthorized:
+		return "authentication_error"
+	case http.StatusPaymentRequired:
+		return "billing_error"
+	case http.StatusForbidden:
+		return "permission_error"
+	case http.StatusNotFound:
+		return "not_found_error"
+	case http.StatusConflict:
+		return "conflict_error"
+	case http.StatusRequestEntityTooLarge:
+		return "request_too_large"
+	case http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case http.StatusGatewayTimeout:
+		return "timeout_error"
+	case 529, http.StatusServiceUnavailable:
+		return "overloaded_error"
+	}
+	if status >= 500 {
+		return "api_error"
+	}
+	return "invalid_request_error"
 }

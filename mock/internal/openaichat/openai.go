@@ -172,40 +172,33 @@ type openaiError struct {
 	Code    *string `json:"code"`
 }
 
-func StrPtr(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
 func (Format) WriteError(w http.ResponseWriter, status int, e wire.APIError, _ string) {
-	oe := openaiError{Message: e.Msg, Type: "invalid_request_error", Param: StrPtr(e.Param)}
+	oe := openaiError{Message: e.Msg, Type: "invalid_request_error", Param: wire.StrPtr(e.Param)}
 	switch {
 	case status == http.StatusUnauthorized:
-		oe.Code = StrPtr("invalid_api_key")
+		oe.Code = wire.StrPtr("invalid_api_key")
 	case status == http.StatusNotFound:
-		oe.Code = StrPtr("unknown_url")
+		oe.Code = wire.StrPtr("unknown_url")
 	case status == http.StatusRequestEntityTooLarge:
-		oe.Code = StrPtr("request_too_large")
+		oe.Code = wire.StrPtr("request_too_large")
 	case status == http.StatusTooManyRequests:
 		oe.Type = "requests"
 		switch e.Limit {
 		case wire.LimitTPM, wire.LimitITPM, wire.LimitOTPM:
 			oe.Type = "tokens"
 		}
-		oe.Code = StrPtr("rate_limit_exceeded")
+		oe.Code = wire.StrPtr("rate_limit_exceeded")
 		if e.Limit == wire.LimitQuota {
-			oe.Type, oe.Code = "insufficient_quota", StrPtr("insufficient_quota")
+			oe.Type, oe.Code = "insufficient_quota", wire.StrPtr("insufficient_quota")
 		}
 	case status == http.StatusServiceUnavailable || status == 529:
 		oe.Type = "server_error"
-		oe.Code = StrPtr("overloaded")
+		oe.Code = wire.StrPtr("overloaded")
 	case status >= 500:
 		oe.Type = "server_error"
 	}
 	if e.Code != "" {
-		oe.Code = StrPtr(e.Code)
+		oe.Code = wire.StrPtr(e.Code)
 	}
 	wire.WriteJSONBody(w, status, openaiErrorBody{Error: oe})
 }

@@ -183,35 +183,6 @@ type APIError struct {
 	Code  string // OpenAI's error code, when the status alone does not say it
 }
 
-// Anthropic error types by status; other 4xx are invalid_request_error and
-// other 5xx api_error.
-func AnthropicErrorType(status int) string {
-	switch status {
-	case http.StatusUnauthorized:
-		return "authentication_error"
-	case http.StatusPaymentRequired:
-		return "billing_error"
-	case http.StatusForbidden:
-		return "permission_error"
-	case http.StatusNotFound:
-		return "not_found_error"
-	case http.StatusConflict:
-		return "conflict_error"
-	case http.StatusRequestEntityTooLarge:
-		return "request_too_large"
-	case http.StatusTooManyRequests:
-		return "rate_limit_error"
-	case http.StatusGatewayTimeout:
-		return "timeout_error"
-	case 529, http.StatusServiceUnavailable:
-		return "overloaded_error"
-	}
-	if status >= 500 {
-		return "api_error"
-	}
-	return "invalid_request_error"
-}
-
 func WriteJSONBody(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil { // cannot happen for the types written here
@@ -597,4 +568,12 @@ func CheckRange(v []byte, name string, hi float64, anthropicStyle bool) *APIErro
 		return &APIError{Msg: fmt.Sprintf("Invalid '%s': decimal below minimum value. Expected a value >= 0, but got %g instead.", name, x), Param: name, Code: "decimal_below_min_value"}
 	}
 	return &APIError{Msg: fmt.Sprintf("Invalid '%s': decimal above maximum value. Expected a value <= %g, but got %g instead.", name, hi, x), Param: name, Code: "decimal_above_max_value"}
+}
+
+// StrPtr is a pointer to s, nil for "": a JSON null.
+func StrPtr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
