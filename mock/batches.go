@@ -8,6 +8,10 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/ratelab/ratelab/mock/internal/anthropic"
+	"github.com/ratelab/ratelab/mock/internal/openaichat"
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // This file is the provider batch APIs' engine, shared by Anthropic's
@@ -136,6 +140,24 @@ func validateBatches(b Batches, check func(bool, string, string, ...any)) {
 	}
 }
 
+// batchAPI is one provider's batch API. A batch belongs to the API that
+// created it, whatever the format of its requests (an OpenAI batch's are
+// Chat Completions or Responses requests): it is listed, found and counted
+// against the queue limits there only.
+type batchAPI struct {
+	// wr is the format whose envelope, request-id header, common headers,
+	// authentication and version check the API's endpoints answer with;
+	// its Spec's Catalog is the provider whose formats a batch may carry.
+	wr wire.Format
+	// object is what the API calls a batch, in a 404's message.
+	object string
+}
+
+var (
+	anthropicBatches = &batchAPI{wr: anthropic.Format{}, object: "message_batch"}
+	openaiBatches    = &batchAPI{wr: openaichat.Format{}, object: "batch"}
+)
+
 // batchStore holds every batch and file of a Server. Its lock is taken
 // before the Server's (which generating content needs), never after.
 type batchStore struct {
@@ -156,6 +178,16 @@ func (bs *batchStore) init() {
 	}
 }
 
+// reset forgets every batch and file, and the queue, as a new Server has
+// none (Server.Reset). It takes bs.mu, so the caller must not hold the
+// Server's lock (the order is bs.mu, then s.mu).
+func (bs *batchStore) reset() {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	bs.batches, bs.order, bs.files, bs.fileSeq = nil, nil, nil, nil
+	bs.free = time.Time{}
+}
+
 // Outcomes of a batch request.
 const (
 	outcomeSucceeded = "succeeded"
@@ -167,7 +199,8 @@ const (
 // mbatch is one batch of either API.
 type mbatch struct {
 	id, key string
-	wr      wire // the requests' wire format
+	api     *batchAPI   // the API it was created with
+	wr      wire.Format // the requests' wire format
 	created time.Time
 	expires time.Time
 	start   time.Time     // when its first request starts being processed
@@ -211,7 +244,7 @@ type breq struct {
 	input    int             // input tokens, for the limits
 	// bad is why the body is invalid, found at creation: the request
 	// ends errored (invalid_request_error; OpenAI's status 400).
-	bad *apiError
+	bad *wire.APIError
 }
 
 // batchLineError is a validation error of an OpenAI input file.
@@ -318,9 +351,9 @@ func (b *mbatch) pending(now time.Time) int {
 // response body, from the generator the synchronous endpoints use, and its
 // usage. A body that no longer decodes (it was checked at creation) is an
 // error result.
-func (s *Server) answer(b []byte, wr wire, params []byte, id string) (_ []byte, in, out int, e *apiError) {
-	var c call
-	if err := wr.decode(params, s.cfg.Output.DefaultMaxTokens, &c); err != nil {
+func (s *Server) answer(b []byte, wr wire.Format, params []byte, id string) (_ []byte, in, out int, e *wire.APIError) {
+	var c wire.Call
+	if err := wr.Decode(params, s.cfg.Output.DefaultMaxTokens, &c); err != nil {
 		_, ae := refusal(err, http.StatusBadRequest)
 		return b, 0, 0, &ae
 	}
@@ -328,28 +361,28 @@ func (s *Server) answer(b []byte, wr wire, params []byte, id string) (_ []byte, 
 		_, ae := refusal(err, http.StatusBadRequest)
 		return b, 0, 0, &ae
 	}
-	if c.stream {
-		return b, 0, 0, &apiError{msg: "stream: streaming is not supported in a batch request"}
+	if c.Stream {
+		return b, 0, 0, &wire.APIError{Msg: "stream: streaming is not supported in a batch request"}
 	}
 	s.compose(&c)
 	now := s.clock.Now()
 	s.mu.Lock()
 	n, capped := s.outputLength(&c)
 	s.mu.Unlock()
-	r := result{id: id, created: now, clock: s.clock, n: n, capped: capped, text: s.text}
+	r := wire.Result{ID: id, Created: now, Clock: s.clock, N: n, Capped: capped, Text: s.text}
 	out0 := len(b)
-	b, err := wr.body(b, &c, &r)
+	b, err := wr.Body(b, &c, &r)
 	if err != nil {
-		return b[:out0], 0, 0, &apiError{msg: "encoding the response: " + err.Error()}
+		return b[:out0], 0, 0, &wire.APIError{Msg: "encoding the response: " + err.Error()}
 	}
-	return b, c.input, n, nil
+	return b, c.Input, n, nil
 }
 
 // checkParams decodes one request body as its wire format's endpoint
 // would, for the errors a batch reports at creation.
-func (s *Server) checkParams(wr wire, params []byte) (input int, e *apiError) {
-	var c call
-	if err := wr.decode(params, s.cfg.Output.DefaultMaxTokens, &c); err != nil {
+func (s *Server) checkParams(wr wire.Format, params []byte) (input int, e *wire.APIError) {
+	var c wire.Call
+	if err := wr.Decode(params, s.cfg.Output.DefaultMaxTokens, &c); err != nil {
 		_, ae := refusal(err, http.StatusBadRequest)
 		return 0, &ae
 	}
@@ -357,10 +390,10 @@ func (s *Server) checkParams(wr wire, params []byte) (input int, e *apiError) {
 		_, ae := refusal(err, http.StatusBadRequest)
 		return 0, &ae
 	}
-	if c.stream {
-		return 0, &apiError{msg: "stream: streaming is not supported in a batch request", param: "stream"}
+	if c.Stream {
+		return 0, &wire.APIError{Msg: "stream: streaming is not supported in a batch request", Param: "stream"}
 	}
-	return c.input, nil
+	return c.Input, nil
 }
 
 // batchPrice is what model's batch requests cost: Price's batch prices,
@@ -429,7 +462,7 @@ func (s *Server) BatchStats() BatchStats {
 
 // materialize computes b's outcomes and result lines once it has ended,
 // with line(k, outcome) making request k's line. bs.mu is held.
-func (s *Server) materialize(b *mbatch, line func(k int, outcome string, body []byte, e *apiError) []byte) {
+func (s *Server) materialize(b *mbatch, line func(k int, outcome string, body []byte, e *wire.APIError) []byte) {
 	if b.done {
 		return
 	}
@@ -439,20 +472,20 @@ func (s *Server) materialize(b *mbatch, line func(k int, outcome string, body []
 	var buf []byte
 	for k := range b.reqs {
 		o := b.outcome(k)
-		var e *apiError
+		var e *wire.APIError
 		var body []byte
 		switch {
 		case o == outcomeErrored && b.reqs[k].bad != nil:
 			e = b.reqs[k].bad
-			e.code = "invalid_request"
+			e.Code = "invalid_request"
 		case o == outcomeErrored:
-			e = &apiError{msg: "Internal server error"}
+			e = &wire.APIError{Msg: "Internal server error"}
 		case o == outcomeSucceeded:
 			var in, out int
-			buf, in, out, e = s.answer(buf[:0], b.wr, b.reqs[k].params, s.newID(resultPrefix(b.wr)))
+			buf, in, out, e = s.answer(buf[:0], b.wr, b.reqs[k].params, s.newID(b.wr.Spec().IDPrefix))
 			if e != nil {
 				o = outcomeErrored
-				e.code = "invalid_request"
+				e.Code = "invalid_request"
 			} else {
 				body = buf
 				b.usage.input += in
@@ -473,16 +506,6 @@ func (s *Server) materialize(b *mbatch, line func(k int, outcome string, body []
 	}
 }
 
-func resultPrefix(wr wire) string {
-	switch wr.(type) {
-	case openai:
-		return "chatcmpl-"
-	case responses:
-		return "resp_"
-	}
-	return "msg_"
-}
-
 // modelOf reads the model of a request body; "" when it has none.
 func modelOf(params []byte) string {
 	var m struct {
@@ -492,12 +515,12 @@ func modelOf(params []byte) string {
 	return m.Model
 }
 
-// keyBatches returns key's batches of api ("anthropic" or "openai") not
-// deleted, newest first. bs.mu is held.
-func (bs *batchStore) keyBatches(key string, openAI bool) []*mbatch {
+// keyBatches returns key's batches of api not deleted, newest first.
+// bs.mu is held.
+func (bs *batchStore) keyBatches(key string, api *batchAPI) []*mbatch {
 	var out []*mbatch
 	for _, b := range slices.Backward(bs.order) {
-		if b.key == key && !b.deleted && isOpenAI(b.wr) == openAI {
+		if b.key == key && !b.deleted && b.api == api {
 			out = append(out, b)
 		}
 	}
@@ -534,12 +557,12 @@ func page(list []*mbatch, after, before string, limit int) (out []*mbatch, more,
 	return list[:hi], hi < len(list), true
 }
 
-// queueWait is how long until key's queue holds room for need more
-// requests under limit, at now: the time the excess-th pending request
-// finishes. bs.mu is held.
-func (bs *batchStore) queueWait(key string, now time.Time, excess int) time.Duration {
+// queueWait is how long until key's queue of api's batches holds room
+// for need more requests under limit, at now: the time the excess-th
+// pending request finishes. bs.mu is held.
+func (bs *batchStore) queueWait(key string, api *batchAPI, now time.Time, excess int) time.Duration {
 	for _, b := range bs.order {
-		if b.key != key || isOpenAI(b.wr) {
+		if b.key != key || b.api != api {
 			continue
 		}
 		p := b.pending(now)

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strconv"
 	"time"
+
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // The Message Batches API (docs/batch-api.md): POST and GET
@@ -37,32 +39,32 @@ func (s *Server) batchRoutes() []route {
 	}
 }
 
-// batchAuth authenticates a batch API request in wr's envelope, answering
-// the refusal itself: ok false then.
-func (s *Server) batchAuth(w http.ResponseWriter, req *http.Request, wr wire) (key string, ok bool) {
+// batchAuth authenticates a request to api, answering the refusal itself
+// in api's envelope: ok false then.
+func (s *Server) batchAuth(w http.ResponseWriter, req *http.Request, api *batchAPI) (key string, ok bool) {
+	wr := api.wr
 	id := s.newID("req_")
-	w.Header().Set(wr.requestIDHeader(), id)
-	setAPIHeaders(w.Header(), wr, 0)
+	w.Header().Set(wr.RequestIDHeader(), id)
+	setAPIHeaders(w.Header(), wr)
 	key, ok, why := s.authenticate(req, wr)
 	if !ok {
-		wr.writeError(w, http.StatusUnauthorized, apiError{msg: why}, id)
+		wr.WriteError(w, http.StatusUnauthorized, wire.APIError{Msg: why}, id)
 		return "", false
 	}
 	if e := s.checkVersion(req, wr); e != nil {
-		wr.writeError(w, http.StatusBadRequest, *e, id)
+		wr.WriteError(w, http.StatusBadRequest, *e, id)
 		return "", false
 	}
 	return key, true
 }
 
-func (s *Server) batchError(w http.ResponseWriter, wr wire, status int, e apiError) {
-	if isOpenAI(wr) && status == http.StatusNotFound {
-		// An object that does not exist, not an unknown URL: code null,
-		// as the API answers "No such File object".
-		writeJSONBody(w, status, openaiErrorBody{Error: openaiError{Message: e.msg, Type: "invalid_request_error", Param: strp(e.param)}})
-		return
-	}
-	wr.writeError(w, status, e, w.Header().Get(wr.requestIDHeader()))
+// batchError answers e in api's envelope, with the request id batchAuth
+// set. A 404 is for an object that does not exist (a batch, a file), not
+// an unknown URL: OpenAI's code is null then, as the API answers "No such
+// File object" (wire.APIError.NullCode).
+func (s *Server) batchError(w http.ResponseWriter, api *batchAPI, status int, e wire.APIError) {
+	e.NullCode = status == http.StatusNotFound
+	api.wr.WriteError(w, status, e, w.Header().Get(api.wr.RequestIDHeader()))
 }
 
 // customIDPattern is what a custom_id must match (the API reference:
@@ -71,24 +73,24 @@ var customIDPattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
 // readLimited reads req's body up to limit bytes: a larger body is a 413
 // naming the limit.
-func readLimited(w http.ResponseWriter, req *http.Request, limit int64, what string) ([]byte, *apiError) {
+func readLimited(w http.ResponseWriter, req *http.Request, limit int64, what string) ([]byte, *wire.APIError) {
 	if req.ContentLength > limit {
-		return nil, &apiError{msg: fmt.Sprintf("%s of %d bytes is above the limit of %d bytes", what, req.ContentLength, limit)}
+		return nil, &wire.APIError{Msg: fmt.Sprintf("%s of %d bytes is above the limit of %d bytes", what, req.ContentLength, limit)}
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, limit))
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
-		return nil, &apiError{msg: fmt.Sprintf("%s is above the limit of %d bytes", what, limit)}
+		return nil, &wire.APIError{Msg: fmt.Sprintf("%s is above the limit of %d bytes", what, limit)}
 	}
 	if err != nil {
-		return nil, &apiError{msg: "reading request body: " + err.Error()}
+		return nil, &wire.APIError{Msg: "reading request body: " + err.Error()}
 	}
 	return body, nil
 }
 
 func (s *Server) anthropicBatchCreate(w http.ResponseWriter, req *http.Request) {
-	wr := anthropic{}
-	key, ok := s.batchAuth(w, req, wr)
+	api := anthropicBatches
+	key, ok := s.batchAuth(w, req, api)
 	if !ok {
 		return
 	}
@@ -100,7 +102,7 @@ func (s *Server) anthropicBatchCreate(w http.ResponseWriter, req *http.Request) 
 	body, e := readLimited(w, req, limit, "the batch")
 	if e != nil {
 		w.Header().Set("Connection", "close")
-		s.batchError(w, wr, http.StatusRequestEntityTooLarge, *e)
+		s.batchError(w, api, http.StatusRequestEntityTooLarge, *e)
 		return
 	}
 	var in struct {
@@ -110,7 +112,7 @@ func (s *Server) anthropicBatchCreate(w http.ResponseWriter, req *http.Request) 
 		} `json:"requests"`
 	}
 	if err := json.Unmarshal(body, &in); err != nil {
-		s.batchError(w, wr, http.StatusBadRequest, apiError{msg: describeJSONError(err).Error()})
+		s.batchError(w, api, http.StatusBadRequest, wire.APIError{Msg: wire.DescribeJSONError(err).Error()})
 		return
 	}
 	maxReq := cfg.Anthropic.MaxRequests
@@ -119,38 +121,38 @@ func (s *Server) anthropicBatchCreate(w http.ResponseWriter, req *http.Request) 
 	}
 	switch {
 	case in.Requests == nil:
-		s.batchError(w, wr, http.StatusBadRequest, apiError{msg: "requests: field required"})
+		s.batchError(w, api, http.StatusBadRequest, wire.APIError{Msg: "requests: field required"})
 		return
 	case len(in.Requests) == 0:
-		s.batchError(w, wr, http.StatusBadRequest, apiError{msg: "requests: at least one request is required"})
+		s.batchError(w, api, http.StatusBadRequest, wire.APIError{Msg: "requests: at least one request is required"})
 		return
 	case len(in.Requests) > maxReq:
-		s.batchError(w, wr, http.StatusBadRequest, apiError{msg: fmt.Sprintf("requests: a batch holds at most %s requests, got %s", fmtCount(maxReq), fmtCount(len(in.Requests)))})
+		s.batchError(w, api, http.StatusBadRequest, wire.APIError{Msg: fmt.Sprintf("requests: a batch holds at most %s requests, got %s", fmtCount(maxReq), fmtCount(len(in.Requests)))})
 		return
 	}
-	b := &mbatch{key: key, wr: wr, reqs: make([]breq, len(in.Requests))}
+	b := &mbatch{key: key, api: api, wr: api.wr, reqs: make([]breq, len(in.Requests))}
 	seen := make(map[string]int, len(in.Requests))
 	for i, r := range in.Requests {
 		p := "requests." + strconv.Itoa(i)
 		switch {
 		case r.CustomID == nil:
-			s.batchError(w, wr, http.StatusBadRequest, apiError{msg: p + ".custom_id: field required"})
+			s.batchError(w, api, http.StatusBadRequest, wire.APIError{Msg: p + ".custom_id: field required"})
 			return
 		case !customIDPattern.MatchString(*r.CustomID):
-			s.batchError(w, wr, http.StatusBadRequest, apiError{msg: fmt.Sprintf("%s.custom_id: %q must be 1 to 64 letters, digits, hyphens or underscores", p, *r.CustomID)})
+			s.batchError(w, api, http.StatusBadRequest, wire.APIError{Msg: fmt.Sprintf("%s.custom_id: %q must be 1 to 64 letters, digits, hyphens or underscores", p, *r.CustomID)})
 			return
-		case len(r.Params) == 0 || isNull(r.Params) || r.Params[0] != '{':
-			s.batchError(w, wr, http.StatusBadRequest, apiError{msg: p + ".params: want a Messages request object"})
+		case len(r.Params) == 0 || wire.IsNull(r.Params) || r.Params[0] != '{':
+			s.batchError(w, api, http.StatusBadRequest, wire.APIError{Msg: p + ".params: want a Messages request object"})
 			return
 		}
 		if j, dup := seen[*r.CustomID]; dup {
-			s.batchError(w, wr, http.StatusBadRequest, apiError{msg: fmt.Sprintf("%s.custom_id: duplicate custom_id %q (first at requests.%d); each must be unique within a batch", p, *r.CustomID, j)})
+			s.batchError(w, api, http.StatusBadRequest, wire.APIError{Msg: fmt.Sprintf("%s.custom_id: duplicate custom_id %q (first at requests.%d); each must be unique within a batch", p, *r.CustomID, j)})
 			return
 		}
 		seen[*r.CustomID] = i
-		input, pe := s.checkParams(wr, r.Params)
-		if pe != nil && pe.param == "stream" {
-			s.batchError(w, wr, http.StatusBadRequest, apiError{msg: p + ".params." + pe.msg})
+		input, pe := s.checkParams(b.wr, r.Params)
+		if pe != nil && pe.Param == "stream" {
+			s.batchError(w, api, http.StatusBadRequest, wire.APIError{Msg: p + ".params." + pe.Msg})
 			return
 		}
 		// Other invalid params end the request errored
@@ -166,16 +168,16 @@ func (s *Server) anthropicBatchCreate(w http.ResponseWriter, req *http.Request) 
 	if q := cfg.Anthropic.QueueRequests; q > 0 {
 		queued := 0
 		for _, o := range bs.order {
-			if o.key == key && !isOpenAI(o.wr) {
+			if o.key == key && o.api == api {
 				queued += o.pending(now)
 			}
 		}
 		if queued+len(b.reqs) > q {
-			wait := bs.queueWait(key, now, queued+len(b.reqs)-q)
+			wait := bs.queueWait(key, api, now, queued+len(b.reqs)-q)
 			w.Header().Set("Retry-After", strconv.FormatInt(int64(ceilSeconds(wait)/time.Second), 10))
-			s.batchError(w, wr, http.StatusTooManyRequests, apiError{msg: fmt.Sprintf(
+			s.batchError(w, api, http.StatusTooManyRequests, wire.APIError{Msg: fmt.Sprintf(
 				"rate limit exceeded: this batch's %s requests and the %s already in the processing queue would pass your organization's limit of %s batch requests in the processing queue",
-				fmtCount(len(b.reqs)), fmtCount(queued), fmtCount(q)), limit: "batch_queue"})
+				fmtCount(len(b.reqs)), fmtCount(queued), fmtCount(q)), Limit: "batch_queue"})
 			return
 		}
 	}
@@ -189,7 +191,7 @@ func (s *Server) anthropicBatchCreate(w http.ResponseWriter, req *http.Request) 
 	bs.plan(b, cfg, now)
 	bs.batches[b.id] = b
 	bs.order = append(bs.order, b)
-	writeJSONBody(w, http.StatusOK, s.anthropicBatchJSON(req, b, now))
+	wire.WriteJSONBody(w, http.StatusOK, s.anthropicBatchJSON(req, b, now))
 }
 
 // anthropicBatch is a MessageBatch object.
@@ -239,44 +241,40 @@ func (s *Server) anthropicBatchJSON(req *http.Request, b *mbatch, now time.Time)
 	return out
 }
 
-// anthropicBatchOf finds the batch of the request's {id} for key,
-// answering 404 itself when there is none.
-func (s *Server) batchOf(w http.ResponseWriter, req *http.Request, key string, wr wire) *mbatch {
+// batchOf finds the batch of api of the request's {id} for key, answering
+// 404 itself when there is none. bs.mu is held.
+func (s *Server) batchOf(w http.ResponseWriter, req *http.Request, key string, api *batchAPI) *mbatch {
 	id := routeVar(req, "id")
 	b := s.batch.batches[id]
-	if b == nil || b.key != key || b.deleted || isOpenAI(b.wr) != isOpenAI(wr) {
-		what := "message_batch"
-		if isOpenAI(wr) {
-			what = "batch"
-		}
-		s.batchError(w, wr, http.StatusNotFound, apiError{msg: fmt.Sprintf("%s %s not found", what, id)})
+	if b == nil || b.key != key || b.deleted || b.api != api {
+		s.batchError(w, api, http.StatusNotFound, wire.APIError{Msg: fmt.Sprintf("%s %s not found", api.object, id)})
 		return nil
 	}
 	return b
 }
 
 func (s *Server) anthropicBatchGet(w http.ResponseWriter, req *http.Request) {
-	wr := anthropic{}
-	key, ok := s.batchAuth(w, req, wr)
+	api := anthropicBatches
+	key, ok := s.batchAuth(w, req, api)
 	if !ok {
 		return
 	}
 	s.batch.mu.Lock()
 	defer s.batch.mu.Unlock()
-	if b := s.batchOf(w, req, key, wr); b != nil {
-		writeJSONBody(w, http.StatusOK, s.anthropicBatchJSON(req, b, s.clock.Now()))
+	if b := s.batchOf(w, req, key, api); b != nil {
+		wire.WriteJSONBody(w, http.StatusOK, s.anthropicBatchJSON(req, b, s.clock.Now()))
 	}
 }
 
 func (s *Server) anthropicBatchCancel(w http.ResponseWriter, req *http.Request) {
-	wr := anthropic{}
-	key, ok := s.batchAuth(w, req, wr)
+	api := anthropicBatches
+	key, ok := s.batchAuth(w, req, api)
 	if !ok {
 		return
 	}
 	s.batch.mu.Lock()
 	defer s.batch.mu.Unlock()
-	b := s.batchOf(w, req, key, wr)
+	b := s.batchOf(w, req, key, api)
 	if b == nil {
 		return
 	}
@@ -284,33 +282,33 @@ func (s *Server) anthropicBatchCancel(w http.ResponseWriter, req *http.Request) 
 	if b.cancelAt.IsZero() && now.Before(b.endedAt()) {
 		b.cancelAt = now
 	}
-	writeJSONBody(w, http.StatusOK, s.anthropicBatchJSON(req, b, now))
+	wire.WriteJSONBody(w, http.StatusOK, s.anthropicBatchJSON(req, b, now))
 }
 
 func (s *Server) anthropicBatchDelete(w http.ResponseWriter, req *http.Request) {
-	wr := anthropic{}
-	key, ok := s.batchAuth(w, req, wr)
+	api := anthropicBatches
+	key, ok := s.batchAuth(w, req, api)
 	if !ok {
 		return
 	}
 	s.batch.mu.Lock()
 	defer s.batch.mu.Unlock()
-	b := s.batchOf(w, req, key, wr)
+	b := s.batchOf(w, req, key, api)
 	if b == nil {
 		return
 	}
 	if s.clock.Now().Before(b.endedAt()) {
-		s.batchError(w, wr, http.StatusBadRequest, apiError{msg: fmt.Sprintf("message_batch %s is still processing: a batch can be deleted once it has ended; cancel it first", b.id)})
+		s.batchError(w, api, http.StatusBadRequest, wire.APIError{Msg: fmt.Sprintf("message_batch %s is still processing: a batch can be deleted once it has ended; cancel it first", b.id)})
 		return
 	}
 	b.deleted = true
 	b.lines = nil
-	writeJSONBody(w, http.StatusOK, map[string]string{"id": b.id, "type": "message_batch_deleted"})
+	wire.WriteJSONBody(w, http.StatusOK, map[string]string{"id": b.id, "type": "message_batch_deleted"})
 }
 
 func (s *Server) anthropicBatchList(w http.ResponseWriter, req *http.Request) {
-	wr := anthropic{}
-	key, ok := s.batchAuth(w, req, wr)
+	api := anthropicBatches
+	key, ok := s.batchAuth(w, req, api)
 	if !ok {
 		return
 	}
@@ -319,21 +317,21 @@ func (s *Server) anthropicBatchList(w http.ResponseWriter, req *http.Request) {
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 1000 {
-			s.batchError(w, wr, http.StatusBadRequest, apiError{msg: fmt.Sprintf("limit: want an integer in [1, 1000], got %q", v)})
+			s.batchError(w, api, http.StatusBadRequest, wire.APIError{Msg: fmt.Sprintf("limit: want an integer in [1, 1000], got %q", v)})
 			return
 		}
 		limit = n
 	}
 	after, before := q.Get("after_id"), q.Get("before_id")
 	if after != "" && before != "" {
-		s.batchError(w, wr, http.StatusBadRequest, apiError{msg: "after_id and before_id: give at most one"})
+		s.batchError(w, api, http.StatusBadRequest, wire.APIError{Msg: "after_id and before_id: give at most one"})
 		return
 	}
 	s.batch.mu.Lock()
 	defer s.batch.mu.Unlock()
-	list, more, found := page(s.batch.keyBatches(key, false), after, before, limit)
+	list, more, found := page(s.batch.keyBatches(key, api), after, before, limit)
 	if !found {
-		s.batchError(w, wr, http.StatusBadRequest, apiError{msg: "after_id or before_id: no such message_batch"})
+		s.batchError(w, api, http.StatusBadRequest, wire.APIError{Msg: "after_id or before_id: no such message_batch"})
 		return
 	}
 	now := s.clock.Now()
@@ -349,23 +347,23 @@ func (s *Server) anthropicBatchList(w http.ResponseWriter, req *http.Request) {
 	if len(list) > 0 {
 		out.FirstID, out.LastID = &list[0].id, &list[len(list)-1].id
 	}
-	writeJSONBody(w, http.StatusOK, out)
+	wire.WriteJSONBody(w, http.StatusOK, out)
 }
 
 func (s *Server) anthropicBatchResults(w http.ResponseWriter, req *http.Request) {
-	wr := anthropic{}
-	key, ok := s.batchAuth(w, req, wr)
+	api := anthropicBatches
+	key, ok := s.batchAuth(w, req, api)
 	if !ok {
 		return
 	}
 	s.batch.mu.Lock()
 	defer s.batch.mu.Unlock()
-	b := s.batchOf(w, req, key, wr)
+	b := s.batchOf(w, req, key, api)
 	if b == nil {
 		return
 	}
 	if s.clock.Now().Before(b.endedAt()) {
-		s.batchError(w, wr, http.StatusBadRequest, apiError{msg: fmt.Sprintf("message_batch %s has not ended: its results are available once processing_status is ended", b.id)})
+		s.batchError(w, api, http.StatusBadRequest, wire.APIError{Msg: fmt.Sprintf("message_batch %s has not ended: its results are available once processing_status is ended", b.id)})
 		return
 	}
 	s.materialize(b, s.anthropicResultLine(b))
@@ -386,10 +384,10 @@ func (s *Server) anthropicBatchResults(w http.ResponseWriter, req *http.Request)
 
 // anthropicResultLine makes one line of b's results: a
 // MessageBatchIndividualResponse.
-func (s *Server) anthropicResultLine(b *mbatch) func(k int, o string, body []byte, e *apiError) []byte {
-	return func(k int, o string, body []byte, e *apiError) []byte {
+func (s *Server) anthropicResultLine(b *mbatch) func(k int, o string, body []byte, e *wire.APIError) []byte {
+	return func(k int, o string, body []byte, e *wire.APIError) []byte {
 		reqID := s.newID("req_")
-		l := append([]byte(`{"custom_id":`), appendJSONString(nil, b.reqs[k].customID)...)
+		l := append([]byte(`{"custom_id":`), wire.AppendJSONString(nil, b.reqs[k].customID)...)
 		l = append(l, `,"result":{"type":"`...)
 		l = append(l, o...)
 		l = append(l, '"')
@@ -399,10 +397,10 @@ func (s *Server) anthropicResultLine(b *mbatch) func(k int, o string, body []byt
 			l = append(l, body...)
 		case outcomeErrored:
 			typ := "api_error"
-			if e.code == "invalid_request" {
+			if e.Code == "invalid_request" {
 				typ = "invalid_request_error"
 			}
-			eb, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": e.msg}, "request_id": reqID})
+			eb, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": e.Msg}, "request_id": reqID})
 			l = append(l, `,"error":`...)
 			l = append(l, eb...)
 		}

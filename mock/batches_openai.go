@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
+
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // OpenAI's Batch API (docs/batch-api.md): POST and GET /v1/batches, GET
@@ -20,22 +23,32 @@ import (
 
 func routeVar(req *http.Request, name string) string { return mux.Vars(req)[name] }
 
-// openaiBatchEndpoints are the endpoints a batch may call, with their
-// wire formats.
-var openaiBatchEndpoints = map[string]wire{
-	"/v1/chat/completions": openai{},
-	"/v1/responses":        responses{},
+// batchEndpoint is the format of api's provider served at endpoint (a
+// registered format of formats whose Spec's Catalog is api's), and ok
+// false when there is none; paths lists those the mock serves.
+func batchEndpoint(api *batchAPI, endpoint string) (wr wire.Format, paths []string, ok bool) {
+	for _, f := range formats {
+		spec := f.Spec()
+		if spec.Catalog != api.wr.Spec().Catalog {
+			continue
+		}
+		if spec.Path == endpoint {
+			wr, ok = f, true
+		}
+		paths = append(paths, spec.Path)
+	}
+	return wr, paths, ok
 }
 
 func (s *Server) openaiBatchCreate(w http.ResponseWriter, req *http.Request) {
-	wr := openai{}
-	key, ok := s.batchAuth(w, req, wr)
+	api := openaiBatches
+	key, ok := s.batchAuth(w, req, api)
 	if !ok {
 		return
 	}
 	body, e := readLimited(w, req, 1<<20, "the request body")
 	if e != nil {
-		s.batchError(w, wr, http.StatusRequestEntityTooLarge, *e)
+		s.batchError(w, api, http.StatusRequestEntityTooLarge, *e)
 		return
 	}
 	var in struct {
@@ -45,11 +58,11 @@ func (s *Server) openaiBatchCreate(w http.ResponseWriter, req *http.Request) {
 		Metadata         map[string]string `json:"metadata"`
 	}
 	if err := json.Unmarshal(body, &in); err != nil {
-		s.batchError(w, wr, http.StatusBadRequest, apiError{msg: describeJSONError(err).Error()})
+		s.batchError(w, api, http.StatusBadRequest, wire.APIError{Msg: wire.DescribeJSONError(err).Error()})
 		return
 	}
 	bad := func(param, format string, args ...any) {
-		s.batchError(w, wr, http.StatusBadRequest, apiError{msg: param + ": " + fmt.Sprintf(format, args...), param: param})
+		s.batchError(w, api, http.StatusBadRequest, wire.APIError{Msg: param + ": " + fmt.Sprintf(format, args...), Param: param})
 	}
 	switch {
 	case in.InputFileID == nil:
@@ -74,9 +87,9 @@ func (s *Server) openaiBatchCreate(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 	}
-	ewr, served := openaiBatchEndpoints[*in.Endpoint]
+	ewr, paths, served := batchEndpoint(api, *in.Endpoint)
 	if !served {
-		bad("endpoint", "want /v1/chat/completions or /v1/responses (the endpoints the mock serves), got %q", *in.Endpoint)
+		bad("endpoint", "want %s (the endpoints the mock serves), got %q", strings.Join(paths, " or "), *in.Endpoint)
 		return
 	}
 	bs := &s.batch
@@ -85,14 +98,14 @@ func (s *Server) openaiBatchCreate(w http.ResponseWriter, req *http.Request) {
 	bs.init()
 	f := bs.files[*in.InputFileID]
 	if f == nil || f.key != key || f.deleted {
-		s.batchError(w, wr, http.StatusNotFound, apiError{msg: fmt.Sprintf("No such File object: %s", *in.InputFileID), param: "input_file_id"})
+		s.batchError(w, api, http.StatusNotFound, wire.APIError{Msg: fmt.Sprintf("No such File object: %s", *in.InputFileID), Param: "input_file_id"})
 		return
 	}
 	if f.purpose != "batch" {
 		bad("input_file_id", "file %s has purpose %q; a batch's input file must be uploaded with purpose batch", f.id, f.purpose)
 		return
 	}
-	b := &mbatch{key: key, wr: ewr, endpoint: *in.Endpoint, inputFile: f.id, metadata: in.Metadata}
+	b := &mbatch{key: key, api: api, wr: ewr, endpoint: *in.Endpoint, inputFile: f.id, metadata: in.Metadata}
 	s.openaiValidate(b, f.data)
 	now := s.clock.Now()
 	if b.failure == nil {
@@ -109,7 +122,7 @@ func (s *Server) openaiBatchCreate(w http.ResponseWriter, req *http.Request) {
 	bs.plan(b, s.cfg.Batches, now)
 	bs.batches[b.id] = b
 	bs.order = append(bs.order, b)
-	writeJSONBody(w, http.StatusOK, s.openaiBatchJSON(b, now))
+	wire.WriteJSONBody(w, http.StatusOK, s.openaiBatchJSON(b, now))
 }
 
 // openaiValidate reads an input file into b's requests, or sets
@@ -210,7 +223,7 @@ func (s *Server) enqueuedCheck(b *mbatch, now time.Time) {
 	}
 	limit, queued := pools[pool], 0
 	for _, o := range s.batch.order {
-		if o.key == b.key && isOpenAI(o.wr) && o.failure == nil && !o.deleted && poolFor(pools, o.model) == pool && now.Before(o.openaiEnd()) {
+		if o.key == b.key && o.api == b.api && o.failure == nil && !o.deleted && poolFor(pools, o.model) == pool && now.Before(o.openaiEnd()) {
 			queued += o.inputTokens
 		}
 	}
@@ -271,13 +284,6 @@ func unix(t time.Time) *int64 {
 	return &v
 }
 
-func strPtr(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
 // openaiBatchJSON is b at now, its results materialized once it has
 // reached a terminal status. bs.mu is held.
 func (s *Server) openaiBatchJSON(b *mbatch, now time.Time) openaiBatch {
@@ -336,7 +342,7 @@ func (s *Server) openaiBatchJSON(b *mbatch, now time.Time) openaiBatch {
 	}
 	if b.failure == nil && !now.Before(end) && len(b.reqs) > 0 {
 		s.openaiMaterialize(b)
-		out.OutputFileID, out.ErrorFileID = strPtr(b.outputFile), strPtr(b.errorFile)
+		out.OutputFileID, out.ErrorFileID = wire.StrPtr(b.outputFile), wire.StrPtr(b.errorFile)
 	}
 	out.Usage = map[string]any{
 		"input_tokens": b.usage.input, "input_tokens_details": map[string]int{"cached_tokens": 0},
@@ -352,10 +358,10 @@ func (s *Server) openaiMaterialize(b *mbatch) {
 	if b.done {
 		return
 	}
-	s.materialize(b, func(k int, o string, body []byte, e *apiError) []byte {
+	s.materialize(b, func(k int, o string, body []byte, e *wire.APIError) []byte {
 		l := append([]byte(`{"id":"`), s.newID("batch_req_")...)
 		l = append(l, `","custom_id":`...)
-		l = append(l, appendJSONString(nil, b.reqs[k].customID)...)
+		l = append(l, wire.AppendJSONString(nil, b.reqs[k].customID)...)
 		reqID := s.newID("req_")
 		switch o {
 		case outcomeSucceeded:
@@ -366,10 +372,10 @@ func (s *Server) openaiMaterialize(b *mbatch) {
 			l = append(l, `},"error":null}`...)
 		case outcomeErrored:
 			status, typ := 500, "server_error"
-			if e.code == "invalid_request" {
+			if e.Code == "invalid_request" {
 				status, typ = 400, "invalid_request_error"
 			}
-			eb, _ := json.Marshal(map[string]any{"error": map[string]any{"message": e.msg, "type": typ, "param": strPtr(e.param), "code": nil}})
+			eb, _ := json.Marshal(map[string]any{"error": map[string]any{"message": e.Msg, "type": typ, "param": wire.StrPtr(e.Param), "code": nil}})
 			l = append(l, `,"response":{"status_code":`...)
 			l = strconv.AppendInt(l, int64(status), 10)
 			l = append(l, `,"request_id":"`...)
@@ -402,59 +408,59 @@ func (s *Server) openaiMaterialize(b *mbatch) {
 }
 
 func (s *Server) openaiBatchGet(w http.ResponseWriter, req *http.Request) {
-	wr := openai{}
-	key, ok := s.batchAuth(w, req, wr)
+	api := openaiBatches
+	key, ok := s.batchAuth(w, req, api)
 	if !ok {
 		return
 	}
 	s.batch.mu.Lock()
 	defer s.batch.mu.Unlock()
-	if b := s.batchOf(w, req, key, wr); b != nil {
-		writeJSONBody(w, http.StatusOK, s.openaiBatchJSON(b, s.clock.Now()))
+	if b := s.batchOf(w, req, key, api); b != nil {
+		wire.WriteJSONBody(w, http.StatusOK, s.openaiBatchJSON(b, s.clock.Now()))
 	}
 }
 
 func (s *Server) openaiBatchCancel(w http.ResponseWriter, req *http.Request) {
-	wr := openai{}
-	key, ok := s.batchAuth(w, req, wr)
+	api := openaiBatches
+	key, ok := s.batchAuth(w, req, api)
 	if !ok {
 		return
 	}
 	s.batch.mu.Lock()
 	defer s.batch.mu.Unlock()
-	b := s.batchOf(w, req, key, wr)
+	b := s.batchOf(w, req, key, api)
 	if b == nil {
 		return
 	}
 	now := s.clock.Now()
 	if b.failure != nil || !now.Before(b.openaiEnd()) {
 		st := s.openaiBatchJSON(b, now).Status
-		s.batchError(w, wr, http.StatusConflict, apiError{msg: fmt.Sprintf("Cannot cancel a batch with status %s.", st)})
+		s.batchError(w, api, http.StatusConflict, wire.APIError{Msg: fmt.Sprintf("Cannot cancel a batch with status %s.", st)})
 		return
 	}
 	if b.cancelAt.IsZero() && now.Before(b.naturalEnd()) {
 		b.cancelAt = now
 	}
-	writeJSONBody(w, http.StatusOK, s.openaiBatchJSON(b, now))
+	wire.WriteJSONBody(w, http.StatusOK, s.openaiBatchJSON(b, now))
 }
 
 func (s *Server) openaiBatchList(w http.ResponseWriter, req *http.Request) {
-	wr := openai{}
-	key, ok := s.batchAuth(w, req, wr)
+	api := openaiBatches
+	key, ok := s.batchAuth(w, req, api)
 	if !ok {
 		return
 	}
 	q := req.URL.Query()
 	limit, e := listLimit(q.Get("limit"), 100)
 	if e != nil {
-		s.batchError(w, wr, http.StatusBadRequest, *e)
+		s.batchError(w, api, http.StatusBadRequest, *e)
 		return
 	}
 	s.batch.mu.Lock()
 	defer s.batch.mu.Unlock()
-	list, more, found := page(s.batch.keyBatches(key, true), q.Get("after"), "", limit)
+	list, more, found := page(s.batch.keyBatches(key, api), q.Get("after"), "", limit)
 	if !found {
-		s.batchError(w, wr, http.StatusBadRequest, apiError{msg: "after: no such batch", param: "after"})
+		s.batchError(w, api, http.StatusBadRequest, wire.APIError{Msg: "after: no such batch", Param: "after"})
 		return
 	}
 	now := s.clock.Now()
@@ -471,5 +477,5 @@ func (s *Server) openaiBatchList(w http.ResponseWriter, req *http.Request) {
 	if len(list) > 0 {
 		out.FirstID, out.LastID = &list[0].id, &list[len(list)-1].id
 	}
-	writeJSONBody(w, http.StatusOK, out)
+	wire.WriteJSONBody(w, http.StatusOK, out)
 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // OpenAI's Files API, as far as the Batch API needs it (docs/batch-api.md):
@@ -58,14 +60,14 @@ func (s *Server) addFile(key, filename, purpose string, data []byte) *mfile {
 }
 
 func (s *Server) fileCreate(w http.ResponseWriter, req *http.Request) {
-	wr := openai{}
-	key, ok := s.batchAuth(w, req, wr)
+	api := openaiBatches
+	key, ok := s.batchAuth(w, req, api)
 	if !ok {
 		return
 	}
 	bad := func(status int, param, format string, args ...any) {
 		w.Header().Set("Connection", "close")
-		s.batchError(w, wr, status, apiError{msg: fmt.Sprintf(format, args...), param: param})
+		s.batchError(w, api, status, wire.APIError{Msg: fmt.Sprintf(format, args...), Param: param})
 	}
 	if mt, _, err := mime.ParseMediaType(req.Header.Get("Content-Type")); err != nil || mt != "multipart/form-data" {
 		bad(http.StatusBadRequest, "", "want a multipart/form-data body with the fields file and purpose, got Content-Type %q", req.Header.Get("Content-Type"))
@@ -133,7 +135,7 @@ func (s *Server) fileCreate(w http.ResponseWriter, req *http.Request) {
 	s.batch.mu.Lock()
 	defer s.batch.mu.Unlock()
 	f := s.addFile(key, filename, purpose, data)
-	writeJSONBody(w, http.StatusOK, f.json())
+	wire.WriteJSONBody(w, http.StatusOK, f.json())
 }
 
 // fileOf finds the file of the request's {id} for key, answering 404
@@ -142,26 +144,26 @@ func (s *Server) fileOf(w http.ResponseWriter, req *http.Request, key string) *m
 	id := routeVar(req, "id")
 	f := s.batch.files[id]
 	if f == nil || f.key != key || f.deleted {
-		s.batchError(w, openai{}, http.StatusNotFound, apiError{msg: fmt.Sprintf("No such File object: %s", id), param: "id"})
+		s.batchError(w, openaiBatches, http.StatusNotFound, wire.APIError{Msg: fmt.Sprintf("No such File object: %s", id), Param: "id"})
 		return nil
 	}
 	return f
 }
 
 func (s *Server) fileGet(w http.ResponseWriter, req *http.Request) {
-	key, ok := s.batchAuth(w, req, openai{})
+	key, ok := s.batchAuth(w, req, openaiBatches)
 	if !ok {
 		return
 	}
 	s.batch.mu.Lock()
 	defer s.batch.mu.Unlock()
 	if f := s.fileOf(w, req, key); f != nil {
-		writeJSONBody(w, http.StatusOK, f.json())
+		wire.WriteJSONBody(w, http.StatusOK, f.json())
 	}
 }
 
 func (s *Server) fileContent(w http.ResponseWriter, req *http.Request) {
-	key, ok := s.batchAuth(w, req, openai{})
+	key, ok := s.batchAuth(w, req, openaiBatches)
 	if !ok {
 		return
 	}
@@ -179,7 +181,7 @@ func (s *Server) fileContent(w http.ResponseWriter, req *http.Request) {
 }
 
 func (s *Server) fileDelete(w http.ResponseWriter, req *http.Request) {
-	key, ok := s.batchAuth(w, req, openai{})
+	key, ok := s.batchAuth(w, req, openaiBatches)
 	if !ok {
 		return
 	}
@@ -187,20 +189,20 @@ func (s *Server) fileDelete(w http.ResponseWriter, req *http.Request) {
 	defer s.batch.mu.Unlock()
 	if f := s.fileOf(w, req, key); f != nil {
 		f.deleted, f.data = true, nil
-		writeJSONBody(w, http.StatusOK, map[string]any{"id": f.id, "object": "file", "deleted": true})
+		wire.WriteJSONBody(w, http.StatusOK, map[string]any{"id": f.id, "object": "file", "deleted": true})
 	}
 }
 
 func (s *Server) fileList(w http.ResponseWriter, req *http.Request) {
-	wr := openai{}
-	key, ok := s.batchAuth(w, req, wr)
+	api := openaiBatches
+	key, ok := s.batchAuth(w, req, api)
 	if !ok {
 		return
 	}
 	q := req.URL.Query()
 	limit, e := listLimit(q.Get("limit"), 10000)
 	if e != nil {
-		s.batchError(w, wr, http.StatusBadRequest, *e)
+		s.batchError(w, api, http.StatusBadRequest, *e)
 		return
 	}
 	s.batch.mu.Lock()
@@ -230,17 +232,17 @@ func (s *Server) fileList(w http.ResponseWriter, req *http.Request) {
 	if len(list) > 0 {
 		out.FirstID, out.LastID = &list[0].id, &list[len(list)-1].id
 	}
-	writeJSONBody(w, http.StatusOK, out)
+	wire.WriteJSONBody(w, http.StatusOK, out)
 }
 
 // listLimit parses a list's limit: 20 when absent, else in [1, most].
-func listLimit(v string, most int) (int, *apiError) {
+func listLimit(v string, most int) (int, *wire.APIError) {
 	if v == "" {
 		return 20, nil
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > most {
-		return 0, &apiError{msg: fmt.Sprintf("limit: want an integer in [1, %d], got %q", most, v), param: "limit"}
+		return 0, &wire.APIError{Msg: fmt.Sprintf("limit: want an integer in [1, %d], got %q", most, v), Param: "limit"}
 	}
 	return n, nil
 }
