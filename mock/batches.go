@@ -410,7 +410,8 @@ func batchPrice(prices map[string]Price, model string) (in, out float64) {
 	return in, out
 }
 
-// BatchStats are the batch APIs' totals since the server started.
+// BatchStats are the batch APIs' totals since the server started or was
+// last Reset.
 type BatchStats struct {
 	Batches   int `json:"batches"`
 	Requests  int `json:"requests"`

@@ -202,9 +202,11 @@ func (s *Server) Limits() Limits {
 // Reset clears the counters and the limiter state, reseeds the random
 // source and restarts the schedule, whose changes are undone: the limits
 // return to those of the Config or of the last SetLimits. Requests in flight
-// finish normally but no longer count. Prometheus metrics are not reset:
-// counters are monotonic.
+// finish normally but no longer count. The batch APIs' batches and files
+// are forgotten, with their queue and BatchStats. Prometheus metrics are
+// not reset: counters are monotonic.
 func (s *Server) Reset() {
+	s.batch.reset() // before s.mu: the batch store's lock comes first
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.resetLocked()
