@@ -94,7 +94,7 @@ func TestVirtualAgreement(t *testing.T) {
 			continue // about real memory; its speed is measured in docs/performance.md
 		}
 		if filepath.Base(f) == "batch-vs-fanout.yaml" {
-			continue // 150,000 calls a run; TestBatchVsFanout and TestScenariosVirtual hold it
+			continue // 150,000 calls a run; TestBatchVsFanout holds it
 		}
 		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
 		t.Run(name, func(t *testing.T) {

@@ -4,6 +4,9 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"testing/synctest"
+
+	"github.com/ratelab/ratelab/reports"
 )
 
 // TestBatchVsFanout runs scenarios/batch-vs-fanout.yaml in simulated time
@@ -74,6 +77,54 @@ strategies:
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("missing %q in:\n%v", want, err)
+		}
+	}
+}
+
+// TestBatchAPIRowInBubble runs a small batch-api row both ways a scenario
+// runs in simulated time: in a synctest bubble over an in-memory listener
+// (as TestScenariosVirtual runs the shipped files, with the mock and
+// batch.API on the bubble's time) and under Options.Virtual (a clock.Sim,
+// as TestBatchVsFanout runs batch-vs-fanout.yaml). Both give the figures
+// of the queue model exactly: 600 requests after 30 s of startup at 30 a
+// second end at 50 s, read by the first poll, a minute after the creation,
+// at half the synchronous price.
+func TestBatchAPIRowInBubble(t *testing.T) {
+	src := []byte(`name: small-batch
+seed: 1
+items: 600
+request: {provider: anthropic, model: claude-fable-5-1, max_tokens: 100, prompt_tokens: 200}
+server:
+  profile: anthropic-start
+  output: {length: max_tokens}
+strategies:
+  - name: batch API
+    kind: batch-api
+    expect: {completed: 600, throttled: 0, attempts: 600}
+`)
+	s, err := Parse("small-batch.yaml", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bubble reports.Report
+	synctest.Test(t, func(t *testing.T) {
+		bubble, err = Run(t.Context(), s, Options{Listen: ListenMemory})
+	})
+	if err != nil {
+		t.Fatalf("in a bubble: %v", err)
+	}
+	sim, err := Run(t.Context(), s, Options{Virtual: true})
+	if err != nil {
+		t.Fatalf("virtual: %v", err)
+	}
+	for _, rep := range []reports.Report{bubble, sim} {
+		if f := Failures(rep); len(f) > 0 {
+			t.Errorf("expectations: %s", strings.Join(f, "; "))
+		}
+		r := rep.Results[0]
+		if r.Completed != 600 || r.Attempts != 600 || r.Throttled != 0 || r.WallSeconds != 60 || math.Abs(r.CostUSD-2.10) > 1e-9 {
+			t.Errorf("completed %d, attempts %d, 429s %d, wall %v s, $%v; want 600, 600, 0, 60 s, $2.10 (600 × (200 × $5 + 100 × $25) per million)",
+				r.Completed, r.Attempts, r.Throttled, r.WallSeconds, r.CostUSD)
 		}
 	}
 }
