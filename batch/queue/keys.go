@@ -1,0 +1,116 @@
+package queue
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Group is the consumer group every worker of a job joins.
+const Group = "workers"
+
+// DefaultLease is how long an item taken by a worker that stopped
+// answering stays with it before another worker takes it over.
+const DefaultLease = 30 * time.Second
+
+// keys are the Redis keys of one job.
+type keys struct {
+	job, items, done, workers, stats string
+}
+
+func keysOf(name string) keys {
+	p := "ratelab:batch:{" + name + "}:"
+	return keys{job: p + "job", items: p + "items", done: p + "done", workers: p + "workers", stats: p + "stats"}
+}
+
+// CheckName reports why name cannot name a job, or nil.
+func CheckName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("--name: a job needs a name")
+	case len(name) > 200:
+		return fmt.Errorf("--name: at most 200 bytes, got %d", len(name))
+	case strings.ContainsAny(name, "{}"):
+		return fmt.Errorf("--name %q: braces are not allowed (the name is a Redis Cluster hash tag)", name)
+	case strings.IndexFunc(name, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0:
+		return fmt.Errorf("--name %q: spaces and control characters are not allowed", name)
+	}
+	return nil
+}
+
+// Dial connects to the Redis at url (redis://HOST:PORT/DB, rediss:// for
+// TLS) and checks that it answers.
+func Dial(ctx context.Context, url string) (*redis.Client, error) {
+	if url == "" {
+		return nil, errors.New("--queue: want redis://HOST:PORT/DB")
+	}
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("--queue %s: %v", redact(url), err)
+	}
+	opts.MaxRetries = -1
+	c := redis.NewClient(opts)
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := c.Ping(pctx).Err(); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("--queue: redis unreachable at %s: %v", opts.Addr, err)
+	}
+	return c, nil
+}
+
+// redact hides a URL's password.
+func redact(url string) string {
+	if i := strings.Index(url, "://"); i >= 0 {
+		if j := strings.LastIndex(url, "@"); j > i {
+			return url[:i+3] + "…@" + url[j+1:]
+		}
+	}
+	return url
+}
+
+// newGen returns a new generation id.
+func newGen() string {
+	var b [6]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// entryID is the stream ID of input line line; lineOf its inverse.
+func entryID(line int) string { return strconv.Itoa(line) + "-0" }
+
+func lineOf(id string) (int, error) {
+	ms, _, _ := strings.Cut(id, "-")
+	n, err := strconv.Atoi(ms)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("queue: stream entry %q is not an item of loadgen batch enqueue", id)
+	}
+	return n, nil
+}
+
+// isNoGroup reports whether err says the stream or its group is gone.
+func isNoGroup(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "NOGROUP")
+}
+
+// isConnErr reports whether err is the network's (Redis unreachable), not
+// Redis's answer.
+func isConnErr(err error) bool {
+	if err == nil || errors.Is(err, redis.Nil) {
+		return false
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	var re redis.Error
+	return !errors.As(err, &re)
+}
