@@ -509,15 +509,14 @@ if row['started_ms'] == 0 then row['started_ms'] = now end
 local held = 0
 local p = redis.pcall('XPENDING', KEYS[1], ARGV[1], '-', '+', 100000, ARGV[2])
 if type(p) == 'table' then
-  local ids = {}
-  for i, e in ipairs(p) do
-    ids[#ids + 1] = e[1]
-    if #ids == 1000 then
-      redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, unpack(ids), 'JUSTID')
-      ids = {}
-    end
+  local i = 1
+  while i <= #p do
+    local args = {'XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0}
+    for j = i, math.min(i + 999, #p) do args[#args + 1] = p[j][1] end
+    args[#args + 1] = 'JUSTID'
+    redis.call(unpack(args))
+    i = i + 1000
   end
-  if #ids > 0 then redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, unpack(ids), 'JUSTID') end
   held = #p
 end
 row['held'] = held
@@ -555,7 +554,7 @@ func (w *Worker) beat(ctx context.Context) {
 		w.vanished(ctx)
 	case gen != "" && gen != mine:
 		if mine != "" || lost {
-			w.logf("job %q is enqueued again (generation %s): re-asserting this worker's results and going on", w.job, gen)
+			w.logf("job %q was lost by Redis and is enqueued again (generation %s): re-asserting this worker's results and going on", w.job, gen)
 		}
 		w.reassert(ctx)
 		w.mu.Lock()
