@@ -57,6 +57,9 @@ func Dial(ctx context.Context, url string) (*redis.Client, error) {
 		return nil, fmt.Errorf("--queue %s: %v", redact(url), err)
 	}
 	opts.MaxRetries = -1
+	// A worker bounds its heartbeats and acknowledgements by a context
+	// deadline, to notice a lost Redis in a heartbeat, not a socket timeout.
+	opts.ContextTimeoutEnabled = true
 	c := redis.NewClient(opts)
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()

@@ -472,11 +472,17 @@ func (w *Worker) loop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-flush.C:
-			if err := w.flush(ctx); err != nil && !isConnErr(err) && ctx.Err() == nil {
+			fctx, cancel := context.WithTimeout(ctx, Heartbeat)
+			err := w.flush(fctx)
+			cancel()
+			if err != nil && !isConnErr(err) && ctx.Err() == nil {
 				w.logf("acknowledging: %v", err)
 			}
 		case <-beat.C:
 			w.beat(ctx)
+			if last := time.Unix(0, w.lastOK.Load()); !w.Reachable() {
+				w.down(fmt.Errorf("no answer for %s", time.Since(last).Round(time.Millisecond)))
+			}
 		}
 	}
 }
