@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -323,4 +325,94 @@ func TestQueueFailures(t *testing.T) {
 		}
 		f.check(pause)
 	})
+}
+
+// TestQueueQuotaStopsEveryWorker: one worker's quota refusal stops the
+// job for every worker (exit 3, the job's state saying why), nothing is
+// recorded for the refused item, and enqueueing again once the quota is
+// back clears the stop, after which the job completes, each id once.
+func TestQueueQuotaStopsEveryWorker(t *testing.T) {
+	rc := redistest.Client(t)
+	url := redistest.URL(t)
+	name := redistest.Name(t, "quota")
+	redistest.DeleteAtEnd(t, rc, "ratelab:batch:{"+name+"}:*")
+	var capped atomic.Bool
+	capped.Store(true)
+	refuse := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if capped.Load() && bytes.Contains(body, []byte("capped")) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusBadRequest)
+				fmt.Fprint(w, `{"type": "error", "error": {"type": "invalid_request_error", "message": "You have reached your specified workspace API usage limits. You will regain access on 2027-01-01 at 00:00 UTC."}}`)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	cfg := fastMock()
+	cfg.Latency.PerToken = 10 * time.Millisecond
+	mockURL, _ := mockServer(t, cfg, refuse)
+	t.Setenv("ANTHROPIC_API_KEY", "sk-test-quota")
+	const n = 200
+	var lines []string
+	for i := range n {
+		prompt := "fine"
+		if i == 60 {
+			prompt = "capped"
+		}
+		lines = append(lines, fmt.Sprintf(`{"id": "t-%d", "prompt": %q, "max_tokens": 3}`, i, prompt))
+	}
+	in := writeFile(t, "items.jsonl", strings.Join(lines, "\n")+"\n")
+	if _, stderr, code := runCLI(t, t.Context(), "batch", "enqueue", "--queue", url, "--name", name, "--input", in); code != 0 {
+		t.Fatalf("enqueue: exit %d\n%s", code, stderr)
+	}
+	dir := t.TempDir()
+	outs := []string{filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b.jsonl")}
+	work := func(out string) (string, int) {
+		_, stderr, code := runCLI(t, t.Context(), "batch", "work", "--queue", url, "--name", name, "--output", out,
+			"--base-url", mockURL, "--state-file", "", "--strategy", "semaphore:n=2", "--workers", "2", "--lease", "2s")
+		return stderr, code
+	}
+	var wg sync.WaitGroup
+	stderrs, codes := make([]string, 2), make([]int, 2)
+	for i := range 2 {
+		wg.Go(func() { stderrs[i], codes[i] = work(outs[i]) })
+	}
+	wg.Wait()
+	for i := range 2 {
+		if codes[i] != exitQuota || !strings.Contains(stderrs[i], "the job is stopped for every worker") {
+			t.Errorf("worker %d: exit %d, want 3 saying the job is stopped:\n%s", i, codes[i], stderrs[i])
+		}
+	}
+	if !strings.Contains(stderrs[0]+stderrs[1], "stopped by worker") {
+		t.Errorf("neither worker said another had stopped the job:\n%s\n%s", stderrs[0], stderrs[1])
+	}
+	stdout, _, _ := runCLI(t, t.Context(), "batch", "status", "--queue", url, "--name", name, "--format", "json")
+	var st struct{ State, Reason string }
+	json.Unmarshal([]byte(stdout), &st)
+	if st.State != "stopped" || !strings.Contains(st.Reason, "usage limits") {
+		t.Errorf("status after the refusal: %s, want stopped with the refusal", stdout)
+	}
+	for _, o := range outs {
+		if got := results(t, o); len(got["t-60"]) != 0 {
+			t.Errorf("%s: the refused item has a result", o)
+		}
+	}
+
+	// The quota is back: enqueue again (it clears the stop), then work.
+	capped.Store(false)
+	stdout, stderr, code := runCLI(t, t.Context(), "batch", "enqueue", "--queue", url, "--name", name, "--input", in)
+	if code != 0 || !strings.Contains(stdout, "stop cleared") {
+		t.Fatalf("enqueue after the stop: exit %d, want it to clear the stop:\n%s%s", code, stdout, stderr)
+	}
+	if stderr, code := work(outs[0]); code != 0 {
+		t.Fatalf("worker after the stop: exit %d\n%s", code, stderr)
+	}
+	all := filepath.Join(dir, "all.jsonl")
+	if _, stderr, code := runCLI(t, t.Context(), append([]string{"batch", "collect", "--input", in, "--output", all}, outs...)...); code != 0 {
+		t.Fatalf("collect: exit %d\n%s", code, stderr)
+	}
+	exactlyOnce(t, all, n)
 }
