@@ -126,11 +126,7 @@ func Collect(opt CollectOptions) (*Report, error) {
 			}
 		}
 	}()
-	type kept struct {
-		w int
-		r engine.Result
-	}
-	var results []kept // the kept results' figures, by entry index
+	var results []figures // the kept results' figures, by entry index
 	for fi, path := range opt.Outputs {
 		f, err := os.Open(path)
 		if err != nil {
@@ -170,17 +166,15 @@ func Collect(opt CollectOptions) (*Report, error) {
 				rep.Duplicates++
 				if !entries[i].ok && e.ok {
 					// A success replaces the error kept so far.
-					r.Text, r.Metadata = "", nil
 					entries[i] = e
-					results[i] = kept{fi, r}
+					results[i] = figuresOf(fi, &r)
 				}
 				wr.Duplicates++
 				continue
 			}
-			r.Text, r.Metadata = "", nil // only the figures are kept
 			byID[r.ID] = len(entries)
 			entries = append(entries, e)
-			results = append(results, kept{fi, r})
+			results = append(results, figuresOf(fi, &r))
 		}
 		rep.Workers = append(rep.Workers, wr)
 	}
@@ -189,17 +183,17 @@ func Collect(opt CollectOptions) (*Report, error) {
 	for i := range rep.Workers {
 		rep.Workers[i].e2e, rep.Workers[i].wait = newHist(), newHist()
 	}
-	var first time.Time
+	var first int64
 	for _, k := range results {
-		if first.IsZero() || k.r.Timings.Start.Before(first) {
-			first = k.r.Timings.Start
+		if k.start != 0 && (first == 0 || k.start < first) {
+			first = k.start
 		}
 	}
 	for _, k := range results {
 		w := &rep.Workers[k.w]
-		w.add(&k.r)
-		if !first.IsZero() && !k.r.Timings.End.IsZero() {
-			t := int(k.r.Timings.End.Sub(first) / time.Second)
+		w.add(&k)
+		if first != 0 && k.end != 0 {
+			t := int(time.Duration(k.end-first) / time.Second)
 			for len(rep.Timeline) <= t {
 				rep.Timeline = append(rep.Timeline, TimelinePoint{T: len(rep.Timeline), ByWorker: make([]int, len(opt.Outputs))})
 			}
@@ -283,26 +277,53 @@ func writeMerged(path string, files []*os.File, entries []entry) error {
 	return nil
 }
 
-func (w *WorkerReport) add(r *engine.Result) {
+// figures are what the report needs of one kept result (a million of
+// them are held at once, so not the whole Result).
+type figures struct {
+	w          int32
+	ok         bool
+	attempts   int32
+	in, out    int64
+	start, end int64 // UnixNano; 0 when unknown
+	waitSlot   time.Duration
+}
+
+func figuresOf(w int, r *engine.Result) figures {
+	f := figures{w: int32(w), ok: r.OK(), attempts: int32(r.Attempts), in: int64(r.Usage.InputTokens), out: int64(r.Usage.OutputTokens),
+		waitSlot: r.Timings.WaitSlot}
+	if !r.Timings.Start.IsZero() {
+		f.start = r.Timings.Start.UnixNano()
+	}
+	if !r.Timings.End.IsZero() {
+		f.end = r.Timings.End.UnixNano()
+	}
+	return f
+}
+
+func (w *WorkerReport) add(r *figures) {
 	w.Kept++
-	if r.OK() {
+	if r.ok {
 		w.OK++
 	} else {
 		w.Failed++
 	}
-	w.Attempts += r.Attempts
-	w.InputTokens += int64(r.Usage.InputTokens)
-	w.OutputTokens += int64(r.Usage.OutputTokens)
-	if s := r.Timings.Start; !s.IsZero() && (w.First.IsZero() || s.Before(w.First)) {
-		w.First = s
+	w.Attempts += int(r.attempts)
+	w.InputTokens += r.in
+	w.OutputTokens += r.out
+	if r.start != 0 {
+		if s := time.Unix(0, r.start).UTC(); w.First.IsZero() || s.Before(w.First) {
+			w.First = s
+		}
 	}
-	if e := r.Timings.End; e.After(w.Last) {
-		w.Last = e
+	if r.end != 0 {
+		if e := time.Unix(0, r.end).UTC(); e.After(w.Last) {
+			w.Last = e
+		}
 	}
-	if !r.Timings.Start.IsZero() && !r.Timings.End.IsZero() {
-		w.e2e.record(r.Timings.End.Sub(r.Timings.Start))
+	if r.start != 0 && r.end != 0 {
+		w.e2e.record(time.Duration(r.end - r.start))
 	}
-	w.wait.record(r.Timings.WaitSlot)
+	w.wait.record(r.waitSlot)
 }
 
 // merge adds o's counts and histograms into w.
