@@ -19,6 +19,8 @@ import (
 )
 
 const batchUsage = `Usage: loadgen batch --input ITEMS.jsonl --output RESULTS.jsonl [flags]
+       loadgen batch enqueue|work|status|collect …   one batch over many
+                      machines through Redis (loadgen batch work --help)
 
 Runs every item of ITEMS.jsonl against a provider through a rate-limiting
 strategy and appends one line per item to RESULTS.jsonl the moment it
