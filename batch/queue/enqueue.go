@@ -91,7 +91,7 @@ return {added, skipped}
 // refused. A job that vanished (Redis restarted or flushed without
 // persistence) is created again: after Quiet, so that the live workers
 // re-assert what they hold, the lines already done are not added.
-func Enqueue(ctx context.Context, rdb *redis.Client, name, input string, logf func(string, ...any)) (Enqueued, error) {
+func Enqueue(ctx context.Context, rdb redis.UniversalClient, name, input string, logf func(string, ...any)) (Enqueued, error) {
 	res := Enqueued{Job: name, Input: input}
 	if err := CheckName(name); err != nil {
 		return res, err

@@ -46,26 +46,45 @@ func CheckName(name string) error {
 	return nil
 }
 
-// Dial connects to the Redis at url (redis://HOST:PORT/DB, rediss:// for
-// TLS) and checks that it answers.
-func Dial(ctx context.Context, url string) (*redis.Client, error) {
+// Dial connects to the Redis at url and checks that it answers:
+// redis://HOST:PORT/DB (rediss:// for TLS) for one server, or
+// redis+cluster://HOST:PORT?addr=HOST2:PORT2… (rediss+cluster:// for TLS)
+// for a Redis Cluster, in which a job's keys share one hash slot.
+func Dial(ctx context.Context, url string) (redis.UniversalClient, error) {
 	if url == "" {
 		return nil, errors.New("--queue: want redis://HOST:PORT/DB")
 	}
-	opts, err := redis.ParseURL(url)
-	if err != nil {
-		return nil, fmt.Errorf("--queue %s: %v", redact(url), err)
+	var c redis.UniversalClient
+	var addr string
+	if rest, ok := strings.CutPrefix(url, "redis+cluster://"); ok || strings.HasPrefix(url, "rediss+cluster://") {
+		scheme := "redis://"
+		if !ok {
+			scheme, rest = "rediss://", strings.TrimPrefix(url, "rediss+cluster://")
+		}
+		opts, err := redis.ParseClusterURL(scheme + rest)
+		if err != nil {
+			return nil, fmt.Errorf("--queue %s: %v", redact(url), err)
+		}
+		opts.MaxRetries = -1
+		opts.ContextTimeoutEnabled = true
+		c, addr = redis.NewClusterClient(opts), strings.Join(opts.Addrs, ",")
+	} else {
+		opts, err := redis.ParseURL(url)
+		if err != nil {
+			return nil, fmt.Errorf("--queue %s: %v", redact(url), err)
+		}
+		opts.MaxRetries = -1
+		// A worker bounds its heartbeats and acknowledgements by a context
+		// deadline, to notice a lost Redis in a heartbeat, not a socket
+		// timeout.
+		opts.ContextTimeoutEnabled = true
+		c, addr = redis.NewClient(opts), opts.Addr
 	}
-	opts.MaxRetries = -1
-	// A worker bounds its heartbeats and acknowledgements by a context
-	// deadline, to notice a lost Redis in a heartbeat, not a socket timeout.
-	opts.ContextTimeoutEnabled = true
-	c := redis.NewClient(opts)
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := c.Ping(pctx).Err(); err != nil {
 		c.Close()
-		return nil, fmt.Errorf("--queue: redis unreachable at %s: %v", opts.Addr, err)
+		return nil, fmt.Errorf("--queue: redis unreachable at %s: %v", addr, err)
 	}
 	return c, nil
 }

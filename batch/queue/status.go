@@ -42,7 +42,7 @@ type WorkerStatus struct {
 }
 
 // Status reads job name's state.
-func Status(ctx context.Context, rdb *redis.Client, name string) (JobStatus, error) {
+func Status(ctx context.Context, rdb redis.UniversalClient, name string) (JobStatus, error) {
 	st := JobStatus{Job: name}
 	if err := CheckName(name); err != nil {
 		return st, err
@@ -108,7 +108,7 @@ func Status(ctx context.Context, rdb *redis.Client, name string) (JobStatus, err
 }
 
 // Delete removes every key of job name.
-func Delete(ctx context.Context, rdb *redis.Client, name string) error {
+func Delete(ctx context.Context, rdb redis.UniversalClient, name string) error {
 	if err := CheckName(name); err != nil {
 		return err
 	}

@@ -43,7 +43,7 @@ const take = 16
 // new holder's to acknowledge, and the duplicate result is collect's to
 // drop.
 type Worker struct {
-	rdb   *redis.Client
+	rdb   redis.UniversalClient
 	k     keys
 	job   string
 	name  string
@@ -91,7 +91,7 @@ type WorkerOptions struct {
 }
 
 // NewWorker joins job name's consumer group as a worker.
-func NewWorker(ctx context.Context, rdb *redis.Client, name string, opt WorkerOptions) (*Worker, error) {
+func NewWorker(ctx context.Context, rdb redis.UniversalClient, name string, opt WorkerOptions) (*Worker, error) {
 	if err := CheckName(name); err != nil {
 		return nil, err
 	}

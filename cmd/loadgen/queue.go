@@ -57,6 +57,9 @@ Redis (docs/distributed-batch.md):
             input order or id order, and print the merged report (latency
             histograms merged, per-worker rows, a summed timeline)
 
+--queue is redis://HOST:PORT/DB (rediss:// for TLS), or
+redis+cluster://HOST:PORT?addr=HOST2:PORT2 for a Redis Cluster.
+
 Flags of work besides the batch flags:
   --queue URL      the Redis holding the job
   --name JOB       the job
@@ -77,7 +80,7 @@ func (q *queueFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&q.name, "name", "", "the job's name")
 }
 
-func (q *queueFlags) dial(ctx context.Context, cmd string) (*redis.Client, error) {
+func (q *queueFlags) dial(ctx context.Context, cmd string) (redis.UniversalClient, error) {
 	if q.url == "" || q.name == "" {
 		return nil, usageError("batch %s: --queue and --name are required", cmd)
 	}
@@ -155,7 +158,7 @@ type workFlags struct {
 	worker string
 	lease  time.Duration
 	w      *queue.Worker
-	rdb    *redis.Client
+	rdb    redis.UniversalClient
 }
 
 // workCmd implements loadgen batch work: loadgen batch with its items from

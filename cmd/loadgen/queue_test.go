@@ -424,3 +424,63 @@ func TestQueueQuotaStopsEveryWorker(t *testing.T) {
 	}
 	exactlyOnce(t, all, n)
 }
+
+// TestQueueRedisCluster: a job runs on a Redis Cluster (one node holding
+// every slot, which still refuses a command or script whose keys span
+// slots): its keys share the job's hash slot.
+func TestQueueRedisCluster(t *testing.T) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("redis-server is not installed on CI; run .ci/start-redis.sh")
+		}
+		t.Skip("no redis-server: run .ci/start-redis.sh to install it")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	l.Close()
+	dir := t.TempDir()
+	srv := exec.Command(bin, "--bind", "127.0.0.1", "--port", port, "--save", "", "--appendonly", "no",
+		"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"), "--dir", dir)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + port, MaxRetries: -1})
+	defer c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Ping(t.Context()).Err() != nil && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := c.Do(t.Context(), "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for !strings.Contains(c.ClusterInfo(t.Context()).Val(), "cluster_state:ok") {
+		if time.Now().After(deadline) {
+			t.Fatal("the one-node cluster is not ok after 10 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	url := "redis+cluster://127.0.0.1:" + port
+	in := batchItems(t, 50, 3)
+	out, all := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "all.jsonl")
+	for _, args := range [][]string{
+		{"batch", "enqueue", "--queue", url, "--name", "job1", "--input", in},
+		{"batch", "enqueue", "--queue", url, "--name", "job1", "--input", in},
+		{"batch", "work", "--queue", url, "--name", "job1", "--output", out, "--target", "mock", "--strategy", "semaphore:n=8", "--lease", "2s"},
+		{"batch", "status", "--queue", url, "--name", "job1"},
+		{"batch", "collect", "--queue", url, "--name", "job1", "--output", all, out},
+	} {
+		stdout, stderr, code := runCLI(t, t.Context(), args...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d\n%s%s", strings.Join(args[:2], " "), code, stdout, stderr)
+		}
+		if args[1] == "status" && !strings.Contains(stdout, "done       50/50") {
+			t.Errorf("status: %s, want 50/50 done", stdout)
+		}
+	}
+	exactlyOnce(t, all, 50)
+}
