@@ -106,9 +106,8 @@ func newGen() string {
 	return hex.EncodeToString(b[:])
 }
 
-// entryID is the stream ID of input line line; lineOf its inverse.
-func entryID(line int) string { return strconv.Itoa(line) + "-0" }
-
+// lineOf is the input line of stream entry id (LINE-0, as enqueue adds
+// them).
 func lineOf(id string) (int, error) {
 	ms, _, _ := strings.Cut(id, "-")
 	n, err := strconv.Atoi(ms)

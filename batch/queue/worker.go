@@ -70,7 +70,6 @@ type Worker struct {
 	backlog   bool // still reading the entries the group gives to this name
 	lastClaim time.Time
 	redisDown bool
-	finished  bool
 
 	// counters for the worker's row
 	recorded, failed, skipped, reclaimed, dupAcks int
