@@ -114,6 +114,9 @@ type BatchOptions struct {
 	Listen ListenFunc
 	// API holds --via batch-api's options (RunBatchAPI, batchapi.go).
 	API *BatchAPIOptions
+	// Queue, when set, supplies the items instead of Input (batch.Queue:
+	// loadgen batch work).
+	Queue batch.Queue
 }
 
 // BatchReport is how a batch went, with what it ran against.
@@ -320,6 +323,7 @@ func RunBatch(ctx context.Context, opt BatchOptions) (rep BatchReport, err error
 		MaxOutage:   opt.MaxOutage,
 		OnOutage:    opt.OnOutage,
 		Config:      cfg,
+		Queue:       opt.Queue,
 	}
 	var prog *progress
 	b.OnStart = func(sum batch.Summary) {

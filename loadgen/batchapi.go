@@ -63,6 +63,8 @@ func RunBatchAPI(ctx context.Context, opt BatchOptions) (rep BatchAPIReport, err
 		return rep, usagef("--via batch-api: a batch request cannot stream (--stream)")
 	case opt.Schema != "":
 		return rep, usagef("--via batch-api: --schema is not supported: a batch's answers cannot be asked again one by one")
+	case opt.Queue != nil:
+		return rep, usagef("--via batch-api: the items come from Input, not a queue (BatchOptions.Queue: loadgen batch work)")
 	}
 	s := opt.Config
 	if s == nil {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -130,4 +131,15 @@ func recorded(path string) int {
 		}
 	}
 	return n
+}
+
+// TestBatchWorkRefusesVia: loadgen batch work takes the batch flags, but a
+// queue worker makes its items one call each, so --via batch-api is
+// refused by name before the queue is opened (no Redis is reached).
+func TestBatchWorkRefusesVia(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	_, stderr, code := runCLI(t, t.Context(), "batch", "work", "--queue", "redis://127.0.0.1:1", "--name", "job", "--output", out, "--target", "mock", "--via", "batch-api")
+	if code == 0 || !strings.Contains(stderr, "batch work: --via does not apply") {
+		t.Errorf("exit %d, stderr %q; want a refusal naming --via", code, stderr)
+	}
 }
