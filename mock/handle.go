@@ -761,6 +761,9 @@ func (x *exchange) stream() {
 	p := &x.d.plan
 	h := x.w.Header()
 	h["Content-Type"] = valueEventStream
+	if isBedrock(x.wr) {
+		h["Content-Type"] = valueAmazonEventStream
+	}
 	h["Cache-Control"] = valueNoCache
 	x.processed(h)
 	x.w.WriteHeader(http.StatusOK)
@@ -849,7 +852,7 @@ func (x *exchange) tokens(stopAt int) bool {
 // start (the request's arrival) to the response's headers (0, already
 // set, for Anthropic's headers and instant answers).
 func (x *exchange) processed(h http.Header) {
-	if _, ok := x.wr.(anthropic); ok {
+	if _, ok := x.wr.(anthropic); ok || isBedrock(x.wr) {
 		return
 	}
 	if ms := clock.Since(x.s.clock, x.d.plan.start).Milliseconds(); ms > 0 {

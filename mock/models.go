@@ -166,6 +166,9 @@ func (s *Server) acceptsModel(wr wire, id string) bool {
 	if _, ok := wr.(anthropic); ok {
 		known = s.anthropicModels
 	}
+	if isBedrock(wr) {
+		return s.anthropicModels[id] || s.anthropicModels[bedrockBaseModel(id)]
+	}
 	return known[id]
 }
 

@@ -326,6 +326,7 @@ func (s *Server) routeTable() []route {
 		{"/v1/responses", post, s.model(responses{})},
 	}
 	t = append(t, s.modelRoutes()...)
+	t = append(t, s.bedrockRoutes()...)
 	t = append(t, s.adminRoutes()...)
 	probe := []string{http.MethodGet, http.MethodHead}
 	return append(t,
@@ -431,6 +432,8 @@ func wireOf(req *http.Request) wire {
 	switch p := req.URL.Path; {
 	case strings.HasPrefix(p, "/v1/messages"):
 		return anthropic{}
+	case strings.HasPrefix(p, "/model/"):
+		return bedrock{}
 	case strings.HasPrefix(p, "/v1/chat/"), strings.HasPrefix(p, "/v1/responses"),
 		strings.HasPrefix(p, "/v1/completions"), strings.HasPrefix(p, "/v1/embeddings"):
 		return openai{}
@@ -473,6 +476,9 @@ var (
 // anthropic-organization-id; or openai-version and openai-processing-ms,
 // the time the request took until its headers, in milliseconds.
 func setAPIHeaders(h http.Header, wr wire, processing time.Duration) {
+	if isBedrock(wr) {
+		return // x-amzn-RequestId only
+	}
 	if _, ok := wr.(anthropic); ok {
 		h["Anthropic-Organization-Id"] = valueOrganizationID
 		return
@@ -683,6 +689,9 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 // configured and req carries none of them. Anthropic accepts x-api-key or a
 // bearer token, OpenAI a bearer token.
 func (s *Server) authenticate(req *http.Request, wr wire) (key string, ok bool, why string) {
+	if isBedrock(wr) {
+		return s.authenticateBedrock(req)
+	}
 	if len(s.keys) == 0 {
 		return "", true, ""
 	}
@@ -921,7 +930,7 @@ func (s *Server) countTokens(w http.ResponseWriter, req *http.Request) {
 func attemptIndex(req *http.Request) int {
 	v := req.Header.Get("X-Stainless-Retry-Count")
 	if v == "" {
-		return -1
+		return awsAttemptIndex(req)
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 0 {
