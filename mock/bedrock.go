@@ -133,6 +133,10 @@ type bedrockConverseRequest struct {
 	} `json:"inferenceConfig"`
 	ToolConfig   json.RawMessage `json:"toolConfig"`
 	OutputConfig json.RawMessage `json:"outputConfig"`
+	// AdditionalModelRequestFields go to the model as they are; an
+	// Anthropic model reads output_config.format from them, the Messages
+	// API's structured output, which the AI SDK sends.
+	AdditionalModelRequestFields json.RawMessage `json:"additionalModelRequestFields"`
 }
 
 func (b bedrock) decodeConverse(body []byte, defaultMax int, c *call) error {
@@ -238,7 +242,18 @@ func bedrockBlocksLen(raw json.RawMessage, path string) (int, error) {
 // inferenceConfig.stopSequences and outputConfig.textFormat, Bedrock's
 // structured output (a JSON schema sent as a string).
 func decodeBedrockContent(req *bedrockConverseRequest, stops []string, c *call) error {
-	if !present(req.ToolConfig) && !present(req.OutputConfig) && stops == nil {
+	var extra struct {
+		OutputConfig *struct {
+			Format json.RawMessage `json:"format"`
+		} `json:"output_config"`
+	}
+	if present(req.AdditionalModelRequestFields) {
+		if err := json.Unmarshal(req.AdditionalModelRequestFields, &extra); err != nil {
+			return invalid("additionalModelRequestFields", "want an object: %v", err)
+		}
+	}
+	anthropicFormat := extra.OutputConfig != nil && present(extra.OutputConfig.Format)
+	if !present(req.ToolConfig) && !present(req.OutputConfig) && stops == nil && !anthropicFormat {
 		return nil
 	}
 	cr := &contentReq{choices: 1, stops: stops, idPrefix: "tooluse_",
@@ -328,6 +343,24 @@ func decodeBedrockContent(req *bedrockConverseRequest, stops []string, c *call) 
 			}
 			cr.format = cs
 		}
+	}
+	if anthropicFormat && cr.format == nil {
+		const p = "additionalModelRequestFields.output_config.format"
+		var f struct {
+			Type   string          `json:"type"`
+			Schema json.RawMessage `json:"schema"`
+		}
+		if err := json.Unmarshal(extra.OutputConfig.Format, &f); err != nil || f.Type != "json_schema" {
+			return invalid(p+".type", "want json_schema")
+		}
+		if !present(f.Schema) {
+			return invalid(p+".schema", "field required")
+		}
+		cs, err := compileSchema(f.Schema, p+".schema")
+		if err != nil {
+			return err
+		}
+		cr.format = cs
 	}
 	if err := cr.checkTools("toolConfig.toolChoice", "toolConfig.toolChoice.tool.name", "toolConfig.tools"); err != nil {
 		return err
