@@ -3,11 +3,9 @@ package mock_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -31,42 +29,20 @@ func TestNodeBedrock(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@aws-sdk", "client-bedrock-runtime")); err != nil {
 		t.Fatalf("%s/node_modules lacks @aws-sdk/client-bedrock-runtime: run `npm ci` in %s (make node-deps)", dir, dir)
 	}
-	start := func(yaml string) string {
-		cfg, err := mock.ParseConfig([]byte("latency: {ttft: 0s, per_token: 1ms}\n"+yaml), "bedrock-node.yaml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv, err := mock.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		go srv.Serve(ln)
-		t.Cleanup(func() { srv.Close() })
-		return "http://" + ln.Addr().String()
-	}
 	urls := map[string]string{
-		"BEDROCK_BASE_URL":      start(""),
-		"BEDROCK_THROTTLE_URL":  start("faults: {script: [{attempts: 1, status: 429}]}\n"),
-		"BEDROCK_RPM_URL":       start("limits: {rpm: 1}\n"),
-		"BEDROCK_NOT_READY_URL": start("faults: {script: [{attempts: 2, status: 529}]}\n"),
-		"BEDROCK_AI_RPM_URL":    start("limits: {rpm: 1}\n"),
+		"BEDROCK_BASE_URL":      startTCPMock(t, ""),
+		"BEDROCK_THROTTLE_URL":  startTCPMock(t, "faults: {script: [{attempts: 1, status: 429}]}\n"),
+		"BEDROCK_RPM_URL":       startTCPMock(t, "limits: {rpm: 1}\n"),
+		"BEDROCK_NOT_READY_URL": startTCPMock(t, "faults: {script: [{attempts: 2, status: 529}]}\n"),
+		"BEDROCK_AI_RPM_URL":    startTCPMock(t, "limits: {rpm: 1}\n"),
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "bedrock.mjs")
 	cmd.Dir = dir
-	// No AWS_* variable of the environment: the clients get their
-	// credentials from the script, and an AWS_BEARER_TOKEN_BEDROCK, even
-	// empty, makes the JavaScript SDK choose bearer auth.
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "AWS_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
+	// No AWS_* variable of the environment: an AWS_BEARER_TOKEN_BEDROCK,
+	// even empty, makes the JavaScript SDK choose bearer auth.
+	cmd.Env = withoutAWSEnv()
 	cmd.Env = append(cmd.Env, "FILLER_5="+mock.Filler(5), "FILLER_12="+mock.Filler(12))
 	for k, v := range urls {
 		cmd.Env = append(cmd.Env, k+"="+v)
