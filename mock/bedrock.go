@@ -70,7 +70,11 @@ func (s *Server) bedrockRoutes() []route {
 
 func (s *Server) bedrockHandler(op bedrockOp) http.HandlerFunc {
 	return func(w http.ResponseWriter, req *http.Request) {
-		s.serveModel(w, req, bedrock{op: op, model: mux.Vars(req)["modelId"]})
+		model := mux.Vars(req)["modelId"]
+		if len(s.cfg.AWSSecretKeys) > 0 {
+			req = verifySigV4(req, s.cfg.AWSSecretKeys)
+		}
+		s.serveModel(w, req, bedrock{op: op, model: model})
 	}
 }
 

@@ -69,6 +69,9 @@ func (s *Server) authenticateBedrock(req *http.Request) (key string, ok bool, wh
 	if len(s.keys) > 0 && !s.keys[akid] {
 		return "", false, msgUnknownKey + " (access key id " + akid + " is not a key of this server)"
 	}
+	if v, ok := req.Context().Value(sigVerdictKey{}).(*sigVerdict); ok && v.bad != "" {
+		return "", false, v.bad
+	}
 	return akid, true, ""
 }
 

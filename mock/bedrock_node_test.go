@@ -35,6 +35,7 @@ func TestNodeBedrock(t *testing.T) {
 		"BEDROCK_RPM_URL":       startTCPMock(t, "limits: {rpm: 1}\n"),
 		"BEDROCK_NOT_READY_URL": startTCPMock(t, "faults: {script: [{attempts: 2, status: 529}]}\n"),
 		"BEDROCK_AI_RPM_URL":    startTCPMock(t, "limits: {rpm: 1}\n"),
+		"BEDROCK_SIGNED_URL":    startTCPMock(t, "aws_secret_keys: {AKIDNODETEST: js-secret}\n"),
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
@@ -58,7 +59,8 @@ func TestNodeBedrock(t *testing.T) {
 		"BEDROCK_THROTTLE_URL":  "map[bedrock:1] map[bedrock 429:1]", // retried once
 		"BEDROCK_RPM_URL":       "map[bedrock:1] map[bedrock 429:3]", // 3 attempts, all throttled
 		"BEDROCK_NOT_READY_URL": "map[bedrock:1] map[bedrock 529:2]", // ModelNotReadyException retried twice: sent as 429, counted in /metrics as the scripted 529 (docs/bedrock.md)
-		"BEDROCK_AI_RPM_URL":    "map[bedrock:1] map[bedrock 429:3]", // the AI SDK's maxRetries 2
+		"BEDROCK_AI_RPM_URL":    "map[bedrock:1] map[bedrock 429:3]",
+		"BEDROCK_SIGNED_URL":    "map[bedrock:3] map[bedrock 401:1]", // the wrong secret: sent as 403, counted as 401 // the AI SDK's maxRetries 2
 	}
 	for k, base := range urls {
 		ok, failed := requestsByAPI(t, base)

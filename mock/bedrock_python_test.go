@@ -58,6 +58,7 @@ func TestPythonBedrock(t *testing.T) {
 		"BEDROCK_THROTTLE_URL":  startTCPMock(t, "faults: {script: [{attempts: 1, status: 429}]}\n"),
 		"BEDROCK_RPM_URL":       startTCPMock(t, "limits: {rpm: 1}\n"),
 		"BEDROCK_NOT_READY_URL": startTCPMock(t, "faults: {script: [{attempts: 2, status: 529}]}\n"),
+		"BEDROCK_SIGNED_URL":    startTCPMock(t, "aws_secret_keys: {AKIDPYTHONTEST: py-secret}\n"),
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
@@ -76,6 +77,7 @@ func TestPythonBedrock(t *testing.T) {
 		"BEDROCK_THROTTLE_URL":  "map[bedrock:1] map[bedrock 429:1]", // retried once
 		"BEDROCK_RPM_URL":       "map[bedrock:1] map[bedrock 429:3]", // standard mode's 3 attempts
 		"BEDROCK_NOT_READY_URL": "map[bedrock:1] map[bedrock 529:2]", // sent as 429, counted as the scripted 529
+		"BEDROCK_SIGNED_URL":    "map[bedrock:2] map[bedrock 401:1]", // the wrong secret: sent as 403, counted as 401
 	}
 	for k, base := range urls {
 		ok, failed := requestsByAPI(t, base)

@@ -513,3 +513,44 @@ func TestBedrockSDKInvokeModel(t *testing.T) {
 		}
 	})
 }
+
+// bedrockWithSecret is a client signing with bedrockAKID and secret.
+func (h *harness) bedrockWithSecret(secret string) *bedrockruntime.Client {
+	return bedrockruntime.NewFromConfig(aws.Config{Region: "eu-west-1", HTTPClient: h.bedrockHTTP(),
+		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: bedrockAKID, SecretAccessKey: secret}, nil
+		})}, func(o *bedrockruntime.Options) { o.BaseEndpoint = aws.String(sdkBaseURL) })
+}
+
+// TestBedrockSDKSigV4Verified: with the key's secret configured
+// (aws_secret_keys), the mock verifies the SDK's signature for real: the
+// right secret is served, Converse and ConverseStream (whose path has the
+// model id's escaped ":"), and a wrong one is a 403
+// InvalidSignatureException, which the SDK does not retry.
+func TestBedrockSDKSigV4Verified(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := startMock(t, bedrockLatency+"aws_secret_keys: {"+bedrockAKID+": the-secret}\n")
+		in := &bedrockruntime.ConverseInput{ModelId: aws.String(bedrockCRIS), Messages: []types.Message{userText("hi")},
+			InferenceConfig: &types.InferenceConfiguration{MaxTokens: aws.Int32(3)}}
+		if _, err := h.bedrockWithSecret("the-secret").Converse(t.Context(), in); err != nil {
+			t.Fatalf("right secret: %v", err)
+		}
+		st, err := h.bedrockWithSecret("the-secret").ConverseStream(t.Context(), &bedrockruntime.ConverseStreamInput{ModelId: in.ModelId, Messages: in.Messages, InferenceConfig: in.InferenceConfig})
+		if err != nil {
+			t.Fatalf("right secret, stream: %v", err)
+		}
+		for range st.GetStream().Events() {
+		}
+		if err := st.GetStream().Err(); err != nil {
+			t.Fatalf("right secret, stream: %v", err)
+		}
+		st.GetStream().Close()
+		_, err = h.bedrockWithSecret("a-wrong-secret").Converse(t.Context(), in)
+		if bedrockErrorCode(err) != "InvalidSignatureException" {
+			t.Errorf("wrong secret: err = %v, want InvalidSignatureException", err)
+		}
+		if got := fmt.Sprint(statuses(h.tape.log())); got != "[200 200 403]" {
+			t.Errorf("statuses = %v, want [200 200 403]", got)
+		}
+	})
+}

@@ -14,7 +14,8 @@ import (
 )
 
 // TestBedrockAgainstMock: the bedrock provider against the mock, with
-// SigV4 credentials (AKID:SECRET, the access key id being the mock's key)
+// SigV4 credentials (AKID:SECRET, the access key id being the mock's key,
+// its secret configured so that the mock verifies the signature)
 // as well as the bearer API key of the conformance table, and Bedrock's
 // classification: a ModelNotReadyException (429) is Overloaded, not
 // Throttled; an exception inside a stream that began with 200 is Failed
@@ -40,11 +41,14 @@ func TestBedrockAgainstMock(t *testing.T) {
 			"anthropic.claude-sonnet-4-5-20250929-v1:0", true, strategies.Failed, 200, "serviceUnavailableException"},
 		{"unknown model", func(c *mock.Config) { c.Models = mock.Models{} },
 			"anthropic.claude-nonesuch-v1:0", false, strategies.Failed, 400, "ValidationException"},
+		{"wrong secret", func(c *mock.Config) { c.AWSSecretKeys = map[string]string{akid: "another-secret"} },
+			"anthropic.claude-sonnet-4-5-20250929-v1:0", false, strategies.Failed, 403, "InvalidSignatureException"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := fastConfig()
 			cfg.APIKeys = []string{akid}
+			cfg.AWSSecretKeys = map[string]string{akid: "secret"} // signatures verified for real
 			if tc.setup != nil {
 				tc.setup(&cfg)
 			}

@@ -111,6 +111,19 @@ async function awsSDK() {
   assert.equal(r.$metadata.attempts, 3);
   console.log("aws-sdk model-not-ready retried: ok, attempts", r.$metadata.attempts);
   void ModelNotReadyException;
+
+  // BEDROCK_SIGNED_URL knows this key's secret and verifies the signature.
+  const signed = (secret) => new BedrockRuntimeClient({ region: "us-east-1", endpoint: process.env.BEDROCK_SIGNED_URL,
+    credentials: { accessKeyId: credentials.accessKeyId, secretAccessKey: secret }, requestHandler: new NodeHttpHandler() });
+  await signed("js-secret").send(new ConverseCommand({ modelId: MODEL, messages: user("Hello"), inferenceConfig: { maxTokens: 3 } }));
+  try {
+    await signed("wrong").send(new ConverseCommand({ modelId: MODEL, messages: user("Hello"), inferenceConfig: { maxTokens: 3 } }));
+    assert.fail("a wrong secret was accepted");
+  } catch (e) {
+    assert.equal(e.name, "InvalidSignatureException", String(e));
+    assert.equal(e.$metadata.httpStatusCode, 403);
+    console.log("aws-sdk sigv4 verified: ok");
+  }
 }
 
 async function aiSDK() {
@@ -143,6 +156,15 @@ async function aiSDK() {
   const o = await generateObject({ model, prompt: "Weather in Paris?", maxOutputTokens: 400, schema: z.object({ city: z.string().min(1), unit: z.enum(["c", "f"]) }) });
   assert.ok(typeof o.object.city === "string" && ["c", "f"].includes(o.object.unit), JSON.stringify(o.object));
   console.log("ai-sdk generateObject: ok");
+
+  // The AI SDK signs with its own SigV4 implementation: verified too.
+  const signedModel = createAmazonBedrock({ region: "us-east-1", baseURL: process.env.BEDROCK_SIGNED_URL, accessKeyId: credentials.accessKeyId, secretAccessKey: "js-secret" })(MODEL);
+  const sg = await generateText({ model: signedModel, prompt: "Hello", maxOutputTokens: 3 });
+  assert.equal(sg.usage.outputTokens, 3);
+  const ss = streamText({ model: signedModel, prompt: "Hello", maxOutputTokens: 3 });
+  for await (const _ of ss.textStream) void _;
+  assert.equal((await ss.usage).outputTokens, 3);
+  console.log("ai-sdk sigv4 verified: ok");
 
   // rpm 1 (a fresh mock): the AI SDK's own retry (maxRetries 2, 2 s then
   // 4 s; Bedrock sends no retry-after) gives up after 3 attempts.

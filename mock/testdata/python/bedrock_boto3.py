@@ -13,6 +13,7 @@ import os
 
 import boto3
 import botocore
+import botocore.exceptions
 
 MODEL = "anthropic.claude-sonnet-4-5-20250929-v1:0"
 WEATHER = {
@@ -23,13 +24,13 @@ WEATHER = {
 }
 
 
-def client(env):
+def client(env, secret="not-checked"):
     return boto3.client(
         "bedrock-runtime",
         region_name="us-east-1",
         endpoint_url=os.environ[env],
         aws_access_key_id="AKIDPYTHONTEST",
-        aws_secret_access_key="not-checked",
+        aws_secret_access_key=secret,
     )
 
 
@@ -116,4 +117,17 @@ except rpm.exceptions.ThrottlingException as e:
 nr = client("BEDROCK_NOT_READY_URL").converse(modelId=MODEL, messages=user("Hello"), inferenceConfig={"maxTokens": 3})
 assert nr["ResponseMetadata"]["RetryAttempts"] == 2, nr["ResponseMetadata"]
 print("boto3 model-not-ready retried: ok, retries", nr["ResponseMetadata"]["RetryAttempts"])
+# BEDROCK_SIGNED_URL knows this key's secret and verifies botocore's
+# signature for real.
+signed = client("BEDROCK_SIGNED_URL", "py-secret")
+signed.converse(modelId=MODEL, messages=user("Hello"), inferenceConfig={"maxTokens": 3})
+for ev in signed.converse_stream(modelId="us.anthropic.claude-haiku-4-5-20251001-v1:0", messages=user("Hello"), inferenceConfig={"maxTokens": 3})["stream"]:
+    pass
+try:
+    client("BEDROCK_SIGNED_URL", "wrong").converse(modelId=MODEL, messages=user("Hello"), inferenceConfig={"maxTokens": 3})
+    raise AssertionError("a wrong secret was accepted")
+except botocore.exceptions.ClientError as e:
+    assert e.response["Error"]["Code"] == "InvalidSignatureException" and e.response["ResponseMetadata"]["HTTPStatusCode"] == 403, e.response
+    print("boto3 sigv4 verified: ok")
+
 print("boto3", boto3.__version__, "botocore", botocore.__version__, ": all checks passed")
