@@ -1,8 +1,7 @@
-package mock
+package bedrock
 
 import (
 	"bytes"
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -15,7 +14,7 @@ import (
 )
 
 // Verifying a SigV4 signature for an access key id whose secret is
-// configured (Config.AWSSecretKeys): the canonical request is rebuilt from
+// configured (mock's Config.AWSSecretKeys, wire.Credentials.Secrets): the canonical request is rebuilt from
 // the request as received, over exactly the headers the client says it
 // signed, and signed with the configured secret; the signatures must be
 // equal. The steps are AWS's published algorithm (Signature Version 4:
@@ -23,38 +22,24 @@ import (
 // date → region → service → aws4_request); docs/bedrock.md names the
 // sources.
 
-// sigVerdict is what bedrockHandler found, for authenticateBedrock.
-type sigVerdict struct{ bad string }
-
-type sigVerdictKey struct{}
-
-// verifySigV4 checks req's signature if its access key id has a secret in
-// secrets; it returns req with its body restored (read to verify) and the
-// verdict in its context, or req unchanged.
-func verifySigV4(req *http.Request, secrets map[string]string) *http.Request {
-	m := sigV4.FindStringSubmatch(req.Header.Get("Authorization"))
-	if m == nil {
-		return req
-	}
-	secret, ok := secrets[m[1]]
-	if !ok {
-		return req
-	}
-	body, err := io.ReadAll(io.LimitReader(req.Body, MaxBodyBytes+1))
+// verifySigV4 checks req's signature, whose Authorization header sigV4
+// matched into m, with secret; it returns why it is refused, or "". It
+// reads the body (at most maxBody+1 bytes) and puts back one that reads the
+// same.
+func verifySigV4(req *http.Request, m []string, secret string, maxBody int) (bad string) {
+	body, err := io.ReadAll(io.LimitReader(req.Body, int64(maxBody)+1))
 	req.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), req.Body))
-	v := &sigVerdict{}
 	switch {
 	case err != nil:
-		v.bad = "The request signature could not be verified: reading the body: " + err.Error()
-	case len(body) > MaxBodyBytes:
-		// readBody answers 413; the signature is not what is wrong.
-	default:
-		date, region, service, signed, sig := m[2], m[3], m[4], m[5], m[6]
-		if want := sigV4Signature(req, body, secret, date, region, service, signed); !hmac.Equal([]byte(want), []byte(sig)) {
-			v.bad = "The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method."
-		}
+		return "The request signature could not be verified: reading the body: " + err.Error()
+	case len(body) > maxBody:
+		return "" // the core answers 413; the signature is not what is wrong
 	}
-	return req.WithContext(context.WithValue(req.Context(), sigVerdictKey{}, v))
+	date, region, service, signed, sig := m[2], m[3], m[4], m[5], m[6]
+	if want := sigV4Signature(req, body, secret, date, region, service, signed); !hmac.Equal([]byte(want), []byte(sig)) {
+		return "The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method."
+	}
+	return ""
 }
 
 // sigV4Signature is the signature of req and body with secret, over the

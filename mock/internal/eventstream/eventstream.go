@@ -1,14 +1,7 @@
-package mock
-
-import (
-	"encoding/binary"
-	"hash/crc32"
-)
-
-// The binary framing of application/vnd.amazon.eventstream, which Bedrock
-// Runtime's streaming operations answer with (docs/bedrock.md: Event
-// stream framing, with the SDK source each fact is checked against). A
-// message is
+// Package eventstream writes the binary framing of
+// application/vnd.amazon.eventstream, which Bedrock Runtime's streaming
+// operations answer with (docs/bedrock.md: Event stream framing, with the SDK
+// source each fact is checked against). A message is
 //
 //	total length    uint32, big-endian: the whole message, these 4 bytes and the final CRC included
 //	headers length  uint32, big-endian
@@ -17,29 +10,34 @@ import (
 //	payload         the event's JSON
 //	message CRC     uint32: CRC-32 (IEEE) of everything before it, the prelude CRC included
 //
-// The mock writes string headers only (value type 7: length uint16, bytes),
-// the one type the Bedrock event and exception messages carry.
+// It writes string headers only (value type 7: length uint16, bytes), the
+// one type the Bedrock event and exception messages carry.
+package eventstream
 
-// eventstreamMinLen is the prelude, its CRC and the message CRC.
-const eventstreamMinLen = 16
+import (
+	"encoding/binary"
+	"hash/crc32"
+
+	"github.com/ratelab/ratelab/mock/internal/wire"
+)
 
 // headerString is value type 7 of an eventstream header.
 const headerString = 7
 
-// esHeader is one string header of an eventstream message.
-type esHeader struct{ name, value string }
+// Header is one string header of an eventstream message.
+type Header struct{ Name, Value string }
 
-// appendEventMessage appends one eventstream message whose headers are hs
+// AppendMessage appends one eventstream message whose headers are hs
 // and whose payload is appended by payload (called once, on b).
-func appendEventMessage(b []byte, hs []esHeader, payload func([]byte) []byte) []byte {
+func AppendMessage(b []byte, hs []Header, payload func([]byte) []byte) []byte {
 	start := len(b)
 	b = append(b, make([]byte, 12)...) // the prelude and its CRC, filled in below
 	for _, h := range hs {
-		b = append(b, byte(len(h.name)))
-		b = append(b, h.name...)
+		b = append(b, byte(len(h.Name)))
+		b = append(b, h.Name...)
 		b = append(b, headerString)
-		b = binary.BigEndian.AppendUint16(b, uint16(len(h.value)))
-		b = append(b, h.value...)
+		b = binary.BigEndian.AppendUint16(b, uint16(len(h.Value)))
+		b = append(b, h.Value...)
 	}
 	headersLen := len(b) - start - 12
 	b = payload(b)
@@ -50,27 +48,27 @@ func appendEventMessage(b []byte, hs []esHeader, payload func([]byte) []byte) []
 	return binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b[start:]))
 }
 
-// appendEvent appends an event message of type eventType whose payload is
+// AppendEvent appends an event message of type eventType whose payload is
 // the JSON appended by payload.
-func appendEvent(b []byte, eventType string, payload func([]byte) []byte) []byte {
-	return appendEventMessage(b, []esHeader{
+func AppendEvent(b []byte, eventType string, payload func([]byte) []byte) []byte {
+	return AppendMessage(b, []Header{
 		{":event-type", eventType},
 		{":content-type", "application/json"},
 		{":message-type", "event"},
 	}, payload)
 }
 
-// appendException appends an exception message: exceptionType is the
+// AppendException appends an exception message: exceptionType is the
 // stream union's member (throttlingException, serviceUnavailableException,
 // …), the payload {"message": msg}.
-func appendException(b []byte, exceptionType, msg string) []byte {
-	return appendEventMessage(b, []esHeader{
+func AppendException(b []byte, exceptionType, msg string) []byte {
+	return AppendMessage(b, []Header{
 		{":exception-type", exceptionType},
 		{":content-type", "application/json"},
 		{":message-type", "exception"},
 	}, func(b []byte) []byte {
 		b = append(b, `{"message":`...)
-		b = appendJSONString(b, msg)
+		b = wire.AppendJSONString(b, msg)
 		return append(b, '}')
 	})
 }

@@ -1,10 +1,12 @@
-package mock
+package bedrock
 
 import (
 	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // Bedrock Runtime's credentials (docs/bedrock.md: Authentication): an AWS
@@ -23,27 +25,30 @@ var sigV4 = regexp.MustCompile(`^AWS4-HMAC-SHA256 Credential=([^/,\s]+)/(\d{8})/
 // amzDate matches x-amz-date: YYYYMMDDTHHMMSSZ.
 var amzDate = regexp.MustCompile(`^(\d{8})T\d{6}Z$`)
 
-// Messages of the signature errors, whose prefixes bedrockError maps to
+// Messages of the signature errors, whose prefixes errorOf maps to
 // the exception types (all 403 but IncompleteSignatureException's 400).
 const (
 	msgMissingToken = "Missing Authentication Token"
 	msgUnknownKey   = "The security token included in the request is invalid."
 )
 
-// authenticateBedrock returns the key of a Bedrock request: the access
-// key id of its SigV4 credential, or its bearer token. A malformed
+// authenticate is Spec.Authenticate: the key of a Bedrock request is the
+// access key id of its SigV4 credential, or its bearer token. A malformed
 // signature is refused even in open mode (no api_keys), since no SDK sends
-// one; in open mode a request without credentials is served.
-func (s *Server) authenticateBedrock(req *http.Request) (key string, ok bool, why string) {
+// one; in open mode a request without credentials is served. A signature
+// whose access key id has a secret in creds.Secrets is verified for real
+// (sigv4.go).
+func authenticate(req *http.Request, creds wire.Credentials) (key string, ok bool, why string) {
+	keys := creds.Keys
 	auth := req.Header.Get("Authorization")
 	if token, isBearer := strings.CutPrefix(auth, "Bearer "); isBearer {
-		if len(s.keys) == 0 || s.keys[token] {
+		if len(keys) == 0 || keys[token] {
 			return token, true, ""
 		}
 		return "", false, msgUnknownKey + " (the bearer token is not a key of this server)"
 	}
 	if auth == "" {
-		if len(s.keys) == 0 {
+		if len(keys) == 0 {
 			return "", true, ""
 		}
 		return "", false, msgMissingToken + ": send an AWS SigV4 Authorization header or a Bedrock API key (Authorization: Bearer)."
@@ -66,20 +71,22 @@ func (s *Server) authenticateBedrock(req *http.Request) (key string, ok bool, wh
 	if d[1] != date {
 		return "", false, "Credential should be scoped to a valid date: the credential's " + date + " is not x-amz-date's " + d[1] + "."
 	}
-	if len(s.keys) > 0 && !s.keys[akid] {
+	if len(keys) > 0 && !keys[akid] {
 		return "", false, msgUnknownKey + " (access key id " + akid + " is not a key of this server)"
 	}
-	if v, ok := req.Context().Value(sigVerdictKey{}).(*sigVerdict); ok && v.bad != "" {
-		return "", false, v.bad
+	if secret, ok := creds.Secrets[akid]; ok {
+		if bad := verifySigV4(req, m, secret, creds.MaxBody); bad != "" {
+			return "", false, bad
+		}
 	}
 	return akid, true, ""
 }
 
-// awsAttemptIndex is the attempt index (0 for the first) of an AWS SDK's
+// attemptIndex is Spec.AttemptIndex: the attempt index (0 for the first) of an AWS SDK's
 // request, from its amz-sdk-request header ("attempt=1; max=3", attempt
 // 1-based), or -1 when absent or invalid: what Faults.Script counts
 // attempts by.
-func awsAttemptIndex(req *http.Request) int {
+func attemptIndex(req *http.Request) int {
 	v := req.Header.Get("Amz-Sdk-Request")
 	if v == "" {
 		return -1
