@@ -116,7 +116,7 @@ const (
 // its keys, headers and strictness work, and its words for the refusals
 // the core decides.
 type Spec struct {
-	// Path is the format's model endpoint (POST).
+	// Path is the format's model endpoint (POST); empty when Routes are set.
 	Path string
 	// IDPrefix starts the id of an admitted request's message: msg_,
 	// chatcmpl-, resp_.
