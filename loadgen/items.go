@@ -25,7 +25,13 @@ var defaultModels = map[string]string{
 	"openai":    DefaultOpenAIModel,
 	// The Responses API serves the same models.
 	"openai-responses": DefaultOpenAIModel,
+	// Bedrock's id of the Anthropic default, a foundation model id the
+	// mock maps onto claude-haiku-4-5-20251001 (docs/bedrock.md).
+	"bedrock": DefaultBedrockModel,
 }
+
+// DefaultBedrockModel is provider bedrock's default model.
+const DefaultBedrockModel = "anthropic.claude-haiku-4-5-20251001-v1:0"
 
 // source returns the scenario's items as an engine source that builds each
 // item only when a worker takes it, so memory does not grow with the batch:

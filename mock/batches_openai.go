@@ -24,12 +24,13 @@ import (
 func routeVar(req *http.Request, name string) string { return mux.Vars(req)[name] }
 
 // batchEndpoint is the format of api's provider served at endpoint (a
-// registered format of formats whose Spec's Catalog is api's), and ok
-// false when there is none; paths lists those the mock serves.
+// registered format of formats whose Spec's Catalog is api's, at its one
+// Path: a format with Routes has none), and ok false when there is none;
+// paths lists those the mock serves.
 func batchEndpoint(api *batchAPI, endpoint string) (wr wire.Format, paths []string, ok bool) {
 	for _, f := range formats {
 		spec := f.Spec()
-		if spec.Catalog != api.wr.Spec().Catalog {
+		if spec.Catalog != api.wr.Spec().Catalog || spec.Path == "" {
 			continue
 		}
 		if spec.Path == endpoint {

@@ -46,6 +46,11 @@ type Config struct {
 	// APIKeys are the accepted API keys. None means open: any request is
 	// accepted and every request shares one anonymous set of limits.
 	APIKeys []string `yaml:"api_keys"`
+	// AWSSecretKeys maps an AWS access key id to its secret access key:
+	// a Bedrock request signed with that key id has its SigV4 signature
+	// verified for real (docs/bedrock.md: Authentication); other key ids
+	// are checked for shape only.
+	AWSSecretKeys map[string]string `yaml:"aws_secret_keys,omitempty"`
 	// AdminToken, when set, must be sent as "Authorization: Bearer TOKEN"
 	// or "X-Admin-Token: TOKEN" to use /_admin/. Empty leaves /_admin/ open.
 	AdminToken string `yaml:"admin_token"`
@@ -667,6 +672,9 @@ func (c Config) Validate() error {
 	}
 	for i, k := range c.APIKeys {
 		check(k != "", fmt.Sprintf("api_keys[%d]", i), "must not be empty")
+	}
+	for id, secret := range c.AWSSecretKeys {
+		check(id != "" && secret != "", "aws_secret_keys."+id, "want a non-empty access key id and secret")
 	}
 	nonNegD("latency.ttft", c.Latency.TTFT)
 	nonNegD("latency.ttft_per_input_token", c.Latency.TTFTPerInputToken)

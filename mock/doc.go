@@ -1,15 +1,17 @@
 // Package mock is a mock LLM provider that answers the Anthropic Messages
-// API, the OpenAI Chat Completions API and the OpenAI Responses API as the
-// real ones do, over their own wire formats. It enforces what real
-// providers enforce (concurrency caps, requests and tokens per minute,
-// per-token latency, 429s with retry-after and rate-limit headers, 529
-// overload, injected faults), so clients can be measured against it.
+// API, the OpenAI Chat Completions API, the OpenAI Responses API and Amazon
+// Bedrock Runtime (Converse, InvokeModel) as the real ones do, over their
+// own wire formats. It enforces what real providers enforce (concurrency
+// caps, requests and tokens per minute, per-token latency, 429s with
+// retry-after and rate-limit headers, 529 overload, injected faults), so
+// clients can be measured against it.
 //
 // It owns the routes (POST /v1/messages, /v1/messages/count_tokens,
-// /v1/chat/completions and /v1/responses, GET /v1/models, /_admin/ and
-// /metrics), the wire formats (JSON and SSE, errors in each provider's
-// envelope), admission, the latency model, faults, the admin API and
-// Prometheus metrics. It shares no code with the clients it measures.
+// /v1/chat/completions, /v1/responses and Bedrock's /model/{modelId}/…,
+// GET /v1/models, /_admin/ and /metrics), the wire formats (JSON, SSE and
+// Bedrock's event stream, errors in each provider's envelope), admission,
+// the latency model, faults, the admin API and Prometheus metrics. It
+// shares no code with the clients it measures.
 //
 // A model request passes, in order: authentication, the body limit
 // (MaxBodyBytes) and decoding, injected faults, the global Capacity, the
@@ -77,10 +79,13 @@
 //   - internal/wire: the vocabulary the core and the formats share (Call,
 //     Result, APIError, Snapshot, wire.Format and its Spec, JSON and SSE
 //     helpers, content and cache-prefix decoding).
-//   - internal/anthropic, internal/openaichat, internal/openairesponses:
-//     one wire format each: its request decoding and content fields, its
-//     response, stream frames, error envelope and rate-limit headers, and
-//     its Spec (docs/architecture.md, "Adding a wire format").
+//   - internal/anthropic, internal/openaichat, internal/openairesponses,
+//     internal/bedrock: one wire format each: its request decoding and
+//     content fields, its response, stream frames, error envelope and
+//     rate-limit headers, and its Spec (docs/architecture.md, "Adding a
+//     wire format"); Bedrock's also its SigV4 authentication.
+//   - internal/eventstream: the application/vnd.amazon.eventstream framing
+//     of Bedrock's streams.
 //   - schemagen: documents generated from a JSON Schema, for tool calls and
 //     structured output.
 //   - mocktest: a Server on loopback for tests, as httptest.Server.

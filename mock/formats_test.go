@@ -12,59 +12,90 @@ package mock
 // which imports mock.
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
+
+	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 )
 
 // serverConformance is how to ask each format for an answer, and what it
 // answers with where formats differ.
 type serverConformance struct {
+	// path is the endpoint a request is sent to (streamed or not); nil:
+	// the format's wire.Spec.Path.
+	path func(stream bool) string
 	// body is a valid request of maxTokens tokens' output.
 	body func(maxTokens int, stream bool) string
 	// badBody is a request with one bad field, badField, that a 400 names.
 	badBody, badField string
+	// streamType is the Content-Type a stream starts with, and split cuts
+	// a stream into its frames, checking their framing (sseFrames,
+	// eventstreamFrames).
+	streamType string
+	split      func(stream []byte) ([]string, error)
 	// frames are markers of the stream's frames, in the order they come,
 	// the last in the stream's last frame (output is max_tokens long, so
 	// the answer ends capped).
 	frames []string
 	// requestID and remaining are the request-id header and the
-	// requests-remaining rate-limit header.
+	// requests-remaining rate-limit header; remaining is empty for a format
+	// that sends no rate-limit headers (no header names "ratelimit").
 	requestID, remaining string
+	// retryAfter is whether a rate-limit 429 says when to retry
+	// (retry-after in whole seconds); false: it sends none of retry-after,
+	// retry-after-ms and x-should-retry.
+	retryAfter bool
 	// overloaded is the status of an overload answer.
 	overloaded int
-	// limitType is the rate-limit 429's error type in its envelope
-	// (errorType reads it).
+	// errType reads an error answer's type (envelopeErrorType,
+	// amznErrorType); limitType is the rate-limit 429's.
+	errType   func(t *testing.T, r reply) string
 	limitType string
-	// authType is the 401's.
-	authType string
+	// authStatus is the status of a request without a key or with a wrong
+	// one, authType the error type of the first.
+	authStatus int
+	authType   string
 }
 
 var serverConformanceTable = map[string]serverConformance{
 	"anthropic": {
-		body:     func(n int, stream bool) string { return anthropicBody(n, stream, "hi") },
-		badBody:  `{"model":"claude-sonnet-4-5","max_tokens":0,"messages":[{"role":"user","content":"hi"}]}`,
-		badField: "max_tokens",
+		body:       func(n int, stream bool) string { return anthropicBody(n, stream, "hi") },
+		badBody:    `{"model":"claude-sonnet-4-5","max_tokens":0,"messages":[{"role":"user","content":"hi"}]}`,
+		badField:   "max_tokens",
+		streamType: "text/event-stream",
+		split:      sseFrames,
 		frames: []string{"event: message_start\n", "event: content_block_start\n", "event: content_block_delta\n",
 			"event: message_delta\n", "event: message_stop\n"},
 		requestID:  "Request-Id",
 		remaining:  "Anthropic-Ratelimit-Requests-Remaining",
+		retryAfter: true,
 		overloaded: 529,
+		errType:    envelopeErrorType,
 		limitType:  "rate_limit_error",
+		authStatus: 401,
 		authType:   "authentication_error",
 	},
 	"openai": {
 		body:       func(n int, stream bool) string { return openaiBody(n, stream, false, "hi") },
 		badBody:    `{"model":"gpt-4o-mini","max_completion_tokens":0,"messages":[{"role":"user","content":"hi"}]}`,
 		badField:   "max_completion_tokens",
-		frames:     []string{`"role":"assistant"`, `"delta":{"content":"`, `"finish_reason":"length"`, "data: [DONE]\n\n"},
+		streamType: "text/event-stream",
+		split:      sseFrames,
+		frames:     []string{`"role":"assistant"`, `"delta":{"content":"`, `"finish_reason":"length"`, "data: [DONE]"},
 		requestID:  "X-Request-Id",
 		remaining:  "X-Ratelimit-Remaining-Requests",
+		retryAfter: true,
 		overloaded: 503,
+		errType:    envelopeErrorType,
 		limitType:  "requests",
+		authStatus: 401,
 		authType:   "invalid_request_error",
 	},
 	"openai-responses": {
@@ -72,15 +103,46 @@ var serverConformanceTable = map[string]serverConformance{
 			b, _ := json.Marshal(map[string]any{"model": "gpt-4o-mini", "input": "hi", "max_output_tokens": n, "stream": stream})
 			return string(b)
 		},
-		badBody:  `{"model":"gpt-4o-mini","input":"hi","max_output_tokens":1}`,
-		badField: "max_output_tokens",
+		badBody:    `{"model":"gpt-4o-mini","input":"hi","max_output_tokens":1}`,
+		badField:   "max_output_tokens",
+		streamType: "text/event-stream",
+		split:      sseFrames,
 		frames: []string{"event: response.created\n", "event: response.output_item.added\n",
 			"event: response.output_text.delta\n", "event: response.incomplete\n"},
 		requestID:  "X-Request-Id",
 		remaining:  "X-Ratelimit-Remaining-Requests",
+		retryAfter: true,
 		overloaded: 503,
+		errType:    envelopeErrorType,
 		limitType:  "requests",
+		authStatus: 401,
 		authType:   "invalid_request_error",
+	},
+	// Bedrock Runtime (docs/bedrock.md): the model in the path, Converse's
+	// body, binary event-stream frames, its errors in x-amzn-ErrorType, no
+	// rate-limit headers and no retry hints, and 403 for a bad credential.
+	"bedrock": {
+		path: func(stream bool) string {
+			if stream {
+				return "/model/anthropic.claude-sonnet-4-5-20250929-v1:0/converse-stream"
+			}
+			return "/model/anthropic.claude-sonnet-4-5-20250929-v1:0/converse"
+		},
+		body: func(n int, _ bool) string {
+			return fmt.Sprintf(`{"messages":[{"role":"user","content":[{"text":"hi"}]}],"inferenceConfig":{"maxTokens":%d}}`, n)
+		},
+		badBody:    `{"messages":[{"role":"user","content":[{"text":"hi"}]}],"inferenceConfig":{"maxTokens":0}}`,
+		badField:   "inferenceConfig.maxTokens",
+		streamType: "application/vnd.amazon.eventstream",
+		split:      eventstreamFrames,
+		frames: []string{":event-type=messageStart\n", ":event-type=contentBlockDelta\n", ":event-type=contentBlockStop\n",
+			`"stopReason":"max_tokens"`, ":event-type=metadata\n"},
+		requestID:  "X-Amzn-Requestid",
+		overloaded: 503,
+		errType:    amznErrorType,
+		limitType:  "ThrottlingException",
+		authStatus: 403,
+		authType:   "MissingAuthenticationTokenException",
 	},
 }
 
@@ -102,9 +164,55 @@ func TestServerConformanceCoversEveryFormat(t *testing.T) {
 	}
 }
 
-// errorType is the type of the error in an error envelope: Anthropic's
-// error.type, or OpenAI's.
-func errorType(t *testing.T, r reply) string {
+// sseFrames cuts a server-sent event stream into its frames, each ended
+// by a blank line.
+func sseFrames(stream []byte) ([]string, error) {
+	s := string(stream)
+	if !strings.HasSuffix(s, "\n\n") {
+		return nil, errors.New("the stream does not end with a blank line")
+	}
+	return strings.Split(strings.TrimSuffix(s, "\n\n"), "\n\n"), nil
+}
+
+// eventstreamFrames decodes an application/vnd.amazon.eventstream stream
+// with aws-sdk-go-v2's decoder, which checks each message's lengths and
+// CRCs; each frame is its headers as NAME=VALUE lines, then its payload.
+func eventstreamFrames(stream []byte) ([]string, error) {
+	dec := eventstream.NewDecoder()
+	r := bytes.NewReader(stream)
+	var frames []string
+	for r.Len() > 0 {
+		m, err := dec.Decode(r, nil)
+		if err != nil {
+			return frames, fmt.Errorf("message %d: %w", len(frames), err)
+		}
+		var b strings.Builder
+		for _, h := range m.Headers {
+			fmt.Fprintf(&b, "%s=%s\n", h.Name, h.Value.String())
+		}
+		b.Write(m.Payload)
+		frames = append(frames, b.String())
+	}
+	return frames, nil
+}
+
+// amznErrorType is Bedrock's error type: x-amzn-ErrorType up to its
+// colon, with a JSON body carrying the message.
+func amznErrorType(t *testing.T, r reply) string {
+	t.Helper()
+	typ, _, _ := strings.Cut(r.header.Get("X-Amzn-Errortype"), ":")
+	var body struct {
+		Message string `json:"message"`
+	}
+	if err := json.Unmarshal(r.body, &body); err != nil || typ == "" || body.Message == "" {
+		t.Fatalf("status %d x-amzn-ErrorType %q body %q: want a type and a {\"message\"} body (%v)", r.status, typ, r.body, err)
+	}
+	return typ
+}
+
+// envelopeErrorType is the type of the error in an error envelope:
+// Anthropic's error.type, or OpenAI's.
+func envelopeErrorType(t *testing.T, r reply) string {
 	t.Helper()
 	var env struct {
 		Error struct {
@@ -123,10 +231,10 @@ func TestServerConformance(t *testing.T) {
 	checks := []struct {
 		name  string
 		cfg   func(cfg *Config)
-		check func(t *testing.T, ts *testServer, path string, f serverConformance)
+		check func(t *testing.T, ts *testServer, path func(stream bool) string, f serverConformance)
 	}{
-		{"plain 200", nil, func(t *testing.T, ts *testServer, path string, f serverConformance) {
-			r := ts.do(t, "POST", path, f.body(16, false), auth...)
+		{"plain 200", nil, func(t *testing.T, ts *testServer, path func(bool) string, f serverConformance) {
+			r := ts.do(t, "POST", path(false), f.body(16, false), auth...)
 			if r.status != 200 {
 				t.Fatalf("status %d body %s, want 200", r.status, r.body)
 			}
@@ -140,64 +248,91 @@ func TestServerConformance(t *testing.T) {
 				t.Errorf("body %s is not JSON", r.body)
 			}
 		}},
-		{"stream frames in order", nil, func(t *testing.T, ts *testServer, path string, f serverConformance) {
-			r := ts.do(t, "POST", path, f.body(16, true), auth...)
-			if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/event-stream") {
-				t.Fatalf("status %d Content-Type %q, want a 200 event stream", r.status, r.header.Get("Content-Type"))
+		{"stream frames in order", nil, func(t *testing.T, ts *testServer, path func(bool) string, f serverConformance) {
+			r := ts.do(t, "POST", path(true), f.body(16, true), auth...)
+			if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), f.streamType) {
+				t.Fatalf("status %d Content-Type %q, want a 200 %s stream", r.status, r.header.Get("Content-Type"), f.streamType)
 			}
-			rest := string(r.body)
-			for _, m := range f.frames {
-				i := strings.Index(rest, m)
-				if i < 0 {
-					t.Fatalf("stream %q: no %q after the frames before it (%q)", r.body, m, f.frames)
+			frames, err := f.split(r.body)
+			if err != nil {
+				t.Fatalf("stream %q: %v", r.body, err)
+			}
+			// Each marker is found after the one before it, in the same
+			// frame or a later one.
+			next, last := 0, -1
+			for i, fr := range frames {
+				for next < len(f.frames) {
+					j := strings.Index(fr, f.frames[next])
+					if j < 0 {
+						break
+					}
+					fr, last, next = fr[j+len(f.frames[next]):], i, next+1
 				}
-				rest = rest[i+len(m):]
 			}
-			if strings.Count(rest, "\n\n") > 1 {
-				t.Errorf("stream %q: frames after the last expected one %q", r.body, f.frames[len(f.frames)-1])
+			if next < len(f.frames) {
+				t.Fatalf("frames %q: no %q after the frames before it (%q)", frames, f.frames[next], f.frames)
+			}
+			if last != len(frames)-1 {
+				t.Errorf("frames %q: frames after the last expected one %q", frames[last+1:], f.frames[len(f.frames)-1])
 			}
 		}},
-		{"429 envelope and headers", func(cfg *Config) { cfg.Limits.RPM = 1 }, func(t *testing.T, ts *testServer, path string, f serverConformance) {
-			if r := ts.do(t, "POST", path, f.body(16, false), auth...); r.status != 200 {
+		{"429 envelope and headers", func(cfg *Config) { cfg.Limits.RPM = 1 }, func(t *testing.T, ts *testServer, path func(bool) string, f serverConformance) {
+			if r := ts.do(t, "POST", path(false), f.body(16, false), auth...); r.status != 200 {
 				t.Fatalf("first request: status %d body %s, want 200", r.status, r.body)
 			}
-			r := ts.do(t, "POST", path, f.body(16, false), auth...)
+			r := ts.do(t, "POST", path(false), f.body(16, false), auth...)
 			if r.status != 429 {
 				t.Fatalf("second request at rpm 1: status %d body %s, want 429", r.status, r.body)
 			}
-			if ra, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || ra < 1 || ra > 60 {
-				t.Errorf("retry-after %q, want whole seconds in [1, 60]", r.header.Get("Retry-After"))
+			if f.retryAfter {
+				if ra, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || ra < 1 || ra > 60 {
+					t.Errorf("retry-after %q, want whole seconds in [1, 60]", r.header.Get("Retry-After"))
+				}
+			} else {
+				for _, h := range []string{"Retry-After", "Retry-After-Ms", "X-Should-Retry"} {
+					if v, ok := r.header[h]; ok {
+						t.Errorf("%s %q, want none: the format sends no retry hints", h, v)
+					}
+				}
 			}
-			if rem := r.header.Get(f.remaining); rem != "0" {
-				t.Errorf("%s %q, want 0", f.remaining, rem)
+			if f.remaining != "" {
+				if rem := r.header.Get(f.remaining); rem != "0" {
+					t.Errorf("%s %q, want 0", f.remaining, rem)
+				}
+			} else {
+				for h, v := range r.header {
+					if strings.Contains(strings.ToLower(h), "ratelimit") {
+						t.Errorf("%s %q, want no rate-limit headers", h, v)
+					}
+				}
 			}
-			if typ := errorType(t, r); typ != f.limitType {
+			if typ := f.errType(t, r); typ != f.limitType {
 				t.Errorf("error type %q, want %q", typ, f.limitType)
 			}
 			if !strings.Contains(string(r.body), LimitRPM) {
 				t.Errorf("body %s, want the limit named (%s)", r.body, LimitRPM)
 			}
 		}},
-		{"overload status", func(cfg *Config) { cfg.Faults.Overloaded = 1 }, func(t *testing.T, ts *testServer, path string, f serverConformance) {
-			r := ts.do(t, "POST", path, f.body(16, false), auth...)
+		{"overload status", func(cfg *Config) { cfg.Faults.Overloaded = 1 }, func(t *testing.T, ts *testServer, path func(bool) string, f serverConformance) {
+			r := ts.do(t, "POST", path(false), f.body(16, false), auth...)
 			if r.status != f.overloaded {
 				t.Fatalf("status %d body %s, want %d", r.status, r.body, f.overloaded)
 			}
-			errorType(t, r)
+			f.errType(t, r)
 		}},
-		{"400 names the field", nil, func(t *testing.T, ts *testServer, path string, f serverConformance) {
-			r := ts.do(t, "POST", path, f.badBody, auth...)
+		{"400 names the field", nil, func(t *testing.T, ts *testServer, path func(bool) string, f serverConformance) {
+			r := ts.do(t, "POST", path(false), f.badBody, auth...)
 			if r.status != 400 {
 				t.Fatalf("status %d body %s, want 400", r.status, r.body)
 			}
 			if !strings.Contains(string(r.body), f.badField) {
 				t.Errorf("body %s, want the field %s named", r.body, f.badField)
 			}
-			errorType(t, r)
+			f.errType(t, r)
 		}},
-		{"request id", nil, func(t *testing.T, ts *testServer, path string, f serverConformance) {
-			ok := ts.do(t, "POST", path, f.body(16, false), auth...)
-			bad := ts.do(t, "POST", path, f.badBody, auth...)
+		{"request id", nil, func(t *testing.T, ts *testServer, path func(bool) string, f serverConformance) {
+			ok := ts.do(t, "POST", path(false), f.body(16, false), auth...)
+			bad := ts.do(t, "POST", path(false), f.badBody, auth...)
 			for _, r := range []reply{ok, bad} {
 				if id := r.header.Get(f.requestID); !strings.HasPrefix(id, "req_") {
 					t.Errorf("status %d: %s %q, want a req_ id", r.status, f.requestID, id)
@@ -207,17 +342,17 @@ func TestServerConformance(t *testing.T) {
 				t.Errorf("two requests share the request id %q", ok.header.Get(f.requestID))
 			}
 		}},
-		{"auth failure", nil, func(t *testing.T, ts *testServer, path string, f serverConformance) {
-			r := ts.do(t, "POST", path, f.body(16, false))
-			if r.status != 401 {
-				t.Fatalf("no key: status %d body %s, want 401", r.status, r.body)
+		{"auth failure", nil, func(t *testing.T, ts *testServer, path func(bool) string, f serverConformance) {
+			r := ts.do(t, "POST", path(false), f.body(16, false))
+			if r.status != f.authStatus {
+				t.Fatalf("no key: status %d body %s, want %d", r.status, r.body, f.authStatus)
 			}
-			if typ := errorType(t, r); typ != f.authType {
+			if typ := f.errType(t, r); typ != f.authType {
 				t.Errorf("error type %q, want %q", typ, f.authType)
 			}
-			r = ts.do(t, "POST", path, f.body(16, false), "Authorization", "Bearer sk-wrong")
-			if r.status != 401 {
-				t.Errorf("wrong key: status %d body %s, want 401", r.status, r.body)
+			r = ts.do(t, "POST", path(false), f.body(16, false), "Authorization", "Bearer sk-wrong")
+			if r.status != f.authStatus {
+				t.Errorf("wrong key: status %d body %s, want %d", r.status, r.body, f.authStatus)
 			}
 		}},
 	}
@@ -235,7 +370,11 @@ func TestServerConformance(t *testing.T) {
 					}
 					ts := startServer(t, cfg)
 					defer ts.stop()
-					c.check(t, ts, wr.Spec().Path, f)
+					path := f.path
+					if path == nil {
+						path = func(bool) string { return wr.Spec().Path }
+					}
+					c.check(t, ts, path, f)
 				})
 			})
 		}

@@ -134,7 +134,7 @@ func (s *Server) prepare(x *exchange, req *http.Request) bool {
 	bp := bodyBufs.Get().(*[]byte)
 	body, held, status, err := s.readBody(w, req, *bp)
 	received := arrived(req, s.clock.Now()) // the schedule's start: see admit
-	s.calls.arrive(&x.att, req, key, body)
+	s.calls.arrive(&x.att, req, wr, key, body)
 	c := &x.call
 	if err == nil {
 		err = wr.Decode(body, s.cfg.Output.DefaultMaxTokens, c)
@@ -324,7 +324,7 @@ func (s *Server) admit(req *http.Request, c *wire.Call, key string, wr wire.Form
 	// Scripted failures: the attempt index comes from the SDK's header or,
 	// for a client sending an Idempotency-Key, from the call accounting,
 	// which groups attempts by that key (calls.go).
-	if len(s.faults.Script) > 0 && s.scripted(req, n, ks, d) {
+	if len(s.faults.Script) > 0 && s.scripted(req, wr, n, ks, d) {
 		return d
 	}
 
@@ -407,8 +407,8 @@ func (d *decision) reject(ks *keyState, status int, e wire.APIError, retryAfter 
 // s.mu is held.
 //
 //go:noinline
-func (s *Server) scripted(req *http.Request, n int, ks *keyState, d *decision) bool {
-	attempt := attemptIndex(req)
+func (s *Server) scripted(req *http.Request, wr wire.Format, n int, ks *keyState, d *decision) bool {
+	attempt := attemptIndex(req, wr)
 	if attempt < 0 && n > 0 && req.Header.Get("Idempotency-Key") != "" {
 		attempt = n - 1
 	}
@@ -755,6 +755,9 @@ func (x *exchange) stream() {
 	p := &x.d.plan
 	h := x.w.Header()
 	h["Content-Type"] = wire.ValueEventStream
+	if ct := x.wr.Spec().StreamContentType; ct != nil {
+		h["Content-Type"] = ct
+	}
 	h["Cache-Control"] = wire.ValueNoCache
 	x.processed(h)
 	x.w.WriteHeader(http.StatusOK)

@@ -113,7 +113,13 @@ func (s *Server) acceptsModel(wr wire.Format, id string) bool {
 	if wr.Spec().Catalog == wire.CatalogAnthropic {
 		known = s.anthropicModels
 	}
-	return known[id]
+	if known[id] {
+		return true
+	}
+	if f := wr.Spec().CatalogModel; f != nil {
+		return known[f(id)]
+	}
+	return false
 }
 
 // modelIndex is the set of ids in cat plus the configured extras.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gorilla/mux"
 	"github.com/ratelab/ratelab/mock/internal/anthropic"
+	"github.com/ratelab/ratelab/mock/internal/bedrock"
 	"github.com/ratelab/ratelab/mock/internal/openaichat"
 	"github.com/ratelab/ratelab/mock/internal/openairesponses"
 	"github.com/ratelab/ratelab/mock/internal/wire"
@@ -21,9 +22,9 @@ type route struct {
 }
 
 // formats are the wire formats the server serves, each at its
-// wire.Spec.Path; a new format is added here and in the conformance table
-// (formats_test.go).
-var formats = []wire.Format{anthropic.Format{}, openaichat.Format{}, openairesponses.Format{}}
+// wire.Spec.Path or wire.Spec.Routes; a new format is added here and in the
+// conformance table (formats_test.go).
+var formats = []wire.Format{anthropic.Format{}, openaichat.Format{}, openairesponses.Format{}, bedrock.Format{}}
 
 // routeTable is the server's one list of routes. The router is built from
 // it, the exact paths are dispatched from it (fastRoutes), and a 405's
@@ -34,6 +35,12 @@ func (s *Server) routeTable() []route {
 		{"/v1/messages/count_tokens", post, http.HandlerFunc(s.countTokens)},
 	}
 	for _, wr := range formats {
+		if rs := wr.Spec().Routes; rs != nil {
+			for _, r := range rs {
+				t = append(t, route{r.Path, post, s.boundModel(r.Bind)})
+			}
+			continue
+		}
 		t = append(t, route{wr.Spec().Path, post, s.model(wr)})
 	}
 	t = append(t, s.modelRoutes()...)
@@ -45,6 +52,12 @@ func (s *Server) routeTable() []route {
 		route{"/healthz", probe, http.HandlerFunc(s.healthz)},
 		route{"/readyz", probe, http.HandlerFunc(s.readyz)},
 	)
+}
+
+// boundModel serves a route of wire.Spec.Routes: bind makes the format value
+// of each request from its path's variables.
+func (s *Server) boundModel(bind func(vars map[string]string) wire.Format) http.HandlerFunc {
+	return func(w http.ResponseWriter, req *http.Request) { s.serveModel(w, req, bind(mux.Vars(req))) }
 }
 
 // routes builds the router from the route table. Wrong methods get 405 and
@@ -114,12 +127,17 @@ func fastRoutes(table []route, router http.Handler) http.Handler {
 }
 
 // wireOf picks the API a request is for, whose envelope its errors take:
-// by path for the model endpoints (OpenAI's live under /v1/chat/,
-// /v1/responses, /v1/completions and /v1/embeddings), otherwise by the
-// headers the SDKs send: anthropic-version or x-api-key is Anthropic, a
-// bearer token without them is OpenAI. A request with neither is
-// Anthropic's.
+// by path for the model endpoints (a format's wire.Spec.RoutePrefix;
+// OpenAI's live under /v1/chat/, /v1/responses, /v1/completions and
+// /v1/embeddings), otherwise by the headers the SDKs send: anthropic-version
+// or x-api-key is Anthropic, a bearer token without them is OpenAI. A
+// request with neither is Anthropic's.
 func wireOf(req *http.Request) wire.Format {
+	for _, wr := range formats {
+		if p := wr.Spec().RoutePrefix; p != "" && strings.HasPrefix(req.URL.Path, p) {
+			return wr
+		}
+	}
 	switch p := req.URL.Path; {
 	case strings.HasPrefix(p, "/v1/messages"):
 		return anthropic.Format{}

@@ -22,10 +22,15 @@ import (
 // differ.
 var conformance = map[string]struct {
 	overloaded int // the status of the provider's overload answer
+	// noLimitHeaders: the provider sends no rate-limit headers and no
+	// retry-after (Bedrock).
+	noLimitHeaders bool
+	unauthorized   int // the status of a wrong key: 401, or 403 for AWS
 }{
-	"anthropic":        {overloaded: 529},
-	"openai":           {overloaded: 503},
-	"openai-responses": {overloaded: 503},
+	"anthropic":        {overloaded: 529, unauthorized: 401},
+	"openai":           {overloaded: 503, unauthorized: 401},
+	"openai-responses": {overloaded: 503, unauthorized: 401},
+	"bedrock":          {overloaded: 503, noLimitHeaders: true, unauthorized: 403},
 }
 
 func TestConformanceCoversEveryFormat(t *testing.T) {
@@ -75,14 +80,22 @@ func TestConformance(t *testing.T) {
 			if resp.Usage.InputTokens <= 0 || resp.Usage.OutputTokens <= 0 {
 				t.Errorf("usage %+v, want input and output tokens", resp.Usage)
 			}
-			if r := o.Limits.Requests; r.Limit != 600 || r.Remaining != 599 || r.Reset.IsZero() {
+			if conformance[name].noLimitHeaders {
+				if o.Limits != (strategies.Limits{}) {
+					t.Errorf("limits %+v, want none: the provider sends no rate-limit headers", o.Limits)
+				}
+			} else if r := o.Limits.Requests; r.Limit != 600 || r.Remaining != 599 || r.Reset.IsZero() {
 				t.Errorf("requests limit %+v, want 600 with 599 remaining and a reset", r)
 			}
 		}},
 		{"429 with retry-after", func(cfg *mock.Config) {
 			cfg.Faults.Script = []mock.ScriptStep{{Attempts: 1, Status: 429, RetryAfter: 2 * time.Second}}
 		}, func(t *testing.T, name string, _ provider.Response, o strategies.Outcome) {
-			if o.Kind != strategies.Throttled || o.Status != 429 || !o.HasRetryAfter || o.RetryAfter != 2*time.Second {
+			if conformance[name].noLimitHeaders {
+				if o.Kind != strategies.Throttled || o.Status != 429 || o.HasRetryAfter {
+					t.Errorf("outcome %+v, want Throttled, 429, no retry-after (the provider sends none)", o)
+				}
+			} else if o.Kind != strategies.Throttled || o.Status != 429 || !o.HasRetryAfter || o.RetryAfter != 2*time.Second {
 				t.Errorf("outcome %+v, want Throttled, 429, retry-after 2s", o)
 			}
 		}},
@@ -102,8 +115,8 @@ func TestConformance(t *testing.T) {
 			}
 		}},
 		{"unauthorized", func(cfg *mock.Config) { cfg.APIKeys = []string{"another-key"} }, func(t *testing.T, name string, _ provider.Response, o strategies.Outcome) {
-			if o.Kind != strategies.Failed || o.Status != 401 || o.Err == nil || strings.Contains(o.Err.Error(), mockKey) {
-				t.Errorf("outcome %+v, want Failed, 401, an error that does not hold the key", o)
+			if want := conformance[name].unauthorized; o.Kind != strategies.Failed || o.Status != want || o.Err == nil || strings.Contains(o.Err.Error(), mockKey) {
+				t.Errorf("outcome %+v, want Failed, %d, an error that does not hold the key", o, want)
 			}
 		}},
 	}

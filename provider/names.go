@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/provider/anthropic"
+	"github.com/ratelab/ratelab/provider/bedrock"
 	"github.com/ratelab/ratelab/provider/openaichat"
 	"github.com/ratelab/ratelab/provider/openairesponses"
 	"github.com/ratelab/ratelab/provider/wire"
@@ -38,6 +39,8 @@ type (
 	// OpenAIResponses is the OpenAI Responses API (package
 	// openairesponses).
 	OpenAIResponses = openairesponses.Format
+	// Bedrock is Amazon Bedrock Runtime's Converse API (package bedrock).
+	Bedrock = bedrock.Format
 )
 
 // AnthropicVersion is the anthropic-version header the official SDKs send

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/provider/anthropic"
+	"github.com/ratelab/ratelab/provider/bedrock"
 	"github.com/ratelab/ratelab/provider/openaichat"
 	"github.com/ratelab/ratelab/provider/openairesponses"
 	"github.com/ratelab/ratelab/provider/wire"
@@ -53,6 +54,8 @@ var formats = [...]wire.Format{
 	openaichat.Format{},
 	// The Responses API, the one the AI SDK's default OpenAI provider calls.
 	openairesponses.Format{},
+	// Amazon Bedrock Runtime's Converse API, SigV4-signed.
+	bedrock.Format{},
 }
 
 // ByName returns the provider called name ("anthropic", "openai" or

@@ -24,8 +24,8 @@ func TestByName(t *testing.T) {
 			t.Errorf("ByName(%q).Name() = %q", name, p.Name())
 		}
 	}
-	if _, err := ByName("gemini"); err == nil || !strings.Contains(err.Error(), "anthropic, openai") {
-		t.Errorf("ByName(gemini) error = %v, want one listing the known providers", err)
+	if _, err := ByName("no-such-provider"); err == nil || !strings.Contains(err.Error(), strings.Join(Names(), ", ")) || !strings.Contains(err.Error(), "anthropic, bedrock, openai") {
+		t.Errorf("ByName(no-such-provider) error = %v, want one listing the known providers", err)
 	}
 }
 

@@ -36,9 +36,14 @@ func Decode(resp *http.Response, sent time.Time, f *Spec, out *Response, o *stra
 		if f.Quota != nil && f.Quota(apiErr) {
 			o.Kind = strategies.Quota
 		}
+		if f.Kind != nil {
+			o.Kind = f.Kind(apiErr, o.Kind)
+		}
 		o.Err = apiErr
 	case isEventStream(resp):
-		decodeStream(resp, clk, sent, out, o, f)
+		decodeStream(resp, clk, sent, out, o, f, NewSSEReader(resp.Body))
+	case f.EventStream != nil && hasContentType(resp, f.EventStreamType):
+		decodeStream(resp, clk, sent, out, o, f, f.EventStream(resp.Body))
 	default:
 		decodeJSON(resp, f, out, o)
 	}
@@ -76,9 +81,8 @@ type Stream struct {
 // decodeStream reads an event stream with f.Event until it says it read
 // the last one or the stream ends (streamCut). The text is the sum of the
 // deltas.
-func decodeStream(resp *http.Response, clk clock.Clock, sent time.Time, out *Response, o *strategies.Outcome, f *Spec) {
+func decodeStream(resp *http.Response, clk clock.Clock, sent time.Time, out *Response, o *strategies.Outcome, f *Spec, sr EventReader) {
 	s := &Stream{resp: resp, clk: clk, sent: sent, Out: *out, o: *o}
-	sr := NewSSEReader(resp.Body)
 	for {
 		ev, err := sr.Next()
 		if err != nil {
@@ -130,6 +134,13 @@ func (s *Stream) Typed(ev Event) (string, bool) {
 	return gjson.GetBytes(ev.Data, "type").String(), true
 }
 
+// hasContentType reports whether resp's Content-Type is ct (parameters
+// aside).
+func hasContentType(resp *http.Response, ct string) bool {
+	v := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Type")))
+	return v == ct || strings.HasPrefix(v, ct+";")
+}
+
 func isEventStream(resp *http.Response) bool {
 	ct := strings.ToLower(resp.Header.Get("Content-Type"))
 	return strings.HasPrefix(strings.TrimSpace(ct), "text/event-stream")
@@ -170,6 +181,9 @@ func readAPIError(resp *http.Response, requestID string, f *Spec) *APIError {
 		e.Type, e.Code, e.Message = b.Type, b.Code, b.Message
 	} else if err == nil {
 		e.Message = strings.TrimSpace(string(bytes.ToValidUTF8(body[:min(len(body), 512)], nil)))
+	}
+	if f.ErrorType != nil && e.Type == "" {
+		e.Type = f.ErrorType(resp.Header)
 	}
 	return e
 }

@@ -13,6 +13,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -106,6 +107,28 @@ type Spec struct {
 	// Body reads a successful JSON response, already checked to be valid,
 	// into out. (By value: a pointer passed to a func value escapes.)
 	Body func(v gjson.Result, out Response) Response
+
+	// The optional parts, nil for the formats that need none (Anthropic's
+	// and OpenAI's):
+
+	// EventStream reads a stream framed as EventStreamType says (Bedrock's
+	// binary application/vnd.amazon.eventstream) into the Events that
+	// Event reads; nil: the format's streams are SSE.
+	EventStream     func(r io.Reader) EventReader
+	EventStreamType string
+	// ErrorType reads an error's type from the response headers (Bedrock's
+	// x-amzn-ErrorType) when the body does not carry it; "" when absent.
+	ErrorType func(h http.Header) string
+	// Kind reclassifies an error response that the status alone
+	// classified as k (a Bedrock 429 that is an overload, a 400 that is a
+	// spent quota); Quota is applied before it.
+	Kind func(e *APIError, k strategies.Kind) strategies.Kind
+}
+
+// EventReader reads the events of a stream: Next returns io.EOF when it
+// ends cleanly between events. SSEReader is one.
+type EventReader interface {
+	Next() (Event, error)
 }
 
 // Header values shared by every request, never modified: setting them

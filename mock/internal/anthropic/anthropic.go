@@ -264,6 +264,15 @@ func (Format) AppendLimitHeaders(buf []byte, l *wire.HeaderList, s wire.Snapshot
 	return buf
 }
 
+// StopReason is the stop_reason of c's answer r: end_turn, max_tokens,
+// tool_use or stop_sequence (Bedrock's Converse stopReason is the same).
+func StopReason(c *wire.Call, r *wire.Result) string {
+	if c.Content != nil {
+		return contentStopReason(&c.Content.Ans[0], r)
+	}
+	return anthropicStopReason(r)
+}
+
 func anthropicStopReason(r *wire.Result) string {
 	if r.Capped {
 		return "max_tokens"

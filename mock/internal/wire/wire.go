@@ -116,7 +116,7 @@ const (
 // its keys, headers and strictness work, and its words for the refusals
 // the core decides.
 type Spec struct {
-	// Path is the format's model endpoint (POST).
+	// Path is the format's model endpoint (POST); empty when Routes are set.
 	Path string
 	// IDPrefix starts the id of an admitted request's message: msg_,
 	// chatcmpl-, resp_.
@@ -151,6 +151,61 @@ type Spec struct {
 	// CheckSampling is strictness's check of what Decode read (sampling
 	// ranges, the first turn); nil when none.
 	CheckSampling func(c *Call) *APIError
+
+	// The hooks below are for a format unlike the built-in three (Bedrock
+	// Runtime's); each is read by the core in one place, and its zero value
+	// is what the built-in formats do.
+
+	// Routes, when set, are the format's model endpoints (POST) in place of
+	// Path, for a format whose path names the model or the operation
+	// (routes.go's routeTable).
+	Routes []Route
+	// RoutePrefix, when set, is the path prefix under which the core's own
+	// answers to unrouted requests (404, 405, 431) take this format's
+	// envelope (routes.go's wireOf).
+	RoutePrefix string
+	// Authenticate, when set, replaces the core's key check (APIKeyHeader,
+	// a bearer token, MissingKey), open mode included (auth.go): it returns
+	// the key req is limited as ("" in open mode), or ok false and the
+	// 401's message. It may read req's body to verify a signature, putting
+	// back a body that reads the same.
+	Authenticate func(req *http.Request, creds Credentials) (key string, ok bool, why string)
+	// StreamContentType is the Content-Type of a streamed answer; nil:
+	// text/event-stream (ValueEventStream) (handle.go's stream).
+	StreamContentType []string
+	// AttemptIndex, when set, replaces the core's reading of a request's
+	// attempt index (X-Stainless-Retry-Count) with the format's SDKs'
+	// header: 0 for the first attempt, -1 when the request does not say
+	// (ids.go's attemptIndex; what Faults.Script and the call log count).
+	AttemptIndex func(req *http.Request) int
+	// CatalogModel, when set, maps a model id as the format's requests name
+	// it onto Catalog's name (a Bedrock id onto the Messages API's); a
+	// model is served when either is in the catalogue (models.go's
+	// acceptsModel). Limits and prices by model match the id as sent.
+	CatalogModel func(id string) string
+}
+
+// Route is one model endpoint of a format with Spec.Routes.
+type Route struct {
+	// Path is a gorilla/mux template, e.g. /model/{modelId:.+}/converse.
+	Path string
+	// Bind is the Format value that serves a request to Path, given the
+	// template's variables (the model id the path names).
+	Bind func(vars map[string]string) Format
+}
+
+// Credentials are what the server is configured to accept, for
+// Spec.Authenticate.
+type Credentials struct {
+	// Keys are the accepted API keys (Config.APIKeys); none: open mode.
+	Keys map[string]bool
+	// Secrets maps an access key id to its secret key
+	// (Config.AWSSecretKeys), for a signature verified for real.
+	Secrets map[string]string
+	// MaxBody is the largest body the server reads (mock.MaxBodyBytes):
+	// an authenticator that reads the body reads no more than one byte
+	// past it.
+	MaxBody int
 }
 
 // Header is one header and its value, canonical.
