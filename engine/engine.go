@@ -18,14 +18,16 @@ import (
 	"github.com/ratelab/ratelab/strategies"
 )
 
-// Item is one call to make.
+// Item is one unit of work: a request to get answered, made as one call
+// (or, with Config.Again, several) through the strategy (see the glossary
+// in docs/architecture.md).
 type Item struct {
 	// Index is the item's position in its input; results carry it so that
 	// they can be matched to inputs whatever order they finish in.
 	Index int
 	// ID is the caller's identifier (a batch input's id); it may be empty.
 	ID string
-	// Request is the call itself.
+	// Request is what each attempt sends.
 	Request provider.Request
 	// Metadata is passed through to the Result untouched.
 	Metadata json.RawMessage
