@@ -11,6 +11,12 @@ func Text(text string) int {
 	return (utf8.RuneCountInString(text) + 3) / 4
 }
 
+// Bytes is Text of UTF-8 bytes (a request's raw JSON, say), without
+// converting them to a string.
+func Bytes(b []byte) int {
+	return (utf8.RuneCount(b) + 3) / 4
+}
+
 // Part returns the estimate of one part of a request (the system prompt, a
 // message): Text, but at least 1.
 func Part(text string) int {

@@ -16,6 +16,9 @@ func TestEstimate(t *testing.T) {
 		if got := Text(tt.in); got != tt.text {
 			t.Errorf("Text(%q) = %d, want %d", tt.in, got, tt.text)
 		}
+		if got := Bytes([]byte(tt.in)); got != tt.text {
+			t.Errorf("Bytes(%q) = %d, want %d", tt.in, got, tt.text)
+		}
 		if got := Part(tt.in); got != tt.part {
 			t.Errorf("Part(%q) = %d, want %d", tt.in, got, tt.part)
 		}
