@@ -10,6 +10,7 @@ import (
 	"github.com/ratelab/ratelab/engine"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/provider"
+	"github.com/ratelab/ratelab/strategies"
 )
 
 // Batch is a resumable batch: the items of a JSONL input file run through
@@ -43,7 +44,7 @@ import (
 //     afresh; its result counts every attempt and wait of every round.
 //
 // A connection that failed before any response byte (refused, reset,
-// closed, unreachable: engine.Result.Kind Unreachable) is a transient fault too: the
+// closed, unreachable: engine.Result.Kind strategies.Unreachable) is a transient fault too: the
 // item is made again the same way, with the SDKs' jittered backoff, however
 // many retries Config.Retry allows. After CircuitThreshold such failures in
 // a row the batch's circuit opens: it pauses every item (no slot taken, no
@@ -52,7 +53,7 @@ import (
 // OnOutage hears of both. An endpoint still down after MaxOutage stops the
 // batch with ErrOutage, recording nothing for the items not made. A refusal
 // because the key's quota or spend cap is spent (engine.Result.Kind
-// QuotaSpent) stops the batch with ErrQuota at once, recording nothing for
+// strategies.Quota) stops the batch with ErrQuota at once, recording nothing for
 // it nor for the items not made, since none can succeed before the quota
 // resets; the calls in progress finish. Only what repeating cannot fix (a
 // 4xx, a TLS failure, a reply that is not HTTP) is recorded as an error.
@@ -140,7 +141,7 @@ type Summary struct {
 	// failed, and it was made again (through engine.Config.Again).
 	Requeued int `json:"requeued"`
 	// QuotaSpent counts the items refused because the key's quota or spend
-	// cap was spent (engine.QuotaSpent). The first stops the batch with
+	// cap was spent (strategies.Quota). The first stops the batch with
 	// ErrQuota; none is recorded, so a resume makes them again.
 	QuotaSpent int `json:"quota_spent,omitempty"`
 	// Outages counts the times the endpoint stopped answering and the batch
@@ -242,7 +243,7 @@ func (b *Batch) Run(ctx context.Context) (Summary, error) {
 	}
 	jsonl := engine.NewJSONL(out)
 	cfg.Sinks = []engine.Sink{sinkFunc(func(r engine.Result) error {
-		if r.Kind == engine.QuotaSpent {
+		if r.Kind == strategies.Quota {
 			// The key's quota is spent: no other call will do better until
 			// it resets. Record nothing for this item, start no other, and
 			// leave them all for a resume.

@@ -27,8 +27,8 @@ type (
 	Response = wire.Response
 	// APIError is wire.APIError: an error a provider reported.
 	APIError = wire.APIError
-	// Event is wire.Event: one server-sent event.
-	Event = wire.Event
+	// SSEEvent is wire.SSEEvent: one server-sent event.
+	SSEEvent = wire.SSEEvent
 	// SSEReader is wire.SSEReader: a reader of server-sent events.
 	SSEReader = wire.SSEReader
 

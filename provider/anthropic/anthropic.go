@@ -183,7 +183,7 @@ func anthropicText(content gjson.Result) string {
 // event reads one event of the Messages stream, which ends at
 // message_stop. Usage in message_delta is cumulative, so it replaces rather
 // than adds. An error event ends the attempt as Failed.
-func event(s *wire.Stream, ev wire.Event) bool {
+func event(s *wire.Stream, ev wire.SSEEvent) bool {
 	typ, ok := s.Typed(ev)
 	if !ok {
 		return true

@@ -123,7 +123,7 @@ func (s *Stream) Invalid(err error) { invalid(&s.o, err) }
 // Typed returns the type of an event of a typed stream (Anthropic's, the
 // Responses API's): its event field, else its data's "type"; false, the
 // attempt ended as Invalid, when its data is not JSON.
-func (s *Stream) Typed(ev Event) (string, bool) {
+func (s *Stream) Typed(ev SSEEvent) (string, bool) {
 	if !gjson.ValidBytes(ev.Data) {
 		invalid(&s.o, fmt.Errorf("event %q: %w", ev.Event, ErrNotJSON))
 		return "", false

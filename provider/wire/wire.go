@@ -103,7 +103,7 @@ type Spec struct {
 	Quota func(e *APIError) bool
 	// Event reads one event of a stream into s and says whether it was the
 	// last; Decode owns the reading loop.
-	Event func(s *Stream, ev Event) (last bool)
+	Event func(s *Stream, ev SSEEvent) (last bool)
 	// Body reads a successful JSON response, already checked to be valid,
 	// into out. (By value: a pointer passed to a func value escapes.)
 	Body func(v gjson.Result, out Response) Response
