@@ -205,7 +205,7 @@ func decodeBody(v gjson.Result, out wire.Response) wire.Response {
 // event reads one ConverseStream event: the text deltas, messageStop's
 // stopReason, and metadata's usage, the last event. An exception message
 // ends the attempt as Failed, as a stream that has begun is not retried.
-func event(s *wire.Stream, ev wire.Event) bool {
+func event(s *wire.Stream, ev wire.SSEEvent) bool {
 	if exc, ok := strings.CutPrefix(ev.Event, exceptionPrefix); ok {
 		s.Fail(exc, gjson.GetBytes(ev.Data, "message").String())
 		return true
@@ -248,10 +248,10 @@ func newEventReader(r io.Reader) wire.EventReader {
 	return &eventReader{r: r, dec: eventstream.NewDecoder()}
 }
 
-func (e *eventReader) Next() (wire.Event, error) {
+func (e *eventReader) Next() (wire.SSEEvent, error) {
 	msg, err := e.dec.Decode(e.r, e.buf[:0])
 	if err != nil {
-		return wire.Event{}, err
+		return wire.SSEEvent{}, err
 	}
 	e.buf = msg.Payload
 	str := func(name string) string {
@@ -262,13 +262,13 @@ func (e *eventReader) Next() (wire.Event, error) {
 	}
 	switch t := str(":message-type"); t {
 	case "event":
-		return wire.Event{Event: str(":event-type"), Data: msg.Payload}, nil
+		return wire.SSEEvent{Event: str(":event-type"), Data: msg.Payload}, nil
 	case "exception":
-		return wire.Event{Event: exceptionPrefix + str(":exception-type"), Data: msg.Payload}, nil
+		return wire.SSEEvent{Event: exceptionPrefix + str(":exception-type"), Data: msg.Payload}, nil
 	case "error":
-		return wire.Event{Event: exceptionPrefix + str(":error-code"), Data: []byte(`{"message":` + strconv.Quote(str(":error-message")) + `}`)}, nil
+		return wire.SSEEvent{Event: exceptionPrefix + str(":error-code"), Data: []byte(`{"message":` + strconv.Quote(str(":error-message")) + `}`)}, nil
 	default:
-		return wire.Event{}, fmt.Errorf("provider: bedrock event stream: message type %q", t)
+		return wire.SSEEvent{}, fmt.Errorf("provider: bedrock event stream: message type %q", t)
 	}
 }
 

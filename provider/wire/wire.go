@@ -112,7 +112,7 @@ type Spec struct {
 	// and OpenAI's):
 
 	// EventStream reads a stream framed as EventStreamType says (Bedrock's
-	// binary application/vnd.amazon.eventstream) into the Events that
+	// binary application/vnd.amazon.eventstream) into the SSEEvents that
 	// Event reads; nil: the format's streams are SSE.
 	EventStream     func(r io.Reader) EventReader
 	EventStreamType string
@@ -128,7 +128,7 @@ type Spec struct {
 // EventReader reads the events of a stream: Next returns io.EOF when it
 // ends cleanly between events. SSEReader is one.
 type EventReader interface {
-	Next() (Event, error)
+	Next() (SSEEvent, error)
 }
 
 // Header values shared by every request, never modified: setting them

@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
+	"github.com/ratelab/ratelab/internal/tokenest"
 	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
@@ -141,7 +141,7 @@ func DecodeMessages(body []byte, needMax bool, c *wire.Call) error {
 		c.Input += wire.MessageTokens(n)
 	}
 	if len(req.Tools) > 0 && string(req.Tools) != "null" {
-		c.Input += (utf8.RuneCount(req.Tools) + 3) / 4
+		c.Input += tokenest.Bytes(req.Tools)
 	}
 	c.Stream = req.Stream
 	if bytes.Contains(body, wire.CacheControlKey) {

@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ratelab/ratelab/internal/tokenest"
 	"github.com/ratelab/ratelab/mock/internal/anthropic"
 	"github.com/ratelab/ratelab/mock/internal/eventstream"
 	"github.com/ratelab/ratelab/mock/internal/wire"
@@ -211,7 +212,7 @@ func (b Format) decodeConverse(body []byte, defaultMax int, c *wire.Call) error 
 		stops = ic.StopSequences
 	}
 	if wire.Present(req.ToolConfig) {
-		c.Input += (utf8.RuneCount(req.ToolConfig) + 3) / 4
+		c.Input += tokenest.Bytes(req.ToolConfig)
 	}
 	return decodeContent(&req, stops, c)
 }
