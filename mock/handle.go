@@ -849,6 +849,9 @@ func (x *exchange) tokens(stopAt int) bool {
 // start (the request's arrival) to the response's headers (0, already
 // set, for Anthropic's headers and instant answers).
 func (x *exchange) processed(h http.Header) {
+	if isGoogle(x.wr) {
+		return
+	}
 	if _, ok := x.wr.(anthropic); ok {
 		return
 	}

@@ -159,6 +159,9 @@ func (s *Server) findModel(wr wire, id string) (model, bool) {
 // acceptsModel reports whether requests may name id, quickly: it is on
 // every model request's path.
 func (s *Server) acceptsModel(wr wire, id string) bool {
+	if ok, google := s.googleAccepts(wr, id); google {
+		return ok
+	}
 	if s.cfg.Models.Any {
 		return true
 	}
@@ -183,6 +186,9 @@ func modelIndex(cat []model, extra []string) map[string]bool {
 
 // modelNotFound is the 404 each API answers for a model it does not serve.
 func modelNotFound(wr wire, id string) apiError {
+	if e, ok := googleModelNotFound(wr, id); ok {
+		return e
+	}
 	if _, ok := wr.(anthropic); ok {
 		return apiError{msg: "model: " + id}
 	}
@@ -217,6 +223,10 @@ func (s *Server) modelsRequest(w http.ResponseWriter, req *http.Request) (wire, 
 }
 
 func (s *Server) listModels(w http.ResponseWriter, req *http.Request) {
+	if isGoogle(wireOf(req)) {
+		s.geminiListModels(w, req)
+		return
+	}
 	wr, ok := s.modelsRequest(w, req)
 	if !ok {
 		return
@@ -246,6 +256,10 @@ func (s *Server) listModels(w http.ResponseWriter, req *http.Request) {
 }
 
 func (s *Server) getModel(w http.ResponseWriter, req *http.Request) {
+	if isGoogle(wireOf(req)) {
+		s.geminiGetModel(w, req)
+		return
+	}
 	wr, ok := s.modelsRequest(w, req)
 	if !ok {
 		return

@@ -326,6 +326,7 @@ func (s *Server) routeTable() []route {
 		{"/v1/responses", post, s.model(responses{})},
 	}
 	t = append(t, s.modelRoutes()...)
+	t = append(t, s.geminiRoutes()...)
 	t = append(t, s.adminRoutes()...)
 	probe := []string{http.MethodGet, http.MethodHead}
 	return append(t,
@@ -428,6 +429,9 @@ func fastRoutes(table []route, router http.Handler) http.Handler {
 // bearer token without them is OpenAI. A request with neither is
 // Anthropic's.
 func wireOf(req *http.Request) wire {
+	if wr := googleWireOf(req); wr != nil {
+		return wr
+	}
 	switch p := req.URL.Path; {
 	case strings.HasPrefix(p, "/v1/messages"):
 		return anthropic{}
@@ -473,6 +477,9 @@ var (
 // anthropic-organization-id; or openai-version and openai-processing-ms,
 // the time the request took until its headers, in milliseconds.
 func setAPIHeaders(h http.Header, wr wire, processing time.Duration) {
+	if isGoogle(wr) {
+		return
+	}
 	if _, ok := wr.(anthropic); ok {
 		h["Anthropic-Organization-Id"] = valueOrganizationID
 		return
@@ -685,6 +692,9 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 func (s *Server) authenticate(req *http.Request, wr wire) (key string, ok bool, why string) {
 	if len(s.keys) == 0 {
 		return "", true, ""
+	}
+	if isGoogle(wr) {
+		return s.googleKey(req, wr)
 	}
 	if !isOpenAI(wr) {
 		if k := req.Header.Get("X-Api-Key"); k != "" {
