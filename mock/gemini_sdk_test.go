@@ -393,7 +393,7 @@ limits: {rpm: 3}
 		t.Errorf("streamed %q, want %q", text.String(), resp.Text())
 	}
 	resp, err = c.Models.GenerateContent(t.Context(), geminiModel, genai.Text("Weather?"), &genai.GenerateContentConfig{
-		Tools: []*genai.Tool{{FunctionDeclarations: []*genai.FunctionDeclaration{{Name: "get_weather", Parameters: weatherGeminiSchema()}}}},
+		Tools:      []*genai.Tool{{FunctionDeclarations: []*genai.FunctionDeclaration{{Name: "get_weather", Parameters: weatherGeminiSchema()}}}},
 		ToolConfig: &genai.ToolConfig{FunctionCallingConfig: &genai.FunctionCallingConfig{Mode: genai.FunctionCallingConfigModeAny}},
 	})
 	if err != nil || len(resp.FunctionCalls()) != 1 {
