@@ -281,6 +281,9 @@ func TestWireOfEveryProvider(t *testing.T) {
 		"anthropic":        "anthropic_message.json",
 		"openai":           "openai_completion.json",
 		"openai-responses": "openai_responses.json",
+		"gemini":           "gemini_response.json",
+		"vertex":           "gemini_response.json",
+		"vertex-anthropic": "anthropic_message.json",
 	}
 	for _, name := range Names() {
 		p, err := ByName(name)

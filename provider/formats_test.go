@@ -6,6 +6,7 @@ package provider_test
 // from the table fails TestConformanceCoversEveryFormat.
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -21,11 +22,18 @@ import (
 // conformance is what a format's provider must answer with, where formats
 // differ.
 var conformance = map[string]struct {
-	overloaded int // the status of the provider's overload answer
+	overloaded   int  // the status of the provider's overload answer
+	unauthorized int  // the status of a wrong key; 0 is 401
+	noLimits     bool // the provider sends no rate-limit headers
 }{
 	"anthropic":        {overloaded: 529},
 	"openai":           {overloaded: 503},
 	"openai-responses": {overloaded: 503},
+	// AI Studio answers a key it does not know with 400 INVALID_ARGUMENT
+	// (API_KEY_INVALID); Google sends no rate-limit headers.
+	"gemini":           {overloaded: 503, unauthorized: 400, noLimits: true},
+	"vertex":           {overloaded: 503, noLimits: true},
+	"vertex-anthropic": {overloaded: 529, noLimits: true},
 }
 
 func TestConformanceCoversEveryFormat(t *testing.T) {
@@ -75,7 +83,11 @@ func TestConformance(t *testing.T) {
 			if resp.Usage.InputTokens <= 0 || resp.Usage.OutputTokens <= 0 {
 				t.Errorf("usage %+v, want input and output tokens", resp.Usage)
 			}
-			if r := o.Limits.Requests; r.Limit != 600 || r.Remaining != 599 || r.Reset.IsZero() {
+			if r := o.Limits.Requests; conformance[name].noLimits {
+				if r.Limit != 0 {
+					t.Errorf("requests limit %+v, want none: the provider sends no rate-limit headers", r)
+				}
+			} else if r.Limit != 600 || r.Remaining != 599 || r.Reset.IsZero() {
 				t.Errorf("requests limit %+v, want 600 with 599 remaining and a reset", r)
 			}
 		}},
@@ -102,8 +114,9 @@ func TestConformance(t *testing.T) {
 			}
 		}},
 		{"unauthorized", func(cfg *mock.Config) { cfg.APIKeys = []string{"another-key"} }, func(t *testing.T, name string, _ provider.Response, o strategies.Outcome) {
-			if o.Kind != strategies.Failed || o.Status != 401 || o.Err == nil || strings.Contains(o.Err.Error(), mockKey) {
-				t.Errorf("outcome %+v, want Failed, 401, an error that does not hold the key", o)
+			want := cmp.Or(conformance[name].unauthorized, 401)
+			if o.Kind != strategies.Failed || o.Status != want || o.Err == nil || strings.Contains(o.Err.Error(), mockKey) {
+				t.Errorf("outcome %+v, want Failed, %d, an error that does not hold the key", o, want)
 			}
 		}},
 	}

@@ -10,8 +10,11 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/provider/anthropic"
+	"github.com/ratelab/ratelab/provider/gemini"
 	"github.com/ratelab/ratelab/provider/openaichat"
 	"github.com/ratelab/ratelab/provider/openairesponses"
+	"github.com/ratelab/ratelab/provider/vertex"
+	"github.com/ratelab/ratelab/provider/vertexanthropic"
 	"github.com/ratelab/ratelab/provider/wire"
 	"github.com/ratelab/ratelab/strategies"
 )
@@ -53,6 +56,11 @@ var formats = [...]wire.Format{
 	openaichat.Format{},
 	// The Responses API, the one the AI SDK's default OpenAI provider calls.
 	openairesponses.Format{},
+	// Google: the Gemini API on AI Studio and on Vertex AI, and
+	// Anthropic's Messages API on Vertex AI (docs/gemini.md).
+	gemini.Format{},
+	vertex.Format{},
+	vertexanthropic.Format{},
 }
 
 // ByName returns the provider called name ("anthropic", "openai" or
