@@ -80,11 +80,11 @@ func (s *Server) geminiCall(w http.ResponseWriter, req *http.Request) {
 	switch v["publisher"] {
 	case "", "google":
 	case "anthropic":
-		switch method {
-		case "rawPredict", "streamRawPredict":
-			s.serveModel(w, req, vertexAnthropic{model: model})
-		case "count-tokens:rawPredict":
+		switch {
+		case model == "count-tokens" && method == "rawPredict":
 			s.vertexAnthropicCountTokens(w, req)
+		case method == "rawPredict", method == "streamRawPredict":
+			s.serveModel(w, req, vertexAnthropic{model: model})
 		default:
 			s.googleNotFound(w, req, true, fmt.Sprintf("method %q not found for publisher anthropic: want rawPredict or streamRawPredict", method))
 		}
