@@ -105,6 +105,9 @@ type Batch struct {
 	// only terminal results, after the output has them; OnAttempt sees every
 	// attempt. Items and Again are set by Run.
 	Config engine.Config
+	// Queue, when set, supplies the items instead of Input (which then only
+	// names them in messages): see Queue.
+	Queue Queue
 }
 
 // DefaultMaxTokens is Batch.MaxTokens when it is zero.
@@ -166,13 +169,19 @@ func (b *Batch) Run(ctx context.Context) (Summary, error) {
 	if b.Config.Client == nil || b.Config.Strategy == nil {
 		return sum, errors.New("batch: Batch.Config.Client and Config.Strategy are required")
 	}
-	if b.Input == "" || b.Output == "" {
+	if (b.Input == "" && b.Queue == nil) || b.Output == "" {
 		return sum, errors.New("batch: Batch.Input and Batch.Output are required")
 	}
 	if b.MaxTokens < 0 {
 		return sum, fmt.Errorf("batch: Batch.MaxTokens must not be negative, got %d", b.MaxTokens)
 	}
-	ids, err := b.validate(ctx, &sum)
+	var ids map[idKey]idState
+	var err error
+	if b.Queue != nil {
+		ids = make(map[idKey]idState) // the queue's items were validated when enqueued
+	} else {
+		ids, err = b.validate(ctx, &sum)
+	}
 	if err != nil {
 		return sum, err
 	}
@@ -193,7 +202,11 @@ func (b *Batch) Run(ctx context.Context) (Summary, error) {
 	if b.OnStart != nil {
 		b.OnStart(sum)
 	}
-	if todo == 0 {
+	if b.Queue != nil {
+		if err := b.Queue.Start(ctx, b.Output, out); err != nil {
+			return sum, err
+		}
+	} else if todo == 0 {
 		return sum, out.Close()
 	}
 
@@ -211,6 +224,9 @@ func (b *Batch) Run(ctx context.Context) (Summary, error) {
 	defer stop(nil)
 	circ := newCircuit(seed, maxOutage, b.OnOutage, stop)
 	cfg.Strategy = gated{Strategy: cfg.Strategy, c: circ}
+	if g, ok := b.Queue.(QueueGate); ok {
+		cfg.Strategy = queueGated{Strategy: cfg.Strategy, q: g}
+	}
 	var requeued atomic.Int64
 	cfg.Again = func(engine.Result) bool {
 		requeued.Add(1)
@@ -231,13 +247,21 @@ func (b *Batch) Run(ctx context.Context) (Summary, error) {
 			// it resets. Record nothing for this item, start no other, and
 			// leave them all for a resume.
 			sum.QuotaSpent++
-			stop(fmt.Errorf("%w (%d %s: %s)", ErrQuota, r.Err.Status, r.Err.Type, r.Err.Message))
+			cause := fmt.Errorf("%w (%d %s: %s)", ErrQuota, r.Err.Status, r.Err.Type, r.Err.Message)
+			if b.Queue != nil && context.Cause(runCtx) == nil {
+				b.Queue.Stop(cause)
+			}
+			stop(cause)
 			return nil
 		}
 		if err := jsonl.Put(r); err != nil {
 			return err // names the output already (an *os.PathError)
 		}
-		sum.Remaining--
+		if b.Queue != nil {
+			b.Queue.Recorded(r.Index+1, r)
+		} else {
+			sum.Remaining--
+		}
 		if r.OK() {
 			sum.Completed++
 		} else {
@@ -255,7 +279,11 @@ func (b *Batch) Run(ctx context.Context) (Summary, error) {
 		return nil
 	})}
 
-	sum.Run, err = engine.Run(runCtx, cfg, b.source(ids))
+	src := b.source(ids)
+	if b.Queue != nil {
+		src = b.queueSource(runCtx, ids)
+	}
+	sum.Run, err = engine.Run(runCtx, cfg, src)
 	if err == nil && sum.QuotaSpent > 0 {
 		// Every item had ended by the time the refusal was read: still the
 		// refused items have no result.

@@ -112,6 +112,9 @@ type BatchOptions struct {
 	// Listen starts the embedded mock's listener; nil serves it in
 	// process (see Options.Listen).
 	Listen ListenFunc
+	// Queue, when set, supplies the items instead of Input (batch.Queue:
+	// loadgen batch work).
+	Queue batch.Queue
 }
 
 // BatchReport is how a batch went, with what it ran against.
@@ -318,6 +321,7 @@ func RunBatch(ctx context.Context, opt BatchOptions) (rep BatchReport, err error
 		MaxOutage:   opt.MaxOutage,
 		OnOutage:    opt.OnOutage,
 		Config:      cfg,
+		Queue:       opt.Queue,
 	}
 	var prog *progress
 	b.OnStart = func(sum batch.Summary) {

@@ -19,6 +19,8 @@ import (
 )
 
 const batchUsage = `Usage: loadgen batch --input ITEMS.jsonl --output RESULTS.jsonl [flags]
+       loadgen batch enqueue|work|status|collect …   one batch over many
+                      machines through Redis (loadgen batch work --help)
 
 Runs every item of ITEMS.jsonl against a provider through a rate-limiting
 strategy and appends one line per item to RESULTS.jsonl the moment it
@@ -155,6 +157,14 @@ func defaultStateFile() string {
 
 // batchCmd implements loadgen batch.
 func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && queueCommands[args[0]] != nil {
+		return queueCommands[args[0]](ctx, args[1:], stdout, stderr)
+	}
+	return batchMain(ctx, args, stdout, stderr, nil)
+}
+
+// batchMain is loadgen batch, and with q loadgen batch work (queue.go).
+func batchMain(ctx context.Context, args []string, stdout, stderr io.Writer, q *workFlags) error {
 	for _, a := range args {
 		if name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "="); strings.HasPrefix(a, "-") && (name == "api-key" || name == "key") {
 			// Never echo the value: it would land in shell history and logs.
@@ -193,6 +203,9 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&opt.SkipInvalid, "skip-invalid", false, "skip invalid lines")
 	format := fs.String("format", "text", "summary format: text or json")
 	fs.DurationVar(&opt.MaxOutage, "max-outage", batch.DefaultMaxOutage, "how long to wait for an endpoint that stopped answering")
+	if q != nil {
+		q.register(fs)
+	}
 	rest, ok, err := parseFlags(fs, args, stdout)
 	if !ok {
 		return err
@@ -200,7 +213,7 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	switch {
 	case len(rest) > 0:
 		return usageError("batch: unexpected argument %q (the files are --input and --output)", rest[0])
-	case opt.Input == "" || opt.Output == "":
+	case (opt.Input == "" && q == nil) || opt.Output == "":
 		fmt.Fprint(stderr, batchUsage)
 		return usageError("batch: --input and --output are required")
 	case *format != "text" && *format != "json":
@@ -262,7 +275,17 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 
+	if q != nil {
+		if err := q.open(ctx, fs, &opt, stderr); err != nil {
+			return err
+		}
+	}
 	rep, err := loadgen.RunBatch(ctx, opt)
+	if q != nil {
+		if qerr := q.finish(err, stderr); qerr != nil {
+			return qerr
+		}
+	}
 	var inputErrs *batch.InputErrors
 	switch {
 	case errors.As(err, &inputErrs):
