@@ -13,6 +13,7 @@ package mock
 
 import (
 	"encoding/json"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,40 +24,93 @@ import (
 // serverConformance is how to ask each format for an answer, and what it
 // answers with where formats differ.
 type serverConformance struct {
+	// path is where the format serves a model request, streamed or not
+	// (the Spec's Path, or one of its Routes with the model in the path).
+	path func(stream bool) string
 	// body is a valid request of maxTokens tokens' output.
 	body func(maxTokens int, stream bool) string
 	// badBody is a request with one bad field, badField, that a 400 names.
 	badBody, badField string
 	// frames are markers of the stream's frames, in the order they come,
 	// the last in the stream's last frame (output is max_tokens long, so
-	// the answer ends capped).
-	frames []string
+	// the answer ends capped); frameEnd ends each frame.
+	frames   []string
+	frameEnd string
 	// requestID and remaining are the request-id header and the
-	// requests-remaining rate-limit header.
+	// requests-remaining rate-limit header; remaining empty: the API sends
+	// no rate-limit headers.
 	requestID, remaining string
+	// retryDelayBody, for an API that sends no retry-after header, finds
+	// the wait of a 429 in its body, in whole seconds (group 1); nil: the
+	// wait is in retry-after.
+	retryDelayBody *regexp.Regexp
 	// overloaded is the status of an overload answer.
 	overloaded int
 	// limitType is the rate-limit 429's error type in its envelope
 	// (errorType reads it).
 	limitType string
-	// authType is the 401's.
-	authType string
+	// noKey and wrongKey are the statuses of a request without a key and
+	// with a wrong one (401 but on AI Studio); authType is the error type
+	// of the first.
+	noKey, wrongKey int
+	authType        string
 }
+
+// The paths of the Google formats' conformance entries.
+const (
+	studioPath          = "/v1beta/models/gemini-2.5-flash"
+	vertexPath          = "/v1/projects/p/locations/us-central1/publishers/google/models/gemini-2.5-flash"
+	vertexAnthropicPath = "/v1/projects/p/locations/us-east5/publishers/anthropic/models/claude-sonnet-4-5@20250929"
+)
+
+// fixedPath is the path of a format that streams by a field of the body.
+func fixedPath(p string) func(bool) string { return func(bool) string { return p } }
+
+// generatePath is a Gemini model path's generateContent or, streamed,
+// streamGenerateContent?alt=sse.
+func generatePath(model string) func(bool) string {
+	return func(stream bool) string {
+		if stream {
+			return model + ":streamGenerateContent?alt=sse"
+		}
+		return model + ":generateContent"
+	}
+}
+
+// geminiBody is a generateContent request of maxTokens tokens' output
+// (the path says whether it streams).
+func geminiBody(maxTokens int, _ bool) string {
+	return `{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"generationConfig":{"maxOutputTokens":` + strconv.Itoa(maxTokens) + `}}`
+}
+
+var (
+	geminiFrames      = []string{`data: {"candidates":[{"content":{"parts":[{"text":"`, `"finishReason":"MAX_TOKENS"`}
+	anthropicFrames   = []string{"event: message_start\n", "event: content_block_start\n", "event: content_block_delta\n", "event: message_delta\n", "event: message_stop\n"}
+	googleRetryDelay  = regexp.MustCompile(`"retryDelay":"(\d+)s"`)
+	geminiBadBody     = `{"contents":[{"parts":[{"text":"hi"}]}],"generationConfig":{"maxOutputTokens":0}}`
+	geminiBadField    = "generationConfig.maxOutputTokens"
+	vertexClaudeStart = `{"anthropic_version":"vertex-2023-10-16",`
+)
 
 var serverConformanceTable = map[string]serverConformance{
 	"anthropic": {
-		body:     func(n int, stream bool) string { return anthropicBody(n, stream, "hi") },
-		badBody:  `{"model":"claude-sonnet-4-5","max_tokens":0,"messages":[{"role":"user","content":"hi"}]}`,
-		badField: "max_tokens",
-		frames: []string{"event: message_start\n", "event: content_block_start\n", "event: content_block_delta\n",
-			"event: message_delta\n", "event: message_stop\n"},
+		path:       fixedPath("/v1/messages"),
+		body:       func(n int, stream bool) string { return anthropicBody(n, stream, "hi") },
+		badBody:    `{"model":"claude-sonnet-4-5","max_tokens":0,"messages":[{"role":"user","content":"hi"}]}`,
+		badField:   "max_tokens",
+		frames:     anthropicFrames,
+		frameEnd:   "\n\n",
 		requestID:  "Request-Id",
 		remaining:  "Anthropic-Ratelimit-Requests-Remaining",
 		overloaded: 529,
 		limitType:  "rate_limit_error",
+		noKey:      401,
+		wrongKey:   401,
 		authType:   "authentication_error",
 	},
 	"openai": {
+		path:       fixedPath("/v1/chat/completions"),
+		frameEnd:   "\n\n",
 		body:       func(n int, stream bool) string { return openaiBody(n, stream, false, "hi") },
 		badBody:    `{"model":"gpt-4o-mini","max_completion_tokens":0,"messages":[{"role":"user","content":"hi"}]}`,
 		badField:   "max_completion_tokens",
@@ -65,9 +119,13 @@ var serverConformanceTable = map[string]serverConformance{
 		remaining:  "X-Ratelimit-Remaining-Requests",
 		overloaded: 503,
 		limitType:  "requests",
+		noKey:      401,
+		wrongKey:   401,
 		authType:   "invalid_request_error",
 	},
 	"openai-responses": {
+		path:     fixedPath("/v1/responses"),
+		frameEnd: "\n\n",
 		body: func(n int, stream bool) string {
 			b, _ := json.Marshal(map[string]any{"model": "gpt-4o-mini", "input": "hi", "max_output_tokens": n, "stream": stream})
 			return string(b)
@@ -80,7 +138,65 @@ var serverConformanceTable = map[string]serverConformance{
 		remaining:  "X-Ratelimit-Remaining-Requests",
 		overloaded: 503,
 		limitType:  "requests",
+		noKey:      401,
+		wrongKey:   401,
 		authType:   "invalid_request_error",
+	},
+	// AI Studio: no key is 403 PERMISSION_DENIED, a wrong one 400
+	// (API_KEY_INVALID); no rate-limit headers, the wait in RetryInfo.
+	"gemini": {
+		path:           generatePath(studioPath),
+		body:           geminiBody,
+		badBody:        geminiBadBody,
+		badField:       geminiBadField,
+		frames:         geminiFrames,
+		frameEnd:       "\r\n\r\n",
+		requestID:      "X-Request-Id",
+		retryDelayBody: googleRetryDelay,
+		overloaded:     503,
+		limitType:      "RESOURCE_EXHAUSTED",
+		noKey:          403,
+		wrongKey:       400,
+		authType:       "PERMISSION_DENIED",
+	},
+	"vertex": {
+		path:           generatePath(vertexPath),
+		body:           geminiBody,
+		badBody:        geminiBadBody,
+		badField:       geminiBadField,
+		frames:         geminiFrames,
+		frameEnd:       "\r\n\r\n",
+		requestID:      "X-Request-Id",
+		retryDelayBody: googleRetryDelay,
+		overloaded:     503,
+		limitType:      "RESOURCE_EXHAUSTED",
+		noKey:          401,
+		wrongKey:       401,
+		authType:       "UNAUTHENTICATED",
+	},
+	// Claude on Vertex AI: the Messages API's answers, 400s and overload;
+	// the front end's 401 and 429 in Google's envelope.
+	"vertex-anthropic": {
+		path: func(stream bool) string {
+			if stream {
+				return vertexAnthropicPath + ":streamRawPredict"
+			}
+			return vertexAnthropicPath + ":rawPredict"
+		},
+		body: func(n int, stream bool) string {
+			return vertexClaudeStart + `"max_tokens":` + strconv.Itoa(n) + `,"stream":` + strconv.FormatBool(stream) + `,"messages":[{"role":"user","content":"hi"}]}`
+		},
+		badBody:        vertexClaudeStart + `"max_tokens":0,"messages":[{"role":"user","content":"hi"}]}`,
+		badField:       "max_tokens",
+		frames:         anthropicFrames,
+		frameEnd:       "\n\n",
+		requestID:      "Request-Id",
+		retryDelayBody: googleRetryDelay,
+		overloaded:     529,
+		limitType:      "RESOURCE_EXHAUSTED",
+		noKey:          401,
+		wrongKey:       401,
+		authType:       "UNAUTHENTICATED",
 	},
 }
 
@@ -88,8 +204,13 @@ func TestServerConformanceCoversEveryFormat(t *testing.T) {
 	var names []string
 	for _, wr := range formats {
 		names = append(names, wr.Name())
-		if _, ok := serverConformanceTable[wr.Name()]; !ok {
+		f, ok := serverConformanceTable[wr.Name()]
+		if !ok {
 			t.Errorf("the server registers format %q, which has no entry in the conformance table", wr.Name())
+			continue
+		}
+		if p := wr.Spec().Path; p != "" && f.path(false) != p {
+			t.Errorf("format %q: the conformance entry asks %s, not the format's Path %s", wr.Name(), f.path(false), p)
 		}
 	}
 	for n := range serverConformanceTable {
@@ -97,24 +218,33 @@ func TestServerConformanceCoversEveryFormat(t *testing.T) {
 			t.Errorf("the conformance table names %q, which the server does not register (formats: %q)", n, names)
 		}
 	}
-	if len(names) < 3 {
-		t.Errorf("formats = %q, want at least the three built-in formats", names)
+	if len(names) < 6 {
+		t.Errorf("formats = %q, want at least the six built-in formats", names)
 	}
 }
 
 // errorType is the type of the error in an error envelope: Anthropic's
-// error.type, or OpenAI's.
+// error.type, OpenAI's, or Google's error.status (google.rpc.Code), whose
+// error.code must then be the response's status.
 func errorType(t *testing.T, r reply) string {
 	t.Helper()
 	var env struct {
 		Error struct {
-			Type string `json:"type"`
+			Type   string `json:"type"`
+			Status string `json:"status"`
+			Code   any    `json:"code"`
 		} `json:"error"`
 	}
-	if err := json.Unmarshal(r.body, &env); err != nil || env.Error.Type == "" {
+	if err := json.Unmarshal(r.body, &env); err != nil || env.Error.Type == "" && env.Error.Status == "" {
 		t.Fatalf("status %d body %q: want an error envelope (%v)", r.status, r.body, err)
 	}
-	return env.Error.Type
+	if env.Error.Type != "" {
+		return env.Error.Type
+	}
+	if code, ok := env.Error.Code.(float64); !ok || int(code) != r.status {
+		t.Errorf("status %d body %s: Google's envelope's error.code is not the status", r.status, r.body)
+	}
+	return env.Error.Status
 }
 
 func TestServerConformance(t *testing.T) {
@@ -123,10 +253,10 @@ func TestServerConformance(t *testing.T) {
 	checks := []struct {
 		name  string
 		cfg   func(cfg *Config)
-		check func(t *testing.T, ts *testServer, path string, f serverConformance)
+		check func(t *testing.T, ts *testServer, f serverConformance)
 	}{
-		{"plain 200", nil, func(t *testing.T, ts *testServer, path string, f serverConformance) {
-			r := ts.do(t, "POST", path, f.body(16, false), auth...)
+		{"plain 200", nil, func(t *testing.T, ts *testServer, f serverConformance) {
+			r := ts.do(t, "POST", f.path(false), f.body(16, false), auth...)
 			if r.status != 200 {
 				t.Fatalf("status %d body %s, want 200", r.status, r.body)
 			}
@@ -140,8 +270,8 @@ func TestServerConformance(t *testing.T) {
 				t.Errorf("body %s is not JSON", r.body)
 			}
 		}},
-		{"stream frames in order", nil, func(t *testing.T, ts *testServer, path string, f serverConformance) {
-			r := ts.do(t, "POST", path, f.body(16, true), auth...)
+		{"stream frames in order", nil, func(t *testing.T, ts *testServer, f serverConformance) {
+			r := ts.do(t, "POST", f.path(true), f.body(16, true), auth...)
 			if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/event-stream") {
 				t.Fatalf("status %d Content-Type %q, want a 200 event stream", r.status, r.header.Get("Content-Type"))
 			}
@@ -153,22 +283,38 @@ func TestServerConformance(t *testing.T) {
 				}
 				rest = rest[i+len(m):]
 			}
-			if strings.Count(rest, "\n\n") > 1 {
+			if strings.Count(rest, f.frameEnd) > 1 {
 				t.Errorf("stream %q: frames after the last expected one %q", r.body, f.frames[len(f.frames)-1])
 			}
 		}},
-		{"429 envelope and headers", func(cfg *Config) { cfg.Limits.RPM = 1 }, func(t *testing.T, ts *testServer, path string, f serverConformance) {
-			if r := ts.do(t, "POST", path, f.body(16, false), auth...); r.status != 200 {
+		{"429 envelope and headers", func(cfg *Config) { cfg.Limits.RPM = 1 }, func(t *testing.T, ts *testServer, f serverConformance) {
+			if r := ts.do(t, "POST", f.path(false), f.body(16, false), auth...); r.status != 200 {
 				t.Fatalf("first request: status %d body %s, want 200", r.status, r.body)
 			}
-			r := ts.do(t, "POST", path, f.body(16, false), auth...)
+			r := ts.do(t, "POST", f.path(false), f.body(16, false), auth...)
 			if r.status != 429 {
 				t.Fatalf("second request at rpm 1: status %d body %s, want 429", r.status, r.body)
 			}
-			if ra, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || ra < 1 || ra > 60 {
-				t.Errorf("retry-after %q, want whole seconds in [1, 60]", r.header.Get("Retry-After"))
+			wait := r.header.Get("Retry-After")
+			if f.retryDelayBody != nil {
+				if wait != "" {
+					t.Errorf("retry-after %q sent, want the wait in the body only", wait)
+				}
+				wait = ""
+				if m := f.retryDelayBody.FindSubmatch(r.body); m != nil {
+					wait = string(m[1])
+				}
 			}
-			if rem := r.header.Get(f.remaining); rem != "0" {
+			if ra, err := strconv.Atoi(wait); err != nil || ra < 1 || ra > 60 {
+				t.Errorf("wait %q (header %v, body %s), want whole seconds in [1, 60]", wait, r.header, r.body)
+			}
+			if f.remaining == "" {
+				for name := range r.header {
+					if strings.Contains(strings.ToLower(name), "ratelimit") {
+						t.Errorf("%s sent: the API sends no rate-limit headers", name)
+					}
+				}
+			} else if rem := r.header.Get(f.remaining); rem != "0" {
 				t.Errorf("%s %q, want 0", f.remaining, rem)
 			}
 			if typ := errorType(t, r); typ != f.limitType {
@@ -178,15 +324,15 @@ func TestServerConformance(t *testing.T) {
 				t.Errorf("body %s, want the limit named (%s)", r.body, LimitRPM)
 			}
 		}},
-		{"overload status", func(cfg *Config) { cfg.Faults.Overloaded = 1 }, func(t *testing.T, ts *testServer, path string, f serverConformance) {
-			r := ts.do(t, "POST", path, f.body(16, false), auth...)
+		{"overload status", func(cfg *Config) { cfg.Faults.Overloaded = 1 }, func(t *testing.T, ts *testServer, f serverConformance) {
+			r := ts.do(t, "POST", f.path(false), f.body(16, false), auth...)
 			if r.status != f.overloaded {
 				t.Fatalf("status %d body %s, want %d", r.status, r.body, f.overloaded)
 			}
 			errorType(t, r)
 		}},
-		{"400 names the field", nil, func(t *testing.T, ts *testServer, path string, f serverConformance) {
-			r := ts.do(t, "POST", path, f.badBody, auth...)
+		{"400 names the field", nil, func(t *testing.T, ts *testServer, f serverConformance) {
+			r := ts.do(t, "POST", f.path(false), f.badBody, auth...)
 			if r.status != 400 {
 				t.Fatalf("status %d body %s, want 400", r.status, r.body)
 			}
@@ -195,9 +341,9 @@ func TestServerConformance(t *testing.T) {
 			}
 			errorType(t, r)
 		}},
-		{"request id", nil, func(t *testing.T, ts *testServer, path string, f serverConformance) {
-			ok := ts.do(t, "POST", path, f.body(16, false), auth...)
-			bad := ts.do(t, "POST", path, f.badBody, auth...)
+		{"request id", nil, func(t *testing.T, ts *testServer, f serverConformance) {
+			ok := ts.do(t, "POST", f.path(false), f.body(16, false), auth...)
+			bad := ts.do(t, "POST", f.path(false), f.badBody, auth...)
 			for _, r := range []reply{ok, bad} {
 				if id := r.header.Get(f.requestID); !strings.HasPrefix(id, "req_") {
 					t.Errorf("status %d: %s %q, want a req_ id", r.status, f.requestID, id)
@@ -207,18 +353,19 @@ func TestServerConformance(t *testing.T) {
 				t.Errorf("two requests share the request id %q", ok.header.Get(f.requestID))
 			}
 		}},
-		{"auth failure", nil, func(t *testing.T, ts *testServer, path string, f serverConformance) {
-			r := ts.do(t, "POST", path, f.body(16, false))
-			if r.status != 401 {
-				t.Fatalf("no key: status %d body %s, want 401", r.status, r.body)
+		{"auth failure", nil, func(t *testing.T, ts *testServer, f serverConformance) {
+			r := ts.do(t, "POST", f.path(false), f.body(16, false))
+			if r.status != f.noKey {
+				t.Fatalf("no key: status %d body %s, want %d", r.status, r.body, f.noKey)
 			}
 			if typ := errorType(t, r); typ != f.authType {
 				t.Errorf("error type %q, want %q", typ, f.authType)
 			}
-			r = ts.do(t, "POST", path, f.body(16, false), "Authorization", "Bearer sk-wrong")
-			if r.status != 401 {
-				t.Errorf("wrong key: status %d body %s, want 401", r.status, r.body)
+			r = ts.do(t, "POST", f.path(false), f.body(16, false), "Authorization", "Bearer sk-wrong")
+			if r.status != f.wrongKey {
+				t.Errorf("wrong key: status %d body %s, want %d", r.status, r.body, f.wrongKey)
 			}
+			errorType(t, r)
 		}},
 	}
 	for _, wr := range formats {
@@ -235,7 +382,7 @@ func TestServerConformance(t *testing.T) {
 					}
 					ts := startServer(t, cfg)
 					defer ts.stop()
-					c.check(t, ts, wr.Spec().Path, f)
+					c.check(t, ts, f)
 				})
 			})
 		}

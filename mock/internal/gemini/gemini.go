@@ -1,4 +1,4 @@
-package mock
+package gemini
 
 import (
 	"bytes"
@@ -10,38 +10,49 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
-// gemini is the Gemini API's generateContent wire format (docs/gemini.md),
+// Format is the Gemini API's generateContent wire format (docs/gemini.md),
 // served under the AI Studio paths (/v1beta/models/{model}:generateContent,
-// a key in x-goog-api-key or ?key=) and, with vertex set, under Vertex AI's
+// a key in x-goog-api-key or ?key=) and, with Vertex set, under Vertex AI's
 // (/v1/projects/{p}/locations/{l}/publishers/google/models/{model}:…, a
 // bearer token). The model and whether the answer streams come from the
-// path, not the body: a value of the format is made per request
-// (geminiHandler) with them.
-type gemini struct {
-	vertex bool
-	model  string // from the path
-	stream bool   // :streamGenerateContent
+// path, not the body: the routes' Resolve (routes.go) makes a value of the
+// format per request with them. The two platforms are two registered
+// formats, gemini and vertex, each with its own wire.Spec.
+type Format struct {
+	Vertex bool
+	Model  string // from the path
+	Stream bool   // :streamGenerateContent
 }
 
-func (g gemini) name() string {
-	if g.vertex {
+func (g Format) Name() string {
+	if g.Vertex {
 		return "vertex"
 	}
 	return "gemini"
 }
 
-// requestIDHeader: Google's front end sends no request id header the SDKs
+// Spec is AI Studio's or Vertex AI's (routes.go).
+func (g Format) Spec() *wire.Spec {
+	if g.Vertex {
+		return &vertexSpec
+	}
+	return &studioSpec
+}
+
+// RequestIDHeader: Google's front end sends no request id header the SDKs
 // read; the mock sends its own, as it does for every API.
-func (gemini) requestIDHeader() string { return "X-Request-Id" }
+func (Format) RequestIDHeader() string { return "X-Request-Id" }
 
-// overloadStatus is 503 UNAVAILABLE ("The model is overloaded").
-func (gemini) overloadStatus() int { return http.StatusServiceUnavailable }
+// OverloadStatus is 503 UNAVAILABLE ("The model is overloaded").
+func (Format) OverloadStatus() int { return http.StatusServiceUnavailable }
 
-// appendLimitHeaders appends nothing: neither Gemini API nor Vertex AI
+// AppendLimitHeaders appends nothing: neither Gemini API nor Vertex AI
 // sends rate-limit headers.
-func (gemini) appendLimitHeaders(b []byte, _ *headerList, _ snapshot, _ time.Time) []byte {
+func (Format) AppendLimitHeaders(b []byte, _ *wire.HeaderList, _ wire.Snapshot, _ time.Time) []byte {
 	return b
 }
 
@@ -73,61 +84,66 @@ type geminiGenConfig struct {
 	TopP               *float64        `json:"topP"`
 }
 
-var geminiRequests requestPool[geminiRequest]
+var geminiRequests wire.RequestPool[geminiRequest]
 
-func (g gemini) decode(body []byte, defaultMax int, c *call) error {
-	if err := decodeGemini(body, g.model, defaultMax, true, c); err != nil {
+// defaultMaxTokens is a request's output limit when it sets no
+// maxOutputTokens and Output.DefaultMaxTokens is unset, as for the OpenAI
+// formats.
+const defaultMaxTokens = 256
+
+func (g Format) Decode(body []byte, defaultMax int, c *wire.Call) error {
+	if err := decodeGemini(body, g.Model, defaultMax, true, c); err != nil {
 		return err
 	}
-	c.stream = g.stream
+	c.Stream = g.Stream
 	return nil
 }
 
 // decodeGemini decodes a GenerateContentRequest for model into c;
 // countTokens needs no generation config (full false).
-func decodeGemini(body []byte, model string, defaultMax int, full bool, c *call) error {
-	req := geminiRequests.get()
-	defer geminiRequests.put(req)
-	if err := decodeRequest(body, req); err != nil {
+func decodeGemini(body []byte, model string, defaultMax int, full bool, c *wire.Call) error {
+	req := geminiRequests.Get()
+	defer geminiRequests.Put(req)
+	if err := wire.DecodeRequest(body, req); err != nil {
 		return describeGeminiError(err)
 	}
-	*c = call{model: model}
+	*c = wire.Call{Model: model}
 	if model == "" {
-		return invalid("model", "must not be empty")
+		return wire.Invalid("model", "must not be empty")
 	}
 	switch {
 	case req.Contents == nil:
-		return invalid("contents", "contents is not specified")
+		return wire.Invalid("contents", "contents is not specified")
 	case len(req.Contents) == 0:
-		return invalid("contents", "at least one content is required")
+		return wire.Invalid("contents", "at least one content is required")
 	}
-	msgs := make([]message, len(req.Contents))
+	msgs := make([]wire.Message, len(req.Contents))
 	for i, ct := range req.Contents {
 		switch ct.Role {
 		case "", "user", "model", "function":
 		default:
-			return invalid(fmt.Sprintf("contents[%d].role", i), "Please use a valid role: user, model; got %q", ct.Role)
+			return wire.Invalid(fmt.Sprintf("contents[%d].role", i), "Please use a valid role: user, model; got %q", ct.Role)
 		}
 		n, err := geminiPartsLen(ct.Parts, fmt.Sprintf("contents[%d].parts", i))
 		if err != nil {
 			return err
 		}
-		c.input += messageTokens(n)
-		msgs[i] = message{Role: ct.Role, Content: ct.Parts}
+		c.Input += wire.MessageTokens(n)
+		msgs[i] = wire.Message{Role: ct.Role, Content: ct.Parts}
 	}
-	if present(req.SystemInstruction) {
+	if wire.Present(req.SystemInstruction) {
 		var si geminiContent
 		if err := json.Unmarshal(req.SystemInstruction, &si); err != nil {
-			return invalid("systemInstruction", "want a content object with parts")
+			return wire.Invalid("systemInstruction", "want a content object with parts")
 		}
 		n, err := geminiPartsLen(si.Parts, "systemInstruction.parts")
 		if err != nil {
 			return err
 		}
-		c.input += messageTokens(n)
+		c.Input += wire.MessageTokens(n)
 	}
-	if present(req.Tools) {
-		c.input += (utf8.RuneCount(req.Tools) + 3) / 4
+	if wire.Present(req.Tools) {
+		c.Input += (utf8.RuneCount(req.Tools) + 3) / 4
 	}
 	if !full {
 		return nil
@@ -136,22 +152,22 @@ func decodeGemini(body []byte, model string, defaultMax int, full bool, c *call)
 	if gc == nil {
 		gc = &geminiGenConfig{}
 	}
-	c.maxTokens = defaultMax
-	if c.maxTokens <= 0 {
-		c.maxTokens = defaultMaxTokens
+	c.MaxTokens = defaultMax
+	if c.MaxTokens <= 0 {
+		c.MaxTokens = defaultMaxTokens
 	}
 	if gc.MaxOutputTokens != nil {
-		n, err := checkMaxTokens("generationConfig.maxOutputTokens", *gc.MaxOutputTokens)
+		n, err := wire.CheckMaxTokens("generationConfig.maxOutputTokens", *gc.MaxOutputTokens)
 		if err != nil {
 			return err
 		}
-		c.maxTokens = n
+		c.MaxTokens = n
 	}
 	if v := gc.Temperature; v != nil && (*v < 0 || *v > 2) {
-		return invalid("generationConfig.temperature", "must be in [0, 2], got %g", *v)
+		return wire.Invalid("generationConfig.temperature", "must be in [0, 2], got %g", *v)
 	}
 	if v := gc.TopP; v != nil && (*v < 0 || *v > 1) {
-		return invalid("generationConfig.topP", "must be in [0, 1], got %g", *v)
+		return wire.Invalid("generationConfig.topP", "must be in [0, 1], got %g", *v)
 	}
 	return req.decodeContent(gc, model, msgs, c)
 }
@@ -160,15 +176,15 @@ func decodeGemini(body []byte, model string, defaultMax int, full bool, c *call)
 // text of text parts, the JSON length of the others (inline data, function
 // calls and responses).
 func geminiPartsLen(raw json.RawMessage, path string) (int, error) {
-	if !present(raw) {
-		return 0, invalid(path, "field required: a content needs at least one part")
+	if !wire.Present(raw) {
+		return 0, wire.Invalid(path, "field required: a content needs at least one part")
 	}
 	var parts []json.RawMessage
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return 0, invalid(path, "want an array of parts")
+		return 0, wire.Invalid(path, "want an array of parts")
 	}
 	if len(parts) == 0 {
-		return 0, invalid(path, "a content needs at least one part")
+		return 0, wire.Invalid(path, "a content needs at least one part")
 	}
 	n := 0
 	for j, p := range parts {
@@ -176,14 +192,14 @@ func geminiPartsLen(raw json.RawMessage, path string) (int, error) {
 			Text *string `json:"text"`
 		}
 		if err := json.Unmarshal(p, &tp); err != nil {
-			return 0, invalid(fmt.Sprintf("%s[%d]", path, j), "want a part object (text, inlineData, functionCall, functionResponse, …)")
+			return 0, wire.Invalid(fmt.Sprintf("%s[%d]", path, j), "want a part object (text, inlineData, functionCall, functionResponse, …)")
 		}
 		if tp.Text != nil {
 			n += utf8.RuneCountInString(*tp.Text)
 			continue
 		}
 		if bytes.Equal(bytes.TrimSpace(p), []byte("{}")) {
-			return 0, invalid(fmt.Sprintf("%s[%d]", path, j), "a part must set one of text, inlineData, fileData, functionCall or functionResponse")
+			return 0, wire.Invalid(fmt.Sprintf("%s[%d]", path, j), "a part must set one of text, inlineData, fileData, functionCall or functionResponse")
 		}
 		n += utf8.RuneCount(p)
 	}
@@ -193,35 +209,35 @@ func geminiPartsLen(raw json.RawMessage, path string) (int, error) {
 // describeGeminiError names the field of a body that does not decode, in
 // the words of Google's JSON parser ("Invalid JSON payload received").
 func describeGeminiError(err error) error {
-	e := describeJSONError(err)
-	if br, ok := e.(*badRequest); ok {
-		br.msg = "Invalid JSON payload received. " + br.msg
+	e := wire.DescribeJSONError(err)
+	if br, ok := e.(*wire.BadRequest); ok {
+		br.Msg = "Invalid JSON payload received. " + br.Msg
 	}
 	return e
 }
 
 var (
-	geminiToolsMemo  memo // tools JSON → []tool or error
-	geminiSchemaMemo memo // a Gemini Schema's JSON → its JSON Schema or error
+	geminiToolsMemo  wire.Memo // tools JSON → []wire.Tool or error
+	geminiSchemaMemo wire.Memo // a Gemini Schema's JSON → its JSON Schema or error
 )
 
 // decodeContent reads the content fields: function declarations and the
 // function calling config, stop sequences, candidateCount and the
 // response schema.
-func (req *geminiRequest) decodeContent(gc *geminiGenConfig, model string, msgs []message, c *call) error {
-	structured := gc.ResponseMimeType == "application/json" || present(gc.ResponseSchema) || present(gc.ResponseJSONSchema)
-	if !present(req.Tools) && !present(req.ToolConfig) && gc.StopSequences == nil && gc.CandidateCount == nil && !structured {
+func (req *geminiRequest) decodeContent(gc *geminiGenConfig, model string, msgs []wire.Message, c *wire.Call) error {
+	structured := gc.ResponseMimeType == "application/json" || wire.Present(gc.ResponseSchema) || wire.Present(gc.ResponseJSONSchema)
+	if !wire.Present(req.Tools) && !wire.Present(req.ToolConfig) && gc.StopSequences == nil && gc.CandidateCount == nil && !structured {
 		return nil
 	}
-	cr := &contentReq{choices: 1, stops: gc.StopSequences, seed: contentSeed(model, msgs, req.SystemInstruction)}
-	if present(req.Tools) {
-		v := geminiToolsMemo.get(req.Tools, func() any { return geminiTools(req.Tools) })
+	cr := &wire.ContentReq{Choices: 1, Stops: gc.StopSequences, Seed: wire.ContentSeed(model, msgs, req.SystemInstruction)}
+	if wire.Present(req.Tools) {
+		v := geminiToolsMemo.Get(req.Tools, func() any { return geminiTools(req.Tools) })
 		if err, ok := v.(error); ok {
 			return err
 		}
-		cr.tools = v.([]tool)
+		cr.Tools = v.([]wire.Tool)
 	}
-	if present(req.ToolConfig) {
+	if wire.Present(req.ToolConfig) {
 		var tc struct {
 			FunctionCallingConfig *struct {
 				Mode                 string   `json:"mode"`
@@ -229,79 +245,79 @@ func (req *geminiRequest) decodeContent(gc *geminiGenConfig, model string, msgs 
 			} `json:"functionCallingConfig"`
 		}
 		if err := json.Unmarshal(req.ToolConfig, &tc); err != nil {
-			return invalid("toolConfig", "want {functionCallingConfig: {mode, allowedFunctionNames}}")
+			return wire.Invalid("toolConfig", "want {functionCallingConfig: {mode, allowedFunctionNames}}")
 		}
 		if fc := tc.FunctionCallingConfig; fc != nil {
 			switch fc.Mode {
 			case "", "AUTO", "MODE_UNSPECIFIED", "VALIDATED":
 			case "NONE":
-				cr.mode = toolsNone
+				cr.Mode = wire.ToolsNone
 			case "ANY":
-				cr.mode = toolsAny
+				cr.Mode = wire.ToolsAny
 			default:
-				return invalid("toolConfig.functionCallingConfig.mode", "want AUTO, ANY, NONE or VALIDATED, got %q", fc.Mode)
+				return wire.Invalid("toolConfig.functionCallingConfig.mode", "want AUTO, ANY, NONE or VALIDATED, got %q", fc.Mode)
 			}
 			if len(fc.AllowedFunctionNames) > 0 {
-				if cr.mode != toolsAny {
-					return invalid("toolConfig.functionCallingConfig.allowedFunctionNames", "may be set only with mode ANY")
+				if cr.Mode != wire.ToolsAny {
+					return wire.Invalid("toolConfig.functionCallingConfig.allowedFunctionNames", "may be set only with mode ANY")
 				}
-				var allowed []tool
+				var allowed []wire.Tool
 				for i, name := range fc.AllowedFunctionNames {
-					k := slices.IndexFunc(cr.tools, func(t tool) bool { return t.name == name })
+					k := slices.IndexFunc(cr.Tools, func(t wire.Tool) bool { return t.Name == name })
 					if k < 0 {
-						return invalid(fmt.Sprintf("toolConfig.functionCallingConfig.allowedFunctionNames[%d]", i), "no function declaration named %q in tools", name)
+						return wire.Invalid(fmt.Sprintf("toolConfig.functionCallingConfig.allowedFunctionNames[%d]", i), "no function declaration named %q in tools", name)
 					}
-					allowed = append(allowed, cr.tools[k])
+					allowed = append(allowed, cr.Tools[k])
 				}
-				cr.tools = allowed
+				cr.Tools = allowed
 			}
 		}
 	}
 	for i, s := range gc.StopSequences {
 		if s == "" {
-			return invalid(fmt.Sprintf("generationConfig.stopSequences[%d]", i), "must not be empty")
+			return wire.Invalid(fmt.Sprintf("generationConfig.stopSequences[%d]", i), "must not be empty")
 		}
 	}
 	if len(gc.StopSequences) > 5 {
-		return invalid("generationConfig.stopSequences", "at most 5 stop sequences, got %d", len(gc.StopSequences))
+		return wire.Invalid("generationConfig.stopSequences", "at most 5 stop sequences, got %d", len(gc.StopSequences))
 	}
 	if n := gc.CandidateCount; n != nil {
 		if *n < 1 || *n > 8 {
-			return invalid("generationConfig.candidateCount", "must be in [1, 8], got %d", *n)
+			return wire.Invalid("generationConfig.candidateCount", "must be in [1, 8], got %d", *n)
 		}
-		cr.choices = int(*n)
+		cr.Choices = int(*n)
 	}
 	if structured {
 		if gc.ResponseMimeType != "application/json" {
-			return invalid("generationConfig.responseMimeType", "a response schema needs responseMimeType application/json, got %q", gc.ResponseMimeType)
+			return wire.Invalid("generationConfig.responseMimeType", "a response schema needs responseMimeType application/json, got %q", gc.ResponseMimeType)
 		}
-		schema, param := jsonObjectSchema, "generationConfig.responseMimeType"
+		schema, param := wire.JSONObjectSchema, "generationConfig.responseMimeType"
 		switch {
-		case present(gc.ResponseSchema) && present(gc.ResponseJSONSchema):
-			return invalid("generationConfig.responseJsonSchema", "responseSchema and responseJsonSchema are mutually exclusive")
-		case present(gc.ResponseSchema):
+		case wire.Present(gc.ResponseSchema) && wire.Present(gc.ResponseJSONSchema):
+			return wire.Invalid("generationConfig.responseJsonSchema", "responseSchema and responseJsonSchema are mutually exclusive")
+		case wire.Present(gc.ResponseSchema):
 			js, err := geminiJSONSchema(gc.ResponseSchema, "generationConfig.responseSchema")
 			if err != nil {
 				return err
 			}
 			schema, param = js, "generationConfig.responseSchema"
-		case present(gc.ResponseJSONSchema):
+		case wire.Present(gc.ResponseJSONSchema):
 			schema, param = gc.ResponseJSONSchema, "generationConfig.responseJsonSchema"
 		}
-		cs, err := compileSchema(schema, param)
+		cs, err := wire.CompileSchema(schema, param)
 		if err != nil {
 			return err
 		}
-		cr.format = cs
+		cr.Format = cs
 	}
-	if err := cr.checkTools("toolConfig.functionCallingConfig.mode", "toolConfig.functionCallingConfig.allowedFunctionNames", "tools"); err != nil {
+	if err := cr.CheckTools("toolConfig.functionCallingConfig.mode", "toolConfig.functionCallingConfig.allowedFunctionNames", "tools"); err != nil {
 		return err
 	}
-	c.content = cr
+	c.Content = cr
 	return nil
 }
 
-// geminiTools parses tools[].functionDeclarations: []tool or an error.
+// geminiTools parses tools[].functionDeclarations: []wire.Tool or an error.
 // Other tools (googleSearch, codeExecution, …) are accepted and never
 // called: the mock runs no server tools.
 func geminiTools(raw json.RawMessage) any {
@@ -313,35 +329,35 @@ func geminiTools(raw json.RawMessage) any {
 		} `json:"functionDeclarations"`
 	}
 	if err := json.Unmarshal(raw, &tools); err != nil {
-		return invalid("tools", "want an array of {functionDeclarations: [{name, parameters}]}")
+		return wire.Invalid("tools", "want an array of {functionDeclarations: [{name, parameters}]}")
 	}
-	var out []tool
+	var out []wire.Tool
 	for i, t := range tools {
 		for j, fd := range t.FunctionDeclarations {
 			p := fmt.Sprintf("tools[%d].functionDeclarations[%d]", i, j)
 			if fd.Name == "" {
-				return invalid(p+".name", "field required")
+				return wire.Invalid(p+".name", "field required")
 			}
 			var schema json.RawMessage
 			switch {
-			case present(fd.Parameters) && present(fd.ParametersJSONSchema):
-				return invalid(p+".parametersJsonSchema", "parameters and parametersJsonSchema are mutually exclusive")
-			case present(fd.Parameters):
+			case wire.Present(fd.Parameters) && wire.Present(fd.ParametersJSONSchema):
+				return wire.Invalid(p+".parametersJsonSchema", "parameters and parametersJsonSchema are mutually exclusive")
+			case wire.Present(fd.Parameters):
 				js, err := geminiJSONSchema(fd.Parameters, p+".parameters")
 				if err != nil {
 					return err
 				}
 				schema = js
-			case present(fd.ParametersJSONSchema):
+			case wire.Present(fd.ParametersJSONSchema):
 				schema = fd.ParametersJSONSchema
 			default:
 				schema = json.RawMessage(`{"type":"object","properties":{}}`)
 			}
-			cs, err := compileSchema(schema, p+".parameters")
+			cs, err := wire.CompileSchema(schema, p+".parameters")
 			if err != nil {
 				return err
 			}
-			out = append(out, tool{name: fd.Name, schema: cs})
+			out = append(out, wire.Tool{Name: fd.Name, Schema: cs})
 		}
 	}
 	return out
@@ -351,10 +367,10 @@ func geminiTools(raw json.RawMessage) any {
 // responseSchema and parameters: upper-case types, nullable, int64 bounds
 // as strings) into the JSON Schema the generator reads.
 func geminiJSONSchema(raw json.RawMessage, param string) (json.RawMessage, error) {
-	v := geminiSchemaMemo.get(raw, func() any {
+	v := geminiSchemaMemo.Get(raw, func() any {
 		var s any
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return invalid(param, "want a Schema object")
+			return wire.Invalid(param, "want a Schema object")
 		}
 		out, err := translateGeminiSchema(s, param)
 		if err != nil {
@@ -362,7 +378,7 @@ func geminiJSONSchema(raw json.RawMessage, param string) (json.RawMessage, error
 		}
 		b, err := json.Marshal(out)
 		if err != nil {
-			return invalid(param, "%v", err)
+			return wire.Invalid(param, "%v", err)
 		}
 		return json.RawMessage(b)
 	})
@@ -375,7 +391,7 @@ func geminiJSONSchema(raw json.RawMessage, param string) (json.RawMessage, error
 func translateGeminiSchema(v any, path string) (any, error) {
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, invalid(path, "want a Schema object")
+		return nil, wire.Invalid(path, "want a Schema object")
 	}
 	out := make(map[string]any, len(m))
 	for k, x := range m {
@@ -383,7 +399,7 @@ func translateGeminiSchema(v any, path string) (any, error) {
 		case "type":
 			t, ok := x.(string)
 			if !ok {
-				return nil, invalid(path+".type", "want a string")
+				return nil, wire.Invalid(path+".type", "want a string")
 			}
 			t = strings.ToLower(t)
 			switch t {
@@ -391,13 +407,13 @@ func translateGeminiSchema(v any, path string) (any, error) {
 				continue
 			case "string", "number", "integer", "boolean", "array", "object", "null":
 			default:
-				return nil, invalid(path+".type", "want STRING, NUMBER, INTEGER, BOOLEAN, ARRAY, OBJECT or NULL, got %q", x)
+				return nil, wire.Invalid(path+".type", "want STRING, NUMBER, INTEGER, BOOLEAN, ARRAY, OBJECT or NULL, got %q", x)
 			}
 			out["type"] = t
 		case "properties":
 			props, ok := x.(map[string]any)
 			if !ok {
-				return nil, invalid(path+".properties", "want an object of Schemas")
+				return nil, wire.Invalid(path+".properties", "want an object of Schemas")
 			}
 			tp := make(map[string]any, len(props))
 			for name, p := range props {
@@ -417,7 +433,7 @@ func translateGeminiSchema(v any, path string) (any, error) {
 		case "anyOf":
 			list, ok := x.([]any)
 			if !ok {
-				return nil, invalid(path+".anyOf", "want an array of Schemas")
+				return nil, wire.Invalid(path+".anyOf", "want an array of Schemas")
 			}
 			var tl []any
 			for i, p := range list {
@@ -436,11 +452,11 @@ func translateGeminiSchema(v any, path string) (any, error) {
 			case string:
 				f, err := strconv.ParseInt(n, 10, 64)
 				if err != nil {
-					return nil, invalid(path+"."+k, "want an integer, got %q", n)
+					return nil, wire.Invalid(path+"."+k, "want an integer, got %q", n)
 				}
 				out[k] = f
 			default:
-				return nil, invalid(path+"."+k, "want an integer")
+				return nil, wire.Invalid(path+"."+k, "want an integer")
 			}
 		case "format":
 			// Gemini's formats for numbers (int32, int64, float, double)
@@ -518,25 +534,28 @@ const (
 	typeHelp         = "type.googleapis.com/google.rpc.Help"
 )
 
-func (g gemini) writeError(w http.ResponseWriter, status int, e apiError, _ string) {
-	writeGoogleError(w, g.vertex, g.model, status, e)
+func (g Format) WriteError(w http.ResponseWriter, status int, e wire.APIError, _ string) {
+	WriteGoogleError(w, g.Vertex, g.Model, status, e)
 }
 
-// writeGoogleError writes e in Google's envelope. The retry delay of a
+// WriteGoogleError writes e, an error of Google's front end for model
+// (on Vertex AI or AI Studio), in Google's envelope. The retry delay of a
 // 429 travels in a RetryInfo detail, not in headers: the retry-after (and
-// retry-after-ms) the core set are moved into it.
-func writeGoogleError(w http.ResponseWriter, vertex bool, model string, status int, e apiError) {
+// retry-after-ms) the core set on the response before it asked for the
+// error are moved into it, and x-should-retry, which Google does not
+// send, is dropped. (docs/architecture.md, "Adding a wire format".)
+func WriteGoogleError(w http.ResponseWriter, vertex bool, model string, status int, e wire.APIError) {
 	h := w.Header()
 	delay, hasDelay := googleRetryDelay(h)
 	delete(h, "Retry-After")
 	delete(h, "Retry-After-Ms")
 	delete(h, "X-Should-Retry")
-	body := googleStatusBody{Code: status, Message: e.msg}
+	body := googleStatusBody{Code: status, Message: e.Msg}
 	switch {
 	case status == http.StatusUnauthorized && !vertex:
 		// AI Studio: no key is 403 PERMISSION_DENIED, a wrong one 400
 		// INVALID_ARGUMENT with ErrorInfo API_KEY_INVALID.
-		if strings.HasPrefix(e.msg, "missing") {
+		if strings.HasPrefix(e.Msg, "missing") {
 			body.Code = http.StatusForbidden
 			body.Message = "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API."
 		} else {
@@ -546,22 +565,22 @@ func writeGoogleError(w http.ResponseWriter, vertex bool, model string, status i
 				"metadata": map[string]string{"service": "generativelanguage.googleapis.com"}}}
 		}
 	case status == http.StatusUnauthorized:
-		body.Message = "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential. (mock: " + e.msg + ")"
+		body.Message = "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential. (mock: " + e.Msg + ")"
 		body.Details = []map[string]any{{"@type": typeErrorInfo, "reason": "ACCESS_TOKEN_TYPE_UNSUPPORTED", "domain": "googleapis.com"}}
-	case status == http.StatusBadRequest && e.param != "":
+	case status == http.StatusBadRequest && e.Param != "":
 		body.Details = []map[string]any{{"@type": typeBadRequest,
-			"fieldViolations": []map[string]string{{"field": e.param, "description": e.msg}}}}
+			"fieldViolations": []map[string]string{{"field": e.Param, "description": e.Msg}}}}
 	case status == http.StatusTooManyRequests:
 		body.Message, body.Details = googleQuotaError(vertex, model, e, delay, hasDelay)
 	case status == http.StatusServiceUnavailable || status == 529:
 		body.Code = http.StatusServiceUnavailable
 		body.Message = "The model is overloaded. Please try again later."
-		if e.msg != "Overloaded" {
-			body.Message += " (mock: " + e.msg + ")"
+		if e.Msg != "Overloaded" {
+			body.Message += " (mock: " + e.Msg + ")"
 		}
 	}
 	body.Status = googleStatus(body.Code)
-	writeJSONBody(w, body.Code, googleError{body})
+	wire.WriteJSONBody(w, body.Code, googleError{body})
 }
 
 // googleRetryDelay reads the delay the core put in retry-after-ms (exact)
@@ -594,19 +613,19 @@ func formatProtoDuration(d time.Duration) string {
 // QuotaFailure and carries a RetryInfo; a spent quota (Config.Quota) names
 // a per-day quota and carries no RetryInfo, as the daily free-tier limit
 // does: waiting seconds does not lift it.
-func googleQuotaError(vertex bool, model string, e apiError, delay time.Duration, hasDelay bool) (string, []map[string]any) {
-	metric, id := googleQuotaMetric(vertex, e.limit)
+func googleQuotaError(vertex bool, model string, e wire.APIError, delay time.Duration, hasDelay bool) (string, []map[string]any) {
+	metric, id := googleQuotaMetric(vertex, e.Limit)
 	var msg string
 	var details []map[string]any
 	switch {
-	case vertex && e.limit == LimitQuota:
-		msg = fmt.Sprintf("Quota exceeded for %s with base model: %s. Please submit a quota increase request. https://cloud.google.com/vertex-ai/docs/generative-ai/quotas-genai. (mock: %s)", metric, model, e.msg)
+	case vertex && e.Limit == wire.LimitQuota:
+		msg = fmt.Sprintf("Quota exceeded for %s with base model: %s. Please submit a quota increase request. https://cloud.google.com/vertex-ai/docs/generative-ai/quotas-genai. (mock: %s)", metric, model, e.Msg)
 	case vertex && metric == "":
-		msg = "Resource exhausted. Please try again later. Please refer to https://cloud.google.com/vertex-ai/generative-ai/docs/error-code-429 for more details. (mock: " + e.msg + ")"
+		msg = "Resource exhausted. Please try again later. Please refer to https://cloud.google.com/vertex-ai/generative-ai/docs/error-code-429 for more details. (mock: " + e.Msg + ")"
 	case vertex:
-		msg = fmt.Sprintf("Quota exceeded for %s with base model: %s. Please submit a quota increase request. https://cloud.google.com/vertex-ai/docs/generative-ai/quotas-genai. (mock: %s)", metric, model, e.msg)
+		msg = fmt.Sprintf("Quota exceeded for %s with base model: %s. Please submit a quota increase request. https://cloud.google.com/vertex-ai/docs/generative-ai/quotas-genai. (mock: %s)", metric, model, e.Msg)
 	default:
-		msg = "You exceeded your current quota, please check your plan and billing details. For more information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits. (mock: " + e.msg + ")"
+		msg = "You exceeded your current quota, please check your plan and billing details. For more information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits. (mock: " + e.Msg + ")"
 		if hasDelay {
 			msg += " Please retry in " + formatProtoDuration(delay) + "."
 		}
@@ -622,7 +641,7 @@ func googleQuotaError(vertex bool, model string, e apiError, delay time.Duration
 		details = append(details, map[string]any{"@type": typeHelp, "links": []map[string]string{{
 			"description": "Learn more about Gemini API quotas", "url": "https://ai.google.dev/gemini-api/docs/rate-limits"}}})
 	}
-	if hasDelay && e.limit != LimitQuota {
+	if hasDelay && e.Limit != wire.LimitQuota {
 		details = append(details, map[string]any{"@type": typeRetryInfo, "retryDelay": formatProtoDuration(delay)})
 	}
 	return msg, details
@@ -635,23 +654,23 @@ func googleQuotaError(vertex bool, model string, e apiError, delay time.Duration
 func googleQuotaMetric(vertex bool, limit string) (metric, id string) {
 	if vertex {
 		switch limit {
-		case LimitRPM:
+		case wire.LimitRPM:
 			return "aiplatform.googleapis.com/generate_content_requests_per_minute_per_project_per_base_model", "GenerateContentRequestsPerMinutePerProjectPerBaseModel"
-		case LimitITPM, LimitTPM, LimitOTPM:
+		case wire.LimitITPM, wire.LimitTPM, wire.LimitOTPM:
 			return "aiplatform.googleapis.com/generate_content_input_tokens_per_minute_per_base_model", "GenerateContentInputTokensPerMinutePerBaseModel"
-		case LimitQuota:
+		case wire.LimitQuota:
 			return "aiplatform.googleapis.com/generate_content_requests_per_day_per_project_per_base_model", "GenerateContentRequestsPerDayPerProjectPerBaseModel"
 		}
 		return "", ""
 	}
 	switch limit {
-	case LimitRPM, LimitConcurrency:
+	case wire.LimitRPM, wire.LimitConcurrency:
 		return "generativelanguage.googleapis.com/generate_content_paid_tier_requests", "GenerateRequestsPerMinutePerProjectPerModel"
-	case LimitITPM, LimitTPM:
+	case wire.LimitITPM, wire.LimitTPM:
 		return "generativelanguage.googleapis.com/generate_content_paid_tier_input_token_count", "GenerateContentPaidTierInputTokensPerModelPerMinute"
-	case LimitOTPM:
+	case wire.LimitOTPM:
 		return "generativelanguage.googleapis.com/generate_content_paid_tier_output_token_count", "GenerateContentPaidTierOutputTokensPerModelPerMinute"
-	case LimitQuota:
+	case wire.LimitQuota:
 		return "generativelanguage.googleapis.com/generate_requests_per_model_per_day", "GenerateRequestsPerDayPerProjectPerModel"
 	}
 	return "", ""

@@ -1,8 +1,10 @@
-package mock
+package gemini
 
 import (
 	"strconv"
 	"time"
+
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // The GenerateContentResponse, whole (generateContent) and in chunks
@@ -25,24 +27,24 @@ func geminiFinish(capped bool) string {
 	return "STOP"
 }
 
-func (g gemini) body(b []byte, c *call, r *result) ([]byte, error) {
+func (g Format) Body(b []byte, c *wire.Call, r *wire.Result) ([]byte, error) {
 	b = append(b, `{"candidates":[`...)
-	out := r.n
-	if c.content == nil {
+	out := r.N
+	if c.Content == nil {
 		b = append(b, `{"content":{"parts":[{"text":"`...)
-		b = appendText(b, r, 0, r.n)
+		b = wire.AppendText(b, r, 0, r.N)
 		b = append(b, `"}],"role":"model"},"finishReason":"`...)
-		b = append(b, geminiFinish(r.capped)...)
+		b = append(b, geminiFinish(r.Capped)...)
 		b = append(b, `","index":0}`...)
 	} else {
-		cr := c.content
-		for k := range cr.ans {
+		cr := c.Content
+		for k := range cr.Ans {
 			if k > 0 {
 				b = append(b, ',')
 			}
-			b = appendGeminiCandidate(b, cr, k, r, 0, r.n, true)
+			b = appendGeminiCandidate(b, cr, k, r, 0, r.N, true)
 		}
-		out = cr.outputTokens(r)
+		out = cr.OutputTokens(r)
 	}
 	b = append(b, ']')
 	b = g.appendTail(b, c, r, out, true)
@@ -52,27 +54,27 @@ func (g gemini) body(b []byte, c *call, r *result) ([]byte, error) {
 // appendGeminiCandidate appends candidate k with its tokens [from, to);
 // final adds its finishReason, and a function call, whole, when the
 // candidate is one.
-func appendGeminiCandidate(b []byte, cr *contentReq, k int, r *result, from, to int, final bool) []byte {
-	ch := &cr.ans[k]
+func appendGeminiCandidate(b []byte, cr *wire.ContentReq, k int, r *wire.Result, from, to int, final bool) []byte {
+	ch := &cr.Ans[k]
 	b = append(b, `{"content":{"parts":[`...)
 	switch {
-	case ch.tool && final && ch.whole(r):
+	case ch.Tool && final && ch.Whole(r):
 		b = append(b, `{"functionCall":{"name":`...)
-		b = appendJSONString(b, cr.tools[cr.toolIdx].name)
+		b = wire.AppendJSONString(b, cr.Tools[cr.ToolIdx].Name)
 		b = append(b, `,"args":`...)
-		b = append(b, ch.doc...)
+		b = append(b, ch.Doc...)
 		b = append(b, `}}`...)
-	case ch.tool:
+	case ch.Tool:
 		b = append(b, `{"text":""}`...)
 	default:
 		b = append(b, `{"text":"`...)
-		b = ch.appendTokens(b, from, to)
+		b = ch.AppendTokens(b, from, to)
 		b = append(b, `"}`...)
 	}
 	b = append(b, `],"role":"model"}`...)
 	if final {
 		b = append(b, `,"finishReason":"`...)
-		b = append(b, geminiFinish(ch.capped && ch.whole(r))...)
+		b = append(b, geminiFinish(ch.Capped && ch.Whole(r))...)
 		b = append(b, '"')
 	}
 	b = append(b, `,"index":`...)
@@ -83,24 +85,24 @@ func appendGeminiCandidate(b []byte, cr *contentReq, k int, r *result, from, to 
 // appendTail appends usageMetadata (out output tokens; final: the counts
 // of the whole answer), modelVersion, responseId and, on Vertex AI,
 // createTime, and closes the response.
-func (g gemini) appendTail(b []byte, c *call, r *result, out int, final bool) []byte {
+func (g Format) appendTail(b []byte, c *wire.Call, r *wire.Result, out int, final bool) []byte {
 	b = append(b, `,"usageMetadata":{"promptTokenCount":`...)
-	b = strconv.AppendInt(b, int64(c.input), 10)
+	b = strconv.AppendInt(b, int64(c.Input), 10)
 	if final || out > 0 {
 		b = append(b, `,"candidatesTokenCount":`...)
 		b = strconv.AppendInt(b, int64(out), 10)
 	}
 	b = append(b, `,"totalTokenCount":`...)
-	b = strconv.AppendInt(b, int64(c.input+out), 10)
-	if c.cacheRead > 0 {
+	b = strconv.AppendInt(b, int64(c.Input+out), 10)
+	if c.CacheRead > 0 {
 		b = append(b, `,"cachedContentTokenCount":`...)
-		b = strconv.AppendInt(b, int64(c.cacheRead), 10)
+		b = strconv.AppendInt(b, int64(c.CacheRead), 10)
 	}
-	if g.vertex {
+	if g.Vertex {
 		b = append(b, `,"trafficType":"ON_DEMAND"`...)
 	}
 	b = append(b, `,"promptTokensDetails":[{"modality":"TEXT","tokenCount":`...)
-	b = strconv.AppendInt(b, int64(c.input), 10)
+	b = strconv.AppendInt(b, int64(c.Input), 10)
 	b = append(b, `}]`...)
 	if final && out > 0 {
 		b = append(b, `,"candidatesTokensDetails":[{"modality":"TEXT","tokenCount":`...)
@@ -108,24 +110,15 @@ func (g gemini) appendTail(b []byte, c *call, r *result, out int, final bool) []
 		b = append(b, `}]`...)
 	}
 	b = append(b, `},"modelVersion":`...)
-	b = appendJSONString(b, c.model)
-	if g.vertex {
+	b = wire.AppendJSONString(b, c.Model)
+	if g.Vertex {
 		b = append(b, `,"createTime":"`...)
-		b = r.created.UTC().AppendFormat(b, time.RFC3339Nano)
+		b = r.Created.UTC().AppendFormat(b, time.RFC3339Nano)
 		b = append(b, '"')
 	}
 	b = append(b, `,"responseId":"`...)
-	b = append(b, geminiResponseID(r.id)...)
+	b = append(b, r.ID...) // bare: the Spec has no IDPrefix, as Google's are bare base64url strings
 	return append(b, `"}`...)
-}
-
-// geminiResponseID is the response id without the core's msg_ prefix:
-// Google's are bare base64url strings.
-func geminiResponseID(id string) string {
-	if len(id) > 4 && id[:4] == "msg_" {
-		return id[4:]
-	}
-	return id
 }
 
 // geminiSSE appends one chunk's frame; Google ends each with CRLF CRLF.
@@ -133,11 +126,11 @@ func geminiSSEStart(b []byte) []byte { return append(b, "data: "...) }
 func geminiSSEEnd(b []byte) []byte   { return append(b, "\r\n\r\n"...) }
 
 // streamStart sends nothing: the first chunk carries the first tokens.
-func (gemini) streamStart(b []byte, _ *call, _ *result) []byte { return b }
+func (Format) StreamStart(b []byte, _ *wire.Call, _ *wire.Result) []byte { return b }
 
-func (g gemini) streamDelta(b []byte, c *call, r *result, from, to int) []byte {
-	cr := c.content
-	if cr != nil && cr.ans[0].tool {
+func (g Format) StreamDelta(b []byte, c *wire.Call, r *wire.Result, from, to int) []byte {
+	cr := c.Content
+	if cr != nil && cr.Ans[0].Tool {
 		return b // a function call goes out whole, in the last chunk
 	}
 	b = geminiSSEStart(b)
@@ -145,16 +138,16 @@ func (g gemini) streamDelta(b []byte, c *call, r *result, from, to int) []byte {
 	out := to
 	if cr == nil {
 		b = append(b, `{"content":{"parts":[{"text":"`...)
-		b = appendText(b, r, from, to)
+		b = wire.AppendText(b, r, from, to)
 		b = append(b, `"}],"role":"model"},"index":0}`...)
 	} else {
 		out = 0
-		for k := range cr.ans {
+		for k := range cr.Ans {
 			if k > 0 {
 				b = append(b, ',')
 			}
 			b = appendGeminiCandidate(b, cr, k, r, from, to, false)
-			out += min(cr.ans[k].n, to)
+			out += min(cr.Ans[k].N, to)
 		}
 	}
 	b = append(b, ']')
@@ -162,22 +155,22 @@ func (g gemini) streamDelta(b []byte, c *call, r *result, from, to int) []byte {
 	return geminiSSEEnd(b)
 }
 
-func (g gemini) streamEnd(b []byte, c *call, r *result) []byte {
+func (g Format) StreamEnd(b []byte, c *wire.Call, r *wire.Result) []byte {
 	b = geminiSSEStart(b)
 	b = append(b, `{"candidates":[`...)
-	out := r.n
-	if cr := c.content; cr == nil {
+	out := r.N
+	if cr := c.Content; cr == nil {
 		b = append(b, `{"content":{"parts":[{"text":""}],"role":"model"},"finishReason":"`...)
-		b = append(b, geminiFinish(r.capped)...)
+		b = append(b, geminiFinish(r.Capped)...)
 		b = append(b, `","index":0}`...)
 	} else {
-		for k := range cr.ans {
+		for k := range cr.Ans {
 			if k > 0 {
 				b = append(b, ',')
 			}
 			b = appendGeminiCandidate(b, cr, k, r, 0, 0, true)
 		}
-		out = cr.outputTokens(r)
+		out = cr.OutputTokens(r)
 	}
 	b = append(b, ']')
 	b = g.appendTail(b, c, r, out, true)
@@ -186,7 +179,7 @@ func (g gemini) streamEnd(b []byte, c *call, r *result) []byte {
 
 // streamError is the error chunk Google sends when a stream fails after
 // its 200: the google.rpc.Status envelope as a data frame.
-func (gemini) streamError(b []byte, _ *call, _ *result) []byte {
+func (Format) StreamError(b []byte, _ *wire.Call, _ *wire.Result) []byte {
 	b = geminiSSEStart(b)
 	b = append(b, `{"error":{"code":503,"message":"The model is overloaded. Please try again later.","status":"UNAVAILABLE"}}`...)
 	return geminiSSEEnd(b)
