@@ -55,7 +55,8 @@
 //   - recover.go: panics answered as 500s in the API's envelope.
 //   - ids.go: request and message ids, and a request's attempt index.
 //   - health.go: /healthz and /readyz.
-//   - count_tokens.go: POST /v1/messages/count_tokens.
+//   - count_tokens.go: the count-tokens endpoints of every format
+//     (wire.EndpointCountTokens: /v1/messages/count_tokens, :countTokens).
 //   - models.go: the model catalogues, GET /v1/models, and strictness's
 //     checks of a decoded request.
 //   - limiter.go, pools.go, accel.go, quota.go, cache.go: admission (token
@@ -80,10 +81,12 @@
 //     Result, APIError, Snapshot, wire.Format and its Spec, JSON and SSE
 //     helpers, content and cache-prefix decoding).
 //   - internal/anthropic, internal/openaichat, internal/openairesponses,
+//     internal/gemini (AI Studio and Vertex AI), internal/vertexanthropic,
 //     internal/bedrock: one wire format each: its request decoding and
 //     content fields, its response, stream frames, error envelope and
-//     rate-limit headers, and its Spec (docs/architecture.md, "Adding a
-//     wire format"); Bedrock's also its SigV4 authentication.
+//     rate-limit headers, and its Spec, with its routes when the path names
+//     the model (docs/architecture.md, "Adding a wire format"); Bedrock's
+//     also its SigV4 authentication.
 //   - internal/eventstream: the application/vnd.amazon.eventstream framing
 //     of Bedrock's streams.
 //   - schemagen: documents generated from a JSON Schema, for tool calls and

@@ -14,8 +14,8 @@ package mock
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -58,11 +58,47 @@ type serverConformance struct {
 	// amznErrorType); limitType is the rate-limit 429's.
 	errType   func(t *testing.T, r reply) string
 	limitType string
-	// authStatus is the status of a request without a key or with a wrong
-	// one, authType the error type of the first.
-	authStatus int
-	authType   string
+	// retryDelayBody, for an API that sends no retry-after header, finds
+	// the wait of a 429 in its body, in whole seconds (group 1); nil: the
+	// wait is in retry-after when retryAfter is set.
+	retryDelayBody *regexp.Regexp
+	// noKey and wrongKey are the statuses of a request without a key and
+	// with a wrong one; authType is the error type of the first.
+	noKey, wrongKey int
+	authType        string
 }
+
+// The paths of the Google formats' conformance entries.
+const (
+	studioPath          = "/v1beta/models/gemini-2.5-flash"
+	vertexPath          = "/v1/projects/p/locations/us-central1/publishers/google/models/gemini-2.5-flash"
+	vertexAnthropicPath = "/v1/projects/p/locations/us-east5/publishers/anthropic/models/claude-sonnet-4-5@20250929"
+)
+
+// generatePath is a Gemini model path's generateContent or, streamed,
+// streamGenerateContent?alt=sse.
+func generatePath(model string) func(bool) string {
+	return func(stream bool) string {
+		if stream {
+			return model + ":streamGenerateContent?alt=sse"
+		}
+		return model + ":generateContent"
+	}
+}
+
+// geminiBody is a generateContent request of maxTokens tokens' output
+// (the path says whether it streams).
+func geminiBody(maxTokens int, _ bool) string {
+	return `{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"generationConfig":{"maxOutputTokens":` + strconv.Itoa(maxTokens) + `}}`
+}
+
+var (
+	geminiFrames      = []string{`data: {"candidates":[{"content":{"parts":[{"text":"`, `"finishReason":"MAX_TOKENS"`}
+	googleRetryDelay  = regexp.MustCompile(`"retryDelay":"(\d+)s"`)
+	geminiBadBody     = `{"contents":[{"parts":[{"text":"hi"}]}],"generationConfig":{"maxOutputTokens":0}}`
+	geminiBadField    = "generationConfig.maxOutputTokens"
+	vertexClaudeStart = `{"anthropic_version":"vertex-2023-10-16",`
+)
 
 var serverConformanceTable = map[string]serverConformance{
 	"anthropic": {
@@ -79,7 +115,8 @@ var serverConformanceTable = map[string]serverConformance{
 		overloaded: 529,
 		errType:    envelopeErrorType,
 		limitType:  "rate_limit_error",
-		authStatus: 401,
+		noKey:      401,
+		wrongKey:   401,
 		authType:   "authentication_error",
 	},
 	"openai": {
@@ -95,7 +132,8 @@ var serverConformanceTable = map[string]serverConformance{
 		overloaded: 503,
 		errType:    envelopeErrorType,
 		limitType:  "requests",
-		authStatus: 401,
+		noKey:      401,
+		wrongKey:   401,
 		authType:   "invalid_request_error",
 	},
 	"openai-responses": {
@@ -115,7 +153,8 @@ var serverConformanceTable = map[string]serverConformance{
 		overloaded: 503,
 		errType:    envelopeErrorType,
 		limitType:  "requests",
-		authStatus: 401,
+		noKey:      401,
+		wrongKey:   401,
 		authType:   "invalid_request_error",
 	},
 	// Bedrock Runtime (docs/bedrock.md): the model in the path, Converse's
@@ -141,8 +180,72 @@ var serverConformanceTable = map[string]serverConformance{
 		overloaded: 503,
 		errType:    amznErrorType,
 		limitType:  "ThrottlingException",
-		authStatus: 403,
+		noKey:      403,
+		wrongKey:   403,
 		authType:   "MissingAuthenticationTokenException",
+	},
+	// AI Studio: no key is 403 PERMISSION_DENIED, a wrong one 400
+	// (API_KEY_INVALID); no rate-limit headers, the wait in RetryInfo.
+	"gemini": {
+		path:           generatePath(studioPath),
+		body:           geminiBody,
+		badBody:        geminiBadBody,
+		badField:       geminiBadField,
+		frames:         geminiFrames,
+		streamType:     "text/event-stream",
+		split:          crlfSSEFrames,
+		requestID:      "X-Request-Id",
+		retryDelayBody: googleRetryDelay,
+		errType:        envelopeErrorType,
+		overloaded:     503,
+		limitType:      "RESOURCE_EXHAUSTED",
+		noKey:          403,
+		wrongKey:       400,
+		authType:       "PERMISSION_DENIED",
+	},
+	"vertex": {
+		path:           generatePath(vertexPath),
+		body:           geminiBody,
+		badBody:        geminiBadBody,
+		badField:       geminiBadField,
+		frames:         geminiFrames,
+		streamType:     "text/event-stream",
+		split:          crlfSSEFrames,
+		requestID:      "X-Request-Id",
+		retryDelayBody: googleRetryDelay,
+		errType:        envelopeErrorType,
+		overloaded:     503,
+		limitType:      "RESOURCE_EXHAUSTED",
+		noKey:          401,
+		wrongKey:       401,
+		authType:       "UNAUTHENTICATED",
+	},
+	// Claude on Vertex AI: the Messages API's answers, 400s and overload;
+	// the front end's 401 and 429 in Google's envelope.
+	"vertex-anthropic": {
+		path: func(stream bool) string {
+			if stream {
+				return vertexAnthropicPath + ":streamRawPredict"
+			}
+			return vertexAnthropicPath + ":rawPredict"
+		},
+		body: func(n int, stream bool) string {
+			return vertexClaudeStart + `"max_tokens":` + strconv.Itoa(n) + `,"stream":` + strconv.FormatBool(stream) + `,"messages":[{"role":"user","content":"hi"}]}`
+		},
+		badBody:  vertexClaudeStart + `"max_tokens":0,"messages":[{"role":"user","content":"hi"}]}`,
+		badField: "max_tokens",
+		frames: []string{"event: message_start\n", "event: content_block_start\n", "event: content_block_delta\n",
+			"event: message_delta\n", "event: message_stop\n"},
+		streamType:     "text/event-stream",
+		split:          sseFrames,
+		requestID:      "Request-Id",
+		retryDelayBody: googleRetryDelay,
+		errType:        envelopeErrorType,
+		overloaded:     529,
+		limitType:      "RESOURCE_EXHAUSTED",
+		noKey:          401,
+		wrongKey:       401,
+		authType:       "UNAUTHENTICATED",
 	},
 }
 
@@ -165,13 +268,16 @@ func TestServerConformanceCoversEveryFormat(t *testing.T) {
 }
 
 // sseFrames cuts a server-sent event stream into its frames, each ended
-// by a blank line.
-func sseFrames(stream []byte) ([]string, error) {
+// by a blank line; crlfSSEFrames one whose lines end in CRLF (Google's).
+func sseFrames(stream []byte) ([]string, error)     { return framesEndedBy(stream, "\n\n") }
+func crlfSSEFrames(stream []byte) ([]string, error) { return framesEndedBy(stream, "\r\n\r\n") }
+
+func framesEndedBy(stream []byte, end string) ([]string, error) {
 	s := string(stream)
-	if !strings.HasSuffix(s, "\n\n") {
-		return nil, errors.New("the stream does not end with a blank line")
+	if !strings.HasSuffix(s, end) {
+		return nil, fmt.Errorf("the stream does not end with %q", end)
 	}
-	return strings.Split(strings.TrimSuffix(s, "\n\n"), "\n\n"), nil
+	return strings.Split(strings.TrimSuffix(s, end), end), nil
 }
 
 // eventstreamFrames decodes an application/vnd.amazon.eventstream stream
@@ -210,19 +316,28 @@ func amznErrorType(t *testing.T, r reply) string {
 	return typ
 }
 
-// envelopeErrorType is the type of the error in an error envelope:
-// Anthropic's error.type, or OpenAI's.
+// envelopeErrorType is the type of the error in an error envelope: Anthropic's
+// error.type, OpenAI's, or Google's error.status (google.rpc.Code), whose
+// error.code must then be the response's status.
 func envelopeErrorType(t *testing.T, r reply) string {
 	t.Helper()
 	var env struct {
 		Error struct {
-			Type string `json:"type"`
+			Type   string `json:"type"`
+			Status string `json:"status"`
+			Code   any    `json:"code"`
 		} `json:"error"`
 	}
-	if err := json.Unmarshal(r.body, &env); err != nil || env.Error.Type == "" {
+	if err := json.Unmarshal(r.body, &env); err != nil || env.Error.Type == "" && env.Error.Status == "" {
 		t.Fatalf("status %d body %q: want an error envelope (%v)", r.status, r.body, err)
 	}
-	return env.Error.Type
+	if env.Error.Type != "" {
+		return env.Error.Type
+	}
+	if code, ok := env.Error.Code.(float64); !ok || int(code) != r.status {
+		t.Errorf("status %d body %s: Google's envelope's error.code is not the status", r.status, r.body)
+	}
+	return env.Error.Status
 }
 
 func TestServerConformance(t *testing.T) {
@@ -284,11 +399,22 @@ func TestServerConformance(t *testing.T) {
 			if r.status != 429 {
 				t.Fatalf("second request at rpm 1: status %d body %s, want 429", r.status, r.body)
 			}
-			if f.retryAfter {
-				if ra, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || ra < 1 || ra > 60 {
-					t.Errorf("retry-after %q, want whole seconds in [1, 60]", r.header.Get("Retry-After"))
+			switch wait := r.header.Get("Retry-After"); {
+			case f.retryDelayBody != nil:
+				if wait != "" {
+					t.Errorf("retry-after %q sent, want the wait in the body only", wait)
 				}
-			} else {
+				m := f.retryDelayBody.FindSubmatch(r.body)
+				if m == nil {
+					t.Errorf("body %s: no wait found by %s", r.body, f.retryDelayBody)
+				} else if ra, err := strconv.Atoi(string(m[1])); err != nil || ra < 1 || ra > 60 {
+					t.Errorf("wait %q in the body, want whole seconds in [1, 60]", m[1])
+				}
+			case f.retryAfter:
+				if ra, err := strconv.Atoi(wait); err != nil || ra < 1 || ra > 60 {
+					t.Errorf("retry-after %q, want whole seconds in [1, 60]", wait)
+				}
+			default:
 				for _, h := range []string{"Retry-After", "Retry-After-Ms", "X-Should-Retry"} {
 					if v, ok := r.header[h]; ok {
 						t.Errorf("%s %q, want none: the format sends no retry hints", h, v)
@@ -344,16 +470,17 @@ func TestServerConformance(t *testing.T) {
 		}},
 		{"auth failure", nil, func(t *testing.T, ts *testServer, path func(bool) string, f serverConformance) {
 			r := ts.do(t, "POST", path(false), f.body(16, false))
-			if r.status != f.authStatus {
-				t.Fatalf("no key: status %d body %s, want %d", r.status, r.body, f.authStatus)
+			if r.status != f.noKey {
+				t.Fatalf("no key: status %d body %s, want %d", r.status, r.body, f.noKey)
 			}
 			if typ := f.errType(t, r); typ != f.authType {
 				t.Errorf("error type %q, want %q", typ, f.authType)
 			}
 			r = ts.do(t, "POST", path(false), f.body(16, false), "Authorization", "Bearer sk-wrong")
-			if r.status != f.authStatus {
-				t.Errorf("wrong key: status %d body %s, want %d", r.status, r.body, f.authStatus)
+			if r.status != f.wrongKey {
+				t.Errorf("wrong key: status %d body %s, want %d", r.status, r.body, f.wrongKey)
 			}
+			f.errType(t, r)
 		}},
 	}
 	for _, wr := range formats {

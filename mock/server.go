@@ -31,6 +31,7 @@ type Server struct {
 	labels map[string]string // Fingerprint of each key, for metrics and stats
 	// The model names each API accepts (unless Config.Models.Any).
 	anthropicModels, openaiModels map[string]bool
+	formatModels                  map[string]map[string]bool // by wire.Spec.Catalog (formatModelIndex)
 	handler                       http.Handler
 	http                          *http.Server
 	metrics                       *metrics
@@ -139,6 +140,7 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 	}
 	s.anthropicModels = modelIndex(anthropicCatalog, cfg.Models.Extra)
 	s.openaiModels = modelIndex(openaiCatalog, cfg.Models.Extra)
+	s.formatModels = formatModelIndex(cfg.Models.Extra)
 	s.metrics.reg.MustRegister(s.calls, serverCollector{s})
 	s.resetLocked()
 	s.handler = s.routes()

@@ -6,6 +6,7 @@ package provider_test
 // from the table fails TestConformanceCoversEveryFormat.
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -21,16 +22,22 @@ import (
 // conformance is what a format's provider must answer with, where formats
 // differ.
 var conformance = map[string]struct {
-	overloaded int // the status of the provider's overload answer
-	// noLimitHeaders: the provider sends no rate-limit headers and no
-	// retry-after (Bedrock).
-	noLimitHeaders bool
-	unauthorized   int // the status of a wrong key: 401, or 403 for AWS
+	overloaded   int  // the status of the provider's overload answer
+	unauthorized int  // the status of a wrong key; 0 is 401
+	noLimits     bool // the provider sends no rate-limit headers
+	noRetryAfter bool // nor a retry delay anywhere (Bedrock)
 }{
-	"anthropic":        {overloaded: 529, unauthorized: 401},
-	"openai":           {overloaded: 503, unauthorized: 401},
-	"openai-responses": {overloaded: 503, unauthorized: 401},
-	"bedrock":          {overloaded: 503, noLimitHeaders: true, unauthorized: 403},
+	"anthropic":        {overloaded: 529},
+	"openai":           {overloaded: 503},
+	"openai-responses": {overloaded: 503},
+	// Bedrock: no rate-limit headers and no retry-after; AWS answers a
+	// bad credential with 403.
+	"bedrock": {overloaded: 503, unauthorized: 403, noLimits: true, noRetryAfter: true},
+	// AI Studio answers a key it does not know with 400 INVALID_ARGUMENT
+	// (API_KEY_INVALID); Google sends no rate-limit headers.
+	"gemini":           {overloaded: 503, unauthorized: 400, noLimits: true},
+	"vertex":           {overloaded: 503, noLimits: true},
+	"vertex-anthropic": {overloaded: 529, noLimits: true},
 }
 
 func TestConformanceCoversEveryFormat(t *testing.T) {
@@ -80,7 +87,7 @@ func TestConformance(t *testing.T) {
 			if resp.Usage.InputTokens <= 0 || resp.Usage.OutputTokens <= 0 {
 				t.Errorf("usage %+v, want input and output tokens", resp.Usage)
 			}
-			if conformance[name].noLimitHeaders {
+			if conformance[name].noLimits {
 				if o.Limits != (strategies.Limits{}) {
 					t.Errorf("limits %+v, want none: the provider sends no rate-limit headers", o.Limits)
 				}
@@ -91,7 +98,7 @@ func TestConformance(t *testing.T) {
 		{"429 with retry-after", func(cfg *mock.Config) {
 			cfg.Faults.Script = []mock.ScriptStep{{Attempts: 1, Status: 429, RetryAfter: 2 * time.Second}}
 		}, func(t *testing.T, name string, _ provider.Response, o strategies.Outcome) {
-			if conformance[name].noLimitHeaders {
+			if conformance[name].noRetryAfter {
 				if o.Kind != strategies.Throttled || o.Status != 429 || o.HasRetryAfter {
 					t.Errorf("outcome %+v, want Throttled, 429, no retry-after (the provider sends none)", o)
 				}
@@ -115,7 +122,8 @@ func TestConformance(t *testing.T) {
 			}
 		}},
 		{"unauthorized", func(cfg *mock.Config) { cfg.APIKeys = []string{"another-key"} }, func(t *testing.T, name string, _ provider.Response, o strategies.Outcome) {
-			if want := conformance[name].unauthorized; o.Kind != strategies.Failed || o.Status != want || o.Err == nil || strings.Contains(o.Err.Error(), mockKey) {
+			want := cmp.Or(conformance[name].unauthorized, 401)
+			if o.Kind != strategies.Failed || o.Status != want || o.Err == nil || strings.Contains(o.Err.Error(), mockKey) {
 				t.Errorf("outcome %+v, want Failed, %d, an error that does not hold the key", o, want)
 			}
 		}},

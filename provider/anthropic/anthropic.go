@@ -286,3 +286,9 @@ func Limits(h http.Header, _ time.Time) strategies.Limits {
 	}
 	return strategies.Limits{Requests: l[0], Tokens: l[1], InputTokens: l[2], OutputTokens: l[3]}
 }
+
+// System is the system field of a Messages request for r: absent (nil),
+// the prompt as a string, or one text block with cache_control for
+// SystemCache. Anthropic on Vertex AI (package vertexanthropic) sends the
+// same body.
+func System(r wire.Request) (any, error) { return anthropicSystem(r) }

@@ -32,7 +32,7 @@ func Decode(resp *http.Response, sent time.Time, f *Spec, out *Response, o *stra
 	*out = Response{RequestID: resp.Header.Get(f.RequestID)}
 	switch {
 	case o.Kind != strategies.Success:
-		apiErr := readAPIError(resp, out.RequestID, f)
+		apiErr := readAPIError(resp, out.RequestID, f, o)
 		if f.Quota != nil && f.Quota(apiErr) {
 			o.Kind = strategies.Quota
 		}
@@ -173,12 +173,16 @@ func readBody(resp *http.Response) (string, error) {
 }
 
 // readAPIError reads an error response's body and returns it as an APIError,
-// with type and message when the body has the provider's error shape.
-func readAPIError(resp *http.Response, requestID string, f *Spec) *APIError {
+// with type and message when the body has the provider's error shape; a
+// retry delay in the body sets o's RetryAfter when no header did.
+func readAPIError(resp *http.Response, requestID string, f *Spec, o *strategies.Outcome) *APIError {
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	e := &APIError{Status: resp.StatusCode, RequestID: requestID}
 	if b, ok := f.ParseError(body); ok {
 		e.Type, e.Code, e.Message = b.Type, b.Code, b.Message
+		if b.HasRetryAfter && !o.HasRetryAfter {
+			o.RetryAfter, o.HasRetryAfter = b.RetryAfter, true
+		}
 	} else if err == nil {
 		e.Message = strings.TrimSpace(string(bytes.ToValidUTF8(body[:min(len(body), 512)], nil)))
 	}

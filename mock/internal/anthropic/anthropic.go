@@ -39,6 +39,22 @@ var spec = wire.Spec{
 	},
 	ModelNotFound: func(id string) wire.APIError { return wire.APIError{Msg: "model: " + id} },
 	CheckSampling: checkSampling,
+	Routes:        []wire.Route{{Method: http.MethodPost, Path: "/v1/messages/count_tokens", Endpoint: wire.EndpointCountTokens}},
+	DecodeCount:   DecodeCount,
+	CountBody:     CountBody,
+}
+
+// DecodeCount decodes a count_tokens request: a Messages request without
+// max_tokens, whose tools count whatever their schemas.
+func DecodeCount(_ wire.Format, body []byte, c *wire.Call) error {
+	return DecodeMessages(body, false, c)
+}
+
+// CountBody is count_tokens' answer: {"input_tokens": N}.
+func CountBody(c *wire.Call) any {
+	return struct {
+		InputTokens int `json:"input_tokens"`
+	}{c.Input}
 }
 
 // checkSampling is strictness's check of what the decoder read:

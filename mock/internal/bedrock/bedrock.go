@@ -22,7 +22,7 @@ import (
 // and InvokeModel and InvokeModelWithResponseStream for Anthropic models,
 // whose bodies are the Messages API's (mock/internal/anthropic). The model
 // is named by the path, not the body; one Format value per request carries
-// it (Spec.Routes' Bind).
+// it (Spec.Routes' Resolve).
 
 // op is a Bedrock Runtime operation.
 type op uint8
@@ -36,7 +36,7 @@ const (
 
 // Format is the Bedrock Runtime wire format of one operation on one model
 // id, as the path names it; the zero Format answers the core's own errors
-// under /model/ (Spec.RoutePrefix).
+// under /model/ (Spec.OwnsRequest).
 type Format struct {
 	op    op
 	model string
@@ -59,10 +59,10 @@ var valueAmazonEventStream = []string{"application/vnd.amazon.eventstream"}
 // attempts by amz-sdk-request.
 var spec = wire.Spec{
 	Routes:            routes,
-	RoutePrefix:       "/model/",
+	OwnsRequest:       func(req *http.Request) bool { return strings.HasPrefix(req.URL.Path, "/model/") },
 	IDPrefix:          "msg_", // an InvokeModel answer is the Messages API's Message
 	Catalog:           wire.CatalogAnthropic,
-	CatalogModel:      BaseModel,
+	ModelAliases:      func(id string) []string { return []string{id, BaseModel(id)} },
 	Authenticate:      authenticate,
 	AttemptIndex:      attemptIndex,
 	StreamContentType: valueAmazonEventStream,
@@ -80,14 +80,17 @@ var spec = wire.Spec{
 // inference profile (us.anthropic.…) or an ARN whose "/" the SDKs escape as
 // %2F, so it matches any run of characters.
 var routes = []wire.Route{
-	{Path: "/model/{modelId:.+}/converse", Bind: bind(opConverse)},
-	{Path: "/model/{modelId:.+}/converse-stream", Bind: bind(opConverseStream)},
-	{Path: "/model/{modelId:.+}/invoke", Bind: bind(opInvoke)},
-	{Path: "/model/{modelId:.+}/invoke-with-response-stream", Bind: bind(opInvokeStream)},
+	{Method: http.MethodPost, Path: "/model/{modelId:.+}/converse", Resolve: bind(opConverse)},
+	{Method: http.MethodPost, Path: "/model/{modelId:.+}/converse-stream", Resolve: bind(opConverseStream)},
+	{Method: http.MethodPost, Path: "/model/{modelId:.+}/invoke", Resolve: bind(opInvoke)},
+	{Method: http.MethodPost, Path: "/model/{modelId:.+}/invoke-with-response-stream", Resolve: bind(opInvokeStream)},
 }
 
-func bind(o op) func(vars map[string]string) wire.Format {
-	return func(vars map[string]string) wire.Format { return Format{op: o, model: vars["modelId"]} }
+// bind serves operation o for the model id the path names.
+func bind(o op) func(req *http.Request, vars map[string]string) wire.Target {
+	return func(_ *http.Request, vars map[string]string) wire.Target {
+		return wire.Target{Format: Format{op: o, model: vars["modelId"]}, Endpoint: wire.EndpointModel}
+	}
 }
 
 // geoPrefix matches the geography prefix of a cross-region inference
