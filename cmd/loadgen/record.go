@@ -5,6 +5,7 @@ import (
 
 	"github.com/ratelab/ratelab/internal/record"
 	"github.com/ratelab/ratelab/loadgen"
+	"github.com/ratelab/ratelab/mock"
 )
 
 // openRecord opens the --record file of a run (path "" records nothing)
@@ -23,4 +24,19 @@ func openRecord(opts *loadgen.Options, path, source string) (func() error, error
 	}
 	opts.Record = w
 	return w.Close, nil
+}
+
+// useProfile applies run --profile: the scenario runs against the embedded
+// mock configured by the file at path (strictly decoded), whatever its
+// server: or target: said.
+func useProfile(s *loadgen.Scenario, path string) error {
+	if path == "" {
+		return nil
+	}
+	cfg, err := mock.LoadConfig(path)
+	if err != nil {
+		return usageError("run: --profile: %v", err)
+	}
+	s.Server, s.Target = cfg, nil
+	return nil
 }
