@@ -10,18 +10,18 @@ import (
 // recordInto makes tg's HTTP client record every attempt in opt.Record,
 // each line labelled with the row's name, timed on the row's clock.
 func (opt Options) recordInto(tg *target, row string) {
-	if opt.Record == nil {
-		return
+	tg.http = recordClient(tg.http, opt.Record, row, tg.clock)
+}
+
+// recordClient returns hc recording every attempt in w (hc itself when w is
+// nil), each line labelled run and timed on c (nil: real time).
+func recordClient(hc *http.Client, w *record.Writer, run string, c clock.Clock) *http.Client {
+	if w == nil {
+		return hc
 	}
-	base := tg.http.Transport
-	if base == nil {
-		base = http.DefaultTransport
+	base := http.DefaultTransport
+	if hc != nil && hc.Transport != nil {
+		base = hc.Transport
 	}
-	tr := &record.Transport{Base: base, W: opt.Record, Run: row}
-	if tg.clock != nil {
-		tr.Now = tg.clock.Now
-	} else {
-		tr.Now = clock.Or(nil).Now
-	}
-	tg.http = &http.Client{Transport: tr}
+	return &http.Client{Transport: &record.Transport{Base: base, W: w, Run: run, Now: clock.Or(c).Now}}
 }

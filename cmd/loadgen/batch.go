@@ -66,6 +66,8 @@ Where the calls go:
                           models leave cached input out of the input-tokens
                           limit
   --base-url URL          the provider's endpoint (default: its production URL)
+  --record FILE           write one JSON line per HTTP attempt to FILE (the
+                          format of docs/calibrate.md; loadgen calibrate reads it)
   --target mock           run against the embedded mock, to try a batch out;
                           its configuration is the --config file's server key
   --api-key-command CMD   run CMD with sh -c and use its stdout, trimmed, as
@@ -193,6 +195,7 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&opt.SkipInvalid, "skip-invalid", false, "skip invalid lines")
 	format := fs.String("format", "text", "summary format: text or json")
 	fs.DurationVar(&opt.MaxOutage, "max-outage", batch.DefaultMaxOutage, "how long to wait for an endpoint that stopped answering")
+	recordTo := fs.String("record", "", "write one JSON line per HTTP attempt to FILE")
 	rest, ok, err := parseFlags(fs, args, stdout)
 	if !ok {
 		return err
@@ -262,6 +265,11 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 
+	closeRecord, err := openBatchRecord(&opt, *recordTo)
+	if err != nil {
+		return err
+	}
+	defer closeRecord()
 	rep, err := loadgen.RunBatch(ctx, opt)
 	var inputErrs *batch.InputErrors
 	switch {

@@ -40,3 +40,16 @@ func useProfile(s *loadgen.Scenario, path string) error {
 	s.Server, s.Target = cfg, nil
 	return nil
 }
+
+// openBatchRecord opens batch --record's file.
+func openBatchRecord(opt *loadgen.BatchOptions, path string) (func() error, error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	w, err := record.Create(path, record.Header{Source: "loadgen batch", Started: time.Now()})
+	if err != nil {
+		return nil, usageError("batch: --record: %v", err)
+	}
+	opt.Record = w
+	return w.Close, nil
+}
