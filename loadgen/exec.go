@@ -78,6 +78,7 @@ func runRow(ctx context.Context, s *Scenario, st *Row, opt Options, key string, 
 		return res, err
 	}
 	defer tg.close()
+	opt.recordInto(tg, st.Name)
 	groups := s.Groups()
 	client, err := newRouter(groups, tg.baseURL, key, tg)
 	if err != nil {

@@ -68,6 +68,8 @@ Where the calls go:
                           models leave cached input out of the input-tokens
                           limit
   --base-url URL          the provider's endpoint (default: its production URL)
+  --record FILE           write one JSON line per HTTP attempt to FILE (the
+                          format of docs/calibrate.md; loadgen calibrate reads it)
   --target mock           run against the embedded mock, to try a batch out;
                           its configuration is the --config file's server key
   --api-key-command CMD   run CMD with sh -c and use its stdout, trimmed, as
@@ -207,6 +209,7 @@ func batchMain(ctx context.Context, args []string, stdout, stderr io.Writer, q *
 	if q != nil {
 		q.register(fs)
 	}
+	recordTo := fs.String("record", "", "write one JSON line per HTTP attempt to FILE")
 	rest, ok, err := parseFlags(fs, args, stdout)
 	if !ok {
 		return err
@@ -287,6 +290,11 @@ func batchMain(ctx context.Context, args []string, stdout, stderr io.Writer, q *
 			return err
 		}
 	}
+	closeRecord, err := openBatchRecord(&opt, *recordTo)
+	if err != nil {
+		return err
+	}
+	defer closeRecord()
 	rep, err := loadgen.RunBatch(ctx, opt)
 	if q != nil {
 		if qerr := q.finish(err, stderr); qerr != nil {
