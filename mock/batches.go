@@ -535,26 +535,24 @@ func page(list []*mbatch, after, before string, limit int) (out []*mbatch, more,
 	idx := func(id string) int {
 		return slices.IndexFunc(list, func(b *mbatch) bool { return b.id == id })
 	}
-	lo, hi := 0, len(list)
 	switch {
 	case after != "":
 		i := idx(after)
 		if i < 0 {
 			return nil, false, false
 		}
-		lo = i + 1
-		hi = min(len(list), lo+limit)
+		lo := i + 1
+		hi := min(len(list), lo+limit)
 		return list[lo:hi], hi < len(list), true
 	case before != "":
-		i := idx(before)
-		if i < 0 {
+		hi := idx(before)
+		if hi < 0 {
 			return nil, false, false
 		}
-		hi = i
-		lo = max(0, hi-limit)
+		lo := max(0, hi-limit)
 		return list[lo:hi], lo > 0, true
 	}
-	hi = min(len(list), limit)
+	hi := min(len(list), limit)
 	return list[:hi], hi < len(list), true
 }
 
