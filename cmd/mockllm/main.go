@@ -199,6 +199,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		shutdownTimeout = fs.Duration("shutdown-timeout", 30*time.Second, "how long in-flight responses may take to finish on shutdown")
 		version         = fs.Bool("version", false, "print the version and VCS revision, and exit")
 		logFormat       logformat.Format
+		upstream        = fs.String("upstream", "", "be a transparent recording proxy in front of `URL` instead of the mock (needs --record; docs/calibrate.md)")
+		recordPath      = fs.String("record", "", "with --upstream: write one line per attempt to `FILE`")
 		mockFlags       = mock.AddFlags(fs) // every flag that sets a mock.Config field
 	)
 	fs.Var(&logFormat, "log-format", logformat.Usage)
@@ -225,6 +227,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if err := setFromEnv(fs, os.LookupEnv); err != nil {
 		return err
+	}
+	if *upstream != "" { // upstream.go
+		return serveUpstream(ctx, *addr, *upstream, *recordPath, *shutdownTimeout, stdout, logFormat.Logger(stderr))
+	}
+	if *recordPath != "" {
+		return errors.New("--record records a proxy's traffic: give --upstream URL too")
 	}
 
 	cfg := mock.DefaultConfig()
