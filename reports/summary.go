@@ -132,11 +132,27 @@ func wideColumns(results []Result) []column {
 // arrivalColumns when any result is open-loop (a scenario with arrival:),
 // so that a closed-loop table is as it always was.
 func tableColumns(results []Result) []column {
+	cols := summaryColumns
 	if openLoop(results) {
-		return append(slices.Clip(summaryColumns), arrivalColumns...)
+		cols = append(slices.Clip(cols), arrivalColumns...)
 	}
-	return summaryColumns
+	if comparesCost(results) {
+		cols = append(slices.Clip(cols), costColumn)
+	}
+	return cols
 }
+
+// comparesCost reports whether a row is a provider batch API's (kind
+// batch-api), whose point beside fan-out rows is its price: the table then
+// shows every row's cost.
+func comparesCost(results []Result) bool {
+	return slices.ContainsFunc(results, func(r Result) bool { return r.Kind == "batch-api" })
+}
+
+// costColumn is what a row's tokens cost at the mock's prices (CostUSD).
+var costColumn = column{"cost $", "cost (USD)", "what the row's tokens cost at the mock's prices (batch prices for a batch-api row)", true, func(r Result) string {
+	return formatFixed(r.CostUSD, 2)
+}}
 
 // openLoop reports whether any result has open-loop figures.
 func openLoop(results []Result) bool {
