@@ -84,7 +84,7 @@ bench:
 	$(GO) test -run '^$$' -bench 'JSONThroughput' -benchtime 10x ./mock/
 	$(GO) test -run '^$$' -bench 'CallAccounting' -benchtime 10x ./mock/
 	$(GO) test -run '^$$' -bench 'CallLogAttempt' -benchtime 200000x ./mock/
-	$(GO) test -run '^$$' -bench 'CommandPythonSemaphore' -benchtime 3x ./loadgen/
+	$(GO) test -run '^$$' -bench 'CommandPythonSemaphore' -benchtime 3x ./internal/loadgen/
 	$(GO) test -run '^$$' -bench 'StreamPacing' -benchtime 3x ./mock/
 	$(GO) test -run '^$$' -bench 'ParkedStreamMemory' -benchtime 1x ./mock/
 	$(GO) test -run '^$$' -bench 'ToolCall' -benchtime 1x -count 3 ./mock/

@@ -43,7 +43,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/ratelab/ratelab/bench/internal/benchcmd"
-	"github.com/ratelab/ratelab/loadgen"
+	"github.com/ratelab/ratelab/internal/loadgen"
 	"github.com/ratelab/ratelab/provider"
 )
 

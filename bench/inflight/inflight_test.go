@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ratelab/ratelab/loadgen"
+	"github.com/ratelab/ratelab/internal/loadgen"
 )
 
 // childEnv makes the test binary, run again, run one scaled scenario and

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ratelab/ratelab/loadgen"
+	"github.com/ratelab/ratelab/internal/loadgen"
 )
 
 // stackEnv makes the test binary, run again, run one of stackCases with its

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/engine"
-	"github.com/ratelab/ratelab/reports"
+	"github.com/ratelab/ratelab/internal/reports"
 )
 
 // TestBinaryAttacks keeps the process-level attacks of issue 10 that held

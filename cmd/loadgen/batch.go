@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/batch"
-	"github.com/ratelab/ratelab/loadgen"
+	"github.com/ratelab/ratelab/internal/loadgen"
 )
 
 const batchUsage = `Usage: loadgen batch --input ITEMS.jsonl --output RESULTS.jsonl [flags]

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/batch"
-	"github.com/ratelab/ratelab/loadgen"
+	"github.com/ratelab/ratelab/internal/loadgen"
 )
 
 // batchAPIUsage is the part of loadgen batch's usage about --via

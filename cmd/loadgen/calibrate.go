@@ -6,7 +6,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/ratelab/ratelab/calibrate"
+	"github.com/ratelab/ratelab/internal/calibrate"
 	"github.com/ratelab/ratelab/internal/record"
 )
 

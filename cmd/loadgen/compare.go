@@ -8,7 +8,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/ratelab/ratelab/reports"
+	"github.com/ratelab/ratelab/internal/reports"
 )
 
 const compareUsage = `Usage: loadgen compare OLD.json NEW.json [--threshold 0.1] [--format table|json]

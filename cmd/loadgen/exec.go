@@ -9,9 +9,9 @@ import (
 	"os"
 	"strings"
 
-	"github.com/ratelab/ratelab/loadgen"
+	"github.com/ratelab/ratelab/internal/loadgen"
+	"github.com/ratelab/ratelab/internal/reports"
 	"github.com/ratelab/ratelab/mock"
-	"github.com/ratelab/ratelab/reports"
 )
 
 const execUsage = `Usage: loadgen exec [flags] -- CMD [ARGS...]

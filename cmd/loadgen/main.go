@@ -22,8 +22,8 @@ import (
 	"syscall"
 
 	"github.com/ratelab/ratelab/internal/buildinfo"
+	"github.com/ratelab/ratelab/internal/loadgen"
 	"github.com/ratelab/ratelab/internal/redislog"
-	"github.com/ratelab/ratelab/loadgen"
 )
 
 func main() {

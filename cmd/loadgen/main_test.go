@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratelab/ratelab/loadgen"
+	"github.com/ratelab/ratelab/internal/loadgen"
+	"github.com/ratelab/ratelab/internal/reports"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/mock"
 	"github.com/ratelab/ratelab/mock/mocktest"
-	"github.com/ratelab/ratelab/reports"
 )
 
 // runCLI calls run with args as main does and returns stdout, stderr (with

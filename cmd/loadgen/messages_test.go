@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ratelab/ratelab/loadgen"
+	"github.com/ratelab/ratelab/internal/loadgen"
 	"github.com/ratelab/ratelab/mock"
 	"github.com/ratelab/ratelab/mock/mocktest"
 )

@@ -4,7 +4,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/ratelab/ratelab/loadgen"
+	"github.com/ratelab/ratelab/internal/loadgen"
 )
 
 // progressTo reports a run's or a batch's progress on stderr: a live line

@@ -15,7 +15,7 @@ import (
 
 	"github.com/ratelab/ratelab/batch"
 	"github.com/ratelab/ratelab/batch/queue"
-	"github.com/ratelab/ratelab/loadgen"
+	"github.com/ratelab/ratelab/internal/loadgen"
 )
 
 // The subcommands of loadgen batch that share one batch between several

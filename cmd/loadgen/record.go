@@ -3,8 +3,8 @@ package main
 import (
 	"time"
 
+	"github.com/ratelab/ratelab/internal/loadgen"
 	"github.com/ratelab/ratelab/internal/record"
-	"github.com/ratelab/ratelab/loadgen"
 	"github.com/ratelab/ratelab/mock"
 )
 

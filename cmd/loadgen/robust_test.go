@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/ratelab/ratelab/engine"
-	"github.com/ratelab/ratelab/reports"
+	"github.com/ratelab/ratelab/internal/reports"
 )
 
 // TestRunTimelineTooFine: --timeline 1ns (two hundred million samples a

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/engine"
-	"github.com/ratelab/ratelab/loadgen"
-	"github.com/ratelab/ratelab/reports"
+	"github.com/ratelab/ratelab/internal/loadgen"
+	"github.com/ratelab/ratelab/internal/reports"
 	"github.com/ratelab/ratelab/sharedlimit"
 )
 

@@ -9,8 +9,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/ratelab/ratelab/loadgen"
-	"github.com/ratelab/ratelab/reports"
+	"github.com/ratelab/ratelab/internal/loadgen"
+	"github.com/ratelab/ratelab/internal/reports"
 )
 
 const tuneUsage = `Usage: loadgen tune FILE [flags]

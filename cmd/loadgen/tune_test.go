@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ratelab/ratelab/reports"
+	"github.com/ratelab/ratelab/internal/reports"
 )
 
 // tuneScenario sweeps a semaphore over a limit of 10: n=20 loses items

@@ -7,7 +7,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/ratelab/ratelab/loadgen"
+	"github.com/ratelab/ratelab/internal/loadgen"
 )
 
 const validateUsage = `Usage: loadgen validate FILE...

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ratelab/ratelab/reports"
+	"github.com/ratelab/ratelab/internal/reports"
 )
 
 // virtualScenario takes 5 s of simulated time: 100 calls of 0.5 s on 10

@@ -23,7 +23,7 @@ type arrow struct {
 // client is the client side of the tree, which shares no behaviour with the
 // server (mock/...). loadgen and cmd/loadgen are the harness that runs
 // both, so they are on neither side.
-var client = []string{"strategies", "provider", "engine", "measure", "reports", "batch", "sharedlimit", "internal/fakeclient"}
+var client = []string{"strategies", "provider", "engine", "measure", "internal/reports", "batch", "sharedlimit", "internal/fakeclient"}
 
 // server is the server side.
 var server = []string{"mock/...", "cmd/mockllm"}
@@ -49,10 +49,10 @@ var arrows = func() []arrow {
 		{"provider", "mock/...", "the client's wire code is written from the providers' documentation, not from the mock"},
 		{"provider", "engine", "provider classifies one attempt; the runtime above it is engine's"},
 		{"engine", "mock/...", "the runtime runs against any server"},
-		{"engine", "reports", "engine produces results; rendering them is reports'"},
+		{"engine", "internal/reports", "engine produces results; rendering them is reports'"},
 		{"engine", "gopkg.in/yaml.v3", "scenario files are loadgen's"},
-		{"reports", "mock/...", "reports render results, whatever server produced them"},
-		{"reports", "net/http", "reports render to files and writers, not to the network"},
+		{"internal/reports", "mock/...", "reports render results, whatever server produced them"},
+		{"internal/reports", "net/http", "reports render to files and writers, not to the network"},
 	}
 	for _, s := range server {
 		for _, c := range client {
@@ -198,7 +198,7 @@ func TestImportBoundary(t *testing.T) {
 		t.Skip("runs go list over the module")
 	}
 	pkgs, own := listModule(t)
-	for _, want := range []string{"mock", "strategies", "engine", "provider", "reports"} {
+	for _, want := range []string{"mock", "strategies", "engine", "provider", "internal/reports"} {
 		if !own[want] {
 			t.Fatalf("go list found no package %s: the boundary would check nothing", want)
 		}
