@@ -109,7 +109,7 @@ func (p *prefixer) add(role string, raw []byte, n int, auto bool) {
 // itself (OpenAI's Chat Completions and Responses APIs) rather than at
 // cache_control breakpoints (Anthropic's).
 func cachesAutomatically(wr wire) bool {
-	switch wr.(type) {
+	switch unwrapAzure(wr).(type) {
 	case openai, responses:
 		return true
 	}

@@ -92,10 +92,13 @@ type Config struct {
 	// Prices are what each model's tokens cost, by model pattern as
 	// LimitsByModel (the longest matching pattern prices a request), for
 	// Quota.USD; a model no pattern matches costs nothing.
-	Prices   map[string]Price `yaml:"prices,omitempty"`
-	Capacity Capacity         `yaml:"capacity"`
-	Faults   Faults           `yaml:"faults"`
-	Schedule []ScheduleEntry  `yaml:"schedule"`
+	Prices map[string]Price `yaml:"prices,omitempty"`
+	// Azure configures the Azure OpenAI endpoints: deployments and their
+	// limits, the content filter (azure.go, docs/azure.md).
+	Azure    Azure           `yaml:"azure,omitempty"`
+	Capacity Capacity        `yaml:"capacity"`
+	Faults   Faults          `yaml:"faults"`
+	Schedule []ScheduleEntry `yaml:"schedule"`
 
 	// Logger receives recovered panics and net/http's connection errors.
 	// Nil discards them. It is not part of the YAML schema.
@@ -491,6 +494,7 @@ func (c Config) Validate() error {
 		validateLimits(c.LimitsByModel[p], "limits_by_model."+p, check)
 	}
 	validateQuota(c.Quota, "quota", check)
+	validateAzure(c.Azure, c.Models, check)
 	validatePrices(c.Prices, c.Quota, check)
 	check(c.Cache.MinTokens == 0 || c.Cache.MinTokens >= minCachePrefix && c.Cache.MinTokens <= MaxInputTokens, "cache.min_tokens",
 		"must be 0 (the default, %d) or in [%d, %d], got %d", DefaultCacheMinTokens, minCachePrefix, MaxInputTokens, c.Cache.MinTokens)

@@ -177,7 +177,7 @@ func (s *Server) prepare(x *exchange, req *http.Request) bool {
 	idEnd := len(b)
 	if d.status == 0 {
 		prefix := "msg_"
-		switch wr.(type) {
+		switch unwrapAzure(wr).(type) {
 		case openai:
 			prefix = "chatcmpl-"
 		case responses:
@@ -372,8 +372,8 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire, n int, r
 	d.id = s.seq.Add(1)
 	var pool *keyLimiter
 	var pl Limits
-	if name := poolFor(s.pools, c.model); name != "" {
-		pool, pl = ks.lim.pool(name), s.pools[name]
+	if name, l, ok := s.poolOf(wr, c); ok { // azure.go: a deployment's limits, or limits_by_model
+		pool, pl = ks.lim.pool(name), l
 	}
 	v, byPool := ks.lim.admitPooled(now, s.limits, pool, pl, d.id, demand{input: charged, maxTokens: c.maxTokens, end: p.due(p.n)})
 	if !v.ok {
@@ -490,7 +490,7 @@ func (s *Server) limited(now time.Time, wr wire, c *call, ks *keyState, pool *ke
 		d.noRetry = true
 		return d.reject(ks, http.StatusTooManyRequests, e, 0)
 	}
-	if s.limits.RetryAfterMS {
+	if _, az := wr.(*azure); s.limits.RetryAfterMS || az { // Azure sends retry-after-ms (docs/azure.md)
 		d.exactWait, d.withMS = v.wait, true
 	}
 	if _, ok := wr.(anthropic); ok {

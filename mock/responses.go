@@ -946,7 +946,7 @@ func (responses) streamError(b []byte, c *call, r *result) []byte {
 // isOpenAI reports whether wr is one of OpenAI's APIs, which take the key
 // as a bearer token only.
 func isOpenAI(wr wire) bool {
-	switch wr.(type) {
+	switch unwrapAzure(wr).(type) {
 	case openai, responses:
 		return true
 	}

@@ -113,6 +113,7 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 	cfg.Models.Extra = slices.Clone(cfg.Models.Extra)
 	cfg.LimitsByModel = maps.Clone(cfg.LimitsByModel)
 	cfg.Prices = maps.Clone(cfg.Prices)
+	cfg.Azure.Deployments = maps.Clone(cfg.Azure.Deployments)
 	s := &Server{
 		cfg:     cfg,
 		log:     cfg.Logger,
@@ -326,6 +327,7 @@ func (s *Server) routeTable() []route {
 		{"/v1/responses", post, s.model(responses{})},
 	}
 	t = append(t, s.modelRoutes()...)
+	t = append(t, s.azureRoutes()...) // azure.go
 	t = append(t, s.adminRoutes()...)
 	probe := []string{http.MethodGet, http.MethodHead}
 	return append(t,
@@ -431,6 +433,8 @@ func wireOf(req *http.Request) wire {
 	switch p := req.URL.Path; {
 	case strings.HasPrefix(p, "/v1/messages"):
 		return anthropic{}
+	case strings.HasPrefix(p, "/openai/"): // Azure OpenAI (azure.go)
+		return &azure{base: openai{}, version: "v1"}
 	case strings.HasPrefix(p, "/v1/chat/"), strings.HasPrefix(p, "/v1/responses"),
 		strings.HasPrefix(p, "/v1/completions"), strings.HasPrefix(p, "/v1/embeddings"):
 		return openai{}
@@ -683,6 +687,9 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 // configured and req carries none of them. Anthropic accepts x-api-key or a
 // bearer token, OpenAI a bearer token.
 func (s *Server) authenticate(req *http.Request, wr wire) (key string, ok bool, why string) {
+	if _, ok := wr.(*azure); ok {
+		return s.authenticateAzure(req) // azure.go
+	}
 	if len(s.keys) == 0 {
 		return "", true, ""
 	}
