@@ -25,6 +25,9 @@ var defaultModels = map[string]string{
 	"openai":    DefaultOpenAIModel,
 	// The Responses API serves the same models.
 	"openai-responses": DefaultOpenAIModel,
+	// Azure OpenAI: the deployment, which the mock (without azure:
+	// deployments) serves under each model's own name.
+	"azure-openai": DefaultOpenAIModel,
 }
 
 // source returns the scenario's items as an engine source that builds each

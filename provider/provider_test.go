@@ -24,7 +24,7 @@ func TestByName(t *testing.T) {
 			t.Errorf("ByName(%q).Name() = %q", name, p.Name())
 		}
 	}
-	if _, err := ByName("gemini"); err == nil || !strings.Contains(err.Error(), "anthropic, openai") {
+	if _, err := ByName("gemini"); err == nil || !strings.Contains(err.Error(), "anthropic, azure-openai, openai") {
 		t.Errorf("ByName(gemini) error = %v, want one listing the known providers", err)
 	}
 }
