@@ -15,7 +15,7 @@ import (
 )
 
 // azureClientsConfig is the Azure mock the Python and Node clients run
-// against: chat-prod serves gpt-4o, limited serves it at one request at
+// against: chat-prod serves gpt-4o, limited and limited-ai serve it at one request at
 // once, then one a second (the clients' 429 checks wait up to that second);
 // mini serves gpt-4o-mini. Answers are 12 tokens.
 const azureClientsConfig = `
@@ -26,6 +26,7 @@ azure:
   deployments:
     chat-prod: {model: gpt-4o}
     limited: {model: gpt-4o, limits: {rpm: 60, burst: 1s}}
+    limited-ai: {model: gpt-4o, limits: {rpm: 60, burst: 1s}}
     mini: {model: gpt-4o-mini}
 `
 
@@ -80,4 +81,23 @@ func runAzureClient(t *testing.T, want []string, name string, args ...string) {
 func TestAzurePythonClient(t *testing.T) {
 	py := pyenv.Python(t)
 	runAzureClient(t, []string{"plain", "stream", "tools", "structured", "429 retried", "429 error", "content_filter"}, py, "testdata/python/azure_openai.py")
+}
+
+// TestAzureNodeClients runs openai's AzureOpenAI and the AI SDK's
+// @ai-sdk/azure, unchanged, against the mock (testdata/node/azure.mjs).
+func TestAzureNodeClients(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal("node is not installed: the JavaScript client tests need node and `npm ci` in mock/testdata/node (make node-deps)")
+	}
+	if _, err := os.Stat("testdata/node/node_modules/@ai-sdk/azure"); err != nil {
+		t.Fatal("testdata/node/node_modules lacks @ai-sdk/azure: run make node-deps")
+	}
+	var want []string
+	for _, c := range []string{"openai", "ai-sdk responses", "ai-sdk chat"} {
+		for _, k := range []string{"plain", "stream", "tools", "structured"} {
+			want = append(want, c+" "+k)
+		}
+	}
+	runAzureClient(t, append(want, "openai 429", "openai content_filter", "ai-sdk 429"), node, "testdata/node/azure.mjs")
 }
