@@ -5,26 +5,6 @@ import (
 	"time"
 )
 
-// LimitAcceleration is the limit of a 429 from Limits.Acceleration.
-const LimitAcceleration = "acceleration"
-
-// Acceleration is a ramp rule, a model of Anthropic's acceleration limits:
-// "if your organization has a sharp increase in usage, you might see 429
-// errors due to acceleration limits"
-// (https://docs.claude.com/en/api/errors). Anthropic publishes no figures
-// and no algorithm; this rule is the mock's own. With Factor set, a key may
-// start at most max(Floor, Factor × the requests it started in the minute
-// before) requests in any minute, counted in one-second steps, even below
-// its other limits: a key that has been idle may start Floor a minute, and
-// each minute may grow its traffic by Factor. The zero value is off.
-type Acceleration struct {
-	// Factor is how much a minute's requests may exceed the previous
-	// minute's; 0 turns the rule off, else at least 1.
-	Factor float64 `yaml:"factor,omitempty"`
-	// Floor is how many requests a minute are always allowed.
-	Floor int `yaml:"floor,omitempty"`
-}
-
 // ramp counts a key's admitted requests per second over the last two
 // minutes.
 type ramp struct {

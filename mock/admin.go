@@ -10,6 +10,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/ratelab/ratelab/internal/strict"
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // adminRoutes are the admin API's routes:
@@ -42,11 +43,11 @@ func (s *Server) adminRoutes() []route {
 	adminSetting(s, handle, "quota", s.Quota, s.SetQuota, func(c *Config, v Quota) { c.Quota = v })
 	adminSetting(s, handle, "limits_by_model", s.poolsPatch, s.setPoolsPatch, func(c *Config, v poolsPatch) { c.LimitsByModel = v })
 	handle("stats", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSONBody(w, http.StatusOK, s.Stats())
+		wire.WriteJSONBody(w, http.StatusOK, s.Stats())
 	}, http.MethodGet)
 	handle("reset", func(w http.ResponseWriter, _ *http.Request) {
 		s.Reset()
-		writeJSONBody(w, http.StatusOK, map[string]bool{"reset": true})
+		wire.WriteJSONBody(w, http.StatusOK, map[string]bool{"reset": true})
 	}, http.MethodPost)
 	return t
 }
@@ -138,10 +139,10 @@ func writeAdmin(w http.ResponseWriter, v any) {
 		err = yaml.Unmarshal(y, &generic)
 	}
 	if err != nil {
-		writeJSONBody(w, http.StatusInternalServerError, map[string]string{"error": fmt.Sprintf("encoding: %v", err)})
+		wire.WriteJSONBody(w, http.StatusInternalServerError, map[string]string{"error": fmt.Sprintf("encoding: %v", err)})
 		return
 	}
-	writeJSONBody(w, http.StatusOK, generic)
+	wire.WriteJSONBody(w, http.StatusOK, generic)
 }
 
 // Latency returns the latency model in force.

@@ -125,7 +125,7 @@ func TestSDKAnthropicUnusedFeatures(t *testing.T) {
 				}
 				switch b := m.Content[0].AsAny().(type) {
 				case anthropic.TextBlock:
-					// Absent, as the API sends it (mock/anthropic.go).
+					// Absent, as the API sends it (mock/internal/anthropic/anthropic.go).
 					if tc.name != "text" || b.JSON.Citations.Raw() != "" || b.Citations != nil {
 						t.Errorf("%s %s: text block %s, want no citations", tc.name, got.how, b.RawJSON())
 					}

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // A bucket with a burst of 1 s at 60 a minute holds one token: it admits
@@ -60,12 +62,12 @@ func TestKeyLimiterBurst(t *testing.T) {
 		wantLarger bool
 	}{
 		{limits: Limits{RPM: 60, Burst: time.Second}, now: 0},
-		{limits: Limits{RPM: 60, Burst: time.Second}, now: 0, wantLimit: LimitRPM, wantRetry: time.Second, wantWait: time.Second},
+		{limits: Limits{RPM: 60, Burst: time.Second}, now: 0, wantLimit: wire.LimitRPM, wantRetry: time.Second, wantWait: time.Second},
 		{limits: Limits{RPM: 60, Burst: time.Second}, now: time.Second},
-		{limits: Limits{RPM: 60, Burst: time.Second}, now: 1500 * time.Millisecond, wantLimit: LimitRPM, wantRetry: time.Second, wantWait: 500 * time.Millisecond},
+		{limits: Limits{RPM: 60, Burst: time.Second}, now: 1500 * time.Millisecond, wantLimit: wire.LimitRPM, wantRetry: time.Second, wantWait: 500 * time.Millisecond},
 		{limits: Limits{RPM: 60, Burst: time.Second}, now: 2 * time.Second},
 		{limits: Limits{RPM: 60, Burst: time.Second}, now: 30 * time.Second},
-		{limits: Limits{RPM: 60, Burst: time.Second}, now: 30 * time.Second, wantLimit: LimitRPM, wantRetry: time.Second, wantWait: time.Second},
+		{limits: Limits{RPM: 60, Burst: time.Second}, now: 30 * time.Second, wantLimit: wire.LimitRPM, wantRetry: time.Second, wantWait: time.Second},
 		// The same key without a burst saves up a minute again: from 31 s
 		// on the bucket refills towards 60.
 		{limits: Limits{RPM: 60}, now: 31 * time.Second},
@@ -91,10 +93,10 @@ func TestKeyLimiterBurst(t *testing.T) {
 		wantLarger bool
 	}{
 		{0, 300, "", 0, false}, // larger than the burst, on a full bucket: admitted, 200 owed
-		{time.Second, 50, LimitITPM, 1500 * time.Millisecond, false},     // at -100 now: 150 to refill
-		{2500 * time.Millisecond, 50, "", 0, false},                      // 50 left, 50 taken
-		{2500 * time.Millisecond, 6001, LimitITPM, time.Second, true},    // above the per-minute limit: never
-		{3 * time.Second, 150, LimitITPM, 500 * time.Millisecond, false}, // 50 held: waits for a full bucket
+		{time.Second, 50, wire.LimitITPM, 1500 * time.Millisecond, false},     // at -100 now: 150 to refill
+		{2500 * time.Millisecond, 50, "", 0, false},                           // 50 left, 50 taken
+		{2500 * time.Millisecond, 6001, wire.LimitITPM, time.Second, true},    // above the per-minute limit: never
+		{3 * time.Second, 150, wire.LimitITPM, 500 * time.Millisecond, false}, // 50 held: waits for a full bucket
 		{3500 * time.Millisecond, 150, "", 0, false},
 	}
 	k = newKeyLimiter()

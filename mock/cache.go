@@ -1,12 +1,9 @@
 package mock
 
 import (
-	"bytes"
-	"encoding/binary"
-	"encoding/json"
-	"hash/maphash"
 	"time"
-	"unicode/utf8"
+
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // Prompt caching, as the two providers document it:
@@ -29,154 +26,10 @@ import (
 // The mock's prefixes end at whole segments: the tools, the system prompt,
 // each message. A breakpoint inside a message caches that whole message.
 
-// DefaultCacheMinTokens is Cache.MinTokens when it is 0: the shortest
-// prefix cached, Anthropic's minimum for its Sonnet and Opus models and
-// OpenAI's for automatic caching.
-const DefaultCacheMinTokens = 1024
-
-// Cache TTLs: Anthropic's default and its "ttl": "1h"; OpenAI's, which
-// its docs give as 5 to 10 minutes of inactivity.
-const (
-	cacheTTLShort = 5 * time.Minute
-	cacheTTLLong  = time.Hour
-)
-
-// Cache is the prompt cache model. The zero value caches as the providers
-// do.
-type Cache struct {
-	// Off turns prompt caching off: every request pays for its whole
-	// prompt and reports no cache tokens.
-	Off bool `yaml:"off,omitempty"`
-	// MinTokens is the shortest prefix that is cached; 0 means
-	// DefaultCacheMinTokens (1,024). Anthropic's Haiku models need 2,048.
-	MinTokens int `yaml:"min_tokens,omitempty"`
-	// ReadsCountITPM makes cache reads count toward itpm, as they do for
-	// the older Anthropic models its rate-limits page marks with †.
-	ReadsCountITPM bool `yaml:"reads_count_itpm,omitempty"`
-}
-
-func (c Cache) minTokens() int {
-	if c.MinTokens > 0 {
-		return c.MinTokens
-	}
-	return DefaultCacheMinTokens
-}
-
-// prefix is a cacheable prefix of a request: its hash and its tokens.
-type prefix struct {
-	hash       uint64
-	tokens     int
-	ttl        time.Duration
-	breakpoint bool // Anthropic: a block here carries cache_control
-}
-
-// prefixer builds a request's prefixes segment by segment, each hash
-// chaining the one before it. The hashes live in this process only, so
-// hash/maphash (AES-based, a seed per process) serves: byte-at-a-time
-// FNV-1a over a request's 2.4 KB of tools was a tenth of its CPU.
-type prefixer struct {
-	sum    uint64
-	tokens int
-	out    []prefix
-}
-
-var prefixSeed = maphash.MakeSeed()
-
-// add appends a segment of n tokens whose bytes are role and raw. With
-// auto (OpenAI) every segment ends a candidate prefix; otherwise only one
-// holding a cache_control block does.
-func (p *prefixer) add(role string, raw []byte, n int, auto bool) {
-	var h maphash.Hash
-	h.SetSeed(prefixSeed)
-	var prev [8]byte
-	binary.LittleEndian.PutUint64(prev[:], p.sum)
-	h.Write(prev[:])
-	h.WriteString(role)
-	h.WriteByte(0x1f) // between the role and the content
-	h.Write(raw)
-	p.sum = h.Sum64()
-	p.tokens += n
-	if auto {
-		p.out = append(p.out, prefix{hash: p.sum, tokens: p.tokens, ttl: cacheTTLShort})
-		return
-	}
-	if ttl, ok := cacheControl(raw); ok {
-		p.out = append(p.out, prefix{hash: p.sum, tokens: p.tokens, ttl: ttl, breakpoint: true})
-	}
-}
-
 // cachesAutomatically reports whether wr's API caches a repeated prefix by
 // itself (OpenAI's Chat Completions and Responses APIs) rather than at
 // cache_control breakpoints (Anthropic's).
-func cachesAutomatically(wr wire) bool {
-	switch unwrapAzure(wr).(type) {
-	case openai, responses:
-		return true
-	}
-	return false
-}
-
-// minCachePrefix is the fewest input tokens for which an OpenAI request's
-// prefixes are hashed at all; Cache.MinTokens may not be lower.
-const minCachePrefix = 128
-
-// requestPrefixes returns the cacheable prefixes of a request made of
-// tools, a system prompt and messages, in that order, counting tokens as
-// the decoders do (they have already checked every part).
-func requestPrefixes(tools, system json.RawMessage, msgs []message, auto bool) []prefix {
-	var p prefixer
-	if len(tools) > 0 && string(tools) != "null" {
-		p.add("tools", tools, (utf8.RuneCount(tools)+3)/4, auto)
-	}
-	if len(system) > 0 && string(system) != "null" {
-		n, _ := contentLen(system, -1)
-		p.add("system", system, messageTokens(n), auto)
-	}
-	for i, m := range msgs {
-		n := 0
-		if len(m.Content) > 0 && string(m.Content) != "null" {
-			n, _ = contentLen(m.Content, i)
-		}
-		p.add(m.Role, m.Content, messageTokens(n), auto)
-	}
-	return p.out
-}
-
-// cacheControl reports whether raw holds a cache_control block, and the
-// longest TTL such a block asks for.
-func cacheControl(raw []byte) (time.Duration, bool) {
-	if !bytes.Contains(raw, []byte(`"cache_control"`)) {
-		return 0, false
-	}
-	var v any
-	if json.Unmarshal(raw, &v) != nil {
-		return 0, false
-	}
-	ttl, found := time.Duration(0), false
-	var walk func(v any)
-	walk = func(v any) {
-		switch v := v.(type) {
-		case map[string]any:
-			if cc, ok := v["cache_control"].(map[string]any); ok {
-				found = true
-				d := cacheTTLShort
-				if cc["ttl"] == "1h" {
-					d = cacheTTLLong
-				}
-				ttl = max(ttl, d)
-			}
-			for _, x := range v {
-				walk(x)
-			}
-		case []any:
-			for _, x := range v {
-				walk(x)
-			}
-		}
-	}
-	walk(v)
-	return ttl, found
-}
+func cachesAutomatically(wr wire.Format) bool { return wr.Spec().AutoCache }
 
 // promptCache is one key's cache: when each cached prefix can first be
 // read and when it expires.
@@ -196,27 +49,27 @@ type cacheEntry struct {
 // cacheUse is what a request reads from and writes to the cache.
 type cacheUse struct {
 	read, write int
-	store       []prefix // written on admission
+	store       []wire.Prefix // written on admission
 }
 
 // lookup decides what request c reads and writes at now, without changing
 // the cache: commit does, once the request is admitted. auto is OpenAI's
 // automatic caching; otherwise Anthropic's breakpoints.
-func (pc *promptCache) lookup(now time.Time, cfg Cache, c *call, auto bool) cacheUse {
+func (pc *promptCache) lookup(now time.Time, cfg Cache, c *wire.Call, auto bool) cacheUse {
 	var u cacheUse
-	if cfg.Off || len(c.prefixes) == 0 {
+	if cfg.Off || len(c.Prefixes) == 0 {
 		return u
 	}
 	least := cfg.minTokens()
-	if auto && c.input < least {
+	if auto && c.Input < least {
 		return u
 	}
-	for _, p := range c.prefixes {
-		if p.tokens < least {
+	for _, p := range c.Prefixes {
+		if p.Tokens < least {
 			continue
 		}
-		if e, ok := pc.entries[p.hash]; ok && !now.Before(e.ready) && now.Before(e.until) {
-			u.read = p.tokens
+		if e, ok := pc.entries[p.Hash]; ok && !now.Before(e.ready) && now.Before(e.until) {
+			u.read = p.Tokens
 		}
 		u.store = append(u.store, p)
 	}
@@ -227,7 +80,7 @@ func (pc *promptCache) lookup(now time.Time, cfg Cache, c *call, auto bool) cach
 		return u
 	}
 	if n := len(u.store); n > 0 {
-		u.write = max(0, u.store[n-1].tokens-u.read)
+		u.write = max(0, u.store[n-1].Tokens-u.read)
 	}
 	return u
 }
@@ -242,12 +95,12 @@ func (pc *promptCache) commit(now, ready time.Time, u cacheUse) {
 		pc.entries, pc.sweep = make(map[uint64]cacheEntry), 1024
 	}
 	for _, p := range u.store {
-		e, ok := pc.entries[p.hash]
+		e, ok := pc.entries[p.Hash]
 		if !ok || !now.Before(e.until) {
 			e = cacheEntry{ready: ready} // new, or expired: written again
 		}
-		e.until = later(e.until, ready.Add(p.ttl))
-		pc.entries[p.hash] = e
+		e.until = later(e.until, ready.Add(p.TTL))
+		pc.entries[p.Hash] = e
 	}
 	if len(pc.entries) > pc.sweep {
 		for h, e := range pc.entries {
@@ -265,5 +118,3 @@ func later(a, b time.Time) time.Time {
 	}
 	return b
 }
-
-var cacheControlKey = []byte(`"cache_control"`)

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ratelab/ratelab/clock"
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // CallStats is the server's account of the traffic it received, grouped into
@@ -328,7 +329,7 @@ func (l *callLog) end(a *callAttempt, status int, limit string, retryAfter time.
 		c.completed++
 		t.completions++
 		return
-	case limit == LimitQuota:
+	case limit == wire.LimitQuota:
 		c.quota++
 	case status == http.StatusTooManyRequests:
 		c.throttled++
@@ -570,7 +571,7 @@ func (x *exchange) callStatus() int {
 	case p.cutAt > 0:
 		return 0
 	case p.failAt > 0:
-		return x.wr.overloadStatus()
+		return x.wr.OverloadStatus()
 	}
 	return x.status
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // TestCallsGuideUnbounded is the guide's "gather, no limit, retries=2" row
@@ -124,7 +126,7 @@ func TestCallGrouping(t *testing.T) {
 			if a.n != s.wantN {
 				t.Errorf("step %d: attempt number %d, want %d", i, a.n, s.wantN)
 			}
-			l.end(&a, s.status, LimitConcurrency, s.ra)
+			l.end(&a, s.status, wire.LimitConcurrency, s.ra)
 		}
 		c := l.snapshot()
 		if c.Calls != 5 || c.Completed != 5 || c.Failed != 0 || c.Attempts != 9 || c.EarlyRetries != 1 {
@@ -167,7 +169,7 @@ func TestCallsBoundedMemory(t *testing.T) {
 		for i := range n {
 			var a callAttempt
 			l.arrive(&a, httptest.NewRequest("POST", "/v1/messages", nil), "", []byte(strconv.Itoa(i)))
-			l.end(&a, 429, LimitRPM, time.Second)
+			l.end(&a, 429, wire.LimitRPM, time.Second)
 		}
 		if l.cur.openCalls > MaxOpenCalls {
 			t.Errorf("%d open calls remembered, want at most %d", l.cur.openCalls, MaxOpenCalls)
@@ -269,7 +271,7 @@ func BenchmarkCallLogAttempt(b *testing.B) {
 			if i%4 == 0 {
 				status = 429
 			}
-			l.end(&a, status, LimitConcurrency, time.Second)
+			l.end(&a, status, wire.LimitConcurrency, time.Second)
 		}
 	})
 }
@@ -282,7 +284,7 @@ func TestCallsAttemptIndexBounded(t *testing.T) {
 		for range MaxAttemptIndex + 50 {
 			var a callAttempt
 			l.arrive(&a, httptest.NewRequest("POST", "/v1/messages", nil), "", []byte("same"))
-			l.end(&a, 429, LimitRPM, 0)
+			l.end(&a, 429, wire.LimitRPM, 0)
 		}
 		c := l.snapshot()
 		if len(c.ThrottledByAttempt) != MaxAttemptIndex || c.ThrottledByAttempt[MaxAttemptIndex-1] != 51 || c.MaxAttempts != MaxAttemptIndex+50 {

@@ -1,6 +1,7 @@
 package mock
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"math"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/ratelab/ratelab/internal/fielderr"
 	"github.com/ratelab/ratelab/internal/strict"
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // MaxBodyBytes is the largest request body the server reads; larger bodies
@@ -23,9 +25,6 @@ const DefaultMaxHeaderBytes = 64 << 10
 // DefaultDecodeBudget is Config.DecodeBudget when it is 0: four bodies of
 // the largest size at once.
 const DefaultDecodeBudget = 4 * MaxBodyBytes
-
-// MaxOutputTokens is the largest max_tokens a request may ask for.
-const MaxOutputTokens = 128000
 
 // Config configures a Server. Its YAML form is the `server:` block of a
 // scenario file and the file `mockllm --config` reads; the field tags are
@@ -339,6 +338,203 @@ func (p LimitsPatch) Apply(l Limits) Limits {
 	return l
 }
 
+// Models says which model names the server accepts. The zero value accepts
+// the catalogue of each API (the models the official SDKs name; see
+// KnownModels); Any accepts every name, and Extra adds names to both APIs'
+// catalogues. A request for a model the server does not accept gets the
+// API's own 404: not_found_error (Anthropic) or model_not_found (OpenAI).
+//
+// Its YAML forms are `models: known` (the default), `models: any` and a
+// list of extra names, `models: [my-model, other-model]`.
+type Models struct {
+	Any   bool
+	Extra []string
+}
+
+// UnmarshalYAML decodes `known`, `any` or a list of names.
+func (m *Models) UnmarshalYAML(n *yaml.Node) error {
+	bad := func(format string, args ...any) error {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: ", n.Line) + fmt.Sprintf(format, args...)}}
+	}
+	switch n.Kind {
+	case yaml.ScalarNode:
+		switch n.Value {
+		case "known", "":
+			*m = Models{}
+			return nil
+		case "any":
+			*m = Models{Any: true}
+			return nil
+		}
+		return bad("invalid models %q: want known, any or a list of model names", n.Value)
+	case yaml.SequenceNode:
+		var names []string
+		if err := n.Decode(&names); err != nil {
+			return bad("models: want a list of model names")
+		}
+		*m = Models{Extra: names}
+		return nil
+	}
+	return bad("invalid models: want known, any or a list of model names")
+}
+
+// MarshalYAML encodes m in the form UnmarshalYAML reads.
+func (m Models) MarshalYAML() (any, error) {
+	switch {
+	case m.Any:
+		return "any", nil
+	case len(m.Extra) > 0:
+		return m.Extra, nil
+	}
+	return "known", nil
+}
+
+// LimitAcceleration is the limit of a 429 from Limits.Acceleration.
+const LimitAcceleration = "acceleration"
+
+// Acceleration is a ramp rule, a model of Anthropic's acceleration limits:
+// "if your organization has a sharp increase in usage, you might see 429
+// errors due to acceleration limits"
+// (https://docs.claude.com/en/api/errors). Anthropic publishes no figures
+// and no algorithm; this rule is the mock's own. With Factor set, a key may
+// start at most max(Floor, Factor × the requests it started in the minute
+// before) requests in any minute, counted in one-second steps, even below
+// its other limits: a key that has been idle may start Floor a minute, and
+// each minute may grow its traffic by Factor. The zero value is off.
+type Acceleration struct {
+	// Factor is how much a minute's requests may exceed the previous
+	// minute's; 0 turns the rule off, else at least 1.
+	Factor float64 `yaml:"factor,omitempty"`
+	// Floor is how many requests a minute are always allowed.
+	Floor int `yaml:"floor,omitempty"`
+}
+
+// DefaultCacheMinTokens is Cache.MinTokens when it is 0: the shortest
+// prefix cached, Anthropic's minimum for its Sonnet and Opus models and
+// OpenAI's for automatic caching.
+const DefaultCacheMinTokens = 1024
+
+// Cache is the prompt cache model. The zero value caches as the providers
+// do.
+type Cache struct {
+	// Off turns prompt caching off: every request pays for its whole
+	// prompt and reports no cache tokens.
+	Off bool `yaml:"off,omitempty"`
+	// MinTokens is the shortest prefix that is cached; 0 means
+	// DefaultCacheMinTokens (1,024). Anthropic's Haiku models need 2,048.
+	MinTokens int `yaml:"min_tokens,omitempty"`
+	// ReadsCountITPM makes cache reads count toward itpm, as they do for
+	// the older Anthropic models its rate-limits page marks with †.
+	ReadsCountITPM bool `yaml:"reads_count_itpm,omitempty"`
+}
+
+func (c Cache) minTokens() int {
+	if c.MinTokens > 0 {
+		return c.MinTokens
+	}
+	return DefaultCacheMinTokens
+}
+
+// Quota dimensions, as Stats.QuotaExceededBy and the metric's label name
+// them.
+const (
+	QuotaRequests     = "requests"
+	QuotaInputTokens  = "input_tokens"
+	QuotaOutputTokens = "output_tokens"
+	QuotaUSD          = "usd"
+)
+
+// Quota caps what each API key may use in total, since the server started
+// or was last Reset: a spend cap, which unlike a rate limit does not come
+// back with time. Once a key has used a dimension up, each of its requests
+// gets the answer the providers give an account out of money, with no
+// retry-after: Anthropic 429 rate_limit_error with details.error_code
+// enforced_spend_limit_reached (its monthly tier spend cap), OpenAI 429
+// insufficient_quota. Zero fields are unlimited.
+//
+// A request is refused when a dimension is already used up; the request
+// that crosses a quota is admitted, as a spend cap is checked against what
+// was spent before. Requests and input tokens are counted at admission,
+// output tokens as produced, when a response ends.
+//
+// USD is a dollar spend cap: each request costs its tokens at the prices
+// of its model (Config.Prices), input (uncached input, cache writes and
+// cache reads each at its own price) at admission, output as produced.
+type Quota struct {
+	Requests     int64   `yaml:"requests,omitempty"`
+	InputTokens  int64   `yaml:"input_tokens,omitempty"`
+	OutputTokens int64   `yaml:"output_tokens,omitempty"`
+	USD          float64 `yaml:"usd,omitempty"`
+	// ShouldRetry, when set, sends x-should-retry with every quota error,
+	// which the official SDKs obey before the status: false makes them
+	// give up at once. Unset (the default) sends none, as neither provider
+	// is known to, so the SDKs retry a quota 429 like any 429: with their
+	// default of 2 retries, 3 attempts in all.
+	ShouldRetry *bool `yaml:"should_retry,omitempty"`
+}
+
+// maxUSD bounds Quota.USD and each Price, so that sums of costs stay exact
+// enough and NaN or infinity is refused.
+const maxUSD = 1e12
+
+// Price is what a model's tokens cost, in USD per million tokens, as the
+// providers publish them (Anthropic's pricing page:
+// https://platform.claude.com/docs/en/about-claude/pricing). CacheWrite is
+// a cache_control write with the 5-minute TTL, CacheWrite1h one with "ttl":
+// "1h" (CacheWrite when 0); CacheRead is a cache hit (OpenAI's cached input
+// too). Zero fields cost nothing.
+type Price struct {
+	Input        float64 `yaml:"input,omitempty"`
+	Output       float64 `yaml:"output,omitempty"`
+	CacheWrite   float64 `yaml:"cache_write,omitempty"`
+	CacheWrite1h float64 `yaml:"cache_write_1h,omitempty"`
+	CacheRead    float64 `yaml:"cache_read,omitempty"`
+}
+
+// A Store holds the concurrency slots of the API keys that several replicas
+// of the mock share (Config.Store), so that N replicas behind a load
+// balancer enforce one limits.max_concurrent per key between them; the
+// per-minute buckets stay per replica. The Server calls it without its lock
+// held, with the request's context, so a slow store delays only the
+// requests that wait for it. Its state survives Reset.
+type Store interface {
+	// Acquire takes one of limit slots of key for a request until Release.
+	// ok is false when all are taken. It may wait (for ctx at most).
+	Acquire(ctx context.Context, key string, limit int) (lease string, ok bool, err error)
+	// Release frees a slot Acquire took.
+	Release(key, lease string)
+}
+
+// Observations are an empirical distribution of output lengths: the token
+// counts observed in production, each drawn as often as it was observed.
+// Its YAML form names a file (Distribution's histogram: FILE) holding one
+// observation a line, in one of two forms:
+//
+//	120        a token count, or a count and how many times it was seen:
+//	120 3      (blank lines and lines starting with # are skipped)
+//	{"index": 0, "usage": {"input_tokens": 12, "output_tokens": 120}, ...}
+//	           a line of loadgen batch's results.jsonl: its usage's
+//	           output_tokens (lines without any, failed items, are skipped)
+type Observations struct {
+	// File is where the observations were read from, as the configuration
+	// named it.
+	File string
+	// Values are the distinct token counts, ascending, and Weights how many
+	// times each was observed.
+	Values  []int
+	Weights []float64
+
+	cum []float64 // running sums of Weights, for drawing
+}
+
+// LimitQuota is the limit of a 429 refused by Config.Quota, as the call
+// accounting's throttled_by names it. A spend cap is not a rate limit:
+// Stats counts it in QuotaExceeded, never in Throttled.
+const LimitQuota = wire.LimitQuota
+
+// MaxOutputTokens is the largest max_tokens a request may ask for.
+const MaxOutputTokens = wire.MaxOutputTokens
+
 // DefaultConfig returns the configuration of a plain mockllm: open, 5 ms
 // per output token, output of max_tokens tokens, no limits, no faults.
 func DefaultConfig() Config {
@@ -485,8 +681,8 @@ func (c Config) Validate() error {
 	check(c.Output.Length == "" || c.Output.Length == LengthMaxTokens || c.Output.Length == LengthNatural,
 		"output.length", "want max_tokens or natural, got %q", c.Output.Length)
 	rate("output.tool_use", c.Output.ToolUse)
-	check(c.Output.DefaultMaxTokens >= 0 && c.Output.DefaultMaxTokens <= MaxOutputTokens,
-		"output.default_max_tokens", "must be in [0, %d], got %d", MaxOutputTokens, c.Output.DefaultMaxTokens)
+	check(c.Output.DefaultMaxTokens >= 0 && c.Output.DefaultMaxTokens <= wire.MaxOutputTokens,
+		"output.default_max_tokens", "must be in [0, %d], got %d", wire.MaxOutputTokens, c.Output.DefaultMaxTokens)
 	validateLimits(c.Limits, "limits", check)
 	for _, p := range poolPatterns(c.LimitsByModel) {
 		_, err := path.Match(p, "")
@@ -496,8 +692,8 @@ func (c Config) Validate() error {
 	validateQuota(c.Quota, "quota", check)
 	validateAzure(c.Azure, c.Models, check)
 	validatePrices(c.Prices, c.Quota, check)
-	check(c.Cache.MinTokens == 0 || c.Cache.MinTokens >= minCachePrefix && c.Cache.MinTokens <= MaxInputTokens, "cache.min_tokens",
-		"must be 0 (the default, %d) or in [%d, %d], got %d", DefaultCacheMinTokens, minCachePrefix, MaxInputTokens, c.Cache.MinTokens)
+	check(c.Cache.MinTokens == 0 || c.Cache.MinTokens >= wire.MinCachePrefix && c.Cache.MinTokens <= MaxInputTokens, "cache.min_tokens",
+		"must be 0 (the default, %d) or in [%d, %d], got %d", DefaultCacheMinTokens, wire.MinCachePrefix, MaxInputTokens, c.Cache.MinTokens)
 	nonNeg("capacity.max_concurrent", c.Capacity.MaxConcurrent)
 	f := c.Faults
 	rate("faults.error_500", f.Error500)
@@ -544,22 +740,22 @@ const MaxInputTokens = MaxBodyBytes / 2
 func validateLatencyBounds(l Latency, slowExtra time.Duration, check func(bool, string, string, ...any)) {
 	limit := MaxLatency / 2 // the jitter factor is below 2
 	perInput := limit / MaxInputTokens
-	perOutput := limit / MaxOutputTokens
+	perOutput := limit / wire.MaxOutputTokens
 	okIn := l.TTFTPerInputToken <= perInput
 	okOut := l.PerToken <= perOutput
 	check(okIn, "latency.ttft_per_input_token",
 		"%v × up to %d input tokens (a %d MB body) overflows the latency model; at most %v", l.TTFTPerInputToken, MaxInputTokens, MaxBodyBytes>>20, perInput)
 	check(okOut, "latency.per_token",
-		"%v × up to %d output tokens (max_tokens) overflows the latency model; at most %v", l.PerToken, MaxOutputTokens, perOutput)
+		"%v × up to %d output tokens (max_tokens) overflows the latency model; at most %v", l.PerToken, wire.MaxOutputTokens, perOutput)
 	if !okIn || !okOut || l.TTFT < 0 || l.TTFTPerInputToken < 0 || l.PerToken < 0 || slowExtra < 0 {
 		return
 	}
 	// Each term is now at most limit; add them in uint64 so the sum
 	// cannot wrap.
-	total := uint64(min(l.TTFT, limit)) + uint64(min(slowExtra, limit)) + uint64(l.TTFTPerInputToken)*MaxInputTokens + uint64(l.PerToken)*MaxOutputTokens
+	total := uint64(min(l.TTFT, limit)) + uint64(min(slowExtra, limit)) + uint64(l.TTFTPerInputToken)*MaxInputTokens + uint64(l.PerToken)*wire.MaxOutputTokens
 	check(total <= uint64(limit), "latency",
 		"the worst case, ttft + ttft_per_input_token × %d + per_token × %d + faults.slow.extra, with jitter, exceeds %v; lower them",
-		MaxInputTokens, MaxOutputTokens, MaxLatency)
+		MaxInputTokens, wire.MaxOutputTokens, MaxLatency)
 }
 
 func validateLimits(l Limits, path string, check func(bool, string, string, ...any)) {

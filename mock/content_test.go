@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // FuzzTextTokens: every token is what encoding/json makes of its four
@@ -13,7 +15,7 @@ func FuzzTextTokens(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
-		got := textTokens(text)
+		got := wire.TextTokens(text)
 		runes := []rune(text)
 		if want := (len(runes) + 3) / 4; len(got) != want {
 			t.Fatalf("textTokens(%q): %d tokens, want %d", text, len(got), want)

@@ -5,6 +5,11 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+
+	"github.com/ratelab/ratelab/mock/internal/anthropic"
+	"github.com/ratelab/ratelab/mock/internal/openaichat"
+	"github.com/ratelab/ratelab/mock/internal/openairesponses"
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // decodeSeeds are bodies where JSON decoders are known to differ:
@@ -46,9 +51,9 @@ func FuzzDecodeRequest(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		same(t, body, anthropicRequest{Model: absentString})
-		same(t, body, openaiRequest{Model: absentString})
-		same(t, body, responsesRequest{Model: absentString})
+		same(t, body, anthropic.Request{Model: wire.AbsentString})
+		same(t, body, openaichat.Request{Model: wire.AbsentString})
+		same(t, body, openairesponses.Request{Model: wire.AbsentString})
 		same(t, body, []json.RawMessage(nil))
 		same(t, body, struct {
 			Type *string         `json:"type"`
@@ -65,7 +70,7 @@ func same[T any](t *testing.T, body []byte, start T) {
 	t.Helper()
 	got, want := start, start
 	buf := bytes.Clone(body)
-	gotErr := decodeRequest(buf, &got)
+	gotErr := wire.DecodeRequest(buf, &got)
 	for i := range buf {
 		buf[i] = '!'
 	}

@@ -19,29 +19,8 @@ import (
 
 	"github.com/ratelab/ratelab/internal/fielderr"
 	"github.com/ratelab/ratelab/internal/strict"
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
-
-// Observations are an empirical distribution of output lengths: the token
-// counts observed in production, each drawn as often as it was observed.
-// Its YAML form names a file (Distribution's histogram: FILE) holding one
-// observation a line, in one of two forms:
-//
-//	120        a token count, or a count and how many times it was seen:
-//	120 3      (blank lines and lines starting with # are skipped)
-//	{"index": 0, "usage": {"input_tokens": 12, "output_tokens": 120}, ...}
-//	           a line of loadgen batch's results.jsonl: its usage's
-//	           output_tokens (lines without any, failed items, are skipped)
-type Observations struct {
-	// File is where the observations were read from, as the configuration
-	// named it.
-	File string
-	// Values are the distinct token counts, ascending, and Weights how many
-	// times each was observed.
-	Values  []int
-	Weights []float64
-
-	cum []float64 // running sums of Weights, for drawing
-}
 
 // MaxHistogramBytes bounds a histogram file: a results.jsonl of a large
 // batch, texts included, is read line by line and only its counts kept.
@@ -144,8 +123,8 @@ func histogramLine(b []byte) (int, float64, string) {
 		return 0, 0, fmt.Sprintf("want COUNT or COUNT WEIGHT, got %q", string(b))
 	}
 	v, err := strconv.Atoi(fields[0])
-	if err != nil || v < 1 || v > MaxOutputTokens {
-		return 0, 0, fmt.Sprintf("want a token count from 1 to %d, got %q", MaxOutputTokens, fields[0])
+	if err != nil || v < 1 || v > wire.MaxOutputTokens {
+		return 0, 0, fmt.Sprintf("want a token count from 1 to %d, got %q", wire.MaxOutputTokens, fields[0])
 	}
 	w := 1.0
 	if len(fields) == 2 {
@@ -184,8 +163,8 @@ func (h *Observations) mean(maxTokens int) float64 {
 func drawLogNormal(rng *rand.Rand, mean, sigma float64) int {
 	mu := math.Log(mean) - sigma*sigma/2
 	x := math.Exp(mu + sigma*rng.NormFloat64())
-	if x >= MaxOutputTokens {
-		return MaxOutputTokens
+	if x >= wire.MaxOutputTokens {
+		return wire.MaxOutputTokens
 	}
 	return max(1, int(math.Round(x)))
 }
@@ -269,8 +248,8 @@ func validateSampled(d Distribution, check func(ok bool, path, format string, ar
 		check(d.Observed != nil && len(d.Observed.Values) > 0, "output.tokens.histogram", "has no observations")
 		return
 	}
-	check(d.Mean >= 1 && d.Mean <= MaxOutputTokens, "output.tokens.lognormal.mean",
-		"must be from 1 to %d tokens, got %v", MaxOutputTokens, d.Mean)
+	check(d.Mean >= 1 && d.Mean <= wire.MaxOutputTokens, "output.tokens.lognormal.mean",
+		"must be from 1 to %d tokens, got %v", wire.MaxOutputTokens, d.Mean)
 	check(d.Sigma >= 0 && d.Sigma <= 4, "output.tokens.lognormal.sigma",
 		"must be from 0 to 4 (the standard deviation of the length's logarithm; 0.5 to 1 is typical), got %v", d.Sigma)
 }

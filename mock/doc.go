@@ -1,8 +1,9 @@
-// Package mock is a faithful mock of the Anthropic Messages API, the OpenAI
-// Chat Completions API and the OpenAI Responses API that enforces what real
-// providers enforce: concurrency caps, requests and tokens per minute,
+// Package mock is a mock LLM provider that answers the Anthropic Messages
+// API, the OpenAI Chat Completions API and the OpenAI Responses API as the
+// real ones do, over their own wire formats. It enforces what real
+// providers enforce (concurrency caps, requests and tokens per minute,
 // per-token latency, 429s with retry-after and rate-limit headers, 529
-// overload and injected faults.
+// overload, injected faults), so clients can be measured against it.
 //
 // It owns the routes (POST /v1/messages, /v1/messages/count_tokens,
 // /v1/chat/completions and /v1/responses, GET /v1/models, /_admin/ and
@@ -30,5 +31,53 @@
 // Schema by mock/schemagen, text cut at stop sequences, n choices with
 // logprobs, and natural stops below max_tokens when Output.Length says so.
 //
-// The token estimate is documented on EstimateTokens.
+// The token estimate is documented on EstimateTokens.//
+// # Files and packages
+//
+// Each file and package has one job:
+//
+//   - server.go: the Server, its options, New, Serve, Shutdown, Close,
+//     SetLimits, Reset and the schedule.
+//   - routes.go: the route table, the registry of wire formats (formats),
+//     the router and its 404/405s, and the envelope of a request that is
+//     not a model request (wireOf).
+//   - handle.go: one model request from arrival to its last byte: decode,
+//     faults, admission, the latency plan, the JSON or stream answer.
+//   - compose.go: what an answer with content fields says (tool calls,
+//     structured output, stop sequences, choices) and how long it is.
+//   - auth.go: the API key of a request.
+//   - body.go: reading a request body under MaxBodyBytes, BodyTimeout and
+//     the shared DecodeBudget.
+//   - envelope.go: the connection envelope (header limits, net/http's own
+//     plain-text 431 and 400 rewritten as JSON).
+//   - recover.go: panics answered as 500s in the API's envelope.
+//   - ids.go: request and message ids, and a request's attempt index.
+//   - health.go: /healthz and /readyz.
+//   - count_tokens.go: POST /v1/messages/count_tokens.
+//   - models.go: the model catalogues, GET /v1/models, and strictness's
+//     checks of a decoded request.
+//   - limiter.go, pools.go, accel.go, quota.go, cache.go: admission (token
+//     buckets and concurrency per key, per-model pools, the acceleration
+//     ramp, spend quotas and prices, the prompt cache).
+//   - store.go: concurrency slots shared between replicas (RedisStore).
+//   - config.go, dist.go, profile.go, flags.go: the configuration, its
+//     output-length distributions, provider profiles and command-line
+//     flags.
+//   - stats.go, calls.go, metrics.go: counters (Stats), per-call accounting
+//     (Calls) and Prometheus metrics.
+//   - admin.go, admin_pools.go: the /_admin/ API.
+//   - arrival*.go: when a request arrived (kernel timestamps on Linux).
+//   - inproc.go: InProcess, an http.RoundTripper that serves without a
+//     network.
+//   - tokens.go: EstimateTokens and the filler text.
+//   - internal/wire: the vocabulary the core and the formats share (Call,
+//     Result, APIError, Snapshot, wire.Format and its Spec, JSON and SSE
+//     helpers, content and cache-prefix decoding).
+//   - internal/anthropic, internal/openaichat, internal/openairesponses:
+//     one wire format each: its request decoding and content fields, its
+//     response, stream frames, error envelope and rate-limit headers, and
+//     its Spec (docs/architecture.md, "Adding a wire format").
+//   - schemagen: documents generated from a JSON Schema, for tool calls and
+//     structured output.
+//   - mocktest: a Server on loopback for tests, as httptest.Server.
 package mock

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/clock"
+	"github.com/ratelab/ratelab/mock/internal/anthropic"
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // plan is the timing of an admitted response: token i (1-based) is due at
@@ -55,7 +57,7 @@ func (p *plan) cutShort(i, emitted int, now time.Time) int {
 // decision is what admission decided about one attempt.
 type decision struct {
 	status     int // 0: admitted
-	err        apiError
+	err        wire.APIError
 	retryAfter time.Duration // sent as retry-after when > 0
 	noRetry    bool          // send x-should-retry: false
 	// shouldRetry, when set and noRetry is not, is sent as x-should-retry.
@@ -65,7 +67,7 @@ type decision struct {
 	exactWait time.Duration
 	withMS    bool
 	abort     bool // the reset fault: close the connection
-	snap      snapshot
+	snap      wire.Snapshot
 	now       time.Time
 
 	// For admitted requests:
@@ -80,7 +82,7 @@ type decision struct {
 	key      string      // the API key the lease belongs to
 }
 
-func (s *Server) model(wr wire) http.HandlerFunc {
+func (s *Server) model(wr wire.Format) http.HandlerFunc {
 	return func(w http.ResponseWriter, req *http.Request) { s.serveModel(w, req, wr) }
 }
 
@@ -89,7 +91,7 @@ func (s *Server) model(wr wire) http.HandlerFunc {
 // content → response. It keeps its own frame small: a stream parks between
 // tokens in this goroutine, and a shallow stack lets the runtime keep it at
 // its minimum size.
-func (s *Server) serveModel(w http.ResponseWriter, req *http.Request, wr wire) {
+func (s *Server) serveModel(w http.ResponseWriter, req *http.Request, wr wire.Format) {
 	x := exchanges.Get().(*exchange)
 	x.s, x.w, x.ctx, x.wr = s, w, req.Context(), wr
 	if s.prepare(x, req) {
@@ -113,20 +115,20 @@ func (s *Server) prepare(x *exchange, req *http.Request) bool {
 	x.hv = new(headerValues)
 	x.reqSeq = s.seq.Add(1)
 	h := w.Header()
-	h[wr.requestIDHeader()] = x.hv[hvRequestID : hvRequestID+1 : hvRequestID+1]
-	setAPIHeaders(h, wr, 0) // errors are answered at once; run sets the real time
-	api := wr.name()
+	h[wr.RequestIDHeader()] = x.hv[hvRequestID : hvRequestID+1 : hvRequestID+1]
+	setAPIHeaders(h, wr) // errors are answered at once; run sets the real time
+	api := wr.Name()
 
 	key, ok, why := s.authenticate(req, wr)
 	if !ok {
 		s.metrics.request(api, http.StatusUnauthorized, "unauthenticated")
-		wr.writeError(w, http.StatusUnauthorized, apiError{msg: why}, x.requestID())
+		wr.WriteError(w, http.StatusUnauthorized, wire.APIError{Msg: why}, x.requestID())
 		return false
 	}
 	if e := s.checkVersion(req, wr); e != nil {
 		s.countRefused(key, http.StatusBadRequest, "")
 		s.metrics.request(api, http.StatusBadRequest, s.keyLabel(key))
-		wr.writeError(w, http.StatusBadRequest, *e, x.requestID())
+		wr.WriteError(w, http.StatusBadRequest, *e, x.requestID())
 		return false
 	}
 	bp := bodyBufs.Get().(*[]byte)
@@ -135,7 +137,7 @@ func (s *Server) prepare(x *exchange, req *http.Request) bool {
 	s.calls.arrive(&x.att, req, key, body)
 	c := &x.call
 	if err == nil {
-		err = wr.decode(body, s.cfg.Output.DefaultMaxTokens, c)
+		err = wr.Decode(body, s.cfg.Output.DefaultMaxTokens, c)
 		status = http.StatusBadRequest
 		if err == nil {
 			err = s.checkRequest(wr, c)
@@ -150,18 +152,18 @@ func (s *Server) prepare(x *exchange, req *http.Request) bool {
 	}
 	bodyBufs.Put(bp)
 	if err == nil {
-		s.compose(c) // tool call and structured output documents (content.go)
+		s.compose(c) // tool call and structured output documents (compose.go)
 	}
 	if err != nil {
 		status, e := refusal(err, status)
 		var retryAfter time.Duration
-		if e.limit == LimitDecodeBudget {
+		if e.Limit == wire.LimitDecodeBudget {
 			retryAfter = time.Second // readBody's retry-after: 1
 		}
-		s.countRefused(key, status, e.limit)
+		s.countRefused(key, status, e.Limit)
 		s.metrics.request(api, status, s.keyLabel(key))
-		s.calls.end(&x.att, status, e.limit, retryAfter)
-		wr.writeError(w, status, e, x.requestID())
+		s.calls.end(&x.att, status, e.Limit, retryAfter)
+		wr.WriteError(w, status, e, x.requestID())
 		return false
 	}
 
@@ -176,26 +178,19 @@ func (s *Server) prepare(x *exchange, req *http.Request) bool {
 	b := s.appendID(x.buf[:0], "req_", x.reqSeq)
 	idEnd := len(b)
 	if d.status == 0 {
-		prefix := "msg_"
-		switch unwrapAzure(wr).(type) {
-		case openai:
-			prefix = "chatcmpl-"
-		case responses:
-			prefix = "resp_"
-		}
-		b = s.appendID(b, prefix, s.seq.Add(1))
+		b = s.appendID(b, wr.Spec().IDPrefix, s.seq.Add(1))
 	}
 	msgEnd := len(b)
-	x.hl.n = 0
-	b = wr.appendLimitHeaders(b, &x.hl, d.snap, d.now)
+	x.hl.N = 0
+	b = wr.AppendLimitHeaders(b, &x.hl, d.snap, d.now)
 	all := string(b)
 	x.buf = b[:0]
 	x.reqID = all[:idEnd]
 	x.hv[hvRequestID] = x.reqID
-	x.hl.set(h, all, msgEnd, x.hv[hvLimits:])
+	x.hl.Set(h, all, msgEnd, x.hv[hvLimits:])
 
 	if d.status != 0 {
-		s.calls.end(&x.att, d.status, d.err.limit, d.retryAfter)
+		s.calls.end(&x.att, d.status, d.err.Limit, d.retryAfter)
 		if d.retryAfter > 0 {
 			// Whole seconds, as the APIs send it, rounded up: a configured
 			// retry_after of 200ms is 1, not 0 (retry at once).
@@ -210,16 +205,16 @@ func (s *Server) prepare(x *exchange, req *http.Request) bool {
 		}
 		switch {
 		case d.noRetry:
-			h["X-Should-Retry"] = valueFalse
+			h["X-Should-Retry"] = wire.ValueFalse
 		case d.shouldRetry != nil:
 			h["X-Should-Retry"] = []string{strconv.FormatBool(*d.shouldRetry)}
 		}
 		s.metrics.request(api, d.status, s.keyLabel(key))
-		wr.writeError(w, d.status, d.err, x.reqID)
+		wr.WriteError(w, d.status, d.err, x.reqID)
 		return false
 	}
 	x.c, x.d, x.key = c, d, key
-	x.res = result{id: all[idEnd:msgEnd], created: d.plan.start, clock: s.clock, n: d.plan.n, capped: d.plan.capped, text: s.text}
+	x.res = wire.Result{ID: all[idEnd:msgEnd], Created: d.plan.start, Clock: s.clock, N: d.plan.n, Capped: d.plan.capped, Text: s.text}
 	return true
 }
 
@@ -241,17 +236,17 @@ func (s *Server) keyLabel(key string) string {
 // refusal is the answer to a request refused before admission: err from
 // readBody (answered with status), a decoder (a badRequest) or
 // checkRequest (a requestError, which carries its own status).
-func refusal(err error, status int) (int, apiError) {
-	var br *badRequest
+func refusal(err error, status int) (int, wire.APIError) {
+	var br *wire.BadRequest
 	var re *requestError
-	e := apiError{msg: err.Error()}
+	e := wire.APIError{Msg: err.Error()}
 	switch {
 	case errors.As(err, &br):
-		e.param, e.code = br.param, br.code
+		e.Param, e.Code = br.Param, br.Code
 	case errors.As(err, &re):
 		status, e = re.status, re.e
 	case status == http.StatusTooManyRequests:
-		e.limit = LimitDecodeBudget
+		e.Limit = wire.LimitDecodeBudget
 	}
 	return status, e
 }
@@ -271,7 +266,7 @@ func (s *Server) countRefused(key string, status int, limit string) {
 // s.mu is held.
 func countRefusal(c *counts, status int, limit string) {
 	switch {
-	case limit == LimitQuota:
+	case limit == wire.LimitQuota:
 		// A spend cap, not a rate limit: its dimension is counted by
 		// admit, which knows it.
 		c.quotaExceeded++
@@ -305,7 +300,7 @@ func countRefusal(c *counts, status int, limit string) {
 // stack frame holds every temporary of the code inlined into it, and
 // admit's runs on every request's goroutine, so it keeps only the path of
 // an admitted request.
-func (s *Server) admit(req *http.Request, c *call, key string, wr wire, n int, received time.Time, d *decision) *decision {
+func (s *Server) admit(req *http.Request, c *wire.Call, key string, wr wire.Format, n int, received time.Time, d *decision) *decision {
 	// A shared slot taken for an attempt then refused is given back after
 	// the lock is released: Store calls are network round trips.
 	defer func() {
@@ -341,11 +336,11 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire, n int, r
 	}
 	if s.chance(f.Error500) {
 		countFault(ks, "error_500")
-		return d.reject(ks, http.StatusInternalServerError, apiError{msg: "Internal server error (injected)"}, 0)
+		return d.reject(ks, http.StatusInternalServerError, wire.APIError{Msg: "Internal server error (injected)"}, 0)
 	}
 	if s.chance(f.Overloaded) {
 		countFault(ks, "overloaded")
-		return d.reject(ks, wr.overloadStatus(), apiError{msg: "Overloaded"}, 0)
+		return d.reject(ks, wr.OverloadStatus(), wire.APIError{Msg: "Overloaded"}, 0)
 	}
 	if st := s.cfg.Store; st != nil && s.limits.MaxConcurrent > 0 {
 		if s.shared(req, st, key, wr, &ks, &now, d) {
@@ -354,7 +349,7 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire, n int, r
 		received = now
 	}
 	if cap := s.cfg.Capacity.MaxConcurrent; cap > 0 && s.inFlight >= cap {
-		return d.reject(ks, wr.overloadStatus(), apiError{msg: "Overloaded", limit: limitCapacity}, 0)
+		return d.reject(ks, wr.OverloadStatus(), wire.APIError{Msg: "Overloaded", Limit: limitCapacity}, 0)
 	}
 
 	if dim := s.quota.exhausted(ks.lim.used); dim != "" {
@@ -363,8 +358,8 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire, n int, r
 
 	auto := cachesAutomatically(wr) // OpenAI caches automatically; Anthropic at cache_control breakpoints
 	cu := ks.lim.cache.lookup(now, s.cfg.Cache, c, auto)
-	c.cacheRead, c.cacheWrite = cu.read, cu.write
-	charged := c.input // toward itpm and tpm
+	c.CacheRead, c.CacheWrite = cu.read, cu.write
+	charged := c.Input // toward itpm and tpm
 	if !auto && !s.cfg.Cache.ReadsCountITPM {
 		charged -= cu.read
 	}
@@ -372,16 +367,16 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire, n int, r
 	d.id = s.seq.Add(1)
 	var pool *keyLimiter
 	var pl Limits
-	if name, l, ok := s.poolOf(wr, c); ok { // azure.go: a deployment's limits, or limits_by_model
-		pool, pl = ks.lim.pool(name), l
+	if name := poolFor(s.pools, c.Model); name != "" {
+		pool, pl = ks.lim.pool(name), s.pools[name]
 	}
-	v, byPool := ks.lim.admitPooled(now, s.limits, pool, pl, d.id, demand{input: charged, maxTokens: c.maxTokens, end: p.due(p.n)})
+	v, byPool := ks.lim.admitPooled(now, s.limits, pool, pl, d.id, demand{input: charged, maxTokens: c.MaxTokens, end: p.due(p.n)})
 	if !v.ok {
 		return s.limited(now, wr, c, ks, pool, &v, byPool, d)
 	}
 	d.snap = ks.lim.snapshot(now, "")
 	if pool != nil {
-		d.snap = d.snap.merge(pool.snapshot(now, ""))
+		d.snap = d.snap.Merge(pool.snapshot(now, ""))
 		d.pool = pool
 	}
 	ks.lim.cache.commit(now, p.start.Add(p.first), cu)
@@ -391,10 +386,10 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire, n int, r
 	kc.admitted++
 	kc.inFlight++
 	kc.maxInFlight = max(kc.maxInFlight, kc.inFlight)
-	kc.inputTokens += int64(c.input)
-	d.price = priceOf(s.cfg.Prices, c.model)
-	ks.lim.used.usd += d.price.inputUSD(c.input, c.cacheRead, c.cacheWrite, cacheWriteLong(c))
-	d.ks, d.gen, d.plan, d.reserved = ks, s.gen, p, c.maxTokens
+	kc.inputTokens += int64(c.Input)
+	d.price = priceOf(s.cfg.Prices, c.Model)
+	ks.lim.used.usd += d.price.inputUSD(c.Input, c.CacheRead, c.CacheWrite, anthropic.CacheWriteLong(c))
+	d.ks, d.gen, d.plan, d.reserved = ks, s.gen, p, c.MaxTokens
 	return d
 }
 
@@ -402,9 +397,9 @@ func (s *Server) admit(req *http.Request, c *call, key string, wr wire, n int, r
 // on ks. s.mu is held.
 //
 //go:noinline
-func (d *decision) reject(ks *keyState, status int, e apiError, retryAfter time.Duration) *decision {
+func (d *decision) reject(ks *keyState, status int, e wire.APIError, retryAfter time.Duration) *decision {
 	d.status, d.err, d.retryAfter = status, e, retryAfter
-	countRefusal(&ks.counts, status, e.limit)
+	countRefusal(&ks.counts, status, e.Limit)
 	return d
 }
 
@@ -424,9 +419,9 @@ func (s *Server) scripted(req *http.Request, n int, ks *keyState, d *decision) b
 	for _, step := range s.faults.Script {
 		if attempt < step.Attempts {
 			countFault(ks, "script")
-			e := apiError{msg: fmt.Sprintf("scripted failure: attempt %d gets %d", index, step.Status), limit: LimitScript}
+			e := wire.APIError{Msg: fmt.Sprintf("scripted failure: attempt %d gets %d", index, step.Status), Limit: wire.LimitScript}
 			if step.Status == 529 || step.Status == http.StatusServiceUnavailable {
-				e.msg = "Overloaded (scripted)"
+				e.Msg = "Overloaded (scripted)"
 			}
 			d.reject(ks, step.Status, e, step.RetryAfter)
 			return true
@@ -442,7 +437,7 @@ func (s *Server) scripted(req *http.Request, n int, ks *keyState, d *decision) b
 // anew into *now and *ks. s.mu is held on entry and return.
 //
 //go:noinline
-func (s *Server) shared(req *http.Request, st Store, key string, wr wire, ks **keyState, now *time.Time, d *decision) bool {
+func (s *Server) shared(req *http.Request, st Store, key string, wr wire.Format, ks **keyState, now *time.Time, d *decision) bool {
 	limit, ra := s.limits.MaxConcurrent, s.limits.RetryAfter
 	s.mu.Unlock()
 	r := s.admitShared(req.Context(), st, key, limit, ra, d, wr)
@@ -464,10 +459,10 @@ func (s *Server) shared(req *http.Request, st Store, key string, wr wire, ks **k
 // is spent. s.mu is held.
 //
 //go:noinline
-func (s *Server) quotaSpent(wr wire, ks *keyState, dim string, d *decision) *decision {
+func (s *Server) quotaSpent(wr wire.Format, ks *keyState, dim string, d *decision) *decision {
 	inc(&ks.counts.quotaExceededBy, dim)
 	d.shouldRetry = s.quota.ShouldRetry
-	return d.reject(ks, http.StatusTooManyRequests, apiError{msg: quotaMessage(wr, s.quota, dim), limit: LimitQuota}, 0)
+	return d.reject(ks, http.StatusTooManyRequests, wire.APIError{Msg: quotaMessage(wr, s.quota, dim), Limit: wire.LimitQuota}, 0)
 }
 
 // limited refuses an attempt that a per-key or per-model limit does not
@@ -475,26 +470,25 @@ func (s *Server) quotaSpent(wr wire, ks *keyState, dim string, d *decision) *dec
 // held.
 //
 //go:noinline
-func (s *Server) limited(now time.Time, wr wire, c *call, ks *keyState, pool *keyLimiter, v *verdict, byPool bool, d *decision) *decision {
+func (s *Server) limited(now time.Time, wr wire.Format, c *wire.Call, ks *keyState, pool *keyLimiter, v *verdict, byPool bool, d *decision) *decision {
 	switch {
 	case byPool:
-		d.snap = ks.lim.snapshot(now, "").merge(pool.snapshot(now, v.limit))
+		d.snap = ks.lim.snapshot(now, "").Merge(pool.snapshot(now, v.limit))
 	case pool != nil:
-		d.snap = ks.lim.snapshot(now, "").merge(pool.snapshot(now, ""))
-		d.snap.exhaust(v.limit)
+		d.snap = ks.lim.snapshot(now, "").Merge(pool.snapshot(now, ""))
+		d.snap.Exhaust(v.limit)
 	default:
 		d.snap = ks.lim.snapshot(now, v.limit)
 	}
-	e := apiError{msg: limitMessage(*v, c), limit: v.limit}
+	e := wire.APIError{Msg: limitMessage(*v, c), Limit: v.limit}
 	if v.tooLarge {
 		d.noRetry = true
 		return d.reject(ks, http.StatusTooManyRequests, e, 0)
 	}
-	if _, az := wr.(*azure); s.limits.RetryAfterMS || az { // Azure sends retry-after-ms (docs/azure.md)
+	if s.limits.RetryAfterMS {
 		d.exactWait, d.withMS = v.wait, true
 	}
-	if _, ok := wr.(anthropic); ok {
-		// Observed on Anthropic's rate-limit 429s (docs/wire.md §1.4, §6).
+	if wr.Spec().ShouldRetryLimited {
 		d.shouldRetry = &yes
 	}
 	return d.reject(ks, http.StatusTooManyRequests, e, v.retryAfter)
@@ -511,9 +505,9 @@ func (s *Server) chance(rate float64) bool {
 }
 
 // plan draws the output length, latency and stream faults of a request.
-func (s *Server) plan(now time.Time, c *call, ks *keyState) plan {
+func (s *Server) plan(now time.Time, c *wire.Call, ks *keyState) plan {
 	l, f := s.latency, s.faults
-	n, capped := s.outputLength(c) // content.go
+	n, capped := s.outputLength(c) // compose.go
 	if s.chance(f.Malformed) {
 		countFault(ks, "malformed")
 		n, capped = max(1, n/2), false
@@ -521,7 +515,7 @@ func (s *Server) plan(now time.Time, c *call, ks *keyState) plan {
 	// Config.Validate keeps these within MaxLatency for any request;
 	// SetLatency does not validate, so clamp as well.
 	// Cached input adds nothing to the time to first token.
-	first := satAdd(l.TTFT, satMul(l.TTFTPerInputToken, c.input-c.cacheRead))
+	first := satAdd(l.TTFT, satMul(l.TTFTPerInputToken, c.Input-c.CacheRead))
 	if s.chance(f.Slow.Rate) {
 		countFault(ks, "slow")
 		first = satAdd(first, f.Slow.Extra)
@@ -529,7 +523,7 @@ func (s *Server) plan(now time.Time, c *call, ks *keyState) plan {
 	// Half of MaxLatency each, before a jitter factor below 2: the sum in
 	// plan.due stays below the largest Duration.
 	first = min(first, MaxLatency/2)
-	perToken := min(l.PerToken, MaxLatency/2/MaxOutputTokens)
+	perToken := min(l.PerToken, MaxLatency/2/wire.MaxOutputTokens)
 	if l.Jitter > 0 {
 		k := 1 + l.Jitter*(2*s.rng.Float64()-1)
 		first = time.Duration(float64(first) * k)
@@ -559,7 +553,7 @@ func satAdd(a, b time.Duration) time.Duration {
 	return min(min(a, MaxLatency)+min(b, MaxLatency), MaxLatency) // each <= MaxInt64/2: no wrap
 }
 
-func limitMessage(v verdict, c *call) string {
+func limitMessage(v verdict, c *wire.Call) string {
 	if v.msg != "" {
 		return v.msg
 	}
@@ -567,19 +561,19 @@ func limitMessage(v verdict, c *call) string {
 		return fmt.Sprintf("request too large for %s: it needs %d tokens and the limit is %d per minute (%s); it can never succeed", v.limit, v.need, v.cap, v.limit)
 	}
 	switch v.limit {
-	case LimitConcurrency:
+	case wire.LimitConcurrency:
 		if v.cap == 1 {
 			return "rate limit exceeded: max_concurrent: this API key may have 1 request at a time"
 		}
 		return fmt.Sprintf("rate limit exceeded: max_concurrent: this API key may have %d concurrent requests", v.cap)
-	case LimitRPM:
+	case wire.LimitRPM:
 		return fmt.Sprintf("rate limit exceeded: rpm: this API key may send %d requests per minute", v.cap)
-	case LimitITPM:
+	case wire.LimitITPM:
 		return fmt.Sprintf("rate limit exceeded: itpm: this API key may send %d input tokens per minute; this request has %d", v.cap, v.need)
-	case LimitOTPM:
+	case wire.LimitOTPM:
 		return fmt.Sprintf("rate limit exceeded: otpm: this API key may use %d output tokens per minute; this request reserves max_tokens = %d", v.cap, v.need)
-	case LimitTPM:
-		return fmt.Sprintf("rate limit exceeded: tpm: this API key may use %d tokens per minute on %s; this request is charged %d", v.cap, c.model, v.need)
+	case wire.LimitTPM:
+		return fmt.Sprintf("rate limit exceeded: tpm: this API key may use %d tokens per minute on %s; this request is charged %d", v.cap, c.Model, v.need)
 	}
 	return "rate limit exceeded: " + v.limit
 }
@@ -620,17 +614,17 @@ type exchange struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	ctx     context.Context
-	wr      wire
-	c       *call // &call once admitted
-	call    call
+	wr      wire.Format
+	c       *wire.Call // &call once admitted
+	call    wire.Call
 	d       *decision
-	dec     decision      // what d points to for admitted requests
-	hv      *headerValues // the values of the headers set from the exchange
-	hl      headerList    // the rate-limit headers, set from hv
-	reqSeq  uint64        // the counter value of the request id (Server.appendID)
+	dec     decision        // what d points to for admitted requests
+	hv      *headerValues   // the values of the headers set from the exchange
+	hl      wire.HeaderList // the rate-limit headers, set from hv
+	reqSeq  uint64          // the counter value of the request id (Server.appendID)
 	key     string
 	reqID   string
-	res     result
+	res     wire.Result
 	timer   *time.Timer // clock.Real's waits between tokens (sleepUntil)
 	buf     []byte      // the header values, then the response body or the stream's frames; kept across requests
 	emitted int         // output tokens produced so far
@@ -669,7 +663,7 @@ func (x *exchange) requestID() string {
 
 // headerValues are the values of the headers an exchange sets, each the
 // backing array of its header's []string.
-type headerValues [hvLimits + len(headerList{}.names)]string
+type headerValues [hvLimits + len(wire.HeaderList{}.Names)]string
 
 // The slots of headerValues.
 const (
@@ -684,7 +678,7 @@ const (
 func (x *exchange) run() {
 	x.status = http.StatusOK
 	defer x.finish()
-	if x.c.stream {
+	if x.c.Stream {
 		x.stream()
 	} else {
 		x.json()
@@ -698,7 +692,7 @@ func (x *exchange) finish() {
 	if x.timer != nil {
 		x.timer.Stop()
 	}
-	x.s.metrics.observe(x.wr.name(), x.status, x.s.keyLabel(x.key), clock.Since(x.s.clock, x.d.plan.start))
+	x.s.metrics.observe(x.wr.Name(), x.status, x.s.keyLabel(x.key), clock.Since(x.s.clock, x.d.plan.start))
 }
 
 // release ends the request in the limiter, once.
@@ -731,19 +725,19 @@ func (x *exchange) json() {
 	}
 	x.emitted = end
 	if p.failAt > 0 {
-		x.status = x.wr.overloadStatus()
+		x.status = x.wr.OverloadStatus()
 		x.release()
 		x.processed(x.w.Header())
-		x.wr.writeError(x.w, x.status, apiError{msg: "Overloaded"}, x.reqID)
+		x.wr.WriteError(x.w, x.status, wire.APIError{Msg: "Overloaded"}, x.reqID)
 		return
 	}
-	body, err := x.wr.body(x.buf[:0], x.c, &x.res)
+	body, err := x.wr.Body(x.buf[:0], x.c, &x.res)
 	if err != nil {
 		panic(fmt.Errorf("mock: encoding response: %w", err))
 	}
 	x.buf = body // Write copies it (into the connection's buffer or the socket)
 	h := x.w.Header()
-	h["Content-Type"] = valueJSON
+	h["Content-Type"] = wire.ValueJSON
 	x.hv[hvContentLength] = strconv.Itoa(len(body))
 	h["Content-Length"] = x.hv[hvContentLength : hvContentLength+1 : hvContentLength+1]
 	x.processed(h)
@@ -760,13 +754,13 @@ func (x *exchange) json() {
 func (x *exchange) stream() {
 	p := &x.d.plan
 	h := x.w.Header()
-	h["Content-Type"] = valueEventStream
-	h["Cache-Control"] = valueNoCache
+	h["Content-Type"] = wire.ValueEventStream
+	h["Cache-Control"] = wire.ValueNoCache
 	x.processed(h)
 	x.w.WriteHeader(http.StatusOK)
 	x.w = pastHeader(x.w)
 	x.rc = http.NewResponseController(x.w)
-	x.buf = x.wr.streamStart(slices.Grow(x.buf[:0], 512), x.c, &x.res)
+	x.buf = x.wr.StreamStart(slices.Grow(x.buf[:0], 512), x.c, &x.res)
 	if !x.flush() {
 		return
 	}
@@ -786,9 +780,9 @@ func (x *exchange) stream() {
 		x.flush()
 		panic(http.ErrAbortHandler)
 	case p.failAt > 0:
-		x.buf = x.wr.streamError(x.buf, x.c, &x.res)
+		x.buf = x.wr.StreamError(x.buf, x.c, &x.res)
 	default:
-		x.buf = x.wr.streamEnd(x.buf, x.c, &x.res)
+		x.buf = x.wr.StreamEnd(x.buf, x.c, &x.res)
 	}
 	// Not flushed: net/http flushes the final frames when the handler
 	// returns, in the one write that ends the chunked body, rather than in
@@ -831,7 +825,7 @@ func (x *exchange) tokens(stopAt int) bool {
 		if upto > next {
 			merged++
 		}
-		buf = wr.streamDelta(buf[:0], c, r, emitted, upto)
+		buf = wr.StreamDelta(buf[:0], c, r, emitted, upto)
 		emitted = upto
 		if emitted == stopAt {
 			break // the last delta goes out with the final frames
@@ -849,7 +843,7 @@ func (x *exchange) tokens(stopAt int) bool {
 // start (the request's arrival) to the response's headers (0, already
 // set, for Anthropic's headers and instant answers).
 func (x *exchange) processed(h http.Header) {
-	if _, ok := x.wr.(anthropic); ok {
+	if !x.wr.Spec().Processing {
 		return
 	}
 	if ms := clock.Since(x.s.clock, x.d.plan.start).Milliseconds(); ms > 0 {

@@ -16,6 +16,10 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/ratelab/ratelab/mock/internal/anthropic"
+	"github.com/ratelab/ratelab/mock/internal/openaichat"
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // A 429 for concurrency reports the requests dimension as it is: only the
@@ -301,8 +305,8 @@ func TestDecodeBudget(t *testing.T) {
 		}
 		// Counted once, as a 429 by the decode budget, in both accounts.
 		st := ts.Stats()
-		if st.Throttled != 1 || st.ThrottledBy[LimitDecodeBudget] != 1 || st.Errors != 0 ||
-			st.Calls.Throttled != 1 || st.Calls.ThrottledBy[LimitDecodeBudget] != 1 || st.Calls.Errors != 0 {
+		if st.Throttled != 1 || st.ThrottledBy[wire.LimitDecodeBudget] != 1 || st.Errors != 0 ||
+			st.Calls.Throttled != 1 || st.Calls.ThrottledBy[wire.LimitDecodeBudget] != 1 || st.Calls.Errors != 0 {
 			t.Errorf("stats after the budget's 429: throttled %d by %v errors %d; calls throttled %d by %v errors %d; want 1 by decode_budget, 0 errors in both",
 				st.Throttled, st.ThrottledBy, st.Errors, st.Calls.Throttled, st.Calls.ThrottledBy, st.Calls.Errors)
 		}
@@ -403,7 +407,7 @@ func TestModelsAndStrictConfig(t *testing.T) {
 	// Extra names are accepted by both APIs.
 	cfg := Config{Models: Models{Extra: []string{"my-model"}}}
 	s, _ := New(cfg)
-	if !s.acceptsModel(anthropic{}, "my-model") || !s.acceptsModel(openai{}, "my-model") || s.acceptsModel(openai{}, "claude-haiku-4-5") || !s.acceptsModel(openai{}, "gpt-5-mini") {
+	if !s.acceptsModel(anthropic.Format{}, "my-model") || !s.acceptsModel(openaichat.Format{}, "my-model") || s.acceptsModel(openaichat.Format{}, "claude-haiku-4-5") || !s.acceptsModel(openaichat.Format{}, "gpt-5-mini") {
 		t.Errorf("acceptsModel with extra my-model: wrong answers")
 	}
 }

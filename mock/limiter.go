@@ -3,19 +3,8 @@ package mock
 import (
 	"math"
 	"time"
-)
 
-// Limit names, as used in 429 messages, Stats.ThrottledBy and metrics.
-const (
-	LimitConcurrency = "max_concurrent"
-	LimitRPM         = "rpm"
-	LimitITPM        = "itpm"
-	LimitOTPM        = "otpm"
-	LimitTPM         = "tpm"
-	LimitScript      = "script" // a 429 injected by Faults.Script
-	// LimitDecodeBudget is a 429 for a request body that waited
-	// BodyTimeout for its share of Config.DecodeBudget.
-	LimitDecodeBudget = "decode_budget"
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // bucket is a token bucket refilling continuously at limit tokens per
@@ -244,7 +233,7 @@ func (k *keyLimiter) check(now time.Time, l Limits, d demand) verdict {
 				wait, first = d, false
 			}
 		}
-		return verdict{limit: LimitConcurrency, retryAfter: ceilSeconds(wait), wait: max(wait, 0), need: 1, cap: l.MaxConcurrent}
+		return verdict{limit: wire.LimitConcurrency, retryAfter: ceilSeconds(wait), wait: max(wait, 0), need: 1, cap: l.MaxConcurrent}
 	}
 	if a := l.Acceleration; a.Factor > 0 {
 		if ok, allowed, cur, prev, wait := k.ramp.allows(now, a); !ok {
@@ -257,10 +246,10 @@ func (k *keyLimiter) check(now time.Time, l Limits, d demand) verdict {
 		b    *bucket
 		n    int
 	}{
-		{LimitRPM, k.rpm, 1},
-		{LimitTPM, k.tpm, d.tpmCost()},
-		{LimitITPM, k.itpm, d.input},
-		{LimitOTPM, k.otpm, d.maxTokens},
+		{wire.LimitRPM, k.rpm, 1},
+		{wire.LimitTPM, k.tpm, d.tpmCost()},
+		{wire.LimitITPM, k.itpm, d.input},
+		{wire.LimitOTPM, k.otpm, d.maxTokens},
 	} {
 		if c.b == nil {
 			continue
@@ -290,25 +279,14 @@ func (k *keyLimiter) release(now time.Time, id uint64, reserved, produced int) {
 	}
 }
 
-// dimension is one rate-limit header group; limit 0 means absent.
-type dimension struct {
-	limit, remaining int64
-	reset            time.Duration // until fully replenished
-}
-
-// snapshot is the state the rate-limit headers report.
-type snapshot struct {
-	requests, input, output, tokens dimension
-}
-
-func dim(b *bucket, now time.Time) dimension {
+func dim(b *bucket, now time.Time) wire.Dimension {
 	if b == nil {
-		return dimension{}
+		return wire.Dimension{}
 	}
-	return dimension{
-		limit:     int64(b.limit),
-		remaining: max(0, int64(math.Floor(b.tokens(now)))),
-		reset:     b.fullIn(now),
+	return wire.Dimension{
+		Limit:     int64(b.limit),
+		Remaining: max(0, int64(math.Floor(b.tokens(now)))),
+		Reset:     b.fullIn(now),
 	}
 }
 
@@ -317,27 +295,26 @@ func dim(b *bucket, now time.Time) dimension {
 // concurrency 429 has no header dimension of its own, so every dimension
 // reports what it really has left: a client reading requests-remaining 0
 // would wait for the requests bucket's reset for nothing.
-func (k *keyLimiter) snapshot(now time.Time, exceeded string) snapshot {
-	s := snapshot{
-		requests: dim(k.rpm, now),
-		input:    dim(k.itpm, now),
-		output:   dim(k.otpm, now),
-		tokens:   dim(k.tpm, now),
+func (k *keyLimiter) snapshot(now time.Time, exceeded string) wire.Snapshot {
+	s := wire.Snapshot{
+		Requests: dim(k.rpm, now),
+		Input:    dim(k.itpm, now),
+		Output:   dim(k.otpm, now),
+		Tokens:   dim(k.tpm, now),
 	}
-	s.exhaust(exceeded)
+	s.Exhaust(exceeded)
 	return s
 }
 
-// exhaust reports remaining 0 in the dimension of limit, if it has one.
-func (s *snapshot) exhaust(limit string) {
-	switch limit {
-	case LimitRPM:
-		s.requests.remaining = 0
-	case LimitITPM:
-		s.input.remaining = 0
-	case LimitOTPM:
-		s.output.remaining = 0
-	case LimitTPM:
-		s.tokens.remaining = 0
-	}
-}
+// Limit names, as used in 429 messages, Stats.ThrottledBy and metrics.
+const (
+	LimitConcurrency = wire.LimitConcurrency
+	LimitRPM         = wire.LimitRPM
+	LimitITPM        = wire.LimitITPM
+	LimitOTPM        = wire.LimitOTPM
+	LimitTPM         = wire.LimitTPM
+	LimitScript      = wire.LimitScript // a 429 injected by Faults.Script
+	// LimitDecodeBudget is a 429 for a request body that waited
+	// BodyTimeout for its share of Config.DecodeBudget.
+	LimitDecodeBudget = wire.LimitDecodeBudget
+)

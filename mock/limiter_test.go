@@ -3,6 +3,8 @@ package mock
 import (
 	"testing"
 	"time"
+
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -93,22 +95,22 @@ func TestKeyLimiterAdmit(t *testing.T) {
 		{now: at(0), id: 1, dem: d(10, 400, 3*time.Second), wantOK: true},
 		{now: at(0), id: 2, dem: d(10, 400, 5*time.Second), wantOK: true},
 		// Both slots taken: the earliest in-flight end is 3s away.
-		{now: at(0), id: 3, dem: d(10, 100, 0), wantLimit: LimitConcurrency, wantRetry: 3 * time.Second},
+		{now: at(0), id: 3, dem: d(10, 100, 0), wantLimit: wire.LimitConcurrency, wantRetry: 3 * time.Second},
 		// Request 1 ends having produced 50 of its 400 reserved tokens.
 		{now: at(time.Second), id: 1, dem: d(50, 400, 0), release: true},
 		// otpm: 1000 - 400 - 400 + 350 = 550 (+16.7 refilled) left, 600 requested.
-		{now: at(time.Second), id: 4, dem: d(10, 600, 0), wantLimit: LimitOTPM, wantRetry: 2 * time.Second},
+		{now: at(time.Second), id: 4, dem: d(10, 600, 0), wantLimit: wire.LimitOTPM, wantRetry: 2 * time.Second},
 		{now: at(time.Second), id: 5, dem: d(10, 500, 9*time.Second), wantOK: true},
-		{now: at(time.Second), id: 6, dem: d(10, 1, 0), wantLimit: LimitConcurrency, wantRetry: 4 * time.Second},
+		{now: at(time.Second), id: 6, dem: d(10, 1, 0), wantLimit: wire.LimitConcurrency, wantRetry: 4 * time.Second},
 		{now: at(2 * time.Second), id: 2, dem: d(400, 400, 0), release: true},
 		// rpm: 3 used, one refills every 20s.
-		{now: at(2 * time.Second), id: 7, dem: d(10, 1, 0), wantLimit: LimitRPM, wantRetry: 18 * time.Second},
+		{now: at(2 * time.Second), id: 7, dem: d(10, 1, 0), wantLimit: wire.LimitRPM, wantRetry: 18 * time.Second},
 		// A request above the limit itself can never succeed.
-		{now: at(20 * time.Second), id: 8, dem: d(200, 1, 0), wantLimit: LimitITPM, wantLarger: true, wantRetry: time.Second},
+		{now: at(20 * time.Second), id: 8, dem: d(200, 1, 0), wantLimit: wire.LimitITPM, wantLarger: true, wantRetry: time.Second},
 		{now: at(20 * time.Second), id: 5, dem: d(500, 500, 0), release: true},
 		{now: at(21 * time.Second), id: 9, dem: d(95, 1, time.Hour), wantOK: true},
 		// itpm: 5 left at 21s, 39.17 at 41.5s; 95 needs 33.5s more.
-		{now: at(41500 * time.Millisecond), id: 10, dem: d(95, 1, 0), wantLimit: LimitITPM, wantRetry: 34 * time.Second},
+		{now: at(41500 * time.Millisecond), id: 10, dem: d(95, 1, 0), wantLimit: wire.LimitITPM, wantRetry: 34 * time.Second},
 		{now: at(75 * time.Second), id: 10, dem: d(95, 1, time.Hour), wantOK: true},
 	}
 	for i, s := range steps {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // fanOut runs n calls at once, each through call, and returns the replies in
@@ -81,7 +83,7 @@ func TestBurstAboveMaxConcurrent(t *testing.T) {
 					}
 				}
 				st := ts.Stats()
-				if st.Throttled != 30 || st.ThrottledBy[LimitConcurrency] != 30 || st.Admitted != 20 || st.Attempts != 50 {
+				if st.Throttled != 30 || st.ThrottledBy[wire.LimitConcurrency] != 30 || st.Admitted != 20 || st.Attempts != 50 {
 					t.Errorf("stats = %+v, want 50 attempts, 20 admitted, 30 throttled by max_concurrent", st)
 				}
 			})

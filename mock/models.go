@@ -2,67 +2,14 @@ package mock
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
-	"gopkg.in/yaml.v3"
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
-
-// Models says which model names the server accepts. The zero value accepts
-// the catalogue of each API (the models the official SDKs name; see
-// KnownModels); Any accepts every name, and Extra adds names to both APIs'
-// catalogues. A request for a model the server does not accept gets the
-// API's own 404: not_found_error (Anthropic) or model_not_found (OpenAI).
-//
-// Its YAML forms are `models: known` (the default), `models: any` and a
-// list of extra names, `models: [my-model, other-model]`.
-type Models struct {
-	Any   bool
-	Extra []string
-}
-
-// UnmarshalYAML decodes `known`, `any` or a list of names.
-func (m *Models) UnmarshalYAML(n *yaml.Node) error {
-	bad := func(format string, args ...any) error {
-		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: ", n.Line) + fmt.Sprintf(format, args...)}}
-	}
-	switch n.Kind {
-	case yaml.ScalarNode:
-		switch n.Value {
-		case "known", "":
-			*m = Models{}
-			return nil
-		case "any":
-			*m = Models{Any: true}
-			return nil
-		}
-		return bad("invalid models %q: want known, any or a list of model names", n.Value)
-	case yaml.SequenceNode:
-		var names []string
-		if err := n.Decode(&names); err != nil {
-			return bad("models: want a list of model names")
-		}
-		*m = Models{Extra: names}
-		return nil
-	}
-	return bad("invalid models: want known, any or a list of model names")
-}
-
-// MarshalYAML encodes m in the form UnmarshalYAML reads.
-func (m Models) MarshalYAML() (any, error) {
-	switch {
-	case m.Any:
-		return "any", nil
-	case len(m.Extra) > 0:
-		return m.Extra, nil
-	}
-	return "known", nil
-}
 
 // model is one catalogue entry.
 type model struct {
@@ -133,9 +80,9 @@ func KnownModels(api string) []string {
 }
 
 // catalogOf is the catalogue of wr's API with the configured extras.
-func (s *Server) catalogOf(wr wire) []model {
+func (s *Server) catalogOf(wr wire.Format) []model {
 	cat := openaiCatalog
-	if _, ok := wr.(anthropic); ok {
+	if wr.Spec().Catalog == wire.CatalogAnthropic {
 		cat = anthropicCatalog
 	}
 	for _, id := range s.cfg.Models.Extra {
@@ -146,7 +93,7 @@ func (s *Server) catalogOf(wr wire) []model {
 
 // findModel returns the entry for id, synthesized when Models.Any accepts
 // a name outside the catalogue; ok is false when id is not accepted.
-func (s *Server) findModel(wr wire, id string) (model, bool) {
+func (s *Server) findModel(wr wire.Format, id string) (model, bool) {
 	if i := slices.IndexFunc(s.catalogOf(wr), func(m model) bool { return m.id == id }); i >= 0 {
 		return s.catalogOf(wr)[i], true
 	}
@@ -158,12 +105,12 @@ func (s *Server) findModel(wr wire, id string) (model, bool) {
 
 // acceptsModel reports whether requests may name id, quickly: it is on
 // every model request's path.
-func (s *Server) acceptsModel(wr wire, id string) bool {
+func (s *Server) acceptsModel(wr wire.Format, id string) bool {
 	if s.cfg.Models.Any {
 		return true
 	}
 	known := s.openaiModels
-	if _, ok := wr.(anthropic); ok {
+	if wr.Spec().Catalog == wire.CatalogAnthropic {
 		known = s.anthropicModels
 	}
 	return known[id]
@@ -182,12 +129,7 @@ func modelIndex(cat []model, extra []string) map[string]bool {
 }
 
 // modelNotFound is the 404 each API answers for a model it does not serve.
-func modelNotFound(wr wire, id string) apiError {
-	if _, ok := wr.(anthropic); ok {
-		return apiError{msg: "model: " + id}
-	}
-	return apiError{msg: fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", id), code: "model_not_found"}
-}
+func modelNotFound(wr wire.Format, id string) wire.APIError { return wr.Spec().ModelNotFound(id) }
 
 // modelRoutes are GET /v1/models and GET /v1/models/{id}. The API a
 // request is for is told by its headers (wireOf): the Anthropic SDKs send
@@ -203,16 +145,16 @@ func (s *Server) modelRoutes() []route {
 
 // modelsRequest authenticates a models request and sets its headers; it
 // answers the error itself and returns false when there is one.
-func (s *Server) modelsRequest(w http.ResponseWriter, req *http.Request) (wire, bool) {
+func (s *Server) modelsRequest(w http.ResponseWriter, req *http.Request) (wire.Format, bool) {
 	wr := wireOf(req)
 	if _, ok, why := s.authenticate(req, wr); !ok {
-		s.writeError(w, wr, http.StatusUnauthorized, apiError{msg: why})
+		s.writeError(w, wr, http.StatusUnauthorized, wire.APIError{Msg: why})
 		return wr, false
 	}
 	id := s.newID("req_")
 	h := w.Header()
-	h.Set(wr.requestIDHeader(), id)
-	setAPIHeaders(h, wr, 0)
+	h.Set(wr.RequestIDHeader(), id)
+	setAPIHeaders(h, wr)
 	return wr, true
 }
 
@@ -222,12 +164,12 @@ func (s *Server) listModels(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	cat := s.catalogOf(wr)
-	if _, isAnthropic := wr.(anthropic); isAnthropic {
+	if wr.Spec().Catalog == wire.CatalogAnthropic {
 		data := make([]anthropicModel, len(cat))
 		for i, m := range cat {
 			data[i] = newAnthropicModel(m, betaRequest(req))
 		}
-		writeJSONBody(w, http.StatusOK, struct {
+		wire.WriteJSONBody(w, http.StatusOK, struct {
 			Data    []anthropicModel `json:"data"`
 			HasMore bool             `json:"has_more"`
 			FirstID string           `json:"first_id"`
@@ -239,7 +181,7 @@ func (s *Server) listModels(w http.ResponseWriter, req *http.Request) {
 	for i, m := range cat {
 		data[i] = newOpenAIModel(m)
 	}
-	writeJSONBody(w, http.StatusOK, struct {
+	wire.WriteJSONBody(w, http.StatusOK, struct {
 		Object string        `json:"object"`
 		Data   []openaiModel `json:"data"`
 	}{"list", data})
@@ -256,11 +198,11 @@ func (s *Server) getModel(w http.ResponseWriter, req *http.Request) {
 		s.writeError(w, wr, http.StatusNotFound, modelNotFound(wr, id))
 		return
 	}
-	if _, isAnthropic := wr.(anthropic); isAnthropic {
-		writeJSONBody(w, http.StatusOK, newAnthropicModel(m, betaRequest(req)))
+	if wr.Spec().Catalog == wire.CatalogAnthropic {
+		wire.WriteJSONBody(w, http.StatusOK, newAnthropicModel(m, betaRequest(req)))
 		return
 	}
-	writeJSONBody(w, http.StatusOK, newOpenAIModel(m))
+	wire.WriteJSONBody(w, http.StatusOK, newOpenAIModel(m))
 }
 
 // anthropicModel is Anthropic's ModelInfo, every field anthropic-sdk-go
@@ -290,7 +232,7 @@ type anthropicModel struct {
 // using it gets the answer it asks for:
 //
 //   - structured_outputs: output_config.format and strict tool schemas are
-//     served (content.go).
+//     served (compose.go).
 //   - image_input, pdf_input: image and document blocks are accepted and
 //     count as input tokens (their JSON length, contentLen).
 //   - thinking: a request's thinking is ignored, never answered with
@@ -315,7 +257,7 @@ var anthropicBetaCapabilities = strings.Replace(anthropicCapabilities, `"context
 func newAnthropicModel(m model, beta bool) anthropicModel {
 	am := anthropicModel{
 		ID: m.id, Type: "model", DisplayName: m.name, CreatedAt: m.created.Format(time.RFC3339),
-		Lifecycle: "active", Line: strp(m.line), MaxInputTokens: MaxInputTokens, MaxTokens: MaxOutputTokens,
+		Lifecycle: "active", Line: wire.StrPtr(m.line), MaxInputTokens: MaxInputTokens, MaxTokens: wire.MaxOutputTokens,
 		Capabilities: json.RawMessage(anthropicCapabilities),
 	}
 	if beta {
@@ -346,23 +288,23 @@ func newOpenAIModel(m model) openaiModel {
 // strictness 400 or an unknown model's 404.
 type requestError struct {
 	status int
-	e      apiError
+	e      wire.APIError
 }
 
-func (e *requestError) Error() string { return e.e.msg }
+func (e *requestError) Error() string { return e.e.Msg }
 
 // checkRequest runs the checks on a decoded model request that the
 // decoders do not: strictness's sampling checks, then the model name.
-func (s *Server) checkRequest(wr wire, c *call) error {
+func (s *Server) checkRequest(wr wire.Format, c *wire.Call) error {
 	e := s.checkSampling(wr, c)
 	// temperature and top_p point into the request body: drop them so a
 	// long call does not keep the body alive.
-	c.temperature, c.topP = nil, nil
+	c.Temperature, c.TopP = nil, nil
 	if e != nil {
 		return &requestError{http.StatusBadRequest, *e}
 	}
-	if !s.acceptsModel(wr, c.model) {
-		return &requestError{http.StatusNotFound, modelNotFound(wr, c.model)}
+	if !s.acceptsModel(wr, c.Model) {
+		return &requestError{http.StatusNotFound, modelNotFound(wr, c.Model)}
 	}
 	return nil
 }
@@ -373,12 +315,12 @@ func (s *Server) strict() bool { return s.cfg.Strict == nil || *s.cfg.Strict }
 
 // checkVersion is strictness's header check: the Messages API refuses a
 // request without anthropic-version.
-func (s *Server) checkVersion(req *http.Request, wr wire) *apiError {
+func (s *Server) checkVersion(req *http.Request, wr wire.Format) *wire.APIError {
 	if !s.strict() {
 		return nil
 	}
-	if _, ok := wr.(anthropic); ok && req.Header.Get("Anthropic-Version") == "" {
-		return &apiError{msg: "anthropic-version: header is required"}
+	if v := wr.Spec().VersionHeader; v != "" && req.Header.Get(v) == "" {
+		return &wire.APIError{Msg: strings.ToLower(v) + ": header is required"}
 	}
 	return nil
 }
@@ -387,57 +329,12 @@ func (s *Server) checkVersion(req *http.Request, wr wire) *apiError {
 // temperature and top_p in range (Anthropic [0, 1] and [0, 1]; OpenAI
 // [0, 2] and [0, 1]), and an Anthropic conversation starting with a user
 // turn.
-func (s *Server) checkSampling(wr wire, c *call) *apiError {
+func (s *Server) checkSampling(wr wire.Format, c *wire.Call) *wire.APIError {
 	if !s.strict() {
 		return nil
 	}
-	_, isAnthropic := wr.(anthropic)
-	maxTemp := 2.0
-	if isAnthropic {
-		maxTemp = 1
-	}
-	if c.temperature != nil {
-		if e := checkRange(c.temperature, "temperature", maxTemp, isAnthropic); e != nil {
-			return e
-		}
-	}
-	if c.topP != nil {
-		if e := checkRange(c.topP, "top_p", 1, isAnthropic); e != nil {
-			return e
-		}
-	}
-	if isAnthropic && c.firstRole != "" && c.firstRole != "user" {
-		return &apiError{msg: fmt.Sprintf("messages: the first message must use the \"user\" role, got %q", c.firstRole), param: "messages.0.role"}
+	if f := wr.Spec().CheckSampling; f != nil {
+		return f(c)
 	}
 	return nil
-}
-
-// rawFloat is a decoded number as the JSON it was, for checkRange; nil
-// when absent.
-func rawFloat(v *float64) json.RawMessage {
-	if v == nil {
-		return nil
-	}
-	return strconv.AppendFloat(nil, *v, 'g', -1, 64)
-}
-
-// checkRange checks a number in [0, hi]; null is absent.
-func checkRange(v []byte, name string, hi float64, anthropicStyle bool) *apiError {
-	if isNull(v) {
-		return nil
-	}
-	x, err := strconv.ParseFloat(string(v), 64)
-	if err != nil {
-		return &apiError{msg: name + ": want a number, got " + string(v), param: name, code: "invalid_type"}
-	}
-	if x >= 0 && x <= hi {
-		return nil
-	}
-	if anthropicStyle {
-		return &apiError{msg: fmt.Sprintf("%s: range: 0..%g, got %g", name, hi, x), param: name}
-	}
-	if x < 0 {
-		return &apiError{msg: fmt.Sprintf("Invalid '%s': decimal below minimum value. Expected a value >= 0, but got %g instead.", name, x), param: name, code: "decimal_below_min_value"}
-	}
-	return &apiError{msg: fmt.Sprintf("Invalid '%s': decimal above maximum value. Expected a value <= %g, but got %g instead.", name, hi, x), param: name, code: "decimal_above_max_value"}
 }

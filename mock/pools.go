@@ -63,23 +63,6 @@ func (k *keyLimiter) admitPooled(now time.Time, l Limits, pool *keyLimiter, pl L
 	return v, false
 }
 
-// merge reports pool's dimensions where it has them and k's elsewhere:
-// the headers describe the limits that bind the request's model.
-func (s snapshot) merge(pool snapshot) snapshot {
-	pick := func(a, b dimension) dimension {
-		if b.limit > 0 {
-			return b
-		}
-		return a
-	}
-	return snapshot{
-		requests: pick(s.requests, pool.requests),
-		input:    pick(s.input, pool.input),
-		output:   pick(s.output, pool.output),
-		tokens:   pick(s.tokens, pool.tokens),
-	}
-}
-
 // poolPatterns returns the patterns of pools, sorted, for validation
 // messages in a stable order.
 func poolPatterns[V any](pools map[string]V) []string {

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 func TestPoolFor(t *testing.T) {
@@ -39,11 +41,11 @@ func TestPooledAdmission(t *testing.T) {
 	}{
 		{0, "claude-sonnet-4-5", "", false},
 		{0, "claude-sonnet-4-0", "", false},
-		{0, "claude-sonnet-4-5", LimitRPM, true},
+		{0, "claude-sonnet-4-5", wire.LimitRPM, true},
 		{0, "claude-haiku-4-5", "", false},
-		{0, "claude-haiku-4-5", LimitRPM, false},
+		{0, "claude-haiku-4-5", wire.LimitRPM, false},
 		{30 * time.Second, "claude-sonnet-4-5", "", false}, // both refilled: key 1.5, pool 1
-		{30 * time.Second, "claude-sonnet-4-5", LimitRPM, true},
+		{30 * time.Second, "claude-sonnet-4-5", wire.LimitRPM, true},
 	}
 	for i, s := range steps {
 		var pool *keyLimiter

@@ -3,50 +3,9 @@ package mock
 import (
 	"fmt"
 	"path"
+
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
-
-// LimitQuota is the limit of a 429 refused by Config.Quota, as the call
-// accounting's throttled_by names it. A spend cap is not a rate limit:
-// Stats counts it in QuotaExceeded, never in Throttled.
-const LimitQuota = "quota"
-
-// Quota dimensions, as Stats.QuotaExceededBy and the metric's label name
-// them.
-const (
-	QuotaRequests     = "requests"
-	QuotaInputTokens  = "input_tokens"
-	QuotaOutputTokens = "output_tokens"
-	QuotaUSD          = "usd"
-)
-
-// Quota caps what each API key may use in total, since the server started
-// or was last Reset: a spend cap, which unlike a rate limit does not come
-// back with time. Once a key has used a dimension up, each of its requests
-// gets the answer the providers give an account out of money, with no
-// retry-after: Anthropic 429 rate_limit_error with details.error_code
-// enforced_spend_limit_reached (its monthly tier spend cap), OpenAI 429
-// insufficient_quota. Zero fields are unlimited.
-//
-// A request is refused when a dimension is already used up; the request
-// that crosses a quota is admitted, as a spend cap is checked against what
-// was spent before. Requests and input tokens are counted at admission,
-// output tokens as produced, when a response ends.
-//
-// USD is a dollar spend cap: each request costs its tokens at the prices
-// of its model (Config.Prices), input (uncached input, cache writes and
-// cache reads each at its own price) at admission, output as produced.
-type Quota struct {
-	Requests     int64   `yaml:"requests,omitempty"`
-	InputTokens  int64   `yaml:"input_tokens,omitempty"`
-	OutputTokens int64   `yaml:"output_tokens,omitempty"`
-	USD          float64 `yaml:"usd,omitempty"`
-	// ShouldRetry, when set, sends x-should-retry with every quota error,
-	// which the official SDKs obey before the status: false makes them
-	// give up at once. Unset (the default) sends none, as neither provider
-	// is known to, so the SDKs retry a quota 429 like any 429: with their
-	// default of 2 retries, 3 attempts in all.
-	ShouldRetry *bool `yaml:"should_retry,omitempty"`
-}
 
 // quotaUsage is what one key has used toward its Quota.
 type quotaUsage struct {
@@ -71,7 +30,7 @@ func (q Quota) exhausted(u quotaUsage) string {
 
 // quotaMessage is the error message of a request refused by dimension dim
 // of q, in the words of the API of wr.
-func quotaMessage(wr wire, q Quota, dim string) string {
+func quotaMessage(wr wire.Format, q Quota, dim string) string {
 	var limit string
 	switch dim {
 	case QuotaRequests:
@@ -83,10 +42,7 @@ func quotaMessage(wr wire, q Quota, dim string) string {
 	case QuotaUSD:
 		limit = fmt.Sprintf("$%.2f", q.USD)
 	}
-	if _, ok := wr.(anthropic); ok {
-		return fmt.Sprintf("You have reached your API usage limits: this API key's quota of %s is spent (mock quota.%s). You will regain access when the quota is raised (PUT /_admin/quota) or the server is reset.", limit, dim)
-	}
-	return fmt.Sprintf("You exceeded your current quota, please check your plan and billing details: this API key's quota of %s is spent (mock quota.%s).", limit, dim)
+	return wr.Spec().QuotaMessage(limit, dim)
 }
 
 func validateQuota(q Quota, path string, check func(bool, string, string, ...any)) {
@@ -97,24 +53,6 @@ func validateQuota(q Quota, path string, check func(bool, string, string, ...any
 		check(f.v >= 0, path+"."+f.key, "must not be negative, got %d", f.v)
 	}
 	check(q.USD >= 0 && q.USD <= maxUSD, path+".usd", "must be in [0, %g], got %g", maxUSD, q.USD)
-}
-
-// maxUSD bounds Quota.USD and each Price, so that sums of costs stay exact
-// enough and NaN or infinity is refused.
-const maxUSD = 1e12
-
-// Price is what a model's tokens cost, in USD per million tokens, as the
-// providers publish them (Anthropic's pricing page:
-// https://platform.claude.com/docs/en/about-claude/pricing). CacheWrite is
-// a cache_control write with the 5-minute TTL, CacheWrite1h one with "ttl":
-// "1h" (CacheWrite when 0); CacheRead is a cache hit (OpenAI's cached input
-// too). Zero fields cost nothing.
-type Price struct {
-	Input        float64 `yaml:"input,omitempty"`
-	Output       float64 `yaml:"output,omitempty"`
-	CacheWrite   float64 `yaml:"cache_write,omitempty"`
-	CacheWrite1h float64 `yaml:"cache_write_1h,omitempty"`
-	CacheRead    float64 `yaml:"cache_read,omitempty"`
 }
 
 // inputUSD is what a request's input costs at p: its uncached input, the

@@ -9,6 +9,10 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+
+	"github.com/ratelab/ratelab/mock/internal/anthropic"
+	"github.com/ratelab/ratelab/mock/internal/openaichat"
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // TestInProcessResponsesOutliveExchange: an in-process client's response
@@ -143,26 +147,26 @@ func TestRequestPoolKeepsNothing(t *testing.T) {
 	// put clears what it is given. (The checks below go through the
 	// package's pools, whose Get may hand out a fresh struct instead: the
 	// race detector drops pooled items at random.)
-	var pool requestPool[anthropicRequest]
-	req := &anthropicRequest{Model: "m", Messages: make([]message, 3)}
-	pool.put(req)
+	var pool wire.RequestPool[anthropic.Request]
+	req := &anthropic.Request{Model: "m", Messages: make([]wire.Message, 3)}
+	pool.Put(req)
 	if req.Messages != nil || req.Model != "" {
 		t.Errorf("put left %d messages of model %q in the struct", len(req.Messages), req.Model)
 	}
 
 	big := anthropicBody(20, false, strings.Repeat("word ", 10000))
-	var c call
-	if err := decodeAnthropic([]byte(big), true, &c); err != nil {
+	var c wire.Call
+	if err := anthropic.DecodeMessages([]byte(big), true, &c); err != nil {
 		t.Fatal(err)
 	}
-	if req := anthropicRequests.get(); req.Messages != nil || req.Model != "" {
+	if req := anthropic.Requests.Get(); req.Messages != nil || req.Model != "" {
 		t.Errorf("pooled Messages request keeps %d messages of model %q", len(req.Messages), req.Model)
 	}
-	c = call{}
-	if err := (openai{}).decode([]byte(openaiBody(20, false, false, strings.Repeat("word ", 10000))), 0, &c); err != nil {
+	c = wire.Call{}
+	if err := (openaichat.Format{}).Decode([]byte(openaiBody(20, false, false, strings.Repeat("word ", 10000))), 0, &c); err != nil {
 		t.Fatal(err)
 	}
-	if req := openaiRequests.get(); req.Messages != nil || req.Model != "" {
+	if req := openaichat.Requests.Get(); req.Messages != nil || req.Model != "" {
 		t.Errorf("pooled Chat Completions request keeps %d messages of model %q", len(req.Messages), req.Model)
 	}
 }

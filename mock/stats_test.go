@@ -9,6 +9,9 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/ratelab/ratelab/mock/internal/anthropic"
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // views reads the counters of key from the three places they are shown:
@@ -117,11 +120,11 @@ func TestOneCountThreeViews(t *testing.T) {
 		body := func(text string) string { return anthropicBody(10, false, text) }
 		send := func(b string) reply { return ts.do(t, "POST", "/v1/messages", b, "X-Api-Key", key) }
 		inTokens := func(b string) float64 {
-			var c call
-			if err := decodeAnthropic([]byte(b), true, &c); err != nil {
+			var c wire.Call
+			if err := anthropic.DecodeMessages([]byte(b), true, &c); err != nil {
 				t.Fatal(err)
 			}
-			return float64(c.input)
+			return float64(c.Input)
 		}
 
 		steps := []struct {

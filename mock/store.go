@@ -11,22 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ratelab/ratelab/mock/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
-
-// A Store holds the concurrency slots of the API keys that several replicas
-// of the mock share (Config.Store), so that N replicas behind a load
-// balancer enforce one limits.max_concurrent per key between them; the
-// per-minute buckets stay per replica. The Server calls it without its lock
-// held, with the request's context, so a slow store delays only the
-// requests that wait for it. Its state survives Reset.
-type Store interface {
-	// Acquire takes one of limit slots of key for a request until Release.
-	// ok is false when all are taken. It may wait (for ctx at most).
-	Acquire(ctx context.Context, key string, limit int) (lease string, ok bool, err error)
-	// Release frees a slot Acquire took.
-	Release(key, lease string)
-}
 
 // RedisStore is a Store in Redis: per key, a sorted set of leases scored
 // by their expiry on Redis's clock, taken by a Lua script so that the count
@@ -388,7 +375,7 @@ func (r *RedisStore) beatKey(ctx context.Context, base string) error {
 // rejection is an answer admitShared gives instead of admitting.
 type rejection struct {
 	status     int
-	err        apiError
+	err        wire.APIError
 	retryAfter time.Duration
 	limit      string // for the rate-limit headers; "" for none
 }
@@ -398,21 +385,21 @@ type rejection struct {
 // the slots are all taken (retry-after: retryAfter, or 1 s), overloaded when
 // the store cannot be reached. The Server's lock is not held: the store may
 // take a network round trip, bounded by ctx, the request's.
-func (s *Server) admitShared(ctx context.Context, st Store, key string, limit int, retryAfter time.Duration, d *decision, wr wire) *rejection {
+func (s *Server) admitShared(ctx context.Context, st Store, key string, limit int, retryAfter time.Duration, d *decision, wr wire.Format) *rejection {
 	lease, ok, err := st.Acquire(ctx, key, limit)
 	if err != nil {
 		// Logged once per outage, not once per request.
 		if ctx.Err() == nil && !s.storeDown.Swap(true) {
 			s.log.Warn("mock: limit store unavailable; answering overloaded until it is back", "err", err)
 		}
-		return &rejection{status: wr.overloadStatus(), err: apiError{msg: "Overloaded (limit store unavailable)"}}
+		return &rejection{status: wr.OverloadStatus(), err: wire.APIError{Msg: "Overloaded (limit store unavailable)"}}
 	}
 	if s.storeDown.Swap(false) {
 		s.log.Info("mock: limit store is back")
 	}
 	if !ok {
-		v := verdict{limit: LimitConcurrency, retryAfter: ceilSeconds(retryAfter), need: 1, cap: limit}
-		return &rejection{status: http.StatusTooManyRequests, err: apiError{msg: limitMessage(v, nil), limit: v.limit}, retryAfter: v.retryAfter, limit: v.limit}
+		v := verdict{limit: wire.LimitConcurrency, retryAfter: ceilSeconds(retryAfter), need: 1, cap: limit}
+		return &rejection{status: http.StatusTooManyRequests, err: wire.APIError{Msg: limitMessage(v, nil), Limit: v.limit}, retryAfter: v.retryAfter, limit: v.limit}
 	}
 	d.lease, d.key = lease, key
 	return nil

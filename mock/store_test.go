@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/internal/redistest"
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // TestRedisStore replays leases at explicit instants on miniredis's clock:
@@ -164,7 +165,7 @@ func TestReplicasShareLimit(t *testing.T) {
 		t.Errorf("statuses = %v, want %v", got, want)
 	}
 	for i, ts := range replicas {
-		if st := ts.Stats(); st.ThrottledBy[LimitConcurrency] != st.Throttled || st.Admitted+st.Throttled != 20 {
+		if st := ts.Stats(); st.ThrottledBy[wire.LimitConcurrency] != st.Throttled || st.Admitted+st.Throttled != 20 {
 			t.Errorf("replica %d: stats %+v, want 20 attempts, every 429 by max_concurrent", i, st)
 		}
 	}

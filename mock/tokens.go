@@ -3,6 +3,8 @@ package mock
 import (
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // EstimateTokens is the mock's token estimate of a text: one token per four
@@ -19,16 +21,6 @@ func EstimateTokens(text string) int {
 	return (utf8.RuneCountInString(text) + 3) / 4
 }
 
-// fillerWords are the four-character tokens of the filler text: a
-// three-letter word and a space, so every token is exactly four characters
-// and EstimateTokens(Filler(n)) == n.
-var fillerWords = [...]string{
-	"the ", "lab ", "can ", "run ", "any ", "mix ", "and ", "fan ",
-	"out ", "all ", "ask ", "for ", "key ", "bit ", "set ", "map ",
-	"new ", "old ", "try ", "use ", "log ", "sum ", "way ", "top ",
-	"low ", "end ", "far ", "now ", "may ", "get ", "put ", "win ",
-}
-
 // Filler returns the deterministic output text of n tokens, the one every
 // response of n tokens carries.
 func Filler(n int) string {
@@ -41,13 +33,6 @@ func Filler(n int) string {
 // appendFiller writes tokens [from, to) of the filler text.
 func appendFiller(b *strings.Builder, from, to int) {
 	for i := from; i < to; i++ {
-		b.WriteString(fillerWords[fillerIndex(i)])
+		b.WriteString(wire.FillerWords[wire.FillerIndex(i)])
 	}
-}
-
-// fillerIndex is the word at position i: the list in order, shifted by one
-// word each time round so the text is not strictly periodic.
-func fillerIndex(i int) int {
-	n := len(fillerWords)
-	return (i + i/n) % n
 }

@@ -235,7 +235,7 @@ var fieldType = reflect.TypeFor[respjson.Field]()
 
 // apiOmits are the fields, by SDK type and Go field name, that the SDK
 // marks required and the real API leaves out, so the mock does too: a text
-// block's citations (mock/anthropic.go says how that is known). Present,
+// block's citations (mock/internal/anthropic/anthropic.go says how that is known). Present,
 // they are checked like any other field.
 var apiOmits = map[[2]string]bool{{"TextBlock", "Citations"}: true}
 

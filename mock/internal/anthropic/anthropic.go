@@ -1,8 +1,9 @@
-package mock
+package anthropic
 
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"net/http"
 	"slices"
@@ -10,22 +11,63 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
-// anthropic is the Messages API wire format (docs/wire.md §1).
-type anthropic struct{}
+// Format is the Messages API wire format (docs/wire.md §1).
+type Format struct{}
 
-func (anthropic) name() string            { return "anthropic" }
-func (anthropic) requestIDHeader() string { return "Request-Id" }
-func (anthropic) overloadStatus() int     { return 529 }
+func (Format) Name() string            { return "anthropic" }
+func (Format) RequestIDHeader() string { return "Request-Id" }
+func (Format) OverloadStatus() int     { return 529 }
+func (Format) Spec() *wire.Spec        { return &spec }
 
-// anthropicRequest holds the fields the mock reads. Absent fields keep the
+var spec = wire.Spec{
+	Path:          "/v1/messages",
+	IDPrefix:      "msg_",
+	Catalog:       wire.CatalogAnthropic,
+	APIKeyHeader:  "X-Api-Key",
+	MissingKey:    "x-api-key header is required",
+	VersionHeader: "Anthropic-Version",
+	// docs/wire.md §1.2.
+	Headers: []wire.Header{{Name: "Anthropic-Organization-Id", Value: wire.OrganizationID}},
+	// Observed on Anthropic's rate-limit 429s (docs/wire.md §1.4, §6).
+	ShouldRetryLimited: true,
+	QuotaMessage: func(limit, dim string) string {
+		return fmt.Sprintf("You have reached your API usage limits: this API key's quota of %s is spent (mock quota.%s). You will regain access when the quota is raised (PUT /_admin/quota) or the server is reset.", limit, dim)
+	},
+	ModelNotFound: func(id string) wire.APIError { return wire.APIError{Msg: "model: " + id} },
+	CheckSampling: checkSampling,
+}
+
+// checkSampling is strictness's check of what the decoder read:
+// temperature and top_p in [0, 1], and a conversation starting with a
+// user turn.
+func checkSampling(c *wire.Call) *wire.APIError {
+	if c.Temperature != nil {
+		if e := wire.CheckRange(c.Temperature, "temperature", 1, true); e != nil {
+			return e
+		}
+	}
+	if c.TopP != nil {
+		if e := wire.CheckRange(c.TopP, "top_p", 1, true); e != nil {
+			return e
+		}
+	}
+	if c.FirstRole != "" && c.FirstRole != "user" {
+		return &wire.APIError{Msg: fmt.Sprintf("messages: the first message must use the \"user\" role, got %q", c.FirstRole), Param: "messages.0.role"}
+	}
+	return nil
+}
+
+// Request holds the fields the mock reads. Absent fields keep the
 // absent sentinels decoding starts from (plain values, not pointers, spare
 // an allocation each).
-type anthropicRequest struct {
+type Request struct {
 	Model     string          `json:"model"`
 	MaxTokens *int64          `json:"max_tokens"` // nil: absent or null
-	Messages  []message       `json:"messages"`
+	Messages  []wire.Message  `json:"messages"`
 	System    json.RawMessage `json:"system"`
 	Tools     json.RawMessage `json:"tools"`
 	Stream    bool            `json:"stream"`
@@ -41,69 +83,69 @@ type anthropicRequest struct {
 	TopP        json.RawMessage `json:"top_p"`
 }
 
-func (anthropic) decode(body []byte, _ int, c *call) error {
-	return decodeAnthropic(body, true, c)
+func (Format) Decode(body []byte, _ int, c *wire.Call) error {
+	return DecodeMessages(body, true, c)
 }
 
-// anthropicRequests holds the structs Messages requests are decoded into.
-var anthropicRequests requestPool[anthropicRequest]
+// Requests holds the structs Messages requests are decoded into.
+var Requests wire.RequestPool[Request]
 
-// decodeAnthropic decodes a Messages request into c; count_tokens requests
+// DecodeMessages decodes a Messages request into c; count_tokens requests
 // have no max_tokens (needMax false).
-func decodeAnthropic(body []byte, needMax bool, c *call) error {
-	req := anthropicRequests.get()
-	defer anthropicRequests.put(req)
-	*req = anthropicRequest{Model: absentString}
-	if err := decodeRequest(body, req); err != nil {
-		return describeBodyError(body, err)
+func DecodeMessages(body []byte, needMax bool, c *wire.Call) error {
+	req := Requests.Get()
+	defer Requests.Put(req)
+	*req = Request{Model: wire.AbsentString}
+	if err := wire.DecodeRequest(body, req); err != nil {
+		return wire.DescribeBodyError(body, err)
 	}
-	*c = call{temperature: req.Temperature, topP: req.TopP, inferenceGeo: req.InferenceGeo}
-	if err := checkModel(req.Model); err != nil {
+	*c = wire.Call{Temperature: req.Temperature, TopP: req.TopP, InferenceGeo: req.InferenceGeo}
+	if err := wire.CheckModel(req.Model); err != nil {
 		return err
 	}
-	c.model = req.Model
+	c.Model = req.Model
 	if len(req.Messages) > 0 {
-		c.firstRole = req.Messages[0].Role
+		c.FirstRole = req.Messages[0].Role
 	}
 	if needMax {
 		if req.MaxTokens == nil {
-			return invalid("max_tokens", "field required")
+			return wire.Invalid("max_tokens", "field required")
 		}
-		n, err := checkMaxTokens("max_tokens", *req.MaxTokens)
+		n, err := wire.CheckMaxTokens("max_tokens", *req.MaxTokens)
 		if err != nil {
 			return err
 		}
-		c.maxTokens = n
+		c.MaxTokens = n
 	}
-	if err := checkMessages(req.Messages); err != nil {
+	if err := wire.CheckMessages(req.Messages); err != nil {
 		return err
 	}
 	for i, m := range req.Messages {
 		switch {
 		case m.Role == "":
-			return invalid(msgPath(i, "role"), "field required")
+			return wire.Invalid(wire.MsgPath(i, "role"), "field required")
 		case m.Role != "user" && m.Role != "assistant":
-			return invalid(msgPath(i, "role"), "want user or assistant, got %q", m.Role)
+			return wire.Invalid(wire.MsgPath(i, "role"), "want user or assistant, got %q", m.Role)
 		}
-		n, err := contentLen(m.Content, i)
+		n, err := wire.ContentLen(m.Content, i)
 		if err != nil {
 			return err
 		}
-		c.input += messageTokens(n)
+		c.Input += wire.MessageTokens(n)
 	}
 	if len(req.System) > 0 && string(req.System) != "null" {
-		n, err := contentLen(req.System, -1)
+		n, err := wire.ContentLen(req.System, -1)
 		if err != nil {
 			return err
 		}
-		c.input += messageTokens(n)
+		c.Input += wire.MessageTokens(n)
 	}
 	if len(req.Tools) > 0 && string(req.Tools) != "null" {
-		c.input += (utf8.RuneCount(req.Tools) + 3) / 4
+		c.Input += (utf8.RuneCount(req.Tools) + 3) / 4
 	}
-	c.stream = req.Stream
-	if bytes.Contains(body, cacheControlKey) {
-		c.prefixes = requestPrefixes(req.Tools, req.System, req.Messages, false)
+	c.Stream = req.Stream
+	if bytes.Contains(body, wire.CacheControlKey) {
+		c.Prefixes = wire.RequestPrefixes(req.Tools, req.System, req.Messages, false)
 	}
 	if needMax { // count_tokens counts tools whatever their schemas
 		if err := req.decodeContent(c); err != nil {
@@ -131,12 +173,12 @@ type errorDetails struct {
 	ErrorCode string `json:"error_code"`
 }
 
-func (anthropic) writeError(w http.ResponseWriter, status int, e apiError, reqID string) {
-	dt := detail{Type: anthropicErrorType(status), Message: e.msg}
-	if e.limit == LimitQuota {
+func (Format) WriteError(w http.ResponseWriter, status int, e wire.APIError, reqID string) {
+	dt := detail{Type: errorType(status), Message: e.Msg}
+	if e.Limit == wire.LimitQuota {
 		dt.Details = &errorDetails{ErrorCode: "enforced_spend_limit_reached"}
 	}
-	writeJSONBody(w, status, anthropicErrorBody{
+	wire.WriteJSONBody(w, status, anthropicErrorBody{
 		Type:      "error",
 		Error:     dt,
 		RequestID: reqID,
@@ -184,46 +226,46 @@ var anthropicHeaderNames = [4][3]string{
 	{"Anthropic-Ratelimit-Tokens-Limit", "Anthropic-Ratelimit-Tokens-Remaining", "Anthropic-Ratelimit-Tokens-Reset"},
 }
 
-func (anthropic) appendLimitHeaders(buf []byte, l *headerList, s snapshot, now time.Time) []byte {
-	tokens := s.tokens
-	if tokens.limit == 0 && s.input.limit > 0 && s.output.limit > 0 {
+func (Format) AppendLimitHeaders(buf []byte, l *wire.HeaderList, s wire.Snapshot, now time.Time) []byte {
+	tokens := s.Tokens
+	if tokens.Limit == 0 && s.Input.Limit > 0 && s.Output.Limit > 0 {
 		// Real responses report input + output as the combined limit.
-		tokens = dimension{
-			limit:     s.input.limit + s.output.limit,
-			remaining: s.input.remaining + s.output.remaining,
-			reset:     max(s.input.reset, s.output.reset),
+		tokens = wire.Dimension{
+			Limit:     s.Input.Limit + s.Output.Limit,
+			Remaining: s.Input.Remaining + s.Output.Remaining,
+			Reset:     max(s.Input.Reset, s.Output.Reset),
 		}
 	}
 	dims := [...]struct {
 		names *[3]string
-		d     dimension
+		d     wire.Dimension
 		round bool
 	}{
-		{&anthropicHeaderNames[0], s.requests, false},
-		{&anthropicHeaderNames[1], s.input, true},
-		{&anthropicHeaderNames[2], s.output, true},
+		{&anthropicHeaderNames[0], s.Requests, false},
+		{&anthropicHeaderNames[1], s.Input, true},
+		{&anthropicHeaderNames[2], s.Output, true},
 		{&anthropicHeaderNames[3], tokens, true},
 	}
 	for _, d := range dims {
-		if d.d.limit <= 0 {
+		if d.d.Limit <= 0 {
 			continue
 		}
-		rem := d.d.remaining
+		rem := d.d.Remaining
 		if d.round {
-			rem = roundThousand(rem, d.d.limit)
+			rem = roundThousand(rem, d.d.Limit)
 		}
-		buf = strconv.AppendInt(buf, d.d.limit, 10)
-		l.add(d.names[0], buf)
+		buf = strconv.AppendInt(buf, d.d.Limit, 10)
+		l.Add(d.names[0], buf)
 		buf = strconv.AppendInt(buf, rem, 10)
-		l.add(d.names[1], buf)
-		buf = appendResetTime(buf, now, d.d.reset)
-		l.add(d.names[2], buf)
+		l.Add(d.names[1], buf)
+		buf = appendResetTime(buf, now, d.d.Reset)
+		l.Add(d.names[2], buf)
 	}
 	return buf
 }
 
-func anthropicStopReason(r *result) string {
-	if r.capped {
+func anthropicStopReason(r *wire.Result) string {
+	if r.Capped {
 		return "max_tokens"
 	}
 	return "end_turn"
@@ -283,40 +325,40 @@ func anthropicStopReason(r *result) string {
 //     message_start's counts), with output_tokens_details and
 //     server_tool_use as above.
 
-// body builds the Message by hand: it is the hot path of JSON throughput,
+// Body builds the Message by hand: it is the hot path of JSON throughput,
 // and every field but the model is known not to need escaping.
-func (anthropic) body(b []byte, c *call, r *result) ([]byte, error) {
-	if c.content != nil {
+func (Format) Body(b []byte, c *wire.Call, r *wire.Result) ([]byte, error) {
+	if c.Content != nil {
 		return anthropicContentBody(b, c, r), nil
 	}
-	b = slices.Grow(b, 640+4*r.n+len(c.model))
+	b = slices.Grow(b, 640+4*r.N+len(c.Model))
 	b = append(b, `{"id":"`...)
-	b = append(b, r.id...)
+	b = append(b, r.ID...)
 	b = append(b, `","type":"message","role":"assistant","model":`...)
-	b = appendJSONString(b, c.model)
+	b = wire.AppendJSONString(b, c.Model)
 	b = append(b, `,"content":[{"type":"text","text":"`...)
-	b = appendText(b, r, 0, r.n)
+	b = wire.AppendText(b, r, 0, r.N)
 	b = append(b, `"}],"container":null,"stop_reason":"`...)
 	b = append(b, anthropicStopReason(r)...)
 	b = append(b, `","stop_sequence":null,"stop_details":null,"usage":{"input_tokens":`...)
-	b = strconv.AppendInt(b, int64(c.input-c.cacheRead-c.cacheWrite), 10)
+	b = strconv.AppendInt(b, int64(c.Input-c.CacheRead-c.CacheWrite), 10)
 	b = append(b, `,"output_tokens":`...)
-	b = strconv.AppendInt(b, int64(r.n), 10)
+	b = strconv.AppendInt(b, int64(r.N), 10)
 	b = appendUsageTail(b, c)
 	return b, nil
 }
 
-func (anthropic) streamStart(b []byte, c *call, r *result) []byte {
+func (Format) StreamStart(b []byte, c *wire.Call, r *wire.Result) []byte {
 	b = append(b, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\""...)
-	b = append(b, r.id...)
+	b = append(b, r.ID...)
 	b = append(b, `","type":"message","role":"assistant","content":[],"container":null,"model":`...)
-	b = appendJSONString(b, c.model)
+	b = wire.AppendJSONString(b, c.Model)
 	b = append(b, `,"stop_reason":null,"stop_sequence":null,"stop_details":null,"usage":{"input_tokens":`...)
-	b = strconv.AppendInt(b, int64(c.input-c.cacheRead-c.cacheWrite), 10)
+	b = strconv.AppendInt(b, int64(c.Input-c.CacheRead-c.CacheWrite), 10)
 	b = append(b, `,"output_tokens":1`...)
 	b = appendUsageTail(b, c)
 	b = append(b, "}\n\n"...)
-	if c.content != nil && c.content.ans[0].tool {
+	if c.Content != nil && c.Content.Ans[0].Tool {
 		b = append(b, "event: content_block_start\ndata: "...)
 		b = appendToolUseBlock(b, c, nil)
 		b = append(b, "\n\n"...)
@@ -326,35 +368,35 @@ func (anthropic) streamStart(b []byte, c *call, r *result) []byte {
 	return append(b, "event: ping\ndata: {\"type\": \"ping\"}\n\n"...)
 }
 
-func (anthropic) streamDelta(b []byte, c *call, r *result, from, to int) []byte {
-	if c.content != nil {
-		ch := &c.content.ans[0]
-		if from >= ch.n {
+func (Format) StreamDelta(b []byte, c *wire.Call, r *wire.Result, from, to int) []byte {
+	if c.Content != nil {
+		ch := &c.Content.Ans[0]
+		if from >= ch.N {
 			return b
 		}
-		if ch.tool {
+		if ch.Tool {
 			b = append(b, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\""...)
 		} else {
 			b = append(b, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\""...)
 		}
-		b = ch.appendTokens(b, from, to)
+		b = ch.AppendTokens(b, from, to)
 		return append(b, "\"}}\n\n"...)
 	}
 	b = append(b, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\""...)
-	b = appendText(b, r, from, to)
+	b = wire.AppendText(b, r, from, to)
 	return append(b, "\"}}\n\n"...)
 }
 
-func (anthropic) streamEnd(b []byte, c *call, r *result) []byte {
+func (Format) StreamEnd(b []byte, c *wire.Call, r *wire.Result) []byte {
 	b = append(b, "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n"...)
 	b = append(b, "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\""...)
-	n := r.n
-	if c.content != nil {
-		ch := &c.content.ans[0]
-		b = append(b, ch.anthropicStopReason(r)...)
+	n := r.N
+	if c.Content != nil {
+		ch := &c.Content.Ans[0]
+		b = append(b, contentStopReason(ch, r)...)
 		b = append(b, `","stop_sequence":`...)
-		b = ch.appendStopSequence(b, r)
-		n = ch.emitted(r)
+		b = appendStopSequence(b, ch, r)
+		n = ch.Emitted(r)
 	} else {
 		b = append(b, anthropicStopReason(r)...)
 		b = append(b, `","stop_sequence":null`...)
@@ -362,47 +404,47 @@ func (anthropic) streamEnd(b []byte, c *call, r *result) []byte {
 	// message_delta's usage is cumulative: the input and cache counts of
 	// message_start again, and the final output count.
 	b = append(b, `,"stop_details":null,"container":null},"usage":{"input_tokens":`...)
-	b = strconv.AppendInt(b, int64(c.input-c.cacheRead-c.cacheWrite), 10)
+	b = strconv.AppendInt(b, int64(c.Input-c.CacheRead-c.CacheWrite), 10)
 	b = append(b, `,"cache_creation_input_tokens":`...)
-	b = strconv.AppendInt(b, int64(c.cacheWrite), 10)
+	b = strconv.AppendInt(b, int64(c.CacheWrite), 10)
 	b = append(b, `,"cache_read_input_tokens":`...)
-	b = strconv.AppendInt(b, int64(c.cacheRead), 10)
+	b = strconv.AppendInt(b, int64(c.CacheRead), 10)
 	b = append(b, `,"output_tokens":`...)
 	b = strconv.AppendInt(b, int64(n), 10)
 	b = append(b, `,"output_tokens_details":{"thinking_tokens":0},"server_tool_use":null}}`+"\n\n"...)
 	return append(b, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"...)
 }
 
-func (anthropic) streamError(b []byte, _ *call, _ *result) []byte {
-	return appendSSE(b, "error", []byte(`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`))
+func (Format) StreamError(b []byte, _ *wire.Call, _ *wire.Result) []byte {
+	return wire.AppendSSE(b, "error", []byte(`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`))
 }
 
-// anthropicStopReason is the stop reason of a content answer.
-func (ch *choiceOut) anthropicStopReason(r *result) string {
+// contentStopReason is the stop reason of a content answer.
+func contentStopReason(ch *wire.Choice, r *wire.Result) string {
 	switch {
-	case ch.capped && ch.whole(r):
+	case ch.Capped && ch.Whole(r):
 		return "max_tokens"
-	case ch.tool:
+	case ch.Tool:
 		return "tool_use"
-	case ch.stop != "" && ch.whole(r):
+	case ch.Stop != "" && ch.Whole(r):
 		return "stop_sequence"
 	}
 	return "end_turn"
 }
 
 // appendStopSequence appends the matched stop sequence, or null.
-func (ch *choiceOut) appendStopSequence(b []byte, r *result) []byte {
-	if ch.stop == "" || !ch.whole(r) {
+func appendStopSequence(b []byte, ch *wire.Choice, r *wire.Result) []byte {
+	if ch.Stop == "" || !ch.Whole(r) {
 		return append(b, "null"...)
 	}
-	return appendJSONString(b, ch.stop)
+	return wire.AppendJSONString(b, ch.Stop)
 }
 
 // appendToolUseBlock appends a tool_use content block whose input is
 // input; nil gives {} (the block as a stream starts it, and a tool call
 // cut before its end).
-func appendToolUseBlock(b []byte, c *call, input []byte) []byte {
-	cr := c.content
+func appendToolUseBlock(b []byte, c *wire.Call, input []byte) []byte {
+	cr := c.Content
 	if input == nil {
 		input = []byte("{}")
 	}
@@ -412,85 +454,114 @@ func appendToolUseBlock(b []byte, c *call, input []byte) []byte {
 }
 
 // appendToolUse appends choice k's tool_use block.
-func appendToolUse(b []byte, cr *contentReq, k int, input []byte) []byte {
+func appendToolUse(b []byte, cr *wire.ContentReq, k int, input []byte) []byte {
 	b = append(b, `{"type":"tool_use","id":`...)
-	b = appendJSONString(b, cr.ids[k])
+	b = wire.AppendJSONString(b, cr.IDs[k])
 	b = append(b, `,"name":`...)
-	b = appendJSONString(b, cr.tools[cr.toolIdx].name)
+	b = wire.AppendJSONString(b, cr.Tools[cr.ToolIdx].Name)
 	b = append(b, `,"input":`...)
 	b = append(b, input...)
 	return append(b, `,"caller":{"type":"direct"}}`...)
 }
 
 // anthropicContentBody is body for a request with content fields.
-func anthropicContentBody(b []byte, c *call, r *result) []byte {
-	cr := c.content
-	ch := &cr.ans[0]
+func anthropicContentBody(b []byte, c *wire.Call, r *wire.Result) []byte {
+	cr := c.Content
+	ch := &cr.Ans[0]
 	b = append(b, `{"id":"`...)
-	b = append(b, r.id...)
+	b = append(b, r.ID...)
 	b = append(b, `","type":"message","role":"assistant","model":`...)
-	b = appendJSONString(b, c.model)
+	b = wire.AppendJSONString(b, c.Model)
 	b = append(b, `,"content":[`...)
-	if ch.tool {
+	if ch.Tool {
 		input := []byte("{}") // a call cut before its end
-		if ch.whole(r) {
-			input = ch.doc
+		if ch.Whole(r) {
+			input = ch.Doc
 		}
 		b = appendToolUse(b, cr, 0, input)
 	} else {
 		b = append(b, `{"type":"text","text":"`...)
-		b = ch.appendTokens(b, 0, r.n)
+		b = ch.AppendTokens(b, 0, r.N)
 		b = append(b, `"}`...)
 	}
 	b = append(b, `],"container":null,"stop_reason":"`...)
-	b = append(b, ch.anthropicStopReason(r)...)
+	b = append(b, contentStopReason(ch, r)...)
 	b = append(b, `","stop_sequence":`...)
-	b = ch.appendStopSequence(b, r)
+	b = appendStopSequence(b, ch, r)
 	b = append(b, `,"stop_details":null,"usage":{"input_tokens":`...)
-	b = strconv.AppendInt(b, int64(c.input-c.cacheRead-c.cacheWrite), 10)
+	b = strconv.AppendInt(b, int64(c.Input-c.CacheRead-c.CacheWrite), 10)
 	b = append(b, `,"output_tokens":`...)
-	b = strconv.AppendInt(b, int64(ch.emitted(r)), 10)
+	b = strconv.AppendInt(b, int64(ch.Emitted(r)), 10)
 	return appendUsageTail(b, c)
 }
 
 // appendUsageTail appends the rest of a Message's usage after
 // output_tokens, closes it, appends the fields that follow it and closes
 // the Message.
-func appendUsageTail(b []byte, c *call) []byte {
+func appendUsageTail(b []byte, c *wire.Call) []byte {
 	b = append(b, `,"cache_creation_input_tokens":`...)
-	b = strconv.AppendInt(b, int64(c.cacheWrite), 10)
+	b = strconv.AppendInt(b, int64(c.CacheWrite), 10)
 	b = append(b, `,"cache_read_input_tokens":`...)
-	b = strconv.AppendInt(b, int64(c.cacheRead), 10)
-	long := cacheWriteLong(c)
+	b = strconv.AppendInt(b, int64(c.CacheRead), 10)
+	long := CacheWriteLong(c)
 	b = append(b, `,"cache_creation":{"ephemeral_5m_input_tokens":`...)
-	b = strconv.AppendInt(b, int64(c.cacheWrite-long), 10)
+	b = strconv.AppendInt(b, int64(c.CacheWrite-long), 10)
 	b = append(b, `,"ephemeral_1h_input_tokens":`...)
 	b = strconv.AppendInt(b, int64(long), 10)
 	b = append(b, `},"output_tokens_details":{"thinking_tokens":0},"server_tool_use":null,"service_tier":"standard","speed":"standard","inference_geo":`...)
-	if c.inferenceGeo == "" {
+	if c.InferenceGeo == "" {
 		b = append(b, `"not_available"`...)
 	} else {
-		b = appendJSONString(b, c.inferenceGeo)
+		b = wire.AppendJSONString(b, c.InferenceGeo)
 	}
 	return append(b, `},"diagnostics":null}`...)
 }
 
-// cacheWriteLong is the part of c's cache write that goes to the one-hour
+// CacheWriteLong is the part of c's cache write that goes to the one-hour
 // cache, as the prompt-caching docs bill a request that mixes TTLs
 // ("Mixing different TTLs", https://docs.claude.com/en/docs/build-with-claude/prompt-caching):
 // A is the tokens read, B the highest one-hour breakpoint after A (A if
 // none), C the last breakpoint; B−A tokens are written for an hour and
 // C−B for five minutes. The mock's write is C−A.
-func cacheWriteLong(c *call) int {
-	if c.cacheWrite == 0 {
+func CacheWriteLong(c *wire.Call) int {
+	if c.CacheWrite == 0 {
 		return 0
 	}
-	a := c.cacheRead
+	a := c.CacheRead
 	hi := a
-	for _, p := range c.prefixes {
-		if p.ttl == cacheTTLLong && p.tokens > hi && p.tokens <= a+c.cacheWrite {
-			hi = p.tokens
+	for _, p := range c.Prefixes {
+		if p.TTL == wire.CacheTTLLong && p.Tokens > hi && p.Tokens <= a+c.CacheWrite {
+			hi = p.Tokens
 		}
 	}
 	return hi - a
+}
+
+// errorType is the error type of a status; other 4xx are
+// invalid_request_error and other 5xx api_error.
+func errorType(status int) string {
+	switch status {
+	case http.StatusUnauthorized:
+		return "authentication_error"
+	case http.StatusPaymentRequired:
+		return "billing_error"
+	case http.StatusForbidden:
+		return "permission_error"
+	case http.StatusNotFound:
+		return "not_found_error"
+	case http.StatusConflict:
+		return "conflict_error"
+	case http.StatusRequestEntityTooLarge:
+		return "request_too_large"
+	case http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case http.StatusGatewayTimeout:
+		return "timeout_error"
+	case 529, http.StatusServiceUnavailable:
+		return "overloaded_error"
+	}
+	if status >= 500 {
+		return "api_error"
+	}
+	return "invalid_request_error"
 }

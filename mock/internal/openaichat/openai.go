@@ -1,32 +1,75 @@
-package mock
+package openaichat
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
-// openai is the Chat Completions wire format (docs/wire.md §2).
-type openai struct{}
+// Format is the Chat Completions wire format (docs/wire.md §2).
+type Format struct{}
 
-func (openai) name() string            { return "openai" }
-func (openai) requestIDHeader() string { return "X-Request-Id" }
-func (openai) overloadStatus() int     { return http.StatusServiceUnavailable }
+func (Format) Name() string            { return "openai" }
+func (Format) RequestIDHeader() string { return "X-Request-Id" }
+func (Format) OverloadStatus() int     { return http.StatusServiceUnavailable }
+func (Format) Spec() *wire.Spec        { return &Spec }
 
-// defaultMaxTokens applies when Output.DefaultMaxTokens is 0.
-const defaultMaxTokens = 256
+// Spec is the Chat Completions format's; the Responses API shares it but
+// for its path and id prefix.
+var Spec = wire.Spec{
+	Path:       "/v1/chat/completions",
+	IDPrefix:   "chatcmpl-",
+	Catalog:    wire.CatalogOpenAI,
+	MissingKey: "missing API key: send Authorization: Bearer KEY",
+	// docs/wire.md §2.2.
+	Headers: []wire.Header{
+		{Name: "Openai-Version", Value: []string{"2020-10-01"}},
+		{Name: "Openai-Processing-Ms", Value: []string{"0"}},
+	},
+	Processing: true,
+	AutoCache:  true,
+	QuotaMessage: func(limit, dim string) string {
+		return fmt.Sprintf("You exceeded your current quota, please check your plan and billing details: this API key's quota of %s is spent (mock quota.%s).", limit, dim)
+	},
+	ModelNotFound: func(id string) wire.APIError {
+		return wire.APIError{Msg: fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", id), Code: "model_not_found"}
+	},
+	CheckSampling: CheckSampling,
+}
 
-// openaiRequest holds the fields the mock reads, with absent sentinels like
+// CheckSampling is strictness's check of what the decoder read:
+// temperature in [0, 2] and top_p in [0, 1].
+func CheckSampling(c *wire.Call) *wire.APIError {
+	if c.Temperature != nil {
+		if e := wire.CheckRange(c.Temperature, "temperature", 2, false); e != nil {
+			return e
+		}
+	}
+	if c.TopP != nil {
+		if e := wire.CheckRange(c.TopP, "top_p", 1, false); e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// DefaultMaxTokens applies when Output.DefaultMaxTokens is 0.
+const DefaultMaxTokens = 256
+
+// Request holds the fields the mock reads, with absent sentinels like
 // anthropicRequest.
-type openaiRequest struct {
-	Model               string    `json:"model"`
-	Messages            []message `json:"messages"`
-	MaxCompletionTokens *int64    `json:"max_completion_tokens"` // nil: absent or null
-	MaxTokens           *int64    `json:"max_tokens"`
-	Stream              bool      `json:"stream"`
+type Request struct {
+	Model               string         `json:"model"`
+	Messages            []wire.Message `json:"messages"`
+	MaxCompletionTokens *int64         `json:"max_completion_tokens"` // nil: absent or null
+	MaxTokens           *int64         `json:"max_tokens"`
+	Stream              bool           `json:"stream"`
 	StreamOptions       *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
@@ -43,27 +86,27 @@ type openaiRequest struct {
 	TopP        json.RawMessage `json:"top_p"`
 }
 
-// openaiRequests holds the structs Chat Completions requests are decoded
+// Requests holds the structs Chat Completions requests are decoded
 // into.
-var openaiRequests requestPool[openaiRequest]
+var Requests wire.RequestPool[Request]
 
 var openaiRoles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true, "function": true}
 
-func (openai) decode(body []byte, defaultMax int, c *call) error {
-	req := openaiRequests.get()
-	defer openaiRequests.put(req)
-	*req = openaiRequest{Model: absentString}
-	if err := decodeRequest(body, req); err != nil {
-		return describeBodyError(body, err)
+func (Format) Decode(body []byte, defaultMax int, c *wire.Call) error {
+	req := Requests.Get()
+	defer Requests.Put(req)
+	*req = Request{Model: wire.AbsentString}
+	if err := wire.DecodeRequest(body, req); err != nil {
+		return wire.DescribeBodyError(body, err)
 	}
-	*c = call{temperature: req.Temperature, topP: req.TopP}
-	if err := checkModel(req.Model); err != nil {
+	*c = wire.Call{Temperature: req.Temperature, TopP: req.TopP}
+	if err := wire.CheckModel(req.Model); err != nil {
 		return err
 	}
-	c.model = req.Model
-	c.maxTokens = defaultMax
-	if c.maxTokens == 0 {
-		c.maxTokens = defaultMaxTokens
+	c.Model = req.Model
+	c.MaxTokens = defaultMax
+	if c.MaxTokens == 0 {
+		c.MaxTokens = DefaultMaxTokens
 	}
 	for _, m := range [...]struct {
 		name string
@@ -72,45 +115,45 @@ func (openai) decode(body []byte, defaultMax int, c *call) error {
 		if m.v == nil {
 			continue
 		}
-		n, err := checkMaxTokens(m.name, *m.v)
+		n, err := wire.CheckMaxTokens(m.name, *m.v)
 		if err != nil {
 			return err
 		}
-		c.maxTokens = n
+		c.MaxTokens = n
 	}
-	if err := checkMessages(req.Messages); err != nil {
+	if err := wire.CheckMessages(req.Messages); err != nil {
 		return err
 	}
 	for i, m := range req.Messages {
 		switch {
 		case m.Role == "":
-			return invalid(msgPath(i, "role"), "field required")
+			return wire.Invalid(wire.MsgPath(i, "role"), "field required")
 		case !openaiRoles[m.Role]:
-			return invalid(msgPath(i, "role"), "want system, developer, user, assistant or tool, got %q", m.Role)
+			return wire.Invalid(wire.MsgPath(i, "role"), "want system, developer, user, assistant or tool, got %q", m.Role)
 		}
 		n := 0
 		if len(m.Content) > 0 && string(m.Content) != "null" {
 			var err error
-			if n, err = contentLen(m.Content, i); err != nil {
+			if n, err = wire.ContentLen(m.Content, i); err != nil {
 				return err
 			}
 		} else if m.Role != "assistant" {
-			return invalid(msgPath(i, "content"), "field required")
+			return wire.Invalid(wire.MsgPath(i, "content"), "field required")
 		}
-		c.input += messageTokens(n)
+		c.Input += wire.MessageTokens(n)
 	}
 	if len(req.Tools) > 0 && string(req.Tools) != "null" {
-		c.input += (utf8.RuneCount(req.Tools) + 3) / 4
+		c.Input += (utf8.RuneCount(req.Tools) + 3) / 4
 	}
-	c.stream = req.Stream
-	if c.input >= minCachePrefix {
-		c.prefixes = requestPrefixes(req.Tools, nil, req.Messages, true)
+	c.Stream = req.Stream
+	if c.Input >= wire.MinCachePrefix {
+		c.Prefixes = wire.RequestPrefixes(req.Tools, nil, req.Messages, true)
 	}
 	if req.StreamOptions != nil {
-		if !c.stream {
-			return invalid("stream_options", "only allowed when stream is true")
+		if !c.Stream {
+			return wire.Invalid("stream_options", "only allowed when stream is true")
 		}
-		c.includeUsage = req.StreamOptions.IncludeUsage
+		c.IncludeUsage = req.StreamOptions.IncludeUsage
 	}
 	if err := req.decodeContent(c); err != nil {
 		return err
@@ -129,42 +172,35 @@ type openaiError struct {
 	Code    *string `json:"code"`
 }
 
-func strp(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
-func (openai) writeError(w http.ResponseWriter, status int, e apiError, _ string) {
-	oe := openaiError{Message: e.msg, Type: "invalid_request_error", Param: strp(e.param)}
+func (Format) WriteError(w http.ResponseWriter, status int, e wire.APIError, _ string) {
+	oe := openaiError{Message: e.Msg, Type: "invalid_request_error", Param: wire.StrPtr(e.Param)}
 	switch {
 	case status == http.StatusUnauthorized:
-		oe.Code = strp("invalid_api_key")
+		oe.Code = wire.StrPtr("invalid_api_key")
 	case status == http.StatusNotFound:
-		oe.Code = strp("unknown_url")
+		oe.Code = wire.StrPtr("unknown_url")
 	case status == http.StatusRequestEntityTooLarge:
-		oe.Code = strp("request_too_large")
+		oe.Code = wire.StrPtr("request_too_large")
 	case status == http.StatusTooManyRequests:
 		oe.Type = "requests"
-		switch e.limit {
-		case LimitTPM, LimitITPM, LimitOTPM:
+		switch e.Limit {
+		case wire.LimitTPM, wire.LimitITPM, wire.LimitOTPM:
 			oe.Type = "tokens"
 		}
-		oe.Code = strp("rate_limit_exceeded")
-		if e.limit == LimitQuota {
-			oe.Type, oe.Code = "insufficient_quota", strp("insufficient_quota")
+		oe.Code = wire.StrPtr("rate_limit_exceeded")
+		if e.Limit == wire.LimitQuota {
+			oe.Type, oe.Code = "insufficient_quota", wire.StrPtr("insufficient_quota")
 		}
 	case status == http.StatusServiceUnavailable || status == 529:
 		oe.Type = "server_error"
-		oe.Code = strp("overloaded")
+		oe.Code = wire.StrPtr("overloaded")
 	case status >= 500:
 		oe.Type = "server_error"
 	}
-	if e.code != "" {
-		oe.Code = strp(e.code)
+	if e.Code != "" {
+		oe.Code = wire.StrPtr(e.Code)
 	}
-	writeJSONBody(w, status, openaiErrorBody{Error: oe})
+	wire.WriteJSONBody(w, status, openaiErrorBody{Error: oe})
 }
 
 // openaiHeaderNames are the limit, remaining and reset headers of the
@@ -174,17 +210,17 @@ var openaiHeaderNames = [2][3]string{
 	{"X-Ratelimit-Limit-Tokens", "X-Ratelimit-Remaining-Tokens", "X-Ratelimit-Reset-Tokens"},
 }
 
-func (openai) appendLimitHeaders(buf []byte, l *headerList, s snapshot, _ time.Time) []byte {
-	for i, d := range [...]dimension{s.requests, s.tokens} {
-		if d.limit <= 0 {
+func (Format) AppendLimitHeaders(buf []byte, l *wire.HeaderList, s wire.Snapshot, _ time.Time) []byte {
+	for i, d := range [...]wire.Dimension{s.Requests, s.Tokens} {
+		if d.Limit <= 0 {
 			continue
 		}
-		buf = strconv.AppendInt(buf, d.limit, 10)
-		l.add(openaiHeaderNames[i][0], buf)
-		buf = strconv.AppendInt(buf, d.remaining, 10)
-		l.add(openaiHeaderNames[i][1], buf)
-		buf = appendDuration(buf, d.reset.Round(time.Millisecond))
-		l.add(openaiHeaderNames[i][2], buf)
+		buf = strconv.AppendInt(buf, d.Limit, 10)
+		l.Add(openaiHeaderNames[i][0], buf)
+		buf = strconv.AppendInt(buf, d.Remaining, 10)
+		l.Add(openaiHeaderNames[i][1], buf)
+		buf = appendDuration(buf, d.Reset.Round(time.Millisecond))
+		l.Add(openaiHeaderNames[i][2], buf)
 	}
 	return buf
 }
@@ -204,74 +240,74 @@ func appendDuration(b []byte, d time.Duration) []byte {
 
 const systemFingerprint = "fp_mockllm"
 
-func finishReason(r *result) string {
-	if r.capped {
+func finishReason(r *wire.Result) string {
+	if r.Capped {
 		return "length"
 	}
 	return "stop"
 }
 
-// body builds the completion by hand, like anthropic.body.
-func (openai) body(b []byte, c *call, r *result) ([]byte, error) {
-	if c.content != nil {
+// Body builds the completion by hand, like anthropic.body.
+func (Format) Body(b []byte, c *wire.Call, r *wire.Result) ([]byte, error) {
+	if c.Content != nil {
 		return openaiContentBody(b, c, r), nil
 	}
-	b = slices.Grow(b, 400+4*r.n+len(c.model))
+	b = slices.Grow(b, 400+4*r.N+len(c.Model))
 	b = append(b, `{"id":"`...)
-	b = append(b, r.id...)
+	b = append(b, r.ID...)
 	b = append(b, `","object":"chat.completion","created":`...)
-	b = strconv.AppendInt(b, r.created.Unix(), 10)
+	b = strconv.AppendInt(b, r.Created.Unix(), 10)
 	b = append(b, `,"model":`...)
-	b = appendJSONString(b, c.model)
+	b = wire.AppendJSONString(b, c.Model)
 	b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":"`...)
-	b = appendText(b, r, 0, r.n)
+	b = wire.AppendText(b, r, 0, r.N)
 	b = append(b, `","refusal":null},"logprobs":null,"finish_reason":"`...)
 	b = append(b, finishReason(r)...)
 	b = append(b, `"}],"usage":{"prompt_tokens":`...)
-	b = strconv.AppendInt(b, int64(c.input), 10)
+	b = strconv.AppendInt(b, int64(c.Input), 10)
 	b = appendCachedTokens(b, c)
 	b = append(b, `,"completion_tokens":`...)
-	b = strconv.AppendInt(b, int64(r.n), 10)
+	b = strconv.AppendInt(b, int64(r.N), 10)
 	b = append(b, `,"total_tokens":`...)
-	b = strconv.AppendInt(b, int64(c.input+r.n), 10)
+	b = strconv.AppendInt(b, int64(c.Input+r.N), 10)
 	b = append(b, `},"service_tier":"default","system_fingerprint":"`+systemFingerprint+`"}`...)
 	return b, nil
 }
 
 // chunkHead appends the fields every chunk shares, up to "choices":.
-func chunkHead(b []byte, c *call, r *result) []byte {
+func chunkHead(b []byte, c *wire.Call, r *wire.Result) []byte {
 	b = append(b, `data: {"id":"`...)
-	b = append(b, r.id...)
+	b = append(b, r.ID...)
 	b = append(b, `","object":"chat.completion.chunk","created":`...)
-	b = strconv.AppendInt(b, r.created.Unix(), 10)
+	b = strconv.AppendInt(b, r.Created.Unix(), 10)
 	b = append(b, `,"model":`...)
-	b = appendJSONString(b, c.model)
+	b = wire.AppendJSONString(b, c.Model)
 	b = append(b, `,"service_tier":"default","system_fingerprint":"`+systemFingerprint+`","choices":`...)
 	return b
 }
 
-func chunkTail(b []byte, c *call) []byte {
-	if c.includeUsage {
+func chunkTail(b []byte, c *wire.Call) []byte {
+	if c.IncludeUsage {
 		b = append(b, `,"usage":null`...)
 	}
 	return append(b, "}\n\n"...)
 }
 
-func (openai) streamStart(b []byte, c *call, r *result) []byte {
+func (Format) StreamStart(b []byte, c *wire.Call, r *wire.Result) []byte {
 	b = chunkHead(b, c, r)
-	if cr := c.content; cr != nil {
+	if cr := c.Content; cr != nil {
 		b = append(b, '[')
-		for k := range cr.ans {
+		for k := range cr.Ans {
 			if k > 0 {
 				b = append(b, ',')
 			}
 			b = append(b, `{"index":`...)
 			b = strconv.AppendInt(b, int64(k), 10)
-			if cr.ans[k].tool {
+			if cr.Ans[k].Tool {
 				b = append(b, `,"delta":{"role":"assistant","content":null,"refusal":null,"tool_calls":[{"index":0,"id":`...)
-				b = appendJSONString(b, cr.ids[k])
+				b = wire.AppendJSONString(b, cr.IDs[k])
 				b = append(b, `,"type":"function","function":{"name":`...)
-				b = appendJSONString(b, cr.tools[cr.toolIdx].name)
+				b = wire.AppendJSONString(b, cr.Tools[cr.ToolIdx].Name)
 				b = append(b, `,"arguments":""}}]},"logprobs":null,"finish_reason":null}`...)
 			} else {
 				b = append(b, `,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}`...)
@@ -284,127 +320,127 @@ func (openai) streamStart(b []byte, c *call, r *result) []byte {
 	return chunkTail(b, c)
 }
 
-func (openai) streamDelta(b []byte, c *call, r *result, from, to int) []byte {
-	if cr := c.content; cr != nil {
+func (Format) StreamDelta(b []byte, c *wire.Call, r *wire.Result, from, to int) []byte {
+	if cr := c.Content; cr != nil {
 		return openaiContentDelta(b, c, r, from, to)
 	}
 	b = chunkHead(b, c, r)
 	b = append(b, `[{"index":0,"delta":{"content":"`...)
-	b = appendText(b, r, from, to)
+	b = wire.AppendText(b, r, from, to)
 	b = append(b, `"},"logprobs":null,"finish_reason":null}]`...)
 	return chunkTail(b, c)
 }
 
-func (openai) streamEnd(b []byte, c *call, r *result) []byte {
+func (Format) StreamEnd(b []byte, c *wire.Call, r *wire.Result) []byte {
 	b = chunkHead(b, c, r)
-	out := r.n
-	if cr := c.content; cr != nil {
+	out := r.N
+	if cr := c.Content; cr != nil {
 		b = append(b, '[')
-		for k := range cr.ans {
+		for k := range cr.Ans {
 			if k > 0 {
 				b = append(b, ',')
 			}
 			b = append(b, `{"index":`...)
 			b = strconv.AppendInt(b, int64(k), 10)
 			b = append(b, `,"delta":{},"logprobs":null,"finish_reason":"`...)
-			b = append(b, cr.ans[k].finishReason(r)...)
+			b = append(b, contentFinishReason(&cr.Ans[k], r)...)
 			b = append(b, `"}`...)
 		}
 		b = append(b, ']')
-		out = cr.outputTokens(r)
+		out = cr.OutputTokens(r)
 	} else {
 		b = append(b, `[{"index":0,"delta":{},"logprobs":null,"finish_reason":"`...)
 		b = append(b, finishReason(r)...)
 		b = append(b, `"}]`...)
 	}
 	b = chunkTail(b, c)
-	if c.includeUsage {
+	if c.IncludeUsage {
 		b = chunkHead(b, c, r)
 		b = append(b, `[],"usage":{"prompt_tokens":`...)
-		b = strconv.AppendInt(b, int64(c.input), 10)
+		b = strconv.AppendInt(b, int64(c.Input), 10)
 		b = appendCachedTokens(b, c)
 		b = append(b, `,"completion_tokens":`...)
 		b = strconv.AppendInt(b, int64(out), 10)
 		b = append(b, `,"total_tokens":`...)
-		b = strconv.AppendInt(b, int64(c.input+out), 10)
+		b = strconv.AppendInt(b, int64(c.Input+out), 10)
 		b = append(b, "}}\n\n"...)
 	}
 	return append(b, "data: [DONE]\n\n"...)
 }
 
-func (openai) streamError(b []byte, _ *call, _ *result) []byte {
+func (Format) StreamError(b []byte, _ *wire.Call, _ *wire.Result) []byte {
 	return append(b, `data: {"error":{"message":"The server is overloaded. Please try again later.","type":"server_error","param":null,"code":"overloaded"}}`+"\n\n"...)
 }
 
-// finishReason is the finish reason of a content answer's choice.
-func (ch *choiceOut) finishReason(r *result) string {
+// contentFinishReason is the finish reason of a content answer's choice.
+func contentFinishReason(ch *wire.Choice, r *wire.Result) string {
 	switch {
-	case ch.capped && ch.whole(r):
+	case ch.Capped && ch.Whole(r):
 		return "length"
-	case ch.tool:
+	case ch.Tool:
 		return "tool_calls"
 	}
 	return "stop"
 }
 
 // openaiContentBody is body for a request with content fields.
-func openaiContentBody(b []byte, c *call, r *result) []byte {
-	cr := c.content
+func openaiContentBody(b []byte, c *wire.Call, r *wire.Result) []byte {
+	cr := c.Content
 	b = append(b, `{"id":"`...)
-	b = append(b, r.id...)
+	b = append(b, r.ID...)
 	b = append(b, `","object":"chat.completion","created":`...)
-	b = strconv.AppendInt(b, r.created.Unix(), 10)
+	b = strconv.AppendInt(b, r.Created.Unix(), 10)
 	b = append(b, `,"model":`...)
-	b = appendJSONString(b, c.model)
+	b = wire.AppendJSONString(b, c.Model)
 	b = append(b, `,"choices":[`...)
-	for k := range cr.ans {
-		ch := &cr.ans[k]
+	for k := range cr.Ans {
+		ch := &cr.Ans[k]
 		if k > 0 {
 			b = append(b, ',')
 		}
 		b = append(b, `{"index":`...)
 		b = strconv.AppendInt(b, int64(k), 10)
-		if ch.tool {
+		if ch.Tool {
 			b = append(b, `,"message":{"role":"assistant","content":null,"tool_calls":[{"id":`...)
-			b = appendJSONString(b, cr.ids[k])
+			b = wire.AppendJSONString(b, cr.IDs[k])
 			b = append(b, `,"type":"function","function":{"name":`...)
-			b = appendJSONString(b, cr.tools[cr.toolIdx].name)
+			b = wire.AppendJSONString(b, cr.Tools[cr.ToolIdx].Name)
 			b = append(b, `,"arguments":"`...)
-			b = ch.appendTokens(b, 0, r.n)
+			b = ch.AppendTokens(b, 0, r.N)
 			b = append(b, `"}}],"refusal":null}`...)
 		} else {
 			b = append(b, `,"message":{"role":"assistant","content":"`...)
-			b = ch.appendTokens(b, 0, r.n)
+			b = ch.AppendTokens(b, 0, r.N)
 			b = append(b, `","refusal":null}`...)
 		}
 		b = append(b, `,"logprobs":`...)
-		b = cr.appendLogprobs(b, ch, 0, r.n)
+		b = cr.AppendLogprobs(b, ch, 0, r.N)
 		b = append(b, `,"finish_reason":"`...)
-		b = append(b, ch.finishReason(r)...)
+		b = append(b, contentFinishReason(ch, r)...)
 		b = append(b, `"}`...)
 	}
-	out := cr.outputTokens(r)
+	out := cr.OutputTokens(r)
 	b = append(b, `],"usage":{"prompt_tokens":`...)
-	b = strconv.AppendInt(b, int64(c.input), 10)
+	b = strconv.AppendInt(b, int64(c.Input), 10)
 	b = appendCachedTokens(b, c)
 	b = append(b, `,"completion_tokens":`...)
 	b = strconv.AppendInt(b, int64(out), 10)
 	b = append(b, `,"total_tokens":`...)
-	b = strconv.AppendInt(b, int64(c.input+out), 10)
+	b = strconv.AppendInt(b, int64(c.Input+out), 10)
 	return append(b, `},"service_tier":"default","system_fingerprint":"`+systemFingerprint+`"}`...)
 }
 
 // openaiContentDelta is one chunk of tokens [from, to) of every choice
 // that has some; nothing when none has.
-func openaiContentDelta(b []byte, c *call, r *result, from, to int) []byte {
-	cr := c.content
+func openaiContentDelta(b []byte, c *wire.Call, r *wire.Result, from, to int) []byte {
+	cr := c.Content
 	head := len(b)
 	b = chunkHead(b, c, r)
 	b = append(b, '[')
 	first := true
-	for k := range cr.ans {
-		ch := &cr.ans[k]
-		if from >= ch.emitted(r) {
+	for k := range cr.Ans {
+		ch := &cr.Ans[k]
+		if from >= ch.Emitted(r) {
 			continue
 		}
 		if !first {
@@ -413,17 +449,17 @@ func openaiContentDelta(b []byte, c *call, r *result, from, to int) []byte {
 		first = false
 		b = append(b, `{"index":`...)
 		b = strconv.AppendInt(b, int64(k), 10)
-		if ch.tool {
+		if ch.Tool {
 			b = append(b, `,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"`...)
-			b = ch.appendTokens(b, from, to)
+			b = ch.AppendTokens(b, from, to)
 			b = append(b, `"}}]}`...)
 		} else {
 			b = append(b, `,"delta":{"content":"`...)
-			b = ch.appendTokens(b, from, to)
+			b = ch.AppendTokens(b, from, to)
 			b = append(b, `"}`...)
 		}
 		b = append(b, `,"logprobs":`...)
-		b = cr.appendLogprobs(b, ch, from, to)
+		b = cr.AppendLogprobs(b, ch, from, to)
 		b = append(b, `,"finish_reason":null}`...)
 	}
 	if first {
@@ -435,11 +471,11 @@ func openaiContentDelta(b []byte, c *call, r *result, from, to int) []byte {
 
 // appendCachedTokens appends prompt_tokens_details when the prompt cache
 // served part of the prompt.
-func appendCachedTokens(b []byte, c *call) []byte {
-	if c.cacheRead == 0 {
+func appendCachedTokens(b []byte, c *wire.Call) []byte {
+	if c.CacheRead == 0 {
 		return b
 	}
 	b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
-	b = strconv.AppendInt(b, int64(c.cacheRead), 10)
+	b = strconv.AppendInt(b, int64(c.CacheRead), 10)
 	return append(b, '}')
 }
