@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+
+	"github.com/ratelab/ratelab/mock/internal/azure"
 )
 
 const azureTestConfig = `
@@ -39,8 +41,8 @@ func TestAzureErrors(t *testing.T) {
 			{"responses before 2025-03-01-preview", "/openai/responses?api-version=2024-10-21", `{"model":"prod","input":"Hi"}`, []string{"Api-Key", "k1"}, 404, `{"error":{"code":"404","message":"Resource not found"}}`},
 			{"v1 with a dated version", "/openai/v1/chat/completions?api-version=2024-10-21", azureChatBody, []string{"Api-Key", "k1"}, 404, `{"error":{"code":"404","message":"Resource not found"}}`},
 			{"unknown path", "/openai/deployments/prod/embeddings?api-version=2024-10-21", `{}`, []string{"Api-Key", "k1"}, 404, `{"error":{"code":"404","message":"Resource not found"}}`},
-			{"wrong key", dep + "?api-version=2024-10-21", azureChatBody, []string{"Api-Key", "nope"}, 401, `{"error":{"code":"401","message":"` + azureUnauthorized + `"}}`},
-			{"no key", dep + "?api-version=2024-10-21", azureChatBody, nil, 401, `{"error":{"code":"401","message":"` + azureUnauthorized + `"}}`},
+			{"wrong key", dep + "?api-version=2024-10-21", azureChatBody, []string{"Api-Key", "nope"}, 401, `{"error":{"code":"401","message":"` + azure.Unauthorized + `"}}`},
+			{"no key", dep + "?api-version=2024-10-21", azureChatBody, nil, 401, `{"error":{"code":"401","message":"` + azure.Unauthorized + `"}}`},
 			{"unknown deployment", "/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21", azureChatBody, []string{"Api-Key", "k1"}, 404,
 				`{"error":{"code":"DeploymentNotFound","message":"The API deployment for this resource does not exist. If you created the deployment within the last 5 minutes, please wait a moment and try again."}}`},
 			{"v1 unknown deployment", "/openai/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"user","content":"Hi"}]}`, []string{"Api-Key", "k1"}, 404,

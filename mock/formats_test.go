@@ -12,6 +12,7 @@ package mock
 // which imports mock.
 
 import (
+	"cmp"
 	"encoding/json"
 	"slices"
 	"strconv"
@@ -41,6 +42,12 @@ type serverConformance struct {
 	limitType string
 	// authType is the 401's.
 	authType string
+	// ownEnvelope: the 429 and the 401 come in an envelope of a code and
+	// a message only (Azure's), whose code limitType and authType are.
+	ownEnvelope bool
+	// rpmText is what the 429 of an rpm limit says of it; "" is the
+	// limit's name, LimitRPM.
+	rpmText string
 }
 
 var serverConformanceTable = map[string]serverConformance{
@@ -82,6 +89,32 @@ var serverConformanceTable = map[string]serverConformance{
 		limitType:  "requests",
 		authType:   "invalid_request_error",
 	},
+	"azure-openai": {
+		body:       func(n int, stream bool) string { return openaiBody(n, stream, false, "hi") },
+		badBody:    `{"model":"gpt-4o-mini","max_completion_tokens":0,"messages":[{"role":"user","content":"hi"}]}`,
+		badField:   "max_completion_tokens",
+		frames:     []string{`"prompt_filter_results":[`, `"role":"assistant"`, `"delta":{"content":"`, `"finish_reason":"length"`, "data: [DONE]\n\n"},
+		requestID:  "X-Request-Id",
+		remaining:  "X-Ratelimit-Remaining-Requests",
+		overloaded: 503,
+		limitType:  "429", authType: "401", ownEnvelope: true,
+		rpmText: "exceeded call rate limit",
+	},
+	"azure-openai-responses": {
+		body: func(n int, stream bool) string {
+			b, _ := json.Marshal(map[string]any{"model": "gpt-4o-mini", "input": "hi", "max_output_tokens": n, "stream": stream})
+			return string(b)
+		},
+		badBody:  `{"model":"gpt-4o-mini","input":"hi","max_output_tokens":1}`,
+		badField: "max_output_tokens",
+		frames: []string{"event: response.created\n", "event: response.output_item.added\n",
+			"event: response.output_text.delta\n", "event: response.incomplete\n"},
+		requestID:  "X-Request-Id",
+		remaining:  "X-Ratelimit-Remaining-Requests",
+		overloaded: 503,
+		limitType:  "429", authType: "401", ownEnvelope: true,
+		rpmText: "exceeded call rate limit",
+	},
 }
 
 func TestServerConformanceCoversEveryFormat(t *testing.T) {
@@ -97,9 +130,35 @@ func TestServerConformanceCoversEveryFormat(t *testing.T) {
 			t.Errorf("the conformance table names %q, which the server does not register (formats: %q)", n, names)
 		}
 	}
-	if len(names) < 3 {
-		t.Errorf("formats = %q, want at least the three built-in formats", names)
+	if len(names) < 5 {
+		t.Errorf("formats = %q, want at least the five built-in formats", names)
 	}
+}
+
+// limitOrAuthType is errorType, or for a format with an envelope of its
+// own (serverConformance.ownEnvelope) errorCode.
+func limitOrAuthType(t *testing.T, r reply, f serverConformance) string {
+	t.Helper()
+	if f.ownEnvelope {
+		return errorCode(t, r)
+	}
+	return errorType(t, r)
+}
+
+// errorCode is the code of the error in an envelope of a code and a
+// message (Azure's).
+func errorCode(t *testing.T, r reply) string {
+	t.Helper()
+	var env struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(r.body, &env); err != nil || env.Error.Code == "" || env.Error.Message == "" {
+		t.Fatalf("status %d body %q: want an error envelope with a code and a message (%v)", r.status, r.body, err)
+	}
+	return env.Error.Code
 }
 
 // errorType is the type of the error in an error envelope: Anthropic's
@@ -171,11 +230,11 @@ func TestServerConformance(t *testing.T) {
 			if rem := r.header.Get(f.remaining); rem != "0" {
 				t.Errorf("%s %q, want 0", f.remaining, rem)
 			}
-			if typ := errorType(t, r); typ != f.limitType {
+			if typ := limitOrAuthType(t, r, f); typ != f.limitType {
 				t.Errorf("error type %q, want %q", typ, f.limitType)
 			}
-			if !strings.Contains(string(r.body), LimitRPM) {
-				t.Errorf("body %s, want the limit named (%s)", r.body, LimitRPM)
+			if text := cmp.Or(f.rpmText, LimitRPM); !strings.Contains(string(r.body), text) {
+				t.Errorf("body %s, want the limit named (%s)", r.body, text)
 			}
 		}},
 		{"overload status", func(cfg *Config) { cfg.Faults.Overloaded = 1 }, func(t *testing.T, ts *testServer, path string, f serverConformance) {
@@ -212,7 +271,7 @@ func TestServerConformance(t *testing.T) {
 			if r.status != 401 {
 				t.Fatalf("no key: status %d body %s, want 401", r.status, r.body)
 			}
-			if typ := errorType(t, r); typ != f.authType {
+			if typ := limitOrAuthType(t, r, f); typ != f.authType {
 				t.Errorf("error type %q, want %q", typ, f.authType)
 			}
 			r = ts.do(t, "POST", path, f.body(16, false), "Authorization", "Bearer sk-wrong")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gorilla/mux"
 	"github.com/ratelab/ratelab/mock/internal/anthropic"
+	"github.com/ratelab/ratelab/mock/internal/azure"
 	"github.com/ratelab/ratelab/mock/internal/openaichat"
 	"github.com/ratelab/ratelab/mock/internal/openairesponses"
 	"github.com/ratelab/ratelab/mock/internal/wire"
@@ -21,9 +22,9 @@ type route struct {
 }
 
 // formats are the wire formats the server serves, each at its
-// wire.Spec.Path; a new format is added here and in the conformance table
+// wire.Spec.Path and AltPaths; a new format is added here and in the conformance table
 // (formats_test.go).
-var formats = []wire.Format{anthropic.Format{}, openaichat.Format{}, openairesponses.Format{}}
+var formats = []wire.Format{anthropic.Format{}, openaichat.Format{}, openairesponses.Format{}, azure.Chat, azure.Responses}
 
 // routeTable is the server's one list of routes. The router is built from
 // it, the exact paths are dispatched from it (fastRoutes), and a 405's
@@ -34,7 +35,10 @@ func (s *Server) routeTable() []route {
 		{"/v1/messages/count_tokens", post, http.HandlerFunc(s.countTokens)},
 	}
 	for _, wr := range formats {
-		t = append(t, route{wr.Spec().Path, post, s.model(wr)})
+		h := s.model(wr)
+		for _, p := range append([]string{wr.Spec().Path}, wr.Spec().AltPaths...) {
+			t = append(t, route{p, post, h})
+		}
 	}
 	t = append(t, s.modelRoutes()...)
 	t = append(t, s.adminRoutes()...)
@@ -113,12 +117,18 @@ func fastRoutes(table []route, router http.Handler) http.Handler {
 }
 
 // wireOf picks the API a request is for, whose envelope its errors take:
-// by path for the model endpoints (OpenAI's live under /v1/chat/,
+// the format whose wire.Spec.RoutePrefix the path starts with (Azure's
+// /openai/), by path for the model endpoints (OpenAI's live under /v1/chat/,
 // /v1/responses, /v1/completions and /v1/embeddings), otherwise by the
 // headers the SDKs send: anthropic-version or x-api-key is Anthropic, a
 // bearer token without them is OpenAI. A request with neither is
 // Anthropic's.
 func wireOf(req *http.Request) wire.Format {
+	for _, wr := range formats {
+		if pre := wr.Spec().RoutePrefix; pre != "" && strings.HasPrefix(req.URL.Path, pre) {
+			return wr
+		}
+	}
 	switch p := req.URL.Path; {
 	case strings.HasPrefix(p, "/v1/messages"):
 		return anthropic.Format{}

@@ -38,6 +38,10 @@ type Server struct {
 	budget                        *decodeBudget
 	seq                           atomic.Uint64 // request counter, for ids
 	text                          []string      // Output.Text's tokens, JSON-escaped; nil for the filler
+	// env is what the formats' Spec.Bind read (formatEnv, config.go), and
+	// deploymentPools the limits of the pools its deployments name.
+	env             *wire.Env
+	deploymentPools map[string]Limits
 	// storeDown: Config.Store failed last; its outage is logged once.
 	storeDown atomic.Bool
 	// draining: Shutdown or Close was called; /readyz answers 503.
@@ -104,6 +108,7 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 	cfg.Models.Extra = slices.Clone(cfg.Models.Extra)
 	cfg.LimitsByModel = maps.Clone(cfg.LimitsByModel)
 	cfg.Prices = maps.Clone(cfg.Prices)
+	cfg.Azure.Deployments = maps.Clone(cfg.Azure.Deployments)
 	s := &Server{
 		cfg:     cfg,
 		log:     cfg.Logger,
@@ -136,6 +141,7 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 	}
 	s.anthropicModels = modelIndex(anthropicCatalog, cfg.Models.Extra)
 	s.openaiModels = modelIndex(openaiCatalog, cfg.Models.Extra)
+	s.env, s.deploymentPools = s.formatEnv()
 	s.metrics.reg.MustRegister(s.calls, serverCollector{s})
 	s.resetLocked()
 	s.handler = s.routes()

@@ -44,6 +44,10 @@ type Call struct {
 	// InferenceGeo is an Anthropic request's inference_geo, which its
 	// usage reports back; empty when absent.
 	InferenceGeo string
+	// Pool, set by Decode, names the per-key pool the request is charged
+	// to besides its key's limits: a Deployment's Pool (Env). Empty: the
+	// limits_by_model pool of its model, if any.
+	Pool string
 }
 
 // BadRequest is a 400 naming the offending field.
@@ -54,6 +58,16 @@ type BadRequest struct {
 }
 
 func (e *BadRequest) Error() string { return e.Msg }
+
+// Refusal is a refusal with a status of its own, not the 400 of a
+// BadRequest: what Spec.Bind answers with, and what a Decode that refuses
+// with another status returns (Azure's 404 DeploymentNotFound).
+type Refusal struct {
+	Status int
+	E      APIError
+}
+
+func (e *Refusal) Error() string { return e.E.Msg }
 
 func Invalid(param, format string, args ...any) error {
 	return &BadRequest{Param: param, Msg: param + ": " + fmt.Sprintf(format, args...), Code: invalidCode(format)}
@@ -151,6 +165,50 @@ type Spec struct {
 	// CheckSampling is strictness's check of what Decode read (sampling
 	// ranges, the first turn); nil when none.
 	CheckSampling func(c *Call) *APIError
+
+	// AltPaths are further model endpoints (POST) of the format, served as
+	// Path is; gorilla/mux templates, which may hold variables
+	// ({deployment}) that Bind reads with mux.Vars.
+	AltPaths []string
+	// RoutePrefix: route errors (an unknown path, a wrong method) under
+	// this path prefix are answered in the format's envelope (wireOf);
+	// empty: none of its own.
+	RoutePrefix string
+	// RetryAfterMS sends retry-after-ms with every rate-limit 429 of the
+	// format, as Limits.RetryAfterMS does for every format (Azure always
+	// sends it).
+	RetryAfterMS bool
+	// Bind, when set, is called first for each request to the format's
+	// paths, before authentication: it returns the format that serves the
+	// request (a value carrying what its path and query said, and env),
+	// or a refusal answered in the returned format's envelope (Azure's 404
+	// for a missing or unknown api-version). Nil: the registered value
+	// serves every request.
+	Bind func(req *http.Request, env *Env) (Format, *Refusal)
+}
+
+// Env is the server as a format's Bind sees it: built once per server by
+// the core (mock/server.go, New) from its configuration.
+type Env struct {
+	// Accepts reports whether requests may name model of catalog (the
+	// catalogue, models:).
+	Accepts func(catalog, model string) bool
+	// Deployments are names a request may address a model by, each with
+	// the pool its requests are charged to (Azure's deployments, the
+	// azure: block of mock/config.go); nil: none configured.
+	Deployments map[string]Deployment
+	// Filtered draws whether the content filter refuses a request, at its
+	// configured rate, from a seeded source of its own; false at rate 0.
+	Filtered func() bool
+}
+
+// Deployment is a name a request may address a model by.
+type Deployment struct {
+	// Model is the model it serves.
+	Model string
+	// Pool is the name of its per-key pool (Call.Pool); empty when it has
+	// no limits of its own.
+	Pool string
 }
 
 // Header is one header and its value, canonical.
