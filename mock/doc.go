@@ -77,6 +77,9 @@
 //     one wire format each: its request decoding and content fields, its
 //     response, stream frames, error envelope and rate-limit headers, and
 //     its Spec (docs/architecture.md, "Adding a wire format").
+//   - internal/azure: Azure OpenAI, the two OpenAI formats wrapped under
+//     Azure's paths, api-version, deployments, envelope and content-filter
+//     annotations (docs/azure.md); its azure: block is config.go's.
 //   - schemagen: documents generated from a JSON Schema, for tool calls and
 //     structured output.
 //   - mocktest: a Server on loopback for tests, as httptest.Server.

@@ -174,9 +174,9 @@ type Spec struct {
 	// this path prefix are answered in the format's envelope (wireOf);
 	// empty: none of its own.
 	RoutePrefix string
-	// RetryAfterMS sends retry-after-ms with every rate-limit 429 of the
-	// format, as Limits.RetryAfterMS does for every format (Azure always
-	// sends it).
+	// RetryAfterMS sends retry-after-ms with the 429 of a per-key or
+	// per-model limit (the core's limited), as Limits.RetryAfterMS does for
+	// every format: Azure always sends it.
 	RetryAfterMS bool
 	// Bind, when set, is called first for each request to the format's
 	// paths, before authentication: it returns the format that serves the
