@@ -40,9 +40,17 @@ type Format struct {
 // Chat and Responses are the registered formats: Chat Completions and the
 // Responses API under Azure's paths.
 var (
-	Chat      = Format{base: openaichat.Format{}, name: "azure-openai", spec: &chatSpec, version: "v1"}
-	Responses = Format{base: openairesponses.Format{}, name: "azure-openai-responses", spec: &responsesSpec, version: "v1"}
+	Chat      = Format{base: openaichat.Format{}, name: "azure-openai", spec: &chatSpec, env: &noEnv, version: "v1"}
+	Responses = Format{base: openairesponses.Format{}, name: "azure-openai-responses", spec: &responsesSpec, env: &noEnv, version: "v1"}
 )
+
+// noEnv is the registered values' environment, which Bind replaces by the
+// server's: no deployments (every model under its own name), no content
+// filter.
+var noEnv = wire.Env{
+	Accepts:  func(string, string) bool { return true },
+	Filtered: func() bool { return false },
+}
 
 // chatSpec and responsesSpec are the OpenAI formats' specs at Azure's
 // paths, with Azure's key header, its retry-after-ms on every 429 and Bind.
