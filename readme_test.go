@@ -103,7 +103,7 @@ func cheap(cmd string) bool {
 	case "cat":
 		return heredoc.MatchString(first) && !strings.Contains(first, "|")
 	case "loadgen":
-		return len(args) > 0 && (slices.Contains([]string{"--version", "-version", "version", "help", "--help", "-h", "validate"}, args[0]) ||
+		return len(args) > 0 && (slices.Contains([]string{"--version", "-version", "version", "help", "--help", "-h", "validate", "calibrate"}, args[0]) ||
 			slices.Contains(args, "--help") ||
 			// Simulated runs of the shipped scenarios are deterministic and
 			// take under a second; examples/ holds larger ones (the 50,000

@@ -10,6 +10,7 @@ import (
 	"github.com/ratelab/ratelab/engine"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/provider"
+	"github.com/ratelab/ratelab/strategies"
 )
 
 // Batch is a resumable batch: the items of a JSONL input file run through
@@ -43,7 +44,7 @@ import (
 //     afresh; its result counts every attempt and wait of every round.
 //
 // A connection that failed before any response byte (refused, reset,
-// closed, unreachable: engine.Result.Kind Unreachable) is a transient fault too: the
+// closed, unreachable: engine.Result.Kind strategies.Unreachable) is a transient fault too: the
 // item is made again the same way, with the SDKs' jittered backoff, however
 // many retries Config.Retry allows. After CircuitThreshold such failures in
 // a row the batch's circuit opens: it pauses every item (no slot taken, no
@@ -52,7 +53,7 @@ import (
 // OnOutage hears of both. An endpoint still down after MaxOutage stops the
 // batch with ErrOutage, recording nothing for the items not made. A refusal
 // because the key's quota or spend cap is spent (engine.Result.Kind
-// QuotaSpent) stops the batch with ErrQuota at once, recording nothing for
+// strategies.Quota) stops the batch with ErrQuota at once, recording nothing for
 // it nor for the items not made, since none can succeed before the quota
 // resets; the calls in progress finish. Only what repeating cannot fix (a
 // 4xx, a TLS failure, a reply that is not HTTP) is recorded as an error.
@@ -105,6 +106,9 @@ type Batch struct {
 	// only terminal results, after the output has them; OnAttempt sees every
 	// attempt. Items and Again are set by Run.
 	Config engine.Config
+	// Queue, when set, supplies the items instead of Input (which then only
+	// names them in messages): see Queue.
+	Queue Queue
 }
 
 // DefaultMaxTokens is Batch.MaxTokens when it is zero.
@@ -137,7 +141,7 @@ type Summary struct {
 	// failed, and it was made again (through engine.Config.Again).
 	Requeued int `json:"requeued"`
 	// QuotaSpent counts the items refused because the key's quota or spend
-	// cap was spent (engine.QuotaSpent). The first stops the batch with
+	// cap was spent (strategies.Quota). The first stops the batch with
 	// ErrQuota; none is recorded, so a resume makes them again.
 	QuotaSpent int `json:"quota_spent,omitempty"`
 	// Outages counts the times the endpoint stopped answering and the batch
@@ -166,13 +170,19 @@ func (b *Batch) Run(ctx context.Context) (Summary, error) {
 	if b.Config.Client == nil || b.Config.Strategy == nil {
 		return sum, errors.New("batch: Batch.Config.Client and Config.Strategy are required")
 	}
-	if b.Input == "" || b.Output == "" {
+	if (b.Input == "" && b.Queue == nil) || b.Output == "" {
 		return sum, errors.New("batch: Batch.Input and Batch.Output are required")
 	}
 	if b.MaxTokens < 0 {
 		return sum, fmt.Errorf("batch: Batch.MaxTokens must not be negative, got %d", b.MaxTokens)
 	}
-	ids, err := b.validate(ctx, &sum)
+	var ids map[idKey]idState
+	var err error
+	if b.Queue != nil {
+		ids = make(map[idKey]idState) // the queue's items were validated when enqueued
+	} else {
+		ids, err = b.validate(ctx, &sum)
+	}
 	if err != nil {
 		return sum, err
 	}
@@ -193,7 +203,11 @@ func (b *Batch) Run(ctx context.Context) (Summary, error) {
 	if b.OnStart != nil {
 		b.OnStart(sum)
 	}
-	if todo == 0 {
+	if b.Queue != nil {
+		if err := b.Queue.Start(ctx, b.Output, out); err != nil {
+			return sum, err
+		}
+	} else if todo == 0 {
 		return sum, out.Close()
 	}
 
@@ -211,6 +225,9 @@ func (b *Batch) Run(ctx context.Context) (Summary, error) {
 	defer stop(nil)
 	circ := newCircuit(seed, maxOutage, b.OnOutage, stop)
 	cfg.Strategy = gated{Strategy: cfg.Strategy, c: circ}
+	if g, ok := b.Queue.(QueueGate); ok {
+		cfg.Strategy = queueGated{Strategy: cfg.Strategy, q: g}
+	}
 	var requeued atomic.Int64
 	cfg.Again = func(engine.Result) bool {
 		requeued.Add(1)
@@ -226,18 +243,26 @@ func (b *Batch) Run(ctx context.Context) (Summary, error) {
 	}
 	jsonl := engine.NewJSONL(out)
 	cfg.Sinks = []engine.Sink{sinkFunc(func(r engine.Result) error {
-		if r.Kind == engine.QuotaSpent {
+		if r.Kind == strategies.Quota {
 			// The key's quota is spent: no other call will do better until
 			// it resets. Record nothing for this item, start no other, and
 			// leave them all for a resume.
 			sum.QuotaSpent++
-			stop(fmt.Errorf("%w (%d %s: %s)", ErrQuota, r.Err.Status, r.Err.Type, r.Err.Message))
+			cause := fmt.Errorf("%w (%d %s: %s)", ErrQuota, r.Err.Status, r.Err.Type, r.Err.Message)
+			if b.Queue != nil && context.Cause(runCtx) == nil {
+				b.Queue.Stop(cause)
+			}
+			stop(cause)
 			return nil
 		}
 		if err := jsonl.Put(r); err != nil {
 			return err // names the output already (an *os.PathError)
 		}
-		sum.Remaining--
+		if b.Queue != nil {
+			b.Queue.Recorded(r.Index+1, r)
+		} else {
+			sum.Remaining--
+		}
 		if r.OK() {
 			sum.Completed++
 		} else {
@@ -255,7 +280,11 @@ func (b *Batch) Run(ctx context.Context) (Summary, error) {
 		return nil
 	})}
 
-	sum.Run, err = engine.Run(runCtx, cfg, b.source(ids))
+	src := b.source(ids)
+	if b.Queue != nil {
+		src = b.queueSource(runCtx, ids)
+	}
+	sum.Run, err = engine.Run(runCtx, cfg, src)
 	if err == nil && sum.QuotaSpent > 0 {
 		// Every item had ended by the time the refusal was read: still the
 		// refused items have no result.

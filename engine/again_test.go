@@ -20,12 +20,12 @@ func TestAgain(t *testing.T) {
 	for _, tt := range []struct {
 		name                 string
 		again                func(Result) bool
-		wantKind             ResultKind
+		wantKind             strategies.Kind
 		wantAttempts, wantAg int64
 	}{
-		{"again", func(Result) bool { return true }, Succeeded, 4, 1},
-		{"no again", nil, Throttled, 2, 0},
-		{"again says no", func(Result) bool { return false }, Throttled, 2, 1},
+		{"again", func(Result) bool { return true }, strategies.Success, 4, 1},
+		{"no again", nil, strategies.Throttled, 2, 0},
+		{"again says no", func(Result) bool { return false }, strategies.Throttled, 2, 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -45,7 +45,7 @@ func TestAgain(t *testing.T) {
 				if tt.again != nil {
 					cfg.Again = func(r Result) bool {
 						asked.Add(1)
-						if r.Kind != Throttled || r.Attempts != 2 {
+						if r.Kind != strategies.Throttled || r.Attempts != 2 {
 							t.Errorf("Again asked about kind %v after %d attempts, want throttled after 2", r.Kind, r.Attempts)
 						}
 						return tt.again(r)

@@ -14,9 +14,10 @@
 // sampled at Config.Resolution) and Run returns it as a Summary (package
 // measure), which reports.Result embeds as it is.
 //
-// Each Result carries a ResultKind, classified once where the Result is
-// made: succeeded, throttled, overloaded, unreachable (the connection failed
-// as a server down makes it fail) or failed. With Config.Again, an item whose
+// Each Result carries a strategies.Kind, the same outcome vocabulary as an
+// attempt's, classified once where the Result is made: success, throttled,
+// overloaded, quota, unreachable (the connection failed as a server down
+// makes it fail) or failed. With Config.Again, an item whose
 // call ended temporarily is made again in its worker, permit released,
 // after the server's retry-after or the SDKs' backoff: package batch makes
 // its throttled items this way, and runs a JSONL input through Run,

@@ -8,7 +8,6 @@ import (
 	"iter"
 	"math/rand/v2"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,14 +18,16 @@ import (
 	"github.com/ratelab/ratelab/strategies"
 )
 
-// Item is one call to make.
+// Item is one unit of work: a request to get answered, made as one call
+// (or, with Config.Again, several) through the strategy (see the glossary
+// in docs/architecture.md).
 type Item struct {
 	// Index is the item's position in its input; results carry it so that
 	// they can be matched to inputs whatever order they finish in.
 	Index int
 	// ID is the caller's identifier (a batch input's id); it may be empty.
 	ID string
-	// Request is the call itself.
+	// Request is what each attempt sends.
 	Request provider.Request
 	// Metadata is passed through to the Result untouched.
 	Metadata json.RawMessage
@@ -91,98 +92,39 @@ type Result struct {
 
 	// Kind classifies how the item ended, from its last attempt's Outcome,
 	// where the Result is made: a caller deciding what to do with a failure
-	// switches on it instead of parsing Err back. It is not part of the
-	// result line (results.jsonl keeps its format, and Err says it there);
-	// ReadJSONL sets it to Succeeded or Failed.
-	Kind ResultKind `json:"-"`
+	// switches on it instead of parsing Err back. It is one of
+	// strategies.Success, Throttled, Overloaded, Unreachable, Failed and
+	// Quota, never Canceled or Abandoned (an interrupted item has no
+	// Result). It is not part of the result line (results.jsonl keeps its
+	// format, and Err says it there); ReadJSONL sets it to Success or
+	// Failed.
+	Kind strategies.Kind `json:"-"`
 }
 
 // OK reports whether the item succeeded.
 func (r *Result) OK() bool { return r.Err == nil }
 
-// ResultKind is how an item ended. Throttled, Overloaded and Unreachable are
-// temporary (Temporary): the same call succeeds later, once the server or
-// the network allows it; Failed is permanent.
-type ResultKind uint8
-
-const (
-	// Succeeded: the item has its text.
-	Succeeded ResultKind = iota
-	// Throttled: the last attempt was a 429, or a stream's rate_limit_error
-	// event: the caller's own limit. A 429 for a spent quota is QuotaSpent.
-	Throttled
-	// Overloaded: the last attempt was a 529 or 503, or a stream's
-	// overloaded_error event: the provider is busy for everyone.
-	Overloaded
-	// Unreachable: the last attempt got no response, and its connection
-	// failed the way a server down or restarting makes it fail
-	// (provider.Transient: refused, reset, closed before any byte).
-	Unreachable
-	// Failed: anything else: a 4xx, a server error once retries are spent,
-	// a response Check rejected, a TLS failure, a reply that is not HTTP, a
-	// call the strategy could never admit.
-	Failed
-	// QuotaSpent: the key's quota or spend cap is spent (strategies.Quota:
-	// Anthropic's spend-limit 429, OpenAI's insufficient_quota). Neither
-	// waiting nor retrying fixes it before the quota resets.
-	QuotaSpent
-)
-
-var resultKindNames = [...]string{"succeeded", "throttled", "overloaded", "unreachable", "failed", "quota"}
-
-// String returns the kind's lowercase name.
-func (k ResultKind) String() string {
-	if int(k) >= len(resultKindNames) {
-		return fmt.Sprintf("ResultKind(%d)", k)
-	}
-	return resultKindNames[k]
-}
-
-// Temporary reports whether the same call may succeed later unchanged:
-// Throttled, Overloaded and Unreachable.
-func (k ResultKind) Temporary() bool {
-	return k == Throttled || k == Overloaded || k == Unreachable
-}
-
-// MarshalText encodes the kind as its name, so that it is a string in JSON.
-func (k ResultKind) MarshalText() ([]byte, error) {
-	if int(k) >= len(resultKindNames) {
-		return nil, fmt.Errorf("engine: invalid ResultKind %d", k)
-	}
-	return []byte(resultKindNames[k]), nil
-}
-
-// UnmarshalText decodes a kind's name.
-func (k *ResultKind) UnmarshalText(b []byte) error {
-	for i, name := range resultKindNames {
-		if string(b) == name {
-			*k = ResultKind(i)
-			return nil
-		}
-	}
-	return fmt.Errorf("engine: unknown result kind %q (want one of %s)", b, strings.Join(resultKindNames[:], ", "))
-}
-
 // kindOf classifies an attempt's outcome that was not a success. The
 // provider's error type is read from its *provider.APIError, where the
 // provider put it: a stream's error event has status 200, and a 429 may be
-// a spent quota (QuotaSpent).
-func kindOf(o strategies.Outcome) ResultKind {
+// a spent quota (strategies.Quota), and a connection that failed the way a
+// server down makes it fail is strategies.Unreachable.
+func kindOf(o strategies.Outcome) strategies.Kind {
 	var typ string
 	if apiErr := (*provider.APIError)(nil); errors.As(o.Err, &apiErr) {
 		typ = apiErr.Type
 	}
 	switch {
 	case o.Kind == strategies.Quota, typ == "insufficient_quota":
-		return QuotaSpent
+		return strategies.Quota
 	case o.Kind == strategies.Throttled, typ == "rate_limit_error":
-		return Throttled
+		return strategies.Throttled
 	case o.Kind == strategies.Overloaded, typ == "overloaded_error":
-		return Overloaded
+		return strategies.Overloaded
 	case provider.Transient(o):
-		return Unreachable
+		return strategies.Unreachable
 	}
-	return Failed
+	return strategies.Failed
 }
 
 // ResultError is how an item failed, after its last attempt: the HTTP status
@@ -772,7 +714,7 @@ func (r *run) result(t *task, err error) (invalid, ok bool) {
 		return false, false
 	case err != nil:
 		res.Err = &ResultError{Type: "rejected", Message: err.Error()}
-		res.Kind = Failed
+		res.Kind = strategies.Failed
 		if t.call.Attempts > 0 {
 			res.Err.Status, res.Err.Type, res.Err.Message = provider.Describe(*o)
 			res.Kind = kindOf(*o)
@@ -780,7 +722,7 @@ func (r *run) result(t *task, err error) (invalid, ok bool) {
 	case o.Kind == strategies.Success && checkErr != nil:
 		res.Text, res.StopReason, res.Usage = t.resp.Text, t.resp.StopReason, t.resp.Usage
 		res.Err = &ResultError{Status: o.Status, Type: "validation_error", Message: checkErr.Error()}
-		res.Kind = Failed
+		res.Kind = strategies.Failed
 	case o.Kind == strategies.Success:
 		res.Text, res.StopReason, res.Usage = t.resp.Text, t.resp.StopReason, t.resp.Usage
 		res.Timings.TTFT = t.resp.TTFT

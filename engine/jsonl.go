@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"sync"
+
+	"github.com/ratelab/ratelab/strategies"
 )
 
 // JSONL is a Sink writing each Result as one line of JSON (results.jsonl)
@@ -92,7 +94,7 @@ func ReadJSONL(r io.Reader, fn func(Result) error) (offset int64, err error) {
 				return offset, fmt.Errorf("engine: results line %d: %w", line, err)
 			}
 			if res.Err != nil {
-				res.Kind = Failed
+				res.Kind = strategies.Failed
 			}
 			if err := fn(res); err != nil {
 				return offset, err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ratelab/ratelab/internal/record"
 	"net/http"
 	"os"
 	"os/exec"
@@ -46,6 +47,8 @@ const DefaultBatchStrategy = KindAdaptive
 
 // BatchOptions configure RunBatch; they are `loadgen batch`'s flags.
 type BatchOptions struct {
+	// Record, when set, receives one line per HTTP attempt (record.go).
+	Record *record.Writer
 	// Input and Output are the JSONL files (see batch.Batch).
 	Input, Output string
 	// Config is the --config file (LoadBatchConfig), or nil.
@@ -112,6 +115,11 @@ type BatchOptions struct {
 	// Listen starts the embedded mock's listener; nil serves it in
 	// process (see Options.Listen).
 	Listen ListenFunc
+	// API holds --via batch-api's options (RunBatchAPI, batchapi.go).
+	API *BatchAPIOptions
+	// Queue, when set, supplies the items instead of Input (batch.Queue:
+	// loadgen batch work).
+	Queue batch.Queue
 }
 
 // BatchReport is how a batch went, with what it ran against.
@@ -272,6 +280,7 @@ func RunBatch(ctx context.Context, opt BatchOptions) (rep BatchReport, err error
 		rep.Target = redactURL(stateBase)
 	}
 	client.APIKey = key
+	client.HTTP = recordClient(client.HTTP, opt.Record, "batch", nil)
 
 	strategy, closeStrategy, err := openStrategy(ctx, st, nil, nil)
 	if err != nil {
@@ -318,6 +327,7 @@ func RunBatch(ctx context.Context, opt BatchOptions) (rep BatchReport, err error
 		MaxOutage:   opt.MaxOutage,
 		OnOutage:    opt.OnOutage,
 		Config:      cfg,
+		Queue:       opt.Queue,
 	}
 	var prog *progress
 	b.OnStart = func(sum batch.Summary) {

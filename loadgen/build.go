@@ -43,6 +43,8 @@ var kinds = map[string]kind{
 		return strategies.NewAdaptive(c.AdaptiveConfig, opts...)
 	}),
 	KindCommand: runKind(checkCommandConfig, runCommand),
+	// A row through the provider's batch API (batchapi_row.go).
+	KindBatchAPI: runKind(checkBatchAPIConfig, runBatchAPIRow),
 }
 
 // unboundedConfig is the configuration of kind unbounded: nothing.

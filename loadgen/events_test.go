@@ -60,7 +60,7 @@ func TestTimelineEvents(t *testing.T) {
 	})
 }
 
-func timelineEvents(t *testing.T, rep reports.Report) []measure.Event {
+func timelineEvents(t *testing.T, rep reports.Report) []measure.StrategyEvent {
 	t.Helper()
 	if len(rep.Results) != 1 || rep.Results[0].Timeline == nil {
 		t.Fatalf("want one result with a timeline, got %d results", len(rep.Results))

@@ -33,6 +33,9 @@ func runStrategy(ctx context.Context, s *Scenario, st *Row, opt Options, key str
 		if probe != nil {
 			res.TimerLateness = probe.finish(res.WallSeconds)
 		}
+		if res.CostUSD == 0 && s.Target == nil {
+			res.CostUSD = s.syncCostUSD(&res) // batchapi_row.go
+		}
 		res.Expectations = append(st.Expect.Check(&res), st.Expect.allRefusedCheck(&res, tally)...)
 	}()
 	if run := kinds[st.Kind].run; run != nil {
@@ -75,6 +78,7 @@ func runRow(ctx context.Context, s *Scenario, st *Row, opt Options, key string, 
 		return res, err
 	}
 	defer tg.close()
+	opt.recordInto(tg, st.Name)
 	groups := s.Groups()
 	client, err := newRouter(groups, tg.baseURL, key, tg)
 	if err != nil {
@@ -140,14 +144,14 @@ func runRow(ctx context.Context, s *Scenario, st *Row, opt Options, key string, 
 type eventLog struct {
 	start   time.Time
 	mu      sync.Mutex
-	events  []measure.Event
+	events  []measure.StrategyEvent
 	dropped int
 }
 
 // observe is the strategy's Observer.
 func (l *eventLog) observe(e strategies.Event) {
 	since := func(t time.Time) float64 { return max(0, t.Sub(l.start).Seconds()) }
-	ev := measure.Event{T: since(e.Time), Type: string(e.Type), Value: e.Value, Reason: e.Reason}
+	ev := measure.StrategyEvent{T: since(e.Time), Type: string(e.Type), Value: e.Value, Reason: e.Reason}
 	if !e.Until.IsZero() {
 		ev.Until = since(e.Until)
 	}
@@ -160,7 +164,7 @@ func (l *eventLog) observe(e strategies.Event) {
 	l.events = append(l.events, ev)
 }
 
-func (l *eventLog) list() ([]measure.Event, int) {
+func (l *eventLog) list() ([]measure.StrategyEvent, int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.events, l.dropped

@@ -321,6 +321,7 @@ var Metrics = map[string]Metric{
 	"failed_tokens":     {Doc: "tokens reserved by attempts that did not succeed", Value: func(r *reports.Result) float64 { return float64(r.FailedTokens) }, By: ByClient},
 	"input_tokens":      {Doc: "input tokens used", Value: func(r *reports.Result) float64 { return float64(r.InputTokens) }},
 	"output_tokens":     {Doc: "output tokens used", Value: func(r *reports.Result) float64 { return float64(r.OutputTokens) }},
+	"cost_usd":          {Doc: "what the tokens cost at the mock's prices (batch prices on a batch-api row), USD", Value: func(r *reports.Result) float64 { return r.CostUSD }},
 	"wall_seconds":      {Doc: "wall time of the strategy's run (in real time its upper bound allows for the run's timer lateness)", Value: func(r *reports.Result) float64 { return r.WallSeconds }, Late: lateSeconds},
 	"oracle_seconds":    {Doc: "the oracle's ideal time", Value: func(r *reports.Result) float64 { return r.OracleSeconds }},
 	"wall_over_oracle":  {Doc: "wall time / oracle time (in real time its upper bound allows for the run's timer lateness over the oracle)", Value: func(r *reports.Result) float64 { return r.WallOverOracle }, Late: lateOverOracle},

@@ -28,7 +28,26 @@ var defaultModels = map[string]string{
 	// Azure OpenAI: the deployment, which the mock (without azure:
 	// deployments) serves under each model's own name.
 	"azure-openai": DefaultOpenAIModel,
+	// Bedrock's id of the Anthropic default, a foundation model id the
+	// mock maps onto claude-haiku-4-5-20251001 (docs/bedrock.md).
+	"bedrock": DefaultBedrockModel,
+	// Google (docs/gemini.md): a Gemini model on AI Studio and Vertex AI,
+	// Claude on Vertex AI by its Vertex name.
+	"gemini":           DefaultGeminiModel,
+	"vertex":           DefaultGeminiModel,
+	"vertex-anthropic": DefaultVertexAnthropicModel,
 }
+
+// DefaultBedrockModel is provider bedrock's default model.
+const DefaultBedrockModel = "anthropic.claude-haiku-4-5-20251001-v1:0"
+
+// The default models of the Google providers: gemini-2.5-flash, the model
+// google.golang.org/genai's own examples and tests name most, and
+// claude-haiku-4-5 (DefaultModel) as Vertex AI names it, with its date.
+const (
+	DefaultGeminiModel          = "gemini-2.5-flash"
+	DefaultVertexAnthropicModel = "claude-haiku-4-5@20251001"
+)
 
 // source returns the scenario's items as an engine source that builds each
 // item only when a worker takes it, so memory does not grow with the batch:

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ratelab/ratelab/clock"
 	"github.com/ratelab/ratelab/internal/memnet"
+	"github.com/ratelab/ratelab/internal/record"
 	"github.com/ratelab/ratelab/mock"
 	"github.com/ratelab/ratelab/provider"
 	"github.com/ratelab/ratelab/reports"
@@ -81,6 +82,9 @@ type Options struct {
 	// ignored, and the report is marked Simulated. A scenario with a
 	// target, command rows or shared limits cannot run so (CheckVirtual).
 	Virtual bool
+	// Record, when set, receives one line per HTTP attempt of every client
+	// row (see record.go and docs/calibrate.md).
+	Record *record.Writer
 
 	position position // the strategy running, for progress lines
 }

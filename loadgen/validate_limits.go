@@ -50,6 +50,8 @@ var (
 		// The Responses API serves the same models.
 		"openai-responses": {Context: 1_047_576, MaxOutput: 128_000},
 		"azure-openai":     {Context: 1_047_576, MaxOutput: 128_000},
+		// Bedrock serves Anthropic's models, among others.
+		"bedrock": {Context: 1_000_000, MaxOutput: 128_000},
 	}
 	// minOutput is the smallest max_tokens a provider's API accepts: the
 	// Responses API's max_output_tokens is at least 16 (CreateResponse in

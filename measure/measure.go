@@ -88,8 +88,8 @@ type Timeline struct {
 	// retry-after gate closing or opening), in order; whoever observes the
 	// strategy adds them (engine.Run does not). A run keeps at most
 	// MaxEvents; EventsDropped counts the rest.
-	Events        []Event `json:"events,omitempty"`
-	EventsDropped int     `json:"events_dropped,omitempty"`
+	Events        []StrategyEvent `json:"events,omitempty"`
+	EventsDropped int             `json:"events_dropped,omitempty"`
 }
 
 // MaxEvents caps the events one timeline keeps, so a long run's report
@@ -109,8 +109,9 @@ type Point struct {
 	Tokens          float64 `json:"tokens_available"`
 }
 
-// Event is one state change of a strategy (see strategies.Event).
-type Event struct {
+// StrategyEvent is one state change of a strategy, as a run records it: a
+// strategies.Event with its time in seconds since the strategy's start.
+type StrategyEvent struct {
 	T      float64 `json:"t"`               // seconds since the strategy's start
 	Type   string  `json:"type"`            // limit, delay, rate, gate_close, gate_open
 	Value  float64 `json:"value,omitempty"` // the new limit, delay in seconds, or rate

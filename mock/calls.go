@@ -242,12 +242,13 @@ const (
 	callHistMax  = time.Hour
 )
 
-// arrive records the arrival of an attempt by key with body, and fills a.
-func (l *callLog) arrive(a *callAttempt, req *http.Request, key string, body []byte) {
+// arrive records the arrival of an attempt by key with body, in wr's
+// format, and fills a.
+func (l *callLog) arrive(a *callAttempt, req *http.Request, wr wire.Format, key string, body []byte) {
 	if l.disabled {
 		return
 	}
-	retry := attemptIndex(req)
+	retry := attemptIndex(req, wr)
 	var h maphash.Hash
 	h.SetSeed(l.seed)
 	h.WriteString(key)

@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/ratelab/ratelab/mock/internal/anthropic"
 	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
@@ -122,7 +123,7 @@ func TestCallGrouping(t *testing.T) {
 				req.Header.Set(s.headers[j], s.headers[j+1])
 			}
 			var a callAttempt
-			l.arrive(&a, req, "k", []byte(s.body))
+			l.arrive(&a, req, anthropic.Format{}, "k", []byte(s.body))
 			if a.n != s.wantN {
 				t.Errorf("step %d: attempt number %d, want %d", i, a.n, s.wantN)
 			}
@@ -149,7 +150,7 @@ func TestCallsConcurrentIdentical(t *testing.T) {
 		l := newCallLog()
 		as := make([]callAttempt, 3)
 		for i := range as {
-			l.arrive(&as[i], httptest.NewRequest("POST", "/v1/messages", nil), "", []byte("same"))
+			l.arrive(&as[i], httptest.NewRequest("POST", "/v1/messages", nil), anthropic.Format{}, "", []byte("same"))
 		}
 		for i := range as {
 			l.end(&as[i], 200, "", 0)
@@ -168,7 +169,7 @@ func TestCallsBoundedMemory(t *testing.T) {
 		n := MaxOpenCalls + 10
 		for i := range n {
 			var a callAttempt
-			l.arrive(&a, httptest.NewRequest("POST", "/v1/messages", nil), "", []byte(strconv.Itoa(i)))
+			l.arrive(&a, httptest.NewRequest("POST", "/v1/messages", nil), anthropic.Format{}, "", []byte(strconv.Itoa(i)))
 			l.end(&a, 429, wire.LimitRPM, time.Second)
 		}
 		if l.cur.openCalls > MaxOpenCalls {
@@ -182,7 +183,7 @@ func TestCallsBoundedMemory(t *testing.T) {
 		for range 3600 {
 			time.Sleep(time.Second)
 			var a callAttempt
-			l.arrive(&a, httptest.NewRequest("POST", "/v1/messages", nil), "", []byte("x"))
+			l.arrive(&a, httptest.NewRequest("POST", "/v1/messages", nil), anthropic.Format{}, "", []byte("x"))
 			l.end(&a, 200, "", 0)
 		}
 		c := l.snapshot()
@@ -266,7 +267,7 @@ func BenchmarkCallLogAttempt(b *testing.B) {
 			i++
 			copy(body[95:105], strconv.Itoa(1_000_000_000+i))
 			var a callAttempt
-			l.arrive(&a, req, "key", body)
+			l.arrive(&a, req, anthropic.Format{}, "key", body)
 			status := 200
 			if i%4 == 0 {
 				status = 429
@@ -283,7 +284,7 @@ func TestCallsAttemptIndexBounded(t *testing.T) {
 		l := newCallLog()
 		for range MaxAttemptIndex + 50 {
 			var a callAttempt
-			l.arrive(&a, httptest.NewRequest("POST", "/v1/messages", nil), "", []byte("same"))
+			l.arrive(&a, httptest.NewRequest("POST", "/v1/messages", nil), anthropic.Format{}, "", []byte("same"))
 			l.end(&a, 429, wire.LimitRPM, 0)
 		}
 		c := l.snapshot()

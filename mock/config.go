@@ -49,6 +49,11 @@ type Config struct {
 	// APIKeys are the accepted API keys. None means open: any request is
 	// accepted and every request shares one anonymous set of limits.
 	APIKeys []string `yaml:"api_keys"`
+	// AWSSecretKeys maps an AWS access key id to its secret access key:
+	// a Bedrock request signed with that key id has its SigV4 signature
+	// verified for real (docs/bedrock.md: Authentication); other key ids
+	// are checked for shape only.
+	AWSSecretKeys map[string]string `yaml:"aws_secret_keys,omitempty"`
 	// AdminToken, when set, must be sent as "Authorization: Bearer TOKEN"
 	// or "X-Admin-Token: TOKEN" to use /_admin/. Empty leaves /_admin/ open.
 	AdminToken string `yaml:"admin_token"`
@@ -101,6 +106,8 @@ type Config struct {
 	Capacity Capacity        `yaml:"capacity"`
 	Faults   Faults          `yaml:"faults"`
 	Schedule []ScheduleEntry `yaml:"schedule"`
+	// Batches models the provider batch APIs (see Batches).
+	Batches Batches `yaml:"batches,omitempty"`
 
 	// Logger receives recovered panics and net/http's connection errors.
 	// Nil discards them. It is not part of the YAML schema.
@@ -492,6 +499,10 @@ type Price struct {
 	CacheWrite   float64 `yaml:"cache_write,omitempty"`
 	CacheWrite1h float64 `yaml:"cache_write_1h,omitempty"`
 	CacheRead    float64 `yaml:"cache_read,omitempty"`
+	// BatchInput and BatchOutput are the batch APIs' prices; 0 is half
+	// of Input and Output, as both providers price batches.
+	BatchInput  float64 `yaml:"batch_input,omitempty"`
+	BatchOutput float64 `yaml:"batch_output,omitempty"`
 }
 
 // A Store holds the concurrency slots of the API keys that several replicas
@@ -668,6 +679,9 @@ func (c Config) Validate() error {
 	for i, k := range c.APIKeys {
 		check(k != "", fmt.Sprintf("api_keys[%d]", i), "must not be empty")
 	}
+	for id, secret := range c.AWSSecretKeys {
+		check(id != "" && secret != "", "aws_secret_keys."+id, "want a non-empty access key id and secret")
+	}
 	nonNegD("latency.ttft", c.Latency.TTFT)
 	nonNegD("latency.ttft_per_input_token", c.Latency.TTFTPerInputToken)
 	nonNegD("latency.per_token", c.Latency.PerToken)
@@ -695,6 +709,7 @@ func (c Config) Validate() error {
 	validateQuota(c.Quota, "quota", check)
 	validateAzure(c.Azure, c.Models, check)
 	validatePrices(c.Prices, c.Quota, check)
+	validateBatches(c.Batches, check)
 	check(c.Cache.MinTokens == 0 || c.Cache.MinTokens >= wire.MinCachePrefix && c.Cache.MinTokens <= MaxInputTokens, "cache.min_tokens",
 		"must be 0 (the default, %d) or in [%d, %d], got %d", DefaultCacheMinTokens, wire.MinCachePrefix, MaxInputTokens, c.Cache.MinTokens)
 	nonNeg("capacity.max_concurrent", c.Capacity.MaxConcurrent)
@@ -885,7 +900,7 @@ func validateAzure(a Azure, models Models, check func(bool, string, string, ...a
 	check(a.ContentFilter >= 0 && a.ContentFilter <= 1, "azure.content_filter", "must be a rate in [0, 1], got %v", a.ContentFilter)
 }
 
-// formatEnv is what the formats' Spec.Bind read of the server: the
+// formatEnv is what the formats' Route.Resolve read of the server: the
 // catalogue check, the azure: block's deployments (each with limits names
 // its own pool, whose limits are the second result) and its content
 // filter, drawn from a source of its own (so that Azure requests do not

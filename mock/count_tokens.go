@@ -3,14 +3,15 @@ package mock
 import (
 	"net/http"
 
-	"github.com/ratelab/ratelab/mock/internal/anthropic"
 	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
-// countTokens answers POST /v1/messages/count_tokens with the estimate
-// that usage.input_tokens uses.
-func (s *Server) countTokens(w http.ResponseWriter, req *http.Request) {
-	wr := anthropic.Format{}
+// countTokens answers a count-tokens request of wr (an EndpointCountTokens
+// route: POST /v1/messages/count_tokens, Gemini's :countTokens) with the
+// estimate that the usage of an answer reports: wire.Spec.DecodeCount reads
+// it, wire.Spec.CountBody words the answer.
+func (s *Server) countTokens(w http.ResponseWriter, req *http.Request, wr wire.Format) {
+	spec := wr.Spec()
 	id := s.newID("req_")
 	w.Header().Set(wr.RequestIDHeader(), id)
 	setAPIHeaders(w.Header(), wr)
@@ -25,7 +26,7 @@ func (s *Server) countTokens(w http.ResponseWriter, req *http.Request) {
 	body, held, status, err := s.readBody(w, req, nil)
 	var c wire.Call
 	if err == nil {
-		err = anthropic.DecodeMessages(body, false, &c)
+		err = spec.DecodeCount(wr, body, &c)
 		status = http.StatusBadRequest
 		if err == nil {
 			err = s.checkRequest(wr, &c)
@@ -37,7 +38,5 @@ func (s *Server) countTokens(w http.ResponseWriter, req *http.Request) {
 		wr.WriteError(w, status, e, id)
 		return
 	}
-	wire.WriteJSONBody(w, http.StatusOK, struct {
-		InputTokens int `json:"input_tokens"`
-	}{c.Input})
+	wire.WriteJSONBody(w, http.StatusOK, spec.CountBody(&c))
 }

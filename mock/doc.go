@@ -1,15 +1,17 @@
 // Package mock is a mock LLM provider that answers the Anthropic Messages
-// API, the OpenAI Chat Completions API and the OpenAI Responses API as the
-// real ones do, over their own wire formats. It enforces what real
-// providers enforce (concurrency caps, requests and tokens per minute,
-// per-token latency, 429s with retry-after and rate-limit headers, 529
-// overload, injected faults), so clients can be measured against it.
+// API, the OpenAI Chat Completions API, the OpenAI Responses API and Amazon
+// Bedrock Runtime (Converse, InvokeModel) as the real ones do, over their
+// own wire formats. It enforces what real providers enforce (concurrency
+// caps, requests and tokens per minute, per-token latency, 429s with
+// retry-after and rate-limit headers, 529 overload, injected faults), so
+// clients can be measured against it.
 //
 // It owns the routes (POST /v1/messages, /v1/messages/count_tokens,
-// /v1/chat/completions and /v1/responses, GET /v1/models, /_admin/ and
-// /metrics), the wire formats (JSON and SSE, errors in each provider's
-// envelope), admission, the latency model, faults, the admin API and
-// Prometheus metrics. It shares no code with the clients it measures.
+// /v1/chat/completions, /v1/responses and Bedrock's /model/{modelId}/…,
+// GET /v1/models, /_admin/ and /metrics), the wire formats (JSON, SSE and
+// Bedrock's event stream, errors in each provider's envelope), admission,
+// the latency model, faults, the admin API and Prometheus metrics. It
+// shares no code with the clients it measures.
 //
 // A model request passes, in order: authentication, the body limit
 // (MaxBodyBytes) and decoding, injected faults, the global Capacity, the
@@ -53,7 +55,8 @@
 //   - recover.go: panics answered as 500s in the API's envelope.
 //   - ids.go: request and message ids, and a request's attempt index.
 //   - health.go: /healthz and /readyz.
-//   - count_tokens.go: POST /v1/messages/count_tokens.
+//   - count_tokens.go: the count-tokens endpoints of every format
+//     (wire.EndpointCountTokens: /v1/messages/count_tokens, :countTokens).
 //   - models.go: the model catalogues, GET /v1/models, and strictness's
 //     checks of a decoded request.
 //   - limiter.go, pools.go, accel.go, quota.go, cache.go: admission (token
@@ -65,6 +68,10 @@
 //     flags.
 //   - stats.go, calls.go, metrics.go: counters (Stats), per-call accounting
 //     (Calls) and Prometheus metrics.
+//   - batches.go, batches_anthropic.go, batches_openai.go, files.go: the
+//     provider batch APIs (Message Batches; OpenAI's Batch API over its
+//     Files API), endpoints of the core whose requests are answered by the
+//     registered formats (docs/batch-api.md).
 //   - admin.go, admin_pools.go: the /_admin/ API.
 //   - arrival*.go: when a request arrived (kernel timestamps on Linux).
 //   - inproc.go: InProcess, an http.RoundTripper that serves without a
@@ -73,10 +80,15 @@
 //   - internal/wire: the vocabulary the core and the formats share (Call,
 //     Result, APIError, Snapshot, wire.Format and its Spec, JSON and SSE
 //     helpers, content and cache-prefix decoding).
-//   - internal/anthropic, internal/openaichat, internal/openairesponses:
-//     one wire format each: its request decoding and content fields, its
-//     response, stream frames, error envelope and rate-limit headers, and
-//     its Spec (docs/architecture.md, "Adding a wire format").
+//   - internal/anthropic, internal/openaichat, internal/openairesponses,
+//     internal/gemini (AI Studio and Vertex AI), internal/vertexanthropic,
+//     internal/bedrock: one wire format each: its request decoding and
+//     content fields, its response, stream frames, error envelope and
+//     rate-limit headers, and its Spec, with its routes when the path names
+//     the model (docs/architecture.md, "Adding a wire format"); Bedrock's
+//     also its SigV4 authentication.
+//   - internal/eventstream: the application/vnd.amazon.eventstream framing
+//     of Bedrock's streams.
 //   - internal/azure: Azure OpenAI, the two OpenAI formats wrapped under
 //     Azure's paths, api-version, deployments, envelope and content-filter
 //     annotations (docs/azure.md); its azure: block is config.go's.

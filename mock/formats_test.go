@@ -12,66 +12,132 @@ package mock
 // which imports mock.
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
+	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
+
+	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 )
 
 // serverConformance is how to ask each format for an answer, and what it
 // answers with where formats differ.
 type serverConformance struct {
+	// path is the endpoint a request is sent to (streamed or not); nil:
+	// the format's wire.Spec.Path.
+	path func(stream bool) string
 	// body is a valid request of maxTokens tokens' output.
 	body func(maxTokens int, stream bool) string
 	// badBody is a request with one bad field, badField, that a 400 names.
 	badBody, badField string
+	// streamType is the Content-Type a stream starts with, and split cuts
+	// a stream into its frames, checking their framing (sseFrames,
+	// eventstreamFrames).
+	streamType string
+	split      func(stream []byte) ([]string, error)
 	// frames are markers of the stream's frames, in the order they come,
 	// the last in the stream's last frame (output is max_tokens long, so
 	// the answer ends capped).
 	frames []string
 	// requestID and remaining are the request-id header and the
-	// requests-remaining rate-limit header.
+	// requests-remaining rate-limit header; remaining is empty for a format
+	// that sends no rate-limit headers (no header names "ratelimit").
 	requestID, remaining string
+	// retryAfter is whether a rate-limit 429 says when to retry
+	// (retry-after in whole seconds); false: it sends none of retry-after,
+	// retry-after-ms and x-should-retry.
+	retryAfter bool
 	// overloaded is the status of an overload answer.
 	overloaded int
-	// limitType is the rate-limit 429's error type in its envelope
-	// (errorType reads it).
+	// errType reads an error answer's type (envelopeErrorType,
+	// amznErrorType); limitType is the rate-limit 429's.
+	errType   func(t *testing.T, r reply) string
 	limitType string
-	// authType is the 401's.
-	authType string
-	// ownEnvelope: the 429 and the 401 come in an envelope of a code and
-	// a message only (Azure's), whose code limitType and authType are.
-	ownEnvelope bool
+	// retryDelayBody, for an API that sends no retry-after header, finds
+	// the wait of a 429 in its body, in whole seconds (group 1); nil: the
+	// wait is in retry-after when retryAfter is set.
+	retryDelayBody *regexp.Regexp
+	// noKey and wrongKey are the statuses of a request without a key and
+	// with a wrong one; authType is the error type of the first.
+	noKey, wrongKey int
+	authType        string
 	// rpmText is what the 429 of an rpm limit says of it; "" is the
 	// limit's name, LimitRPM.
 	rpmText string
 }
 
+// The paths of the Google formats' conformance entries.
+const (
+	studioPath          = "/v1beta/models/gemini-2.5-flash"
+	vertexPath          = "/v1/projects/p/locations/us-central1/publishers/google/models/gemini-2.5-flash"
+	vertexAnthropicPath = "/v1/projects/p/locations/us-east5/publishers/anthropic/models/claude-sonnet-4-5@20250929"
+)
+
+// generatePath is a Gemini model path's generateContent or, streamed,
+// streamGenerateContent?alt=sse.
+func generatePath(model string) func(bool) string {
+	return func(stream bool) string {
+		if stream {
+			return model + ":streamGenerateContent?alt=sse"
+		}
+		return model + ":generateContent"
+	}
+}
+
+// geminiBody is a generateContent request of maxTokens tokens' output
+// (the path says whether it streams).
+func geminiBody(maxTokens int, _ bool) string {
+	return `{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"generationConfig":{"maxOutputTokens":` + strconv.Itoa(maxTokens) + `}}`
+}
+
+var (
+	geminiFrames      = []string{`data: {"candidates":[{"content":{"parts":[{"text":"`, `"finishReason":"MAX_TOKENS"`}
+	googleRetryDelay  = regexp.MustCompile(`"retryDelay":"(\d+)s"`)
+	geminiBadBody     = `{"contents":[{"parts":[{"text":"hi"}]}],"generationConfig":{"maxOutputTokens":0}}`
+	geminiBadField    = "generationConfig.maxOutputTokens"
+	vertexClaudeStart = `{"anthropic_version":"vertex-2023-10-16",`
+)
+
 var serverConformanceTable = map[string]serverConformance{
 	"anthropic": {
-		body:     func(n int, stream bool) string { return anthropicBody(n, stream, "hi") },
-		badBody:  `{"model":"claude-sonnet-4-5","max_tokens":0,"messages":[{"role":"user","content":"hi"}]}`,
-		badField: "max_tokens",
+		body:       func(n int, stream bool) string { return anthropicBody(n, stream, "hi") },
+		badBody:    `{"model":"claude-sonnet-4-5","max_tokens":0,"messages":[{"role":"user","content":"hi"}]}`,
+		badField:   "max_tokens",
+		streamType: "text/event-stream",
+		split:      sseFrames,
 		frames: []string{"event: message_start\n", "event: content_block_start\n", "event: content_block_delta\n",
 			"event: message_delta\n", "event: message_stop\n"},
 		requestID:  "Request-Id",
 		remaining:  "Anthropic-Ratelimit-Requests-Remaining",
+		retryAfter: true,
 		overloaded: 529,
+		errType:    envelopeErrorType,
 		limitType:  "rate_limit_error",
+		noKey:      401,
+		wrongKey:   401,
 		authType:   "authentication_error",
 	},
 	"openai": {
 		body:       func(n int, stream bool) string { return openaiBody(n, stream, false, "hi") },
 		badBody:    `{"model":"gpt-4o-mini","max_completion_tokens":0,"messages":[{"role":"user","content":"hi"}]}`,
 		badField:   "max_completion_tokens",
-		frames:     []string{`"role":"assistant"`, `"delta":{"content":"`, `"finish_reason":"length"`, "data: [DONE]\n\n"},
+		streamType: "text/event-stream",
+		split:      sseFrames,
+		frames:     []string{`"role":"assistant"`, `"delta":{"content":"`, `"finish_reason":"length"`, "data: [DONE]"},
 		requestID:  "X-Request-Id",
 		remaining:  "X-Ratelimit-Remaining-Requests",
+		retryAfter: true,
 		overloaded: 503,
+		errType:    envelopeErrorType,
 		limitType:  "requests",
+		noKey:      401,
+		wrongKey:   401,
 		authType:   "invalid_request_error",
 	},
 	"openai-responses": {
@@ -79,41 +145,153 @@ var serverConformanceTable = map[string]serverConformance{
 			b, _ := json.Marshal(map[string]any{"model": "gpt-4o-mini", "input": "hi", "max_output_tokens": n, "stream": stream})
 			return string(b)
 		},
-		badBody:  `{"model":"gpt-4o-mini","input":"hi","max_output_tokens":1}`,
-		badField: "max_output_tokens",
+		badBody:    `{"model":"gpt-4o-mini","input":"hi","max_output_tokens":1}`,
+		badField:   "max_output_tokens",
+		streamType: "text/event-stream",
+		split:      sseFrames,
 		frames: []string{"event: response.created\n", "event: response.output_item.added\n",
 			"event: response.output_text.delta\n", "event: response.incomplete\n"},
 		requestID:  "X-Request-Id",
 		remaining:  "X-Ratelimit-Remaining-Requests",
+		retryAfter: true,
 		overloaded: 503,
+		errType:    envelopeErrorType,
 		limitType:  "requests",
+		noKey:      401,
+		wrongKey:   401,
 		authType:   "invalid_request_error",
 	},
+	// Bedrock Runtime (docs/bedrock.md): the model in the path, Converse's
+	// body, binary event-stream frames, its errors in x-amzn-ErrorType, no
+	// rate-limit headers and no retry hints, and 403 for a bad credential.
+	"bedrock": {
+		path: func(stream bool) string {
+			if stream {
+				return "/model/anthropic.claude-sonnet-4-5-20250929-v1:0/converse-stream"
+			}
+			return "/model/anthropic.claude-sonnet-4-5-20250929-v1:0/converse"
+		},
+		body: func(n int, _ bool) string {
+			return fmt.Sprintf(`{"messages":[{"role":"user","content":[{"text":"hi"}]}],"inferenceConfig":{"maxTokens":%d}}`, n)
+		},
+		badBody:    `{"messages":[{"role":"user","content":[{"text":"hi"}]}],"inferenceConfig":{"maxTokens":0}}`,
+		badField:   "inferenceConfig.maxTokens",
+		streamType: "application/vnd.amazon.eventstream",
+		split:      eventstreamFrames,
+		frames: []string{":event-type=messageStart\n", ":event-type=contentBlockDelta\n", ":event-type=contentBlockStop\n",
+			`"stopReason":"max_tokens"`, ":event-type=metadata\n"},
+		requestID:  "X-Amzn-Requestid",
+		overloaded: 503,
+		errType:    amznErrorType,
+		limitType:  "ThrottlingException",
+		noKey:      403,
+		wrongKey:   403,
+		authType:   "MissingAuthenticationTokenException",
+	},
+	// AI Studio: no key is 403 PERMISSION_DENIED, a wrong one 400
+	// (API_KEY_INVALID); no rate-limit headers, the wait in RetryInfo.
+	"gemini": {
+		path:           generatePath(studioPath),
+		body:           geminiBody,
+		badBody:        geminiBadBody,
+		badField:       geminiBadField,
+		frames:         geminiFrames,
+		streamType:     "text/event-stream",
+		split:          crlfSSEFrames,
+		requestID:      "X-Request-Id",
+		retryDelayBody: googleRetryDelay,
+		errType:        envelopeErrorType,
+		overloaded:     503,
+		limitType:      "RESOURCE_EXHAUSTED",
+		noKey:          403,
+		wrongKey:       400,
+		authType:       "PERMISSION_DENIED",
+	},
+	"vertex": {
+		path:           generatePath(vertexPath),
+		body:           geminiBody,
+		badBody:        geminiBadBody,
+		badField:       geminiBadField,
+		frames:         geminiFrames,
+		streamType:     "text/event-stream",
+		split:          crlfSSEFrames,
+		requestID:      "X-Request-Id",
+		retryDelayBody: googleRetryDelay,
+		errType:        envelopeErrorType,
+		overloaded:     503,
+		limitType:      "RESOURCE_EXHAUSTED",
+		noKey:          401,
+		wrongKey:       401,
+		authType:       "UNAUTHENTICATED",
+	},
+	// Claude on Vertex AI: the Messages API's answers, 400s and overload;
+	// the front end's 401 and 429 in Google's envelope.
+	"vertex-anthropic": {
+		path: func(stream bool) string {
+			if stream {
+				return vertexAnthropicPath + ":streamRawPredict"
+			}
+			return vertexAnthropicPath + ":rawPredict"
+		},
+		body: func(n int, stream bool) string {
+			return vertexClaudeStart + `"max_tokens":` + strconv.Itoa(n) + `,"stream":` + strconv.FormatBool(stream) + `,"messages":[{"role":"user","content":"hi"}]}`
+		},
+		badBody:  vertexClaudeStart + `"max_tokens":0,"messages":[{"role":"user","content":"hi"}]}`,
+		badField: "max_tokens",
+		frames: []string{"event: message_start\n", "event: content_block_start\n", "event: content_block_delta\n",
+			"event: message_delta\n", "event: message_stop\n"},
+		streamType:     "text/event-stream",
+		split:          sseFrames,
+		requestID:      "Request-Id",
+		retryDelayBody: googleRetryDelay,
+		errType:        envelopeErrorType,
+		overloaded:     529,
+		limitType:      "RESOURCE_EXHAUSTED",
+		noKey:          401,
+		wrongKey:       401,
+		authType:       "UNAUTHENTICATED",
+	},
 	"azure-openai": {
+		path:       azurePath("/openai/v1/chat/completions"),
 		body:       func(n int, stream bool) string { return openaiBody(n, stream, false, "hi") },
 		badBody:    `{"model":"gpt-4o-mini","max_completion_tokens":0,"messages":[{"role":"user","content":"hi"}]}`,
 		badField:   "max_completion_tokens",
-		frames:     []string{`"prompt_filter_results":[`, `"role":"assistant"`, `"delta":{"content":"`, `"finish_reason":"length"`, "data: [DONE]\n\n"},
+		streamType: "text/event-stream",
+		split:      sseFrames,
+		frames:     []string{`"prompt_filter_results":[`, `"role":"assistant"`, `"delta":{"content":"`, `"finish_reason":"length"`, "data: [DONE]"},
 		requestID:  "X-Request-Id",
 		remaining:  "X-Ratelimit-Remaining-Requests",
+		retryAfter: true,
 		overloaded: 503,
-		limitType:  "429", authType: "401", ownEnvelope: true,
-		rpmText: "exceeded call rate limit",
+		errType:    azureErrorCode,
+		limitType:  "429",
+		rpmText:    "exceeded call rate limit",
+		noKey:      401,
+		wrongKey:   401,
+		authType:   "401",
 	},
 	"azure-openai-responses": {
+		path: azurePath("/openai/v1/responses"),
 		body: func(n int, stream bool) string {
 			b, _ := json.Marshal(map[string]any{"model": "gpt-4o-mini", "input": "hi", "max_output_tokens": n, "stream": stream})
 			return string(b)
 		},
-		badBody:  `{"model":"gpt-4o-mini","input":"hi","max_output_tokens":1}`,
-		badField: "max_output_tokens",
+		badBody:    `{"model":"gpt-4o-mini","input":"hi","max_output_tokens":1}`,
+		badField:   "max_output_tokens",
+		streamType: "text/event-stream",
+		split:      sseFrames,
 		frames: []string{"event: response.created\n", "event: response.output_item.added\n",
 			"event: response.output_text.delta\n", "event: response.incomplete\n"},
 		requestID:  "X-Request-Id",
 		remaining:  "X-Ratelimit-Remaining-Requests",
+		retryAfter: true,
 		overloaded: 503,
-		limitType:  "429", authType: "401", ownEnvelope: true,
-		rpmText: "exceeded call rate limit",
+		errType:    azureErrorCode,
+		limitType:  "429",
+		rpmText:    "exceeded call rate limit",
+		noKey:      401,
+		wrongKey:   401,
+		authType:   "401",
 	},
 }
 
@@ -135,19 +313,12 @@ func TestServerConformanceCoversEveryFormat(t *testing.T) {
 	}
 }
 
-// limitOrAuthType is errorType, or for a format with an envelope of its
-// own (serverConformance.ownEnvelope) errorCode.
-func limitOrAuthType(t *testing.T, r reply, f serverConformance) string {
-	t.Helper()
-	if f.ownEnvelope {
-		return errorCode(t, r)
-	}
-	return errorType(t, r)
-}
+// azurePath is an Azure v1 path, streamed or not (the body says).
+func azurePath(p string) func(bool) string { return func(bool) string { return p } }
 
-// errorCode is the code of the error in an envelope of a code and a
-// message (Azure's).
-func errorCode(t *testing.T, r reply) string {
+// azureErrorCode is the code of the error in an envelope of a code and a
+// message only (Azure's 401 and 429).
+func azureErrorCode(t *testing.T, r reply) string {
 	t.Helper()
 	var env struct {
 		Error struct {
@@ -161,19 +332,77 @@ func errorCode(t *testing.T, r reply) string {
 	return env.Error.Code
 }
 
-// errorType is the type of the error in an error envelope: Anthropic's
-// error.type, or OpenAI's.
-func errorType(t *testing.T, r reply) string {
+// sseFrames cuts a server-sent event stream into its frames, each ended
+// by a blank line; crlfSSEFrames one whose lines end in CRLF (Google's).
+func sseFrames(stream []byte) ([]string, error)     { return framesEndedBy(stream, "\n\n") }
+func crlfSSEFrames(stream []byte) ([]string, error) { return framesEndedBy(stream, "\r\n\r\n") }
+
+func framesEndedBy(stream []byte, end string) ([]string, error) {
+	s := string(stream)
+	if !strings.HasSuffix(s, end) {
+		return nil, fmt.Errorf("the stream does not end with %q", end)
+	}
+	return strings.Split(strings.TrimSuffix(s, end), end), nil
+}
+
+// eventstreamFrames decodes an application/vnd.amazon.eventstream stream
+// with aws-sdk-go-v2's decoder, which checks each message's lengths and
+// CRCs; each frame is its headers as NAME=VALUE lines, then its payload.
+func eventstreamFrames(stream []byte) ([]string, error) {
+	dec := eventstream.NewDecoder()
+	r := bytes.NewReader(stream)
+	var frames []string
+	for r.Len() > 0 {
+		m, err := dec.Decode(r, nil)
+		if err != nil {
+			return frames, fmt.Errorf("message %d: %w", len(frames), err)
+		}
+		var b strings.Builder
+		for _, h := range m.Headers {
+			fmt.Fprintf(&b, "%s=%s\n", h.Name, h.Value.String())
+		}
+		b.Write(m.Payload)
+		frames = append(frames, b.String())
+	}
+	return frames, nil
+}
+
+// amznErrorType is Bedrock's error type: x-amzn-ErrorType up to its
+// colon, with a JSON body carrying the message.
+func amznErrorType(t *testing.T, r reply) string {
+	t.Helper()
+	typ, _, _ := strings.Cut(r.header.Get("X-Amzn-Errortype"), ":")
+	var body struct {
+		Message string `json:"message"`
+	}
+	if err := json.Unmarshal(r.body, &body); err != nil || typ == "" || body.Message == "" {
+		t.Fatalf("status %d x-amzn-ErrorType %q body %q: want a type and a {\"message\"} body (%v)", r.status, typ, r.body, err)
+	}
+	return typ
+}
+
+// envelopeErrorType is the type of the error in an error envelope: Anthropic's
+// error.type, OpenAI's, or Google's error.status (google.rpc.Code), whose
+// error.code must then be the response's status.
+func envelopeErrorType(t *testing.T, r reply) string {
 	t.Helper()
 	var env struct {
 		Error struct {
-			Type string `json:"type"`
+			Type   string `json:"type"`
+			Status string `json:"status"`
+			Code   any    `json:"code"`
 		} `json:"error"`
 	}
-	if err := json.Unmarshal(r.body, &env); err != nil || env.Error.Type == "" {
+	if err := json.Unmarshal(r.body, &env); err != nil || env.Error.Type == "" && env.Error.Status == "" {
 		t.Fatalf("status %d body %q: want an error envelope (%v)", r.status, r.body, err)
 	}
-	return env.Error.Type
+	if env.Error.Type != "" {
+		return env.Error.Type
+	}
+	if code, ok := env.Error.Code.(float64); !ok || int(code) != r.status {
+		t.Errorf("status %d body %s: Google's envelope's error.code is not the status", r.status, r.body)
+	}
+	return env.Error.Status
 }
 
 func TestServerConformance(t *testing.T) {
@@ -182,10 +411,10 @@ func TestServerConformance(t *testing.T) {
 	checks := []struct {
 		name  string
 		cfg   func(cfg *Config)
-		check func(t *testing.T, ts *testServer, path string, f serverConformance)
+		check func(t *testing.T, ts *testServer, path func(stream bool) string, f serverConformance)
 	}{
-		{"plain 200", nil, func(t *testing.T, ts *testServer, path string, f serverConformance) {
-			r := ts.do(t, "POST", path, f.body(16, false), auth...)
+		{"plain 200", nil, func(t *testing.T, ts *testServer, path func(bool) string, f serverConformance) {
+			r := ts.do(t, "POST", path(false), f.body(16, false), auth...)
 			if r.status != 200 {
 				t.Fatalf("status %d body %s, want 200", r.status, r.body)
 			}
@@ -199,64 +428,102 @@ func TestServerConformance(t *testing.T) {
 				t.Errorf("body %s is not JSON", r.body)
 			}
 		}},
-		{"stream frames in order", nil, func(t *testing.T, ts *testServer, path string, f serverConformance) {
-			r := ts.do(t, "POST", path, f.body(16, true), auth...)
-			if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/event-stream") {
-				t.Fatalf("status %d Content-Type %q, want a 200 event stream", r.status, r.header.Get("Content-Type"))
+		{"stream frames in order", nil, func(t *testing.T, ts *testServer, path func(bool) string, f serverConformance) {
+			r := ts.do(t, "POST", path(true), f.body(16, true), auth...)
+			if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), f.streamType) {
+				t.Fatalf("status %d Content-Type %q, want a 200 %s stream", r.status, r.header.Get("Content-Type"), f.streamType)
 			}
-			rest := string(r.body)
-			for _, m := range f.frames {
-				i := strings.Index(rest, m)
-				if i < 0 {
-					t.Fatalf("stream %q: no %q after the frames before it (%q)", r.body, m, f.frames)
+			frames, err := f.split(r.body)
+			if err != nil {
+				t.Fatalf("stream %q: %v", r.body, err)
+			}
+			// Each marker is found after the one before it, in the same
+			// frame or a later one.
+			next, last := 0, -1
+			for i, fr := range frames {
+				for next < len(f.frames) {
+					j := strings.Index(fr, f.frames[next])
+					if j < 0 {
+						break
+					}
+					fr, last, next = fr[j+len(f.frames[next]):], i, next+1
 				}
-				rest = rest[i+len(m):]
 			}
-			if strings.Count(rest, "\n\n") > 1 {
-				t.Errorf("stream %q: frames after the last expected one %q", r.body, f.frames[len(f.frames)-1])
+			if next < len(f.frames) {
+				t.Fatalf("frames %q: no %q after the frames before it (%q)", frames, f.frames[next], f.frames)
+			}
+			if last != len(frames)-1 {
+				t.Errorf("frames %q: frames after the last expected one %q", frames[last+1:], f.frames[len(f.frames)-1])
 			}
 		}},
-		{"429 envelope and headers", func(cfg *Config) { cfg.Limits.RPM = 1 }, func(t *testing.T, ts *testServer, path string, f serverConformance) {
-			if r := ts.do(t, "POST", path, f.body(16, false), auth...); r.status != 200 {
+		{"429 envelope and headers", func(cfg *Config) { cfg.Limits.RPM = 1 }, func(t *testing.T, ts *testServer, path func(bool) string, f serverConformance) {
+			if r := ts.do(t, "POST", path(false), f.body(16, false), auth...); r.status != 200 {
 				t.Fatalf("first request: status %d body %s, want 200", r.status, r.body)
 			}
-			r := ts.do(t, "POST", path, f.body(16, false), auth...)
+			r := ts.do(t, "POST", path(false), f.body(16, false), auth...)
 			if r.status != 429 {
 				t.Fatalf("second request at rpm 1: status %d body %s, want 429", r.status, r.body)
 			}
-			if ra, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || ra < 1 || ra > 60 {
-				t.Errorf("retry-after %q, want whole seconds in [1, 60]", r.header.Get("Retry-After"))
+			switch wait := r.header.Get("Retry-After"); {
+			case f.retryDelayBody != nil:
+				if wait != "" {
+					t.Errorf("retry-after %q sent, want the wait in the body only", wait)
+				}
+				m := f.retryDelayBody.FindSubmatch(r.body)
+				if m == nil {
+					t.Errorf("body %s: no wait found by %s", r.body, f.retryDelayBody)
+				} else if ra, err := strconv.Atoi(string(m[1])); err != nil || ra < 1 || ra > 60 {
+					t.Errorf("wait %q in the body, want whole seconds in [1, 60]", m[1])
+				}
+			case f.retryAfter:
+				if ra, err := strconv.Atoi(wait); err != nil || ra < 1 || ra > 60 {
+					t.Errorf("retry-after %q, want whole seconds in [1, 60]", wait)
+				}
+			default:
+				for _, h := range []string{"Retry-After", "Retry-After-Ms", "X-Should-Retry"} {
+					if v, ok := r.header[h]; ok {
+						t.Errorf("%s %q, want none: the format sends no retry hints", h, v)
+					}
+				}
 			}
-			if rem := r.header.Get(f.remaining); rem != "0" {
-				t.Errorf("%s %q, want 0", f.remaining, rem)
+			if f.remaining != "" {
+				if rem := r.header.Get(f.remaining); rem != "0" {
+					t.Errorf("%s %q, want 0", f.remaining, rem)
+				}
+			} else {
+				for h, v := range r.header {
+					if strings.Contains(strings.ToLower(h), "ratelimit") {
+						t.Errorf("%s %q, want no rate-limit headers", h, v)
+					}
+				}
 			}
-			if typ := limitOrAuthType(t, r, f); typ != f.limitType {
+			if typ := f.errType(t, r); typ != f.limitType {
 				t.Errorf("error type %q, want %q", typ, f.limitType)
 			}
 			if text := cmp.Or(f.rpmText, LimitRPM); !strings.Contains(string(r.body), text) {
 				t.Errorf("body %s, want the limit named (%s)", r.body, text)
 			}
 		}},
-		{"overload status", func(cfg *Config) { cfg.Faults.Overloaded = 1 }, func(t *testing.T, ts *testServer, path string, f serverConformance) {
-			r := ts.do(t, "POST", path, f.body(16, false), auth...)
+		{"overload status", func(cfg *Config) { cfg.Faults.Overloaded = 1 }, func(t *testing.T, ts *testServer, path func(bool) string, f serverConformance) {
+			r := ts.do(t, "POST", path(false), f.body(16, false), auth...)
 			if r.status != f.overloaded {
 				t.Fatalf("status %d body %s, want %d", r.status, r.body, f.overloaded)
 			}
-			errorType(t, r)
+			f.errType(t, r)
 		}},
-		{"400 names the field", nil, func(t *testing.T, ts *testServer, path string, f serverConformance) {
-			r := ts.do(t, "POST", path, f.badBody, auth...)
+		{"400 names the field", nil, func(t *testing.T, ts *testServer, path func(bool) string, f serverConformance) {
+			r := ts.do(t, "POST", path(false), f.badBody, auth...)
 			if r.status != 400 {
 				t.Fatalf("status %d body %s, want 400", r.status, r.body)
 			}
 			if !strings.Contains(string(r.body), f.badField) {
 				t.Errorf("body %s, want the field %s named", r.body, f.badField)
 			}
-			errorType(t, r)
+			f.errType(t, r)
 		}},
-		{"request id", nil, func(t *testing.T, ts *testServer, path string, f serverConformance) {
-			ok := ts.do(t, "POST", path, f.body(16, false), auth...)
-			bad := ts.do(t, "POST", path, f.badBody, auth...)
+		{"request id", nil, func(t *testing.T, ts *testServer, path func(bool) string, f serverConformance) {
+			ok := ts.do(t, "POST", path(false), f.body(16, false), auth...)
+			bad := ts.do(t, "POST", path(false), f.badBody, auth...)
 			for _, r := range []reply{ok, bad} {
 				if id := r.header.Get(f.requestID); !strings.HasPrefix(id, "req_") {
 					t.Errorf("status %d: %s %q, want a req_ id", r.status, f.requestID, id)
@@ -266,18 +533,19 @@ func TestServerConformance(t *testing.T) {
 				t.Errorf("two requests share the request id %q", ok.header.Get(f.requestID))
 			}
 		}},
-		{"auth failure", nil, func(t *testing.T, ts *testServer, path string, f serverConformance) {
-			r := ts.do(t, "POST", path, f.body(16, false))
-			if r.status != 401 {
-				t.Fatalf("no key: status %d body %s, want 401", r.status, r.body)
+		{"auth failure", nil, func(t *testing.T, ts *testServer, path func(bool) string, f serverConformance) {
+			r := ts.do(t, "POST", path(false), f.body(16, false))
+			if r.status != f.noKey {
+				t.Fatalf("no key: status %d body %s, want %d", r.status, r.body, f.noKey)
 			}
-			if typ := limitOrAuthType(t, r, f); typ != f.authType {
+			if typ := f.errType(t, r); typ != f.authType {
 				t.Errorf("error type %q, want %q", typ, f.authType)
 			}
-			r = ts.do(t, "POST", path, f.body(16, false), "Authorization", "Bearer sk-wrong")
-			if r.status != 401 {
-				t.Errorf("wrong key: status %d body %s, want 401", r.status, r.body)
+			r = ts.do(t, "POST", path(false), f.body(16, false), "Authorization", "Bearer sk-wrong")
+			if r.status != f.wrongKey {
+				t.Errorf("wrong key: status %d body %s, want %d", r.status, r.body, f.wrongKey)
 			}
+			f.errType(t, r)
 		}},
 	}
 	for _, wr := range formats {
@@ -294,7 +562,11 @@ func TestServerConformance(t *testing.T) {
 					}
 					ts := startServer(t, cfg)
 					defer ts.stop()
-					c.check(t, ts, wr.Spec().Path, f)
+					path := f.path
+					if path == nil {
+						path = func(bool) string { return wr.Spec().Path }
+					}
+					c.check(t, ts, path, f)
 				})
 			})
 		}

@@ -83,21 +83,7 @@ type decision struct {
 }
 
 func (s *Server) model(wr wire.Format) http.HandlerFunc {
-	bind := wr.Spec().Bind
-	if bind == nil {
-		return func(w http.ResponseWriter, req *http.Request) { s.serveModel(w, req, wr) }
-	}
-	// The format makes the value that serves each request, or refuses it
-	// before authentication (wire.Spec.Bind).
-	return func(w http.ResponseWriter, req *http.Request) {
-		bound, r := bind(req, s.env)
-		if r != nil {
-			s.metrics.request(bound.Name(), r.Status, "unauthenticated")
-			s.writeError(w, bound, r.Status, r.E)
-			return
-		}
-		s.serveModel(w, req, bound)
-	}
+	return func(w http.ResponseWriter, req *http.Request) { s.serveModel(w, req, wr) }
 }
 
 // serveModel is the model endpoints' pipeline: auth → body limit and
@@ -148,7 +134,7 @@ func (s *Server) prepare(x *exchange, req *http.Request) bool {
 	bp := bodyBufs.Get().(*[]byte)
 	body, held, status, err := s.readBody(w, req, *bp)
 	received := arrived(req, s.clock.Now()) // the schedule's start: see admit
-	s.calls.arrive(&x.att, req, key, body)
+	s.calls.arrive(&x.att, req, wr, key, body)
 	c := &x.call
 	if err == nil {
 		err = wr.Decode(body, s.cfg.Output.DefaultMaxTokens, c)
@@ -342,7 +328,7 @@ func (s *Server) admit(req *http.Request, c *wire.Call, key string, wr wire.Form
 	// Scripted failures: the attempt index comes from the SDK's header or,
 	// for a client sending an Idempotency-Key, from the call accounting,
 	// which groups attempts by that key (calls.go).
-	if len(s.faults.Script) > 0 && s.scripted(req, n, ks, d) {
+	if len(s.faults.Script) > 0 && s.scripted(req, wr, n, ks, d) {
 		return d
 	}
 
@@ -427,8 +413,8 @@ func (d *decision) reject(ks *keyState, status int, e wire.APIError, retryAfter 
 // s.mu is held.
 //
 //go:noinline
-func (s *Server) scripted(req *http.Request, n int, ks *keyState, d *decision) bool {
-	attempt := attemptIndex(req)
+func (s *Server) scripted(req *http.Request, wr wire.Format, n int, ks *keyState, d *decision) bool {
+	attempt := attemptIndex(req, wr)
 	if attempt < 0 && n > 0 && req.Header.Get("Idempotency-Key") != "" {
 		attempt = n - 1
 	}
@@ -775,6 +761,9 @@ func (x *exchange) stream() {
 	p := &x.d.plan
 	h := x.w.Header()
 	h["Content-Type"] = wire.ValueEventStream
+	if ct := x.wr.Spec().StreamContentType; ct != nil {
+		h["Content-Type"] = ct
+	}
 	h["Cache-Control"] = wire.ValueNoCache
 	x.processed(h)
 	x.w.WriteHeader(http.StatusOK)

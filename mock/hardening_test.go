@@ -356,9 +356,9 @@ func TestRouteErrorEnvelope(t *testing.T) {
 		headers            []string
 		want               string
 	}{
-		{"openai key, unknown path", "GET", "/v1/files", []string{"Authorization", "Bearer sk-x"}, `{"error":{"message":"not found: GET /v1/files","type":"invalid_request_error","param":null,"code":"unknown_url"}}`},
-		{"anthropic key, unknown path", "GET", "/v1/files", []string{"X-Api-Key", "sk-x", "Anthropic-Version", "2023-06-01"}, `"type":"not_found_error"`},
-		{"anthropic bearer token", "GET", "/v1/files", []string{"Authorization", "Bearer tok", "Anthropic-Version", "2023-06-01"}, `"type":"not_found_error"`},
+		{"openai key, unknown path", "GET", "/v1/assistants", []string{"Authorization", "Bearer sk-x"}, `{"error":{"message":"not found: GET /v1/assistants","type":"invalid_request_error","param":null,"code":"unknown_url"}}`},
+		{"anthropic key, unknown path", "GET", "/v1/assistants", []string{"X-Api-Key", "sk-x", "Anthropic-Version", "2023-06-01"}, `"type":"not_found_error"`},
+		{"anthropic bearer token", "GET", "/v1/assistants", []string{"Authorization", "Bearer tok", "Anthropic-Version", "2023-06-01"}, `"type":"not_found_error"`},
 		{"openai path, no headers", "GET", "/v1/chat/completions", nil, `"code":null`},
 		{"wrong method on a model", "POST", "/v1/models/gpt-4o", []string{"Authorization", "Bearer sk-x"}, `"message":"method POST not allowed for /v1/models/gpt-4o; use GET"`},
 	} {

@@ -3,6 +3,8 @@ package mock
 import (
 	"net/http"
 	"strconv"
+
+	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // newID returns a fresh id with prefix: 22 base62 characters derived from
@@ -42,8 +44,12 @@ func appendBase62(b []byte, x uint64, width int) []byte {
 	return append(b, tmp[:width]...)
 }
 
-// attemptIndex is X-Stainless-Retry-Count, or -1 when absent or invalid.
-func attemptIndex(req *http.Request) int {
+// attemptIndex is X-Stainless-Retry-Count, or -1 when absent or invalid;
+// or what wr's wire.Spec.AttemptIndex reads.
+func attemptIndex(req *http.Request, wr wire.Format) int {
+	if f := wr.Spec().AttemptIndex; f != nil {
+		return f(req)
+	}
 	v := req.Header.Get("X-Stainless-Retry-Count")
 	if v == "" {
 		return -1

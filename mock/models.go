@@ -46,6 +46,11 @@ var (
 		gpt-4-0613 gpt-3.5-turbo`))
 )
 
+// info is m as a format's models endpoints describe it.
+func (m model) info() wire.Model {
+	return wire.Model{ID: m.id, DisplayName: m.name, Created: m.created}
+}
+
 // catalogDate is every model's creation date: the mock makes none up.
 var catalogDate = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
@@ -82,7 +87,10 @@ func KnownModels(api string) []string {
 // catalogOf is the catalogue of wr's API with the configured extras.
 func (s *Server) catalogOf(wr wire.Format) []model {
 	cat := openaiCatalog
-	if wr.Spec().Catalog == wire.CatalogAnthropic {
+	switch spec := wr.Spec(); {
+	case spec.CatalogModels != nil:
+		cat = catalog(spec.Catalog, spec.CatalogModels)
+	case spec.Catalog == wire.CatalogAnthropic:
 		cat = anthropicCatalog
 	}
 	for _, id := range s.cfg.Models.Extra {
@@ -109,11 +117,35 @@ func (s *Server) acceptsModel(wr wire.Format, id string) bool {
 	if s.cfg.Models.Any {
 		return true
 	}
+	spec := wr.Spec()
 	known := s.openaiModels
-	if wr.Spec().Catalog == wire.CatalogAnthropic {
+	switch {
+	case spec.CatalogModels != nil:
+		known = s.formatModels[spec.Catalog]
+	case spec.Catalog == wire.CatalogAnthropic:
 		known = s.anthropicModels
 	}
-	return known[id]
+	if spec.ModelAliases == nil {
+		return known[id]
+	}
+	for _, name := range spec.ModelAliases(id) {
+		if known[name] {
+			return true
+		}
+	}
+	return false
+}
+
+// formatModelIndex is the index of each format's own catalogue
+// (wire.Spec.CatalogModels) with the configured extras, by catalogue name.
+func formatModelIndex(extra []string) map[string]map[string]bool {
+	idx := make(map[string]map[string]bool)
+	for _, wr := range formats {
+		if spec := wr.Spec(); spec.CatalogModels != nil {
+			idx[spec.Catalog] = modelIndex(catalog(spec.Catalog, spec.CatalogModels), extra)
+		}
+	}
+	return idx
 }
 
 // modelIndex is the set of ids in cat plus the configured extras.
@@ -145,8 +177,7 @@ func (s *Server) modelRoutes() []route {
 
 // modelsRequest authenticates a models request and sets its headers; it
 // answers the error itself and returns false when there is one.
-func (s *Server) modelsRequest(w http.ResponseWriter, req *http.Request) (wire.Format, bool) {
-	wr := wireOf(req)
+func (s *Server) modelsRequest(w http.ResponseWriter, req *http.Request, wr wire.Format) (wire.Format, bool) {
 	if _, ok, why := s.authenticate(req, wr); !ok {
 		s.writeError(w, wr, http.StatusUnauthorized, wire.APIError{Msg: why})
 		return wr, false
@@ -159,11 +190,24 @@ func (s *Server) modelsRequest(w http.ResponseWriter, req *http.Request) (wire.F
 }
 
 func (s *Server) listModels(w http.ResponseWriter, req *http.Request) {
-	wr, ok := s.modelsRequest(w, req)
+	s.listModelsOf(w, req, wireOf(req))
+}
+
+// listModelsOf answers a models list of wr's API.
+func (s *Server) listModelsOf(w http.ResponseWriter, req *http.Request, wr wire.Format) {
+	wr, ok := s.modelsRequest(w, req, wr)
 	if !ok {
 		return
 	}
 	cat := s.catalogOf(wr)
+	if f := wr.Spec().ListModelsBody; f != nil {
+		ms := make([]wire.Model, len(cat))
+		for i, m := range cat {
+			ms[i] = m.info()
+		}
+		wire.WriteJSONBody(w, http.StatusOK, f(ms))
+		return
+	}
 	if wr.Spec().Catalog == wire.CatalogAnthropic {
 		data := make([]anthropicModel, len(cat))
 		for i, m := range cat {
@@ -188,7 +232,12 @@ func (s *Server) listModels(w http.ResponseWriter, req *http.Request) {
 }
 
 func (s *Server) getModel(w http.ResponseWriter, req *http.Request) {
-	wr, ok := s.modelsRequest(w, req)
+	s.getModelOf(w, req, wireOf(req))
+}
+
+// getModelOf answers a models get of wr's API for the path's {id}.
+func (s *Server) getModelOf(w http.ResponseWriter, req *http.Request, wr wire.Format) {
+	wr, ok := s.modelsRequest(w, req, wr)
 	if !ok {
 		return
 	}
@@ -196,6 +245,10 @@ func (s *Server) getModel(w http.ResponseWriter, req *http.Request) {
 	m, ok := s.findModel(wr, id)
 	if !ok {
 		s.writeError(w, wr, http.StatusNotFound, modelNotFound(wr, id))
+		return
+	}
+	if f := wr.Spec().ModelBody; f != nil {
+		wire.WriteJSONBody(w, http.StatusOK, f(m.info()))
 		return
 	}
 	if wr.Spec().Catalog == wire.CatalogAnthropic {

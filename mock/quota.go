@@ -88,7 +88,7 @@ func validatePrices(prices map[string]Price, q Quota, check func(bool, string, s
 		for _, f := range []struct {
 			key string
 			v   float64
-		}{{"input", pr.Input}, {"output", pr.Output}, {"cache_write", pr.CacheWrite}, {"cache_write_1h", pr.CacheWrite1h}, {"cache_read", pr.CacheRead}} {
+		}{{"input", pr.Input}, {"output", pr.Output}, {"cache_write", pr.CacheWrite}, {"cache_write_1h", pr.CacheWrite1h}, {"cache_read", pr.CacheRead}, {"batch_input", pr.BatchInput}, {"batch_output", pr.BatchOutput}} {
 			check(f.v >= 0 && f.v <= maxUSD, p+"."+f.key, "must be in [0, %g] USD per million tokens, got %g", maxUSD, f.v)
 		}
 	}

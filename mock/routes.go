@@ -8,8 +8,11 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/ratelab/ratelab/mock/internal/anthropic"
 	"github.com/ratelab/ratelab/mock/internal/azure"
+	"github.com/ratelab/ratelab/mock/internal/bedrock"
+	"github.com/ratelab/ratelab/mock/internal/gemini"
 	"github.com/ratelab/ratelab/mock/internal/openaichat"
 	"github.com/ratelab/ratelab/mock/internal/openairesponses"
+	"github.com/ratelab/ratelab/mock/internal/vertexanthropic"
 	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
@@ -22,25 +25,29 @@ type route struct {
 }
 
 // formats are the wire formats the server serves, each at its
-// wire.Spec.Path and AltPaths; a new format is added here and in the conformance table
+// wire.Spec.Path or wire.Spec.Routes; a new format is added here and in the conformance table
 // (formats_test.go).
-var formats = []wire.Format{anthropic.Format{}, openaichat.Format{}, openairesponses.Format{}, azure.Chat, azure.Responses}
+var formats = []wire.Format{anthropic.Format{}, openaichat.Format{}, openairesponses.Format{},
+	gemini.Format{}, gemini.Format{Vertex: true}, vertexanthropic.Format{}, bedrock.Format{}, azure.Chat, azure.Responses}
 
 // routeTable is the server's one list of routes. The router is built from
 // it, the exact paths are dispatched from it (fastRoutes), and a 405's
 // Allow header is derived from the router (allowed).
 func (s *Server) routeTable() []route {
 	post := []string{http.MethodPost}
-	t := []route{
-		{"/v1/messages/count_tokens", post, http.HandlerFunc(s.countTokens)},
-	}
+	var t []route
 	for _, wr := range formats {
-		h := s.model(wr)
-		for _, p := range append([]string{wr.Spec().Path}, wr.Spec().AltPaths...) {
-			t = append(t, route{p, post, h})
+		if p := wr.Spec().Path; p != "" {
+			t = append(t, route{p, post, s.model(wr)})
 		}
 	}
 	t = append(t, s.modelRoutes()...)
+	t = append(t, s.batchRoutes()...)
+	for _, wr := range formats {
+		for _, rt := range wr.Spec().Routes {
+			t = append(t, route{rt.Path, []string{rt.Method}, s.formatRoute(wr, rt)})
+		}
+	}
 	t = append(t, s.adminRoutes()...)
 	probe := []string{http.MethodGet, http.MethodHead}
 	return append(t,
@@ -48,6 +55,33 @@ func (s *Server) routeTable() []route {
 		route{"/healthz", probe, http.HandlerFunc(s.healthz)},
 		route{"/readyz", probe, http.HandlerFunc(s.readyz)},
 	)
+}
+
+// formatRoute serves one of wr's wire.Spec.Routes: the endpoint it names,
+// for the value of wr its Resolve makes from the request (or wr itself).
+func (s *Server) formatRoute(wr wire.Format, rt wire.Route) http.HandlerFunc {
+	return func(w http.ResponseWriter, req *http.Request) {
+		t := wire.Target{Format: wr, Endpoint: rt.Endpoint}
+		if rt.Resolve != nil {
+			t = rt.Resolve(req, mux.Vars(req), s.env)
+		}
+		if t.Err != nil {
+			s.writeError(w, t.Format, t.Status, *t.Err)
+			return
+		}
+		switch t.Endpoint {
+		case wire.EndpointModel:
+			s.serveModel(w, req, t.Format)
+		case wire.EndpointCountTokens:
+			s.countTokens(w, req, t.Format)
+		case wire.EndpointListModels:
+			s.listModelsOf(w, req, t.Format)
+		case wire.EndpointGetModel:
+			s.getModelOf(w, req, t.Format)
+		default:
+			s.writeError(w, t.Format, http.StatusInternalServerError, wire.APIError{Msg: fmt.Sprintf("format %s: route %s names no endpoint (%d)", wr.Name(), rt.Path, t.Endpoint)})
+		}
+	}
 }
 
 // routes builds the router from the route table. Wrong methods get 405 and
@@ -117,15 +151,15 @@ func fastRoutes(table []route, router http.Handler) http.Handler {
 }
 
 // wireOf picks the API a request is for, whose envelope its errors take:
-// the format whose wire.Spec.RoutePrefix the path starts with (Azure's
-// /openai/), by path for the model endpoints (OpenAI's live under /v1/chat/,
+// by path for the model endpoints (OpenAI's live under /v1/chat/,
 // /v1/responses, /v1/completions and /v1/embeddings), otherwise by the
 // headers the SDKs send: anthropic-version or x-api-key is Anthropic, a
 // bearer token without them is OpenAI. A request with neither is
-// Anthropic's.
+// Anthropic's. A registered format whose wire.Spec.OwnsRequest claims the
+// request comes first.
 func wireOf(req *http.Request) wire.Format {
 	for _, wr := range formats {
-		if pre := wr.Spec().RoutePrefix; pre != "" && strings.HasPrefix(req.URL.Path, pre) {
+		if own := wr.Spec().OwnsRequest; own != nil && own(req) {
 			return wr
 		}
 	}

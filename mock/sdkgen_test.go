@@ -44,6 +44,13 @@ var sdkGeneratedTests = []struct {
 			// It asks for the model "model_id", which does not exist.
 			{"TestModelGetWithOptionalParams", "model: model_id"},
 			{"TestModelListWithOptionalParams", ""},
+			{"TestMessageBatchNewWithOptionalParams", ""},
+			// The batch tests name batches that were never created
+			// ("message_batch_id"), and list with both cursors at once.
+			{"TestMessageBatchGetWithOptionalParams", "GET /v1/messages/batches/message_batch_id: 404"},
+			{"TestMessageBatchListWithOptionalParams", "after_id and before_id: give at most one"},
+			{"TestMessageBatchDeleteWithOptionalParams", "DELETE /v1/messages/batches/message_batch_id: 404"},
+			{"TestMessageBatchCancelWithOptionalParams", "POST /v1/messages/batches/message_batch_id/cancel: 404"},
 		},
 	},
 	{
@@ -57,6 +64,19 @@ var sdkGeneratedTests = []struct {
 			// It continues "previous_response_id", a response that was never
 			// created (the mock stores none).
 			{"TestResponseNewWithOptionalParams", "previous_response_not_found"},
+			// The batch and file tests name objects that were never
+			// created ("input_file_id", "batch_id", "file_id"), and list
+			// with limit 0, below the API's minimum of 1.
+			{"TestBatchNewWithOptionalParams", "No such File object: input_file_id"},
+			{"TestBatchGet", "GET /v1/batches/batch_id: 404"},
+			{"TestBatchListWithOptionalParams", "limit: want an integer in [1, 100], got \\\"0\\\""},
+			{"TestBatchCancel", "POST /v1/batches/batch_id/cancel: 404"},
+			{"TestFileNewWithOptionalParams", ""},
+			{"TestFileGet", "GET /v1/files/file_id: 404"},
+			{"TestFileListWithOptionalParams", "limit: want an integer in [1, 10000], got \\\"0\\\""},
+			{"TestFileDelete", "DELETE /v1/files/file_id: 404"},
+			// It downloads from a server of its own (httptest), not the mock.
+			{"TestFileContent", ""},
 		},
 	},
 }

@@ -31,6 +31,7 @@ type Server struct {
 	labels map[string]string // Fingerprint of each key, for metrics and stats
 	// The model names each API accepts (unless Config.Models.Any).
 	anthropicModels, openaiModels map[string]bool
+	formatModels                  map[string]map[string]bool // by wire.Spec.Catalog (formatModelIndex)
 	handler                       http.Handler
 	http                          *http.Server
 	metrics                       *metrics
@@ -38,7 +39,7 @@ type Server struct {
 	budget                        *decodeBudget
 	seq                           atomic.Uint64 // request counter, for ids
 	text                          []string      // Output.Text's tokens, JSON-escaped; nil for the filler
-	// env is what the formats' Spec.Bind read (formatEnv, config.go), and
+	// env is what the formats' Route.Resolve read (formatEnv, config.go), and
 	// deploymentPools the limits of the pools its deployments name.
 	env             *wire.Env
 	deploymentPools map[string]Limits
@@ -68,6 +69,8 @@ type Server struct {
 	// from the server's start.
 	past         counts
 	pastInFlight int
+
+	batch batchStore // the batch APIs' batches and files (batches.go)
 }
 
 // keyState is everything the server tracks per API key.
@@ -109,6 +112,7 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 	cfg.LimitsByModel = maps.Clone(cfg.LimitsByModel)
 	cfg.Prices = maps.Clone(cfg.Prices)
 	cfg.Azure.Deployments = maps.Clone(cfg.Azure.Deployments)
+	cfg.Batches.OpenAI.EnqueuedTokens = maps.Clone(cfg.Batches.OpenAI.EnqueuedTokens)
 	s := &Server{
 		cfg:     cfg,
 		log:     cfg.Logger,
@@ -141,6 +145,7 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 	}
 	s.anthropicModels = modelIndex(anthropicCatalog, cfg.Models.Extra)
 	s.openaiModels = modelIndex(openaiCatalog, cfg.Models.Extra)
+	s.formatModels = formatModelIndex(cfg.Models.Extra)
 	s.env, s.deploymentPools = s.formatEnv()
 	s.metrics.reg.MustRegister(s.calls, serverCollector{s})
 	s.resetLocked()
@@ -205,9 +210,11 @@ func (s *Server) Limits() Limits {
 // Reset clears the counters and the limiter state, reseeds the random
 // source and restarts the schedule, whose changes are undone: the limits
 // return to those of the Config or of the last SetLimits. Requests in flight
-// finish normally but no longer count. Prometheus metrics are not reset:
-// counters are monotonic.
+// finish normally but no longer count. The batch APIs' batches and files
+// are forgotten, with their queue and BatchStats. Prometheus metrics are
+// not reset: counters are monotonic.
 func (s *Server) Reset() {
+	s.batch.reset() // before s.mu: the batch store's lock comes first
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.resetLocked()

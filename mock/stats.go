@@ -1,19 +1,17 @@
 package mock
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"maps"
+
+	"github.com/ratelab/ratelab/internal/keyid"
 )
 
 // Fingerprint returns the fingerprint that stands for an API key in
 // metrics labels, Stats.Keys and logs: the first 12 hex digits of the key's
-// SHA-256. It identifies a key without revealing it, in the format
-// strategies.Fingerprint documents (the mock does not import the client
-// side; a test in loadgen holds the two equal).
+// SHA-256. It identifies a key without revealing it; internal/keyid writes
+// it once for the server and the client side.
 func Fingerprint(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(sum[:6])
+	return keyid.Fingerprint(key)
 }
 
 // Stats are the server's counters since it started or was last Reset.

@@ -2,8 +2,8 @@ package mock
 
 import (
 	"strings"
-	"unicode/utf8"
 
+	"github.com/ratelab/ratelab/internal/tokenest"
 	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
@@ -18,7 +18,7 @@ import (
 // /v1/messages/count_tokens and usage.input_tokens use the same rule. The
 // output text of n tokens is Filler(n), whose estimate is exactly n.
 func EstimateTokens(text string) int {
-	return (utf8.RuneCountInString(text) + 3) / 4
+	return tokenest.Text(text)
 }
 
 // Filler returns the deterministic output text of n tokens, the one every

@@ -10,9 +10,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/ratelab/ratelab/clock"
+	"github.com/ratelab/ratelab/internal/tokenest"
 	"github.com/ratelab/ratelab/provider/wire"
 	"github.com/ratelab/ratelab/strategies"
 )
@@ -299,15 +299,13 @@ func NewTransport(concurrency int) *http.Transport {
 func EstimateTokens(r Request) int {
 	n := 0
 	if r.System != "" {
-		n += max(1, ceilDiv(utf8.RuneCountInString(r.System), 4))
+		n += tokenest.Part(r.System)
 	}
 	for _, m := range r.Messages {
-		n += max(1, ceilDiv(utf8.RuneCountInString(m.Content), 4))
+		n += tokenest.Part(m.Content)
 	}
 	return n
 }
-
-func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
 // String describes the client without its key.
 func (c *Client) String() string {

@@ -282,6 +282,10 @@ func TestWireOfEveryProvider(t *testing.T) {
 		"openai":           "openai_completion.json",
 		"openai-responses": "openai_responses.json",
 		"azure-openai":     "azure_completion.json",
+		"bedrock":          "bedrock_converse.json",
+		"gemini":           "gemini_response.json",
+		"vertex":           "gemini_response.json",
+		"vertex-anthropic": "anthropic_message.json",
 	}
 	for _, name := range Names() {
 		p, err := ByName(name)

@@ -6,6 +6,7 @@ package provider_test
 // from the table fails TestConformanceCoversEveryFormat.
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -21,13 +22,24 @@ import (
 // conformance is what a format's provider must answer with, where formats
 // differ.
 var conformance = map[string]struct {
-	overloaded int  // the status of the provider's overload answer
-	noReset    bool // the provider sends no rate-limit reset headers (Azure)
+	overloaded   int  // the status of the provider's overload answer
+	unauthorized int  // the status of a wrong key; 0 is 401
+	noLimits     bool // the provider sends no rate-limit headers
+	noRetryAfter bool // nor a retry delay anywhere (Bedrock)
+	noReset      bool // the provider sends no rate-limit reset headers (Azure)
 }{
 	"anthropic":        {overloaded: 529},
 	"openai":           {overloaded: 503},
 	"openai-responses": {overloaded: 503},
 	"azure-openai":     {overloaded: 503, noReset: true},
+	// Bedrock: no rate-limit headers and no retry-after; AWS answers a
+	// bad credential with 403.
+	"bedrock": {overloaded: 503, unauthorized: 403, noLimits: true, noRetryAfter: true},
+	// AI Studio answers a key it does not know with 400 INVALID_ARGUMENT
+	// (API_KEY_INVALID); Google sends no rate-limit headers.
+	"gemini":           {overloaded: 503, unauthorized: 400, noLimits: true},
+	"vertex":           {overloaded: 503, noLimits: true},
+	"vertex-anthropic": {overloaded: 529, noLimits: true},
 }
 
 func TestConformanceCoversEveryFormat(t *testing.T) {
@@ -77,14 +89,22 @@ func TestConformance(t *testing.T) {
 			if resp.Usage.InputTokens <= 0 || resp.Usage.OutputTokens <= 0 {
 				t.Errorf("usage %+v, want input and output tokens", resp.Usage)
 			}
-			if r := o.Limits.Requests; r.Limit != 600 || r.Remaining != 599 || r.Reset.IsZero() != conformance[name].noReset {
+			if conformance[name].noLimits {
+				if o.Limits != (strategies.Limits{}) {
+					t.Errorf("limits %+v, want none: the provider sends no rate-limit headers", o.Limits)
+				}
+			} else if r := o.Limits.Requests; r.Limit != 600 || r.Remaining != 599 || r.Reset.IsZero() != conformance[name].noReset {
 				t.Errorf("requests limit %+v, want 600 with 599 remaining and a reset (none from %s: %v)", r, name, conformance[name].noReset)
 			}
 		}},
 		{"429 with retry-after", func(cfg *mock.Config) {
 			cfg.Faults.Script = []mock.ScriptStep{{Attempts: 1, Status: 429, RetryAfter: 2 * time.Second}}
 		}, func(t *testing.T, name string, _ provider.Response, o strategies.Outcome) {
-			if o.Kind != strategies.Throttled || o.Status != 429 || !o.HasRetryAfter || o.RetryAfter != 2*time.Second {
+			if conformance[name].noRetryAfter {
+				if o.Kind != strategies.Throttled || o.Status != 429 || o.HasRetryAfter {
+					t.Errorf("outcome %+v, want Throttled, 429, no retry-after (the provider sends none)", o)
+				}
+			} else if o.Kind != strategies.Throttled || o.Status != 429 || !o.HasRetryAfter || o.RetryAfter != 2*time.Second {
 				t.Errorf("outcome %+v, want Throttled, 429, retry-after 2s", o)
 			}
 		}},
@@ -104,8 +124,9 @@ func TestConformance(t *testing.T) {
 			}
 		}},
 		{"unauthorized", func(cfg *mock.Config) { cfg.APIKeys = []string{"another-key"} }, func(t *testing.T, name string, _ provider.Response, o strategies.Outcome) {
-			if o.Kind != strategies.Failed || o.Status != 401 || o.Err == nil || strings.Contains(o.Err.Error(), mockKey) {
-				t.Errorf("outcome %+v, want Failed, 401, an error that does not hold the key", o)
+			want := cmp.Or(conformance[name].unauthorized, 401)
+			if o.Kind != strategies.Failed || o.Status != want || o.Err == nil || strings.Contains(o.Err.Error(), mockKey) {
+				t.Errorf("outcome %+v, want Failed, %d, an error that does not hold the key", o, want)
 			}
 		}},
 	}

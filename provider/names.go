@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/provider/anthropic"
+	"github.com/ratelab/ratelab/provider/bedrock"
 	"github.com/ratelab/ratelab/provider/openaichat"
 	"github.com/ratelab/ratelab/provider/openairesponses"
 	"github.com/ratelab/ratelab/provider/wire"
@@ -26,8 +27,8 @@ type (
 	Response = wire.Response
 	// APIError is wire.APIError: an error a provider reported.
 	APIError = wire.APIError
-	// Event is wire.Event: one server-sent event.
-	Event = wire.Event
+	// SSEEvent is wire.SSEEvent: one server-sent event.
+	SSEEvent = wire.SSEEvent
 	// SSEReader is wire.SSEReader: a reader of server-sent events.
 	SSEReader = wire.SSEReader
 
@@ -38,6 +39,8 @@ type (
 	// OpenAIResponses is the OpenAI Responses API (package
 	// openairesponses).
 	OpenAIResponses = openairesponses.Format
+	// Bedrock is Amazon Bedrock Runtime's Converse API (package bedrock).
+	Bedrock = bedrock.Format
 )
 
 // AnthropicVersion is the anthropic-version header the official SDKs send

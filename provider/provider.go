@@ -11,8 +11,12 @@ import (
 
 	"github.com/ratelab/ratelab/provider/anthropic"
 	"github.com/ratelab/ratelab/provider/azureopenai"
+	"github.com/ratelab/ratelab/provider/bedrock"
+	"github.com/ratelab/ratelab/provider/gemini"
 	"github.com/ratelab/ratelab/provider/openaichat"
 	"github.com/ratelab/ratelab/provider/openairesponses"
+	"github.com/ratelab/ratelab/provider/vertex"
+	"github.com/ratelab/ratelab/provider/vertexanthropic"
 	"github.com/ratelab/ratelab/provider/wire"
 	"github.com/ratelab/ratelab/strategies"
 )
@@ -56,6 +60,13 @@ var formats = [...]wire.Format{
 	openairesponses.Format{},
 	// Azure OpenAI's Chat Completions, by deployment (docs/azure.md).
 	azureopenai.Format{},
+	// Amazon Bedrock Runtime's Converse API, SigV4-signed.
+	bedrock.Format{},
+	// Google: the Gemini API on AI Studio and on Vertex AI, and
+	// Anthropic's Messages API on Vertex AI (docs/gemini.md).
+	gemini.Format{},
+	vertex.Format{},
+	vertexanthropic.Format{},
 }
 
 // ByName returns the provider called name ("anthropic", "openai",

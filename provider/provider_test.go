@@ -15,7 +15,7 @@ import (
 )
 
 func TestByName(t *testing.T) {
-	for _, name := range []string{"anthropic", "openai", "OpenAI"} {
+	for _, name := range []string{"anthropic", "openai", "OpenAI", "gemini", "vertex", "vertex-anthropic"} {
 		p, err := ByName(name)
 		if err != nil {
 			t.Fatalf("ByName(%q): %v", name, err)
@@ -24,8 +24,8 @@ func TestByName(t *testing.T) {
 			t.Errorf("ByName(%q).Name() = %q", name, p.Name())
 		}
 	}
-	if _, err := ByName("gemini"); err == nil || !strings.Contains(err.Error(), "anthropic, azure-openai, openai") {
-		t.Errorf("ByName(gemini) error = %v, want one listing the known providers", err)
+	if _, err := ByName("no-such-provider"); err == nil || !strings.Contains(err.Error(), strings.Join(Names(), ", ")) || !strings.Contains(err.Error(), "anthropic, azure-openai, bedrock, gemini, openai") {
+		t.Errorf("ByName(no-such-provider) error = %v, want one listing the known providers", err)
 	}
 }
 

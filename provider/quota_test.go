@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/ratelab/ratelab/provider/gemini"
+	"github.com/ratelab/ratelab/provider/vertex"
 	"github.com/ratelab/ratelab/strategies"
 )
 
@@ -79,6 +81,26 @@ func TestQuota(t *testing.T) {
 			headers: map[string]string{"Retry-After-Ms": "0"},
 			body:    `{"error":{"message":"Rate limit reached for gpt-4o in organization org-x on requests per min (RPM): Limit 3, Used 3, Requested 1.","type":"requests","param":null,"code":"rate_limit_exceeded"}}`,
 			want:    strategies.Throttled, wantType: "requests",
+		},
+		{
+			// A per-minute quota of the Gemini API: a rate limit
+			// (RooCodeInc/Roo-Code#3883, docs/gemini.md).
+			name: "gemini per-minute quota 429", p: gemini.Format{}, status: 429,
+			body: `{"error":{"code":429,"message":"You exceeded your current quota, please check your plan and billing details.","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaMetric":"generativelanguage.googleapis.com/generate_content_free_tier_input_token_count","quotaId":"GenerateContentInputTokensPerModelPerMinute-FreeTier","quotaDimensions":{"location":"global","model":"gemini-2.5-flash"},"quotaValue":"250000"}]},{"@type":"type.googleapis.com/google.rpc.Help","links":[{"description":"Learn more about Gemini API quotas","url":"https://ai.google.dev/gemini-api/docs/rate-limits"}]},{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"26s"}]}}`,
+			want: strategies.Throttled, wantType: "RESOURCE_EXHAUSTED",
+		},
+		{
+			// The daily quota: waiting seconds does not lift it.
+			name: "gemini per-day quota 429", p: gemini.Format{}, status: 429,
+			body: `{"error":{"code":429,"message":"You exceeded your current quota, please check your plan and billing details.","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaMetric":"generativelanguage.googleapis.com/generate_content_free_tier_requests","quotaId":"GenerateRequestsPerDayPerProjectPerModel-FreeTier","quotaValue":"250"}]}]}}`,
+			want: strategies.Quota, wantType: "GenerateRequestsPerDayPerProjectPerModel-FreeTier",
+		},
+		{
+			// Vertex AI's shared capacity (google-gemini/gemini-cli#14811):
+			// no details, a rate limit.
+			name: "vertex resource exhausted 429", p: vertex.Format{}, status: 429,
+			body: `{"error":{"code":429,"message":"Resource exhausted. Please try again later. Please refer to https://cloud.google.com/vertex-ai/generative-ai/docs/error-code-429 for more details.","status":"RESOURCE_EXHAUSTED"}}`,
+			want: strategies.Throttled, wantType: "RESOURCE_EXHAUSTED",
 		},
 	}
 	for _, tt := range tests {

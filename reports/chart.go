@@ -432,7 +432,7 @@ func buildChart(name string, tl *measure.Timeline) *svgChart {
 // gateBands draws each retry-after gate closure in events as a rectangle
 // spanning the plot's height, with TOP and BOTTOM left for the panel to fill
 // in; it returns "" when no gate closed.
-func gateBands(events []measure.Event, x func(float64) float64) string {
+func gateBands(events []measure.StrategyEvent, x func(float64) float64) string {
 	var b strings.Builder
 	for _, e := range events {
 		if e.Type != "gate_close" || !(e.Until > e.T) {

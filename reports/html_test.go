@@ -286,7 +286,7 @@ func TestHTMLGateBands(t *testing.T) {
 	for i := 1; i <= 4; i++ {
 		tl.Points = append(tl.Points, measure.Point{T: float64(i), InFlight: 5, Limit: 10, CompletionsRate: 2})
 	}
-	tl.Events = []measure.Event{
+	tl.Events = []measure.StrategyEvent{
 		{T: 1, Type: "limit", Value: 10},
 		{T: 1, Type: "gate_close", Until: 2, Reason: "throttle"},
 		{T: 2, Type: "gate_open"},

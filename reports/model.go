@@ -39,6 +39,11 @@ type Result struct {
 
 	measure.Summary
 
+	// CostUSD is what the row's tokens cost at the mock's prices: the
+	// synchronous ones for a fan-out row, the batch ones for a batch-api
+	// row; 0 without prices.
+	CostUSD float64 `json:"cost_usd,omitempty"`
+
 	OracleSeconds  float64 `json:"oracle_seconds,omitempty"` // ceil(items / limit) × call time, when defined
 	WallOverOracle float64 `json:"wall_over_oracle,omitempty"`
 

@@ -2,8 +2,6 @@ package strategies
 
 import (
 	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/ratelab/ratelab/internal/keyid"
 )
 
 // Fingerprint returns the fingerprint that stands for an API key in state
@@ -19,12 +19,9 @@ import (
 // of the key's SHA-256, for every key including "". It identifies a key
 // without revealing it, and it is the one format client and server agree on:
 // the mock names keys in metrics, stats and Redis by the same string
-// (mock.Fingerprint; the mock imports no client code, so loadgen's
-// TestFingerprintAgrees holds the two equal).
-func Fingerprint(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(sum[:6])
-}
+// (both are internal/keyid's; loadgen's TestFingerprintAgrees holds them
+// equal).
+func Fingerprint(key string) string { return keyid.Fingerprint(key) }
 
 // legacyFingerprint reads a key fingerprint as an older release wrote it in
 // a state file, in today's format: provider.Client used to write "key-" and

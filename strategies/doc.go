@@ -15,4 +15,96 @@
 //
 // The package imports no HTTP, YAML or server code: decisions are pure
 // functions of an explicit time, and the blocking wrappers around them are thin.
+//
+// # Adaptive
+//
+// The control law, per key:
+//
+//   - Growth only while the window binds. The window grows only while it is
+//     full (the key's attempts in flight reach it, so callers wait for it),
+//     and continuously in time, not per success: calls that end together
+//     in a wave grow it no more and no less than calls that end one by one,
+//     and the calls a larger window lets in go out one at a time across the
+//     round trip rather than in a burst. A window that is not full grows to
+//     at most one above the calls in flight.
+//   - Slow start. The window starts at Initial and doubles every round trip
+//     while full, until the first throttle.
+//   - Learning the limit. A throttle (429) tells how many of the key's calls
+//     the server was holding when it refused one: the others in flight when
+//     the refusal arrives, whatever order they were sent in (calls sent
+//     together reach the server in any order), plus the successes that ended
+//     meanwhile, less the calls sent after the refused one, which can only
+//     have taken the slots those successes freed. Refusals still on their
+//     way back inflate the count, so a burst keeps the smallest: the last
+//     refusal of a burst of N sent with F in flight counts F − N. The first
+//     refusal of a congestion event sets the learned limit and drops the
+//     window to Decrease times it; refusals of calls sent before that drop
+//     are the same event (once per round trip) and only refine the limit
+//     down.
+//   - Congestion avoidance. The window grows by one per round trip while it
+//     is full, up to the learned limit, and holds there.
+//   - Probing. ProbeAfter round trips after the last throttle, one call above
+//     the learned limit is allowed. If the server refuses it, the window stays
+//     at the limit and the next probe waits another ProbeAfter round trips;
+//     if the server holds it, the limit has risen and slow start resumes. A
+//     refusal, while the probe is out, of another call with the limit held
+//     is the probe's refusal: the server need not receive our calls in the
+//     order we sent them.
+//   - The retry-after gate. While the key's gate is closed no Acquire for the
+//     key returns, so that retries do not come back as a herd and nothing new
+//     is sent into a budget the server has said is exhausted. A throttle
+//     that the window answers does not close it: when the server refuses a
+//     call because it holds as many of ours as it allows, the smaller window
+//     already keeps the retries from crowding in (they wait for a slot),
+//     and each refused call waits out its own server delay (see Do); closing
+//     the gate would drain the whole pipeline for the delay. Nor does a
+//     refusal for a rate: the response's rate-limit headers show a budget
+//     with nothing remaining, which the window cannot answer and which
+//     teaches no limit; the copy of that budget (below) holds the next
+//     call until the budget has refilled that call's cost, sooner than
+//     the server's delay (whole seconds) and far sooner than the reset
+//     (when the bucket is full again). Only when the refused call gave no
+//     cost for that budget (Cost), so that the copy cannot pace such calls,
+//     does the gate close, for the server's delay. Otherwise the gate
+//     closes for a throttle's server delay only when the window cannot be
+//     the answer: the server held none of our other calls, or it refuses
+//     again a call sent after the window was cut, before it has held any
+//     such call. A refused probe never closes it.
+//   - Published budgets. Each budget the rate-limit headers publish
+//     (requests; input and output tokens; a combined token budget unless
+//     it is the sum of the other two) is one the law keeps a copy of: a
+//     bucket refilling at the limit a minute, holding at most what the
+//     headers show the server's holds (remaining, plus the refill until
+//     the reset). A call takes its cost from each copy when it starts (one
+//     request; its uncached input, Cost.InputTokens less
+//     Cost.CachedInputTokens; its Cost.MaxTokens, which the server reserves
+//     from the output budget) and gets back what the server did not keep
+//     when it ends (all of it for a refusal; what the answer did not use,
+//     by its usage, for a success). Each response syncs the copy: the
+//     remaining count is what the server held when it admitted or refused
+//     the call, just after its dispatch, so the server holds that now plus
+//     what the copy gained and lost since; a count rounded to the thousand
+//     (Anthropic's tokens) is a range, which narrows as responses come
+//     in. A call starts only when every copy holds its cost, so where a
+//     rate binds the calls are paced to it without a 429, and where the
+//     bucket holds more than the run needs the rate does not limit the
+//     window at all. While slow start is still running, a newly published
+//     requests limit seeds the window at the calls the rate starts per
+//     round trip.
+//   - An overload (529/503) is the provider's, not the key's: it decreases the
+//     window by Decrease once per round trip and closes the gate for its
+//     server delay, but teaches no limit.
+//   - A refusal for a spent quota (Quota) is no congestion: it changes
+//     nothing, headers included.
+//
+// A round trip is the smoothed latency of the key's successes (one second
+// before the first). The learned state can be saved and loaded across runs
+// (see SaveState and LoadState), so that a second run starts where the first
+// ended.
+//
+// Use it against a provider or gateway whose limit is not published, or
+// changes without notice, and where per-minute budgets are published in the
+// rate-limit headers: it paces to what they show, a concurrency limit
+// besides. TokenBucket or TokenFirst pace to a quota you configure, from the
+// first call on.
 package strategies

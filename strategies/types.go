@@ -2,22 +2,32 @@ package strategies
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 )
 
-// Kind classifies how an attempt ended.
+// Kind is the one outcome vocabulary of the tree: how an attempt ended
+// (Outcome.Kind, which the strategies learn from) and how an item ended
+// (engine.Result.Kind, from its last attempt). Success, Throttled,
+// Overloaded, Failed and Quota are both; Canceled and Abandoned are an
+// attempt's only; Unreachable is an item's only.
 type Kind int
 
 const (
 	// Success is a 2xx response that was read to the end.
 	Success Kind = iota
-	// Throttled is a 429: the caller's own limit was exceeded.
+	// Throttled is a 429: the caller's own limit was exceeded. An item is
+	// Throttled too when its last attempt was a stream's rate_limit_error
+	// event; a 429 for a spent quota is Quota.
 	Throttled
 	// Overloaded is a 529 (Anthropic) or 503 (OpenAI): the provider is
-	// overloaded for everyone, not just this caller.
+	// overloaded for everyone, not just this caller. An item is Overloaded
+	// too when its last attempt was a stream's overloaded_error event.
 	Overloaded
 	// Failed is any other error: another status, a connection error, a
-	// stream cut mid-way, an invalid response.
+	// stream cut mid-way, an invalid response. An item is Failed too when
+	// a response Check rejected it, or the strategy could never admit it.
 	Failed
 	// Canceled means the caller's context ended the attempt.
 	Canceled
@@ -32,9 +42,15 @@ const (
 	// call succeed before the quota is raised or resets, so it is never
 	// retried, and strategies do not take it for congestion.
 	Quota
+	// Unreachable is an item whose last attempt got no response because its
+	// connection failed the way a server down or restarting makes it fail
+	// (refused, reset, closed before any byte). It is the runtime's word
+	// for the item (engine); the attempt itself is Failed, which is what
+	// a strategy observes.
+	Unreachable
 )
 
-var kindNames = [...]string{"success", "throttled", "overloaded", "failed", "canceled", "abandoned", "quota"}
+var kindNames = [...]string{"success", "throttled", "overloaded", "failed", "canceled", "abandoned", "quota", "unreachable"}
 
 // String returns the kind's lowercase name, as used in reports.
 func (k Kind) String() string {
@@ -42,6 +58,32 @@ func (k Kind) String() string {
 		return "unknown"
 	}
 	return kindNames[k]
+}
+
+// Temporary reports whether the same call may succeed later unchanged, once
+// the server or the network allows it: Throttled, Overloaded and
+// Unreachable. Quota is not: no wait fixes it before the quota resets.
+func (k Kind) Temporary() bool {
+	return k == Throttled || k == Overloaded || k == Unreachable
+}
+
+// MarshalText encodes the kind as its name, so that it is a string in JSON.
+func (k Kind) MarshalText() ([]byte, error) {
+	if k < 0 || int(k) >= len(kindNames) {
+		return nil, fmt.Errorf("strategies: invalid Kind %d", k)
+	}
+	return []byte(kindNames[k]), nil
+}
+
+// UnmarshalText decodes a kind's name.
+func (k *Kind) UnmarshalText(b []byte) error {
+	for i, name := range kindNames {
+		if string(b) == name {
+			*k = Kind(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("strategies: unknown kind %q (want one of %s)", b, strings.Join(kindNames[:], ", "))
 }
 
 // Usage is the token usage a server reported for an attempt.

@@ -19,6 +19,8 @@ import (
 )
 
 const batchUsage = `Usage: loadgen batch --input ITEMS.jsonl --output RESULTS.jsonl [flags]
+       loadgen batch enqueue|work|status|collect …   one batch over many
+                      machines through Redis (loadgen batch work --help)
 
 Runs every item of ITEMS.jsonl against a provider through a rate-limiting
 strategy and appends one line per item to RESULTS.jsonl the moment it
@@ -66,6 +68,8 @@ Where the calls go:
                           models leave cached input out of the input-tokens
                           limit
   --base-url URL          the provider's endpoint (default: its production URL)
+  --record FILE           write one JSON line per HTTP attempt to FILE (the
+                          format of docs/calibrate.md; loadgen calibrate reads it)
   --target mock           run against the embedded mock, to try a batch out;
                           its configuration is the --config file's server key
   --api-key-command CMD   run CMD with sh -c and use its stdout, trimmed, as
@@ -155,6 +159,14 @@ func defaultStateFile() string {
 
 // batchCmd implements loadgen batch.
 func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && queueCommands[args[0]] != nil {
+		return queueCommands[args[0]](ctx, args[1:], stdout, stderr)
+	}
+	return batchMain(ctx, args, stdout, stderr, nil)
+}
+
+// batchMain is loadgen batch, and with q loadgen batch work (queue.go).
+func batchMain(ctx context.Context, args []string, stdout, stderr io.Writer, q *workFlags) error {
 	for _, a := range args {
 		if name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "="); strings.HasPrefix(a, "-") && (name == "api-key" || name == "key") {
 			// Never echo the value: it would land in shell history and logs.
@@ -175,7 +187,7 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&opt.Shared.LeaseTTL, "shared-lease-ttl", 0, "how long a crashed process's slots stay taken")
 	fs.IntVar(&opt.Shared.Peers, "shared-peers", 0, "processes sharing the limit")
 	fs.DurationVar(&opt.Shared.OpTimeout, "shared-op-timeout", 0, "bound on each Redis round trip")
-	fs.StringVar(&opt.Provider, "provider", "", "anthropic, openai, openai-responses or azure-openai")
+	fs.StringVar(&opt.Provider, "provider", "", "anthropic, azure-openai, bedrock, openai or openai-responses")
 	fs.StringVar(&opt.Model, "model", "", "model")
 	fs.IntVar(&opt.MaxTokens, "max-tokens", 0, "default max_tokens")
 	fs.BoolVar(&opt.Stream, "stream", false, "stream responses")
@@ -193,6 +205,11 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&opt.SkipInvalid, "skip-invalid", false, "skip invalid lines")
 	format := fs.String("format", "text", "summary format: text or json")
 	fs.DurationVar(&opt.MaxOutage, "max-outage", batch.DefaultMaxOutage, "how long to wait for an endpoint that stopped answering")
+	via := batchAPIFlags(fs) // batchapi.go
+	if q != nil {
+		q.register(fs)
+	}
+	recordTo := fs.String("record", "", "write one JSON line per HTTP attempt to FILE")
 	rest, ok, err := parseFlags(fs, args, stdout)
 	if !ok {
 		return err
@@ -200,7 +217,7 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	switch {
 	case len(rest) > 0:
 		return usageError("batch: unexpected argument %q (the files are --input and --output)", rest[0])
-	case opt.Input == "" || opt.Output == "":
+	case (opt.Input == "" && q == nil) || opt.Output == "":
 		fmt.Fprint(stderr, batchUsage)
 		return usageError("batch: --input and --output are required")
 	case *format != "text" && *format != "json":
@@ -244,6 +261,12 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if opt.MaxOutage == 0 {
 		opt.MaxOutage = -1 // wait as long as it takes
 	}
+	if via.via != "" {
+		if q != nil {
+			return usageError("batch work: --via does not apply: a worker makes its share of a queue's items one call each (loadgen batch --via batch-api submits a whole input)")
+		}
+		return batchAPICmd(ctx, fs, via, opt, *format, stdout, stderr) // batchapi.go
+	}
 	opt.Progress = progressTo(stderr)
 	opt.OnOutage = func(o batch.Outage) {
 		fmt.Fprintf(stderr, "%s %s\n", o.At.Format(time.TimeOnly), o)
@@ -262,7 +285,22 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 
+	if q != nil {
+		if err := q.open(ctx, fs, &opt, stderr); err != nil {
+			return err
+		}
+	}
+	closeRecord, err := openBatchRecord(&opt, *recordTo)
+	if err != nil {
+		return err
+	}
+	defer closeRecord()
 	rep, err := loadgen.RunBatch(ctx, opt)
+	if q != nil {
+		if qerr := q.finish(err, stderr); qerr != nil {
+			return qerr
+		}
+	}
 	var inputErrs *batch.InputErrors
 	switch {
 	case errors.As(err, &inputErrs):

@@ -128,7 +128,7 @@ func TestBatchUsageErrors(t *testing.T) {
 		{"bad target", []string{"batch", "--input", items, "--output", out, "--target", "prod"}, "", "--target: want mock"},
 		{"bad strategy", []string{"batch", "--input", items, "--output", out, "--target", "mock", "--strategy", "semaphore"}, "", "n: required"},
 		{"bad strategy kind", []string{"batch", "--input", items, "--output", out, "--target", "mock", "--strategy", "fastest"}, "", `unknown kind "fastest"`},
-		{"bad provider", []string{"batch", "--input", items, "--output", out, "--target", "mock", "--provider", "gemini"}, "", `unknown provider "gemini"`},
+		{"bad provider", []string{"batch", "--input", items, "--output", out, "--target", "mock", "--provider", "cohere"}, "", `unknown provider "cohere"`},
 		{"bad base url", []string{"batch", "--input", items, "--output", out, "--base-url", "localhost:8080"}, "k-1234", "must start with http://"},
 		{"same file", []string{"batch", "--input", items, "--output", items, "--target", "mock"}, "", "are the same file"},
 		{"missing input", []string{"batch", "--input", "/nonexistent/items.jsonl", "--output", out, "--target", "mock"}, "", "no such file"},

@@ -96,6 +96,9 @@ Usage:
                                      recommend the best by wall, attempts or cost
   loadgen batch --input ITEMS.jsonl --output RESULTS.jsonl [flags]
                                      run a resumable batch of real calls
+  loadgen calibrate FILE... [-o profile.yaml]
+                                     fit a mock configuration to recordings
+                                     (run --record); run --profile uses it
   loadgen exec [flags] -- CMD [ARGS]
                                      run your own program against the mock
                                      and print its row, measured server-side
@@ -142,6 +145,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return execCmd(ctx, rest, stdout, stderr)
 	case "tune":
 		return tuneCmd(ctx, rest, stdout, stderr)
+	case "calibrate":
+		return calibrateCmd(rest, stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, buildinfo.String("loadgen"))
 		return nil
@@ -160,6 +165,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				return execCmd(ctx, []string{"--help"}, stdout, stderr)
 			case "tune":
 				return tuneCmd(ctx, []string{"--help"}, stdout, stderr)
+			case "calibrate":
+				return calibrateCmd([]string{"--help"}, stdout, stderr)
 			case "scenario", "scenarios", "schema":
 				return loadgen.WriteSchema(stdout)
 			}

@@ -44,6 +44,12 @@ Flags (they may come before or after FILE):
                     so minutes of traffic take a moment; every output is
                     marked simulated. Not for a target, command rows or
                     shared limits (an error names the file, line and key)
+  --record FILE     write one JSON line per HTTP attempt to FILE (the
+                    format of docs/calibrate.md, which loadgen calibrate reads)
+  --profile FILE    run against the embedded mock configured by FILE (a
+                    profile loadgen calibrate wrote, or any mockllm
+                    --config file) instead of the file's server or target:
+                    with --virtual, a prediction of the provider FILE fits
   --loopback        serve the embedded mock on a loopback TCP port, so that
                     the kernel and both sides of net/http are in what is
                     measured; by default rows reach it in memory, the same
@@ -75,6 +81,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	prof.flags(fs)
 	virtual := fs.Bool("virtual", false, "run in simulated time")
 	loopback := fs.Bool("loopback", false, "serve the embedded mock on a loopback TCP port")
+	recordTo := fs.String("record", "", "write one JSON line per HTTP attempt to FILE")
+	profile := fs.String("profile", "", "run against the embedded mock configured by FILE")
 	files, ok, err := parseFlags(fs, args, stdout)
 	if !ok {
 		return err
@@ -94,6 +102,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
+	if err := useProfile(s, *profile); err != nil {
+		return err
+	}
 	opts := loadgen.Options{Timeline: *timeline, Getenv: os.Getenv, CommandOut: *out, CommandLog: stderr, Virtual: *virtual}
 	if err := setLoopback(&opts, *loopback, "run"); err != nil {
 		return err
@@ -108,6 +119,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		defer simulatedGC()()
 	}
 	opts.Progress = progressTo(stderr)
+	closeRecord, err := openRecord(&opts, *recordTo, "loadgen run")
+	if err != nil {
+		return err
+	}
+	defer closeRecord()
 	var results *os.File
 	if *out != "" {
 		if err := os.MkdirAll(*out, 0o755); err != nil {

@@ -13,5 +13,6 @@
 // client share no behaviour": each forbidden arrow is named in a table, and
 // the only packages both sides may import are the leaf vocabulary packages
 // (package clock, the configuration helpers internal/fielderr and
-// internal/strict, and the data package profiles).
+// internal/strict, the key fingerprint internal/keyid, the token estimate
+// internal/tokenest, and the data package profiles).
 package archtest

@@ -33,6 +33,8 @@ var server = []string{"mock/...", "cmd/mockllm"}
 var shared = map[string]string{
 	"clock":             "the time source and blocking primitives of a run, the same for both sides (docs/time-and-tests.md)",
 	"internal/fielderr": "errors naming a file, line and field, for any configuration",
+	"internal/keyid":    "an API key's fingerprint, the one name both sides give a key",
+	"internal/tokenest": "the token estimate of a text, by which the mock counts and the client budgets",
 	"internal/strict":   "strict YAML decoding, for any configuration",
 	"profiles":          "data: the providers' published limits, embedded",
 }

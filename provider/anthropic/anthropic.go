@@ -183,7 +183,7 @@ func anthropicText(content gjson.Result) string {
 // event reads one event of the Messages stream, which ends at
 // message_stop. Usage in message_delta is cumulative, so it replaces rather
 // than adds. An error event ends the attempt as Failed.
-func event(s *wire.Stream, ev wire.Event) bool {
+func event(s *wire.Stream, ev wire.SSEEvent) bool {
 	typ, ok := s.Typed(ev)
 	if !ok {
 		return true
@@ -286,3 +286,9 @@ func Limits(h http.Header, _ time.Time) strategies.Limits {
 	}
 	return strategies.Limits{Requests: l[0], Tokens: l[1], InputTokens: l[2], OutputTokens: l[3]}
 }
+
+// System is the system field of a Messages request for r: absent (nil),
+// the prompt as a string, or one text block with cache_control for
+// SystemCache. Anthropic on Vertex AI (package vertexanthropic) sends the
+// same body.
+func System(r wire.Request) (any, error) { return anthropicSystem(r) }

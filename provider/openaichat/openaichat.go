@@ -150,7 +150,7 @@ func openAIUsage(u gjson.Result) strategies.Usage {
 // data: [DONE]. The usage chunk (choices: []) comes just before [DONE] when
 // the request asked for it; a chunk with a top-level "error" ends the
 // attempt as Failed.
-func event(s *wire.Stream, ev wire.Event) bool {
+func event(s *wire.Stream, ev wire.SSEEvent) bool {
 	if bytes.HasPrefix(ev.Data, []byte("[DONE]")) {
 		return true
 	}

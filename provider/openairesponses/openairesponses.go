@@ -166,7 +166,7 @@ func responsesUsage(u gjson.Result) strategies.Usage {
 // event reads one event of the Responses stream, which ends at
 // response.completed or response.incomplete (a success, with the final
 // usage), or response.failed or error (Failed).
-func event(s *wire.Stream, ev wire.Event) bool {
+func event(s *wire.Stream, ev wire.SSEEvent) bool {
 	typ, ok := s.Typed(ev)
 	if !ok {
 		return true

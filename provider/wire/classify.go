@@ -36,9 +36,13 @@ type APIError struct {
 }
 
 // ErrorBody is what a provider's error body says: its type, its finer
-// code and its message.
+// code and its message, and the delay it asks for before a retry when the
+// body carries one (Google's google.rpc.RetryInfo retryDelay): Decode
+// takes it as the Outcome's RetryAfter when no header gave one.
 type ErrorBody struct {
 	Type, Code, Message string
+	RetryAfter          time.Duration
+	HasRetryAfter       bool
 }
 
 // Error implements error.

@@ -32,13 +32,18 @@ func Decode(resp *http.Response, sent time.Time, f *Spec, out *Response, o *stra
 	*out = Response{RequestID: resp.Header.Get(f.RequestID)}
 	switch {
 	case o.Kind != strategies.Success:
-		apiErr := readAPIError(resp, out.RequestID, f)
+		apiErr := readAPIError(resp, out.RequestID, f, o)
 		if f.Quota != nil && f.Quota(apiErr) {
 			o.Kind = strategies.Quota
 		}
+		if f.Kind != nil {
+			o.Kind = f.Kind(apiErr, o.Kind)
+		}
 		o.Err = apiErr
 	case isEventStream(resp):
-		decodeStream(resp, clk, sent, out, o, f)
+		decodeStream(resp, clk, sent, out, o, f, NewSSEReader(resp.Body))
+	case f.EventStream != nil && hasContentType(resp, f.EventStreamType):
+		decodeStream(resp, clk, sent, out, o, f, f.EventStream(resp.Body))
 	default:
 		decodeJSON(resp, f, out, o)
 	}
@@ -76,9 +81,8 @@ type Stream struct {
 // decodeStream reads an event stream with f.Event until it says it read
 // the last one or the stream ends (streamCut). The text is the sum of the
 // deltas.
-func decodeStream(resp *http.Response, clk clock.Clock, sent time.Time, out *Response, o *strategies.Outcome, f *Spec) {
+func decodeStream(resp *http.Response, clk clock.Clock, sent time.Time, out *Response, o *strategies.Outcome, f *Spec, sr EventReader) {
 	s := &Stream{resp: resp, clk: clk, sent: sent, Out: *out, o: *o}
-	sr := NewSSEReader(resp.Body)
 	for {
 		ev, err := sr.Next()
 		if err != nil {
@@ -119,7 +123,7 @@ func (s *Stream) Invalid(err error) { invalid(&s.o, err) }
 // Typed returns the type of an event of a typed stream (Anthropic's, the
 // Responses API's): its event field, else its data's "type"; false, the
 // attempt ended as Invalid, when its data is not JSON.
-func (s *Stream) Typed(ev Event) (string, bool) {
+func (s *Stream) Typed(ev SSEEvent) (string, bool) {
 	if !gjson.ValidBytes(ev.Data) {
 		invalid(&s.o, fmt.Errorf("event %q: %w", ev.Event, ErrNotJSON))
 		return "", false
@@ -128,6 +132,13 @@ func (s *Stream) Typed(ev Event) (string, bool) {
 		return ev.Event, true
 	}
 	return gjson.GetBytes(ev.Data, "type").String(), true
+}
+
+// hasContentType reports whether resp's Content-Type is ct (parameters
+// aside).
+func hasContentType(resp *http.Response, ct string) bool {
+	v := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Type")))
+	return v == ct || strings.HasPrefix(v, ct+";")
 }
 
 func isEventStream(resp *http.Response) bool {
@@ -162,14 +173,21 @@ func readBody(resp *http.Response) (string, error) {
 }
 
 // readAPIError reads an error response's body and returns it as an APIError,
-// with type and message when the body has the provider's error shape.
-func readAPIError(resp *http.Response, requestID string, f *Spec) *APIError {
+// with type and message when the body has the provider's error shape; a
+// retry delay in the body sets o's RetryAfter when no header did.
+func readAPIError(resp *http.Response, requestID string, f *Spec, o *strategies.Outcome) *APIError {
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	e := &APIError{Status: resp.StatusCode, RequestID: requestID}
 	if b, ok := f.ParseError(body); ok {
 		e.Type, e.Code, e.Message = b.Type, b.Code, b.Message
+		if b.HasRetryAfter && !o.HasRetryAfter {
+			o.RetryAfter, o.HasRetryAfter = b.RetryAfter, true
+		}
 	} else if err == nil {
 		e.Message = strings.TrimSpace(string(bytes.ToValidUTF8(body[:min(len(body), 512)], nil)))
+	}
+	if f.ErrorType != nil && e.Type == "" {
+		e.Type = f.ErrorType(resp.Header)
 	}
 	return e
 }

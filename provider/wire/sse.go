@@ -15,9 +15,9 @@ const MaxSSELine = 4 << 20
 // ErrLineTooLong reports a line over MaxSSELine.
 var ErrLineTooLong = fmt.Errorf("provider: event stream line longer than %d bytes", MaxSSELine)
 
-// Event is one server-sent event: the value of its event: field (empty when
+// SSEEvent is one server-sent event: the value of its event: field (empty when
 // the stream is data-only) and its data: lines joined by "\n".
-type Event struct {
+type SSEEvent struct {
 	Event string
 	Data  []byte
 }
@@ -43,20 +43,20 @@ func NewSSEReader(r io.Reader) *SSEReader {
 // stream ends cleanly between events, and io.ErrUnexpectedEOF when it ends
 // inside one (an incomplete event is discarded, as the spec says). The
 // returned Data is valid until the next call.
-func (s *SSEReader) Next() (Event, error) {
+func (s *SSEReader) Next() (SSEEvent, error) {
 	s.event, s.data, s.has = s.event[:0], s.data[:0], false
 	pending := false // any field seen since the last dispatch
 	for {
 		line, err := s.readLine()
 		if err != nil {
 			if errors.Is(err, io.EOF) && pending {
-				return Event{}, io.ErrUnexpectedEOF
+				return SSEEvent{}, io.ErrUnexpectedEOF
 			}
-			return Event{}, err
+			return SSEEvent{}, err
 		}
 		if len(line) == 0 {
 			if s.has {
-				return Event{Event: string(s.event), Data: s.data}, nil
+				return SSEEvent{Event: string(s.event), Data: s.data}, nil
 			}
 			s.event, pending = s.event[:0], false
 			continue

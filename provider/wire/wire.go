@@ -13,6 +13,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -102,10 +103,32 @@ type Spec struct {
 	Quota func(e *APIError) bool
 	// Event reads one event of a stream into s and says whether it was the
 	// last; Decode owns the reading loop.
-	Event func(s *Stream, ev Event) (last bool)
+	Event func(s *Stream, ev SSEEvent) (last bool)
 	// Body reads a successful JSON response, already checked to be valid,
 	// into out. (By value: a pointer passed to a func value escapes.)
 	Body func(v gjson.Result, out Response) Response
+
+	// The optional parts, nil for the formats that need none (Anthropic's
+	// and OpenAI's):
+
+	// EventStream reads a stream framed as EventStreamType says (Bedrock's
+	// binary application/vnd.amazon.eventstream) into the SSEEvents that
+	// Event reads; nil: the format's streams are SSE.
+	EventStream     func(r io.Reader) EventReader
+	EventStreamType string
+	// ErrorType reads an error's type from the response headers (Bedrock's
+	// x-amzn-ErrorType) when the body does not carry it; "" when absent.
+	ErrorType func(h http.Header) string
+	// Kind reclassifies an error response that the status alone
+	// classified as k (a Bedrock 429 that is an overload, a 400 that is a
+	// spent quota); Quota is applied before it.
+	Kind func(e *APIError, k strategies.Kind) strategies.Kind
+}
+
+// EventReader reads the events of a stream: Next returns io.EOF when it
+// ends cleanly between events. SSEReader is one.
+type EventReader interface {
+	Next() (SSEEvent, error)
 }
 
 // Header values shared by every request, never modified: setting them

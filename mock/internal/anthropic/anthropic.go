@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
+	"github.com/ratelab/ratelab/internal/tokenest"
 	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
@@ -39,6 +39,22 @@ var spec = wire.Spec{
 	},
 	ModelNotFound: func(id string) wire.APIError { return wire.APIError{Msg: "model: " + id} },
 	CheckSampling: checkSampling,
+	Routes:        []wire.Route{{Method: http.MethodPost, Path: "/v1/messages/count_tokens", Endpoint: wire.EndpointCountTokens}},
+	DecodeCount:   DecodeCount,
+	CountBody:     CountBody,
+}
+
+// DecodeCount decodes a count_tokens request: a Messages request without
+// max_tokens, whose tools count whatever their schemas.
+func DecodeCount(_ wire.Format, body []byte, c *wire.Call) error {
+	return DecodeMessages(body, false, c)
+}
+
+// CountBody is count_tokens' answer: {"input_tokens": N}.
+func CountBody(c *wire.Call) any {
+	return struct {
+		InputTokens int `json:"input_tokens"`
+	}{c.Input}
 }
 
 // checkSampling is strictness's check of what the decoder read:
@@ -141,7 +157,7 @@ func DecodeMessages(body []byte, needMax bool, c *wire.Call) error {
 		c.Input += wire.MessageTokens(n)
 	}
 	if len(req.Tools) > 0 && string(req.Tools) != "null" {
-		c.Input += (utf8.RuneCount(req.Tools) + 3) / 4
+		c.Input += tokenest.Bytes(req.Tools)
 	}
 	c.Stream = req.Stream
 	if bytes.Contains(body, wire.CacheControlKey) {
@@ -262,6 +278,15 @@ func (Format) AppendLimitHeaders(buf []byte, l *wire.HeaderList, s wire.Snapshot
 		l.Add(d.names[2], buf)
 	}
 	return buf
+}
+
+// StopReason is the stop_reason of c's answer r: end_turn, max_tokens,
+// tool_use or stop_sequence (Bedrock's Converse stopReason is the same).
+func StopReason(c *wire.Call, r *wire.Result) string {
+	if c.Content != nil {
+		return contentStopReason(&c.Content.Ans[0], r)
+	}
+	return anthropicStopReason(r)
 }
 
 func anthropicStopReason(r *wire.Result) string {

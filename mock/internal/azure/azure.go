@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gorilla/mux"
-
 	"github.com/ratelab/ratelab/mock/internal/openaichat"
 	"github.com/ratelab/ratelab/mock/internal/openairesponses"
 	"github.com/ratelab/ratelab/mock/internal/wire"
@@ -25,8 +23,8 @@ import (
 //	POST /openai/v1/responses
 
 // Format is Azure OpenAI's format over one of the OpenAI formats. The
-// registered values (Chat, Responses) serve no request themselves: Bind
-// makes one per request, with the request's deployment and api-version.
+// registered values (Chat, Responses) serve no request themselves: their
+// routes' resolve makes one per request, with the request's deployment and api-version.
 type Format struct {
 	base       wire.Format // openaichat.Format{} or openairesponses.Format{}
 	name       string
@@ -44,7 +42,7 @@ var (
 	Responses = Format{base: openairesponses.Format{}, name: "azure-openai-responses", spec: &responsesSpec, env: &noEnv, version: "v1"}
 )
 
-// noEnv is the registered values' environment, which Bind replaces by the
+// noEnv is the registered values' environment, which resolve replaces by the
 // server's: no deployments (every model under its own name), no content
 // filter.
 var noEnv = wire.Env{
@@ -53,15 +51,16 @@ var noEnv = wire.Env{
 }
 
 // chatSpec and responsesSpec are the OpenAI formats' specs at Azure's
-// paths, with Azure's key header, its retry-after-ms on every 429 and Bind.
+// paths (Routes, each resolved by resolve; no Path), with Azure's key
+// header and its retry-after-ms on every 429.
 var (
-	chatSpec      = azureSpec(openaichat.Format{}, "/openai/v1/chat/completions", "/openai/deployments/{deployment}/chat/completions")
-	responsesSpec = azureSpec(openairesponses.Format{}, "/openai/v1/responses", "/openai/responses")
+	chatSpec      = azureSpec(openaichat.Format{})
+	responsesSpec = azureSpec(openairesponses.Format{})
 )
 
-func azureSpec(base wire.Format, path, alt string) wire.Spec {
+func azureSpec(base wire.Format) wire.Spec {
 	s := *base.Spec()
-	s.Path, s.AltPaths = path, []string{alt}
+	s.Path = ""
 	s.APIKeyHeader = "Api-Key"
 	s.MissingKey = "missing api-key header or Authorization: Bearer token"
 	s.RetryAfterMS = true
@@ -70,10 +69,17 @@ func azureSpec(base wire.Format, path, alt string) wire.Spec {
 
 func init() {
 	// Set here: Chat and Responses point to their specs.
-	chatSpec.Bind, responsesSpec.Bind = Chat.bind, Responses.bind
+	chatSpec.Routes = []wire.Route{
+		{Method: http.MethodPost, Path: "/openai/v1/chat/completions", Resolve: Chat.resolve},
+		{Method: http.MethodPost, Path: "/openai/deployments/{deployment}/chat/completions", Resolve: Chat.resolve},
+	}
+	responsesSpec.Routes = []wire.Route{
+		{Method: http.MethodPost, Path: "/openai/v1/responses", Resolve: Responses.resolve},
+		{Method: http.MethodPost, Path: "/openai/responses", Resolve: Responses.resolve},
+	}
 	// Route errors under /openai/ take Azure's envelope (404 Resource not
 	// found), as Chat writes it.
-	chatSpec.RoutePrefix = "/openai/"
+	chatSpec.OwnsRequest = func(req *http.Request) bool { return strings.HasPrefix(req.URL.Path, "/openai/") }
 }
 
 // kind is one of the Azure routes.
@@ -85,11 +91,14 @@ const (
 	v1                         // /openai/v1/chat/completions, /openai/v1/responses
 )
 
-// bind is the value of f serving req: its route, deployment and
-// api-version, or the 404 of a missing or unknown api-version.
-func (f Format) bind(req *http.Request, env *wire.Env) (wire.Format, *wire.Refusal) {
-	f.env = env
-	f.deployment = mux.Vars(req)["deployment"]
+// resolve is the value of f serving req (a wire.Route's Resolve): its
+// route, deployment and api-version, and env; or the 404 of a missing or
+// unknown api-version.
+func (f Format) resolve(req *http.Request, vars map[string]string, env *wire.Env) wire.Target {
+	if env != nil {
+		f.env = env
+	}
+	f.deployment = vars["deployment"]
 	switch {
 	case strings.HasPrefix(req.URL.Path, "/openai/v1/"):
 		f.kind = v1
@@ -101,9 +110,9 @@ func (f Format) bind(req *http.Request, env *wire.Env) (wire.Format, *wire.Refus
 	v, ok := apiVersion(req, f.kind)
 	f.version = v
 	if !ok {
-		return f, &wire.Refusal{Status: http.StatusNotFound, E: wire.APIError{Msg: "Resource not found"}}
+		return wire.Target{Format: f, Status: http.StatusNotFound, Err: &wire.APIError{Msg: "Resource not found"}}
 	}
-	return f, nil
+	return wire.Target{Format: f, Endpoint: wire.EndpointModel}
 }
 
 // versions are the inference api-versions Azure documents (the

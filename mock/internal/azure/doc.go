@@ -8,7 +8,7 @@
 // decoding, bodies and streams are theirs, annotated.
 //
 // Chat and Responses are registered in the core's formats (mock/routes.go);
-// their Spec.Bind makes a value per request carrying the path's deployment
+// their routes' Resolve makes a value per request carrying the path's deployment
 // and the api-version sent. The azure: block of the server's configuration
 // (deployments and their limits, the content filter's rate) is the core's
 // (mock/config.go), handed over as a wire.Env.

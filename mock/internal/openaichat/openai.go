@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
+	"github.com/ratelab/ratelab/internal/tokenest"
 	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
@@ -143,7 +143,7 @@ func (Format) Decode(body []byte, defaultMax int, c *wire.Call) error {
 		c.Input += wire.MessageTokens(n)
 	}
 	if len(req.Tools) > 0 && string(req.Tools) != "null" {
-		c.Input += (utf8.RuneCount(req.Tools) + 3) / 4
+		c.Input += tokenest.Bytes(req.Tools)
 	}
 	c.Stream = req.Stream
 	if c.Input >= wire.MinCachePrefix {
@@ -199,6 +199,9 @@ func (Format) WriteError(w http.ResponseWriter, status int, e wire.APIError, _ s
 	}
 	if e.Code != "" {
 		oe.Code = wire.StrPtr(e.Code)
+	}
+	if e.NullCode {
+		oe.Code = nil
 	}
 	wire.WriteJSONBody(w, status, openaiErrorBody{Error: oe})
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/ratelab/ratelab/internal/tokenest"
 	"github.com/ratelab/ratelab/mock/internal/openaichat"
 	"github.com/ratelab/ratelab/mock/internal/wire"
 )
@@ -200,7 +201,7 @@ func (Format) Decode(body []byte, defaultMax int, c *wire.Call) error {
 	var tools json.RawMessage
 	if len(echo.Tools) > 0 {
 		tools = req.Tools
-		c.Input += (utf8.RuneCount(req.Tools) + 3) / 4
+		c.Input += tokenest.Bytes(req.Tools)
 	}
 	if c.Input >= wire.MinCachePrefix {
 		c.Prefixes = responsesPrefixes(tools, req.Instructions, req.Input)

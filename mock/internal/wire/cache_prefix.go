@@ -6,7 +6,8 @@ import (
 	"encoding/json"
 	"hash/maphash"
 	"time"
-	"unicode/utf8"
+
+	"github.com/ratelab/ratelab/internal/tokenest"
 )
 
 // Cache TTLs: Anthropic's default and its "ttl": "1h"; OpenAI's, which
@@ -69,7 +70,7 @@ const MinCachePrefix = 128
 func RequestPrefixes(tools, system json.RawMessage, msgs []Message, auto bool) []Prefix {
 	var p Prefixer
 	if len(tools) > 0 && string(tools) != "null" {
-		p.Add("tools", tools, (utf8.RuneCount(tools)+3)/4, auto)
+		p.Add("tools", tools, tokenest.Bytes(tools), auto)
 	}
 	if len(system) > 0 && string(system) != "null" {
 		n, _ := ContentLen(system, -1)

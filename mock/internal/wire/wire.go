@@ -59,9 +59,9 @@ type BadRequest struct {
 
 func (e *BadRequest) Error() string { return e.Msg }
 
-// Refusal is a refusal with a status of its own, not the 400 of a
-// BadRequest: what Spec.Bind answers with, and what a Decode that refuses
-// with another status returns (Azure's 404 DeploymentNotFound).
+// Refusal is what a Decode that refuses with a status of its own, not the
+// 400 of a BadRequest, returns (Azure's 404 DeploymentNotFound); a refusal
+// before decoding is a Route.Resolve's Target.Status and Target.Err.
 type Refusal struct {
 	Status int
 	E      APIError
@@ -114,7 +114,9 @@ type Format interface {
 	StreamEnd(b []byte, c *Call, r *Result) []byte
 	StreamError(b []byte, c *Call, r *Result) []byte
 	// Spec is what the core asks of the format beyond encoding; it is the
-	// same for every value of the format.
+	// same for every value of the format with the same Name (a value made
+	// per request, Route.Resolve, differs in what it encodes, not in its
+	// Spec).
 	Spec() *Spec
 }
 
@@ -130,17 +132,45 @@ const (
 // its keys, headers and strictness work, and its words for the refusals
 // the core decides.
 type Spec struct {
-	// Path is the format's model endpoint (POST).
+	// Path is the format's model endpoint (POST); empty when all of the
+	// format's endpoints are in Routes.
 	Path string
+	// Routes are the format's endpoints besides Path (routes.go's
+	// routeTable registers them after the core's /v1/models routes).
+	Routes []Route
+	// OwnsRequest reports whether req, a request no route matched (a 404
+	// or 405) or a request to the core's /v1/models endpoints, is the
+	// format's: its route errors take the format's envelope and the models
+	// endpoints answer in its shape (wireOf asks each registered format
+	// in turn); nil: the core tells Anthropic from OpenAI by path and
+	// headers.
+	OwnsRequest func(req *http.Request) bool
 	// IDPrefix starts the id of an admitted request's message: msg_,
 	// chatcmpl-, resp_.
 	IDPrefix string
 	// Catalog is the model catalogue the format's requests name
-	// (CatalogAnthropic, CatalogOpenAI).
+	// (CatalogAnthropic, CatalogOpenAI, or the name of CatalogModels).
 	Catalog string
+	// CatalogModels are the model ids of a catalogue of the format's own,
+	// named Catalog; nil: Catalog is one of the core's. The server accepts
+	// them and Models.Extra, and its models endpoints list them.
+	CatalogModels []string
+	// ModelAliases are the catalogue names a model id in a request may
+	// stand for, the id itself among them (Vertex AI's
+	// claude-sonnet-4-5@20250929 is claude-sonnet-4-5 or
+	// claude-sonnet-4-5-20250929); nil: the id itself only.
+	ModelAliases func(id string) []string
+	// ListModelsBody and ModelBody are the answers of the models endpoints
+	// (list and get) in the format's shape; nil: the core's shape for
+	// Catalog (Anthropic's or OpenAI's).
+	ListModelsBody func(models []Model) any
+	ModelBody      func(m Model) any
 	// APIKeyHeader is the header that carries the API key besides a bearer
 	// token (X-Api-Key), canonical; empty: a bearer token only.
 	APIKeyHeader string
+	// APIKeyQuery is a query parameter that carries the API key (?key=),
+	// read after APIKeyHeader and before a bearer token; empty: none.
+	APIKeyQuery string
 	// MissingKey is the 401 message of a request that sends no key.
 	MissingKey string
 	// VersionHeader is a header strictness requires (Anthropic-Version),
@@ -165,29 +195,100 @@ type Spec struct {
 	// CheckSampling is strictness's check of what Decode read (sampling
 	// ranges, the first turn); nil when none.
 	CheckSampling func(c *Call) *APIError
+	// DecodeCount decodes a count-tokens request for f (a value of the
+	// format, as Route.Resolve made it) into c, whose Input is then the
+	// count; CountBody is the answer for c. Both are set for a format with
+	// an EndpointCountTokens route.
+	DecodeCount func(f Format, body []byte, c *Call) error
+	CountBody   func(c *Call) any
 
-	// AltPaths are further model endpoints (POST) of the format, served as
-	// Path is; gorilla/mux templates, which may hold variables
-	// ({deployment}) that Bind reads with mux.Vars.
-	AltPaths []string
-	// RoutePrefix: route errors (an unknown path, a wrong method) under
-	// this path prefix are answered in the format's envelope (wireOf);
-	// empty: none of its own.
-	RoutePrefix string
 	// RetryAfterMS sends retry-after-ms with the 429 of a per-key or
 	// per-model limit (the core's limited), as Limits.RetryAfterMS does for
 	// every format: Azure always sends it.
 	RetryAfterMS bool
-	// Bind, when set, is called first for each request to the format's
-	// paths, before authentication: it returns the format that serves the
-	// request (a value carrying what its path and query said, and env),
-	// or a refusal answered in the returned format's envelope (Azure's 404
-	// for a missing or unknown api-version). Nil: the registered value
-	// serves every request.
-	Bind func(req *http.Request, env *Env) (Format, *Refusal)
+
+	// The hooks below are for a format unlike the built-in three (Bedrock
+	// Runtime's); each is read by the core in one place, and its zero value
+	// is what the built-in formats do.
+
+	// Authenticate, when set, replaces the core's key check (APIKeyHeader,
+	// APIKeyQuery, a bearer token, MissingKey), open mode included
+	// (auth.go): it returns the key req is limited as ("" in open mode), or
+	// ok false and the 401's message. It may read req's body to verify a
+	// signature, putting back a body that reads the same.
+	Authenticate func(req *http.Request, creds Credentials) (key string, ok bool, why string)
+	// StreamContentType is the Content-Type of a streamed answer; nil:
+	// text/event-stream (ValueEventStream) (handle.go's stream).
+	StreamContentType []string
+	// AttemptIndex, when set, replaces the core's reading of a request's
+	// attempt index (X-Stainless-Retry-Count) with the format's SDKs'
+	// header: 0 for the first attempt, -1 when the request does not say
+	// (ids.go's attemptIndex; what Faults.Script and the call log count).
+	AttemptIndex func(req *http.Request) int
 }
 
-// Env is the server as a format's Bind sees it: built once per server by
+// Endpoint is what a Route serves: the core's handler for it.
+type Endpoint int
+
+const (
+	// EndpointModel is a model request (the pipeline of Path).
+	EndpointModel Endpoint = iota
+	// EndpointCountTokens answers the input-token estimate of a model
+	// request (Spec.DecodeCount, Spec.CountBody).
+	EndpointCountTokens
+	// EndpointListModels and EndpointGetModel are the models endpoints;
+	// the model of EndpointGetModel is the path's {id}.
+	EndpointListModels
+	EndpointGetModel
+)
+
+// Route is one of a format's endpoints besides Spec.Path.
+type Route struct {
+	Method string
+	// Path is a gorilla/mux template; its variables go to Resolve.
+	Path string
+	// Endpoint is what the route serves, by the registered value of the
+	// format, when Resolve is nil.
+	Endpoint Endpoint
+	// Resolve reads a request to the route (its path's variables, its
+	// query): the value of the format that serves it, made per request
+	// (the model named in the path, whether the method streams), and the
+	// endpoint; or a refusal (Target.Err), which the core answers in
+	// Target.Format's envelope before authentication. env is the server's
+	// configuration as formats see it (its deployments, its content filter).
+	Resolve func(req *http.Request, vars map[string]string, env *Env) Target
+}
+
+// Target is a Route's Resolve's answer.
+type Target struct {
+	Format   Format
+	Endpoint Endpoint
+	// Status and Err refuse the request; Err nil: serve it.
+	Status int
+	Err    *APIError
+}
+
+// Model is one model of a catalogue, as the models endpoints describe it.
+type Model struct {
+	ID, DisplayName string
+	Created         time.Time
+}
+
+// Credentials are what the server is configured to accept, for
+// Spec.Authenticate.
+type Credentials struct {
+	// Keys are the accepted API keys (Config.APIKeys); none: open mode.
+	Keys map[string]bool
+	// Secrets maps an access key id to its secret key
+	// (Config.AWSSecretKeys), for a signature verified for real.
+	Secrets map[string]string
+	// MaxBody is the largest body the server reads (mock.MaxBodyBytes):
+	// an authenticator that reads the body reads no more than one byte
+	// past it.
+	MaxBody int
+}
+
+// Env is the server as a format's Route.Resolve sees it: built once per server by
 // the core (mock/server.go, New) from its configuration.
 type Env struct {
 	// Accepts reports whether requests may name model of catalog (the
@@ -239,6 +340,11 @@ type APIError struct {
 	Param string
 	Limit string // the limit of a 429
 	Code  string // OpenAI's error code, when the status alone does not say it
+	// NullCode asks OpenAI's envelope for code null where the status would
+	// give one: a 404 for an object that does not exist (a batch, a file;
+	// the batch APIs, mock/batches.go), not for an unknown URL. Anthropic's
+	// envelope has no code and ignores it.
+	NullCode bool
 }
 
 func WriteJSONBody(w http.ResponseWriter, status int, v any) {

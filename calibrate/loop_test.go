@@ -1,0 +1,154 @@
+package calibrate_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/ratelab/ratelab/calibrate"
+	"github.com/ratelab/ratelab/internal/record"
+	"github.com/ratelab/ratelab/loadgen"
+	"github.com/ratelab/ratelab/mock"
+)
+
+// probe is the probing run: an open-loop ramp of long streamed calls, 25 a
+// second for 8 s, no retries, so that in-flight grows one call at a time
+// until the concurrency cap refuses one.
+const probe = `
+name: probe
+items: {count: 200}
+arrival: {rate: 25/s, process: constant}
+request: {max_tokens: 2000, stream: true}
+strategies:
+  - name: probe
+    kind: unbounded
+    max_retries: 0
+    expect: {}
+`
+
+// workload is what the predictions are for.
+const workload = `
+name: workload
+items: {count: 300}
+request: {max_tokens: 600, stream: true}
+strategies:
+  - name: semaphore
+    kind: semaphore
+    n: %d
+    max_retries: -1
+    expect: {completed: 300}
+  - name: unbounded
+    kind: unbounded
+    max_retries: -1
+    expect: {completed: 300}
+  - name: adaptive
+    kind: adaptive
+    max_retries: -1
+    expect: {completed: 300}
+`
+
+// TestLoop is the proof: a mock whose configuration the fitter never sees
+// stands in for the provider; a probe against it is recorded and
+// calibrated, and the profile's predictions are compared with runs against
+// the hidden server.
+func TestLoop(t *testing.T) {
+	hidden := []struct {
+		name   string
+		server string
+		cap    int
+	}{
+		{"cap8", `
+  latency: {ttft: 300ms, per_token: 12ms, jitter: 0.1}
+  output: {tokens: {uniform: [200, 400]}}
+  limits: {max_concurrent: 8, rpm: 4000}`, 8},
+		{"cap23-fixed", `
+  latency: {ttft: 150ms, per_token: 20ms, jitter: 0.2}
+  output: {tokens: {fixed: 250}}
+  limits: {max_concurrent: 23, rpm: 6000, itpm: 2000000, otpm: 900000}`, 23},
+		{"cap40-lognormal", `
+  latency: {ttft: 500ms, per_token: 8ms, jitter: 0.05}
+  output: {tokens: {lognormal: {mean: 300, sigma: 0.3}}}
+  limits: {max_concurrent: 40, rpm: 3000, retry_after_ms: true}`, 40},
+	}
+	for _, h := range hidden {
+		t.Run(h.name, func(t *testing.T) {
+			hiddenCfg := "server:" + h.server + "\n"
+			s, err := loadgen.Parse("probe.yaml", []byte(probe+hiddenCfg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			w, _ := record.NewWriter(&buf, record.Header{Source: "test", Simulated: true})
+			rep, err := loadgen.Run(context.Background(), s, loadgen.Options{Virtual: true, Record: w})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if wall := rep.Results[0].WallSeconds; wall > 120 {
+				t.Fatalf("the probe took %.1f s of the provider's time; at most 120", wall)
+			}
+			f, err := record.Parse(&buf, "probe.jsonl")
+			if err != nil {
+				t.Fatal(err)
+			}
+			fit, err := calibrate.Run([]*record.File{f})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("probe: %.1f s, %d attempts\n%s", rep.Results[0].WallSeconds, len(f.Attempts), strings.Join(fit.Lines, "\n"))
+			profile, err := mock.ParseConfig([]byte(fit.YAML()), "profile.yaml")
+			if err != nil {
+				t.Fatalf("the profile does not load in the mock: %v\n%s", err, fit.YAML())
+			}
+			truth, err := mock.ParseConfig([]byte(strings.TrimSpace(strings.ReplaceAll(h.server, "\n  ", "\n"))), "hidden.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if profile.Limits.MaxConcurrent != h.cap {
+				t.Errorf("max_concurrent %d, want %d", profile.Limits.MaxConcurrent, h.cap)
+			}
+			within := func(what string, got, want, tol float64) float64 {
+				e := math.Abs(got-want) / want
+				if e > tol {
+					t.Errorf("%s: fitted %v, hidden %v: error %.1f %% > %.0f %%", what, got, want, 100*e, 100*tol)
+				}
+				return e
+			}
+			within("rpm", float64(profile.Limits.RPM), float64(truth.Limits.RPM), 0.05)
+			if truth.Limits.ITPM > 0 {
+				within("itpm", float64(profile.Limits.ITPM), float64(truth.Limits.ITPM), 0.05)
+				within("otpm", float64(profile.Limits.OTPM), float64(truth.Limits.OTPM), 0.05)
+			}
+			eT := within("ttft", float64(profile.Latency.TTFT), float64(truth.Latency.TTFT), 0.10)
+			eP := within("per_token", float64(profile.Latency.PerToken), float64(truth.Latency.PerToken), 0.10)
+			msg := fmt.Sprintf("%s: fitted cap %d, rpm %d; ttft error %.1f %%, per-token error %.1f %%", h.name, profile.Limits.MaxConcurrent, profile.Limits.RPM, 100*eT, 100*eP)
+
+			wl := fmt.Sprintf(workload, h.cap)
+			real, err := loadgen.Parse("workload.yaml", []byte(wl+hiddenCfg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pred, err := loadgen.Parse("workload.yaml", []byte(wl))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pred.Server = profile
+			rr, err := loadgen.Run(context.Background(), real, loadgen.Options{Virtual: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pr, err := loadgen.Run(context.Background(), pred, loadgen.Options{Virtual: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, r := range rr.Results {
+				p := pr.Results[i]
+				e := within(r.Name+" wall", p.WallSeconds, r.WallSeconds, 0.10)
+				msg += fmt.Sprintf("; %s wall %.2f s predicted %.2f s (%.1f %%), attempts %d/%d", r.Name, r.WallSeconds, p.WallSeconds, 100*e, r.Attempts, p.Attempts)
+			}
+			t.Log(msg)
+		})
+	}
+}

@@ -1,0 +1,381 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelab/ratelab/batch"
+	"github.com/ratelab/ratelab/batch/queue"
+	"github.com/ratelab/ratelab/loadgen"
+)
+
+// The subcommands of loadgen batch that share one batch between several
+// processes through Redis (docs/distributed-batch.md).
+var queueCommands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) error{
+	"enqueue": enqueueCmd,
+	"work":    workCmd,
+	"status":  statusCmd,
+	"collect": collectCmd,
+}
+
+const queueUsage = `Usage:
+  loadgen batch enqueue --queue redis://HOST:PORT/DB --name JOB --input ITEMS.jsonl
+  loadgen batch work    --queue URL --name JOB --output RESULTS.jsonl [batch flags]
+  loadgen batch status  --queue URL --name JOB [--format text|json] [--delete]
+  loadgen batch collect [--queue URL --name JOB | --input ITEMS.jsonl] --output ALL.jsonl
+                        [--order input|id] [--report REPORT.json] WORKER.jsonl...
+
+One batch shared by several processes on several machines through one
+Redis (docs/distributed-batch.md):
+
+  enqueue   validate ITEMS.jsonl and put its items on the job's Redis
+            Stream, once: the same input again adds nothing (an interrupted
+            enqueue goes on where it stopped); another input under the same
+            name is refused. It also clears a job stopped by a spent quota,
+            and re-creates a job Redis lost (restarted or flushed), adding
+            only the items no worker has recorded.
+  work      join the job's consumer group and run its items as loadgen batch
+            does (every batch flag but --input: --strategy, --shared-redis,
+            --shared-key, --base-url, --target mock, …), each result written
+            to this worker's --output and acknowledged once the file is
+            synced. Items held by a worker silent for longer than --lease are
+            taken over by the others; a quota refusal stops every worker
+            (exit 3). Exits 0 once every item of the job is recorded.
+  status    the job's progress: done, pending, waiting, taken over, and each
+            worker's counts, rate and last heartbeat
+  collect   merge the workers' outputs into one file, every id once (a
+            success kept over an error; duplicates dropped and counted), in
+            input order or id order, and print the merged report (latency
+            histograms merged, per-worker rows, a summed timeline)
+
+--queue is redis://HOST:PORT/DB (rediss:// for TLS), or
+redis+cluster://HOST:PORT?addr=HOST2:PORT2 for a Redis Cluster.
+
+Flags of work besides the batch flags:
+  --queue URL      the Redis holding the job
+  --name JOB       the job
+  --worker NAME    this worker's name in the group (default HOST-PID)
+  --lease DUR      how long a silent worker's items stay with it (default 30s);
+                   above the longest stall you expect (a GC pause, a network
+                   blip), since a longer one makes its items run twice
+  --workers N      items this worker holds at once (default 64)
+`
+
+// queueFlags are the flags every queue subcommand takes.
+type queueFlags struct {
+	url, name string
+}
+
+func (q *queueFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&q.url, "queue", "", "Redis URL holding the job")
+	fs.StringVar(&q.name, "name", "", "the job's name")
+}
+
+func (q *queueFlags) dial(ctx context.Context, cmd string) (redis.UniversalClient, error) {
+	if q.url == "" || q.name == "" {
+		return nil, usageError("batch %s: --queue and --name are required", cmd)
+	}
+	if err := queue.CheckName(q.name); err != nil {
+		return nil, usageError("batch %s: %v", cmd, err)
+	}
+	rdb, err := queue.Dial(ctx, q.url)
+	if err != nil {
+		return nil, usageError("batch %s: %v", cmd, err)
+	}
+	return rdb, nil
+}
+
+func queueFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("batch "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(fs.Output(), queueUsage) }
+	return fs
+}
+
+func stamp(w io.Writer) func(string, ...any) {
+	return func(format string, args ...any) {
+		fmt.Fprintf(w, "%s %s\n", time.Now().Format(time.TimeOnly), fmt.Sprintf(format, args...))
+	}
+}
+
+// enqueueCmd implements loadgen batch enqueue.
+func enqueueCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := queueFlagSet("enqueue", stderr)
+	var q queueFlags
+	q.register(fs)
+	input := fs.String("input", "", "input JSONL")
+	rest, ok, err := parseFlags(fs, args, stdout)
+	if !ok {
+		return err
+	}
+	if len(rest) > 0 {
+		return usageError("batch enqueue: unexpected argument %q", rest[0])
+	}
+	if *input == "" {
+		return usageError("batch enqueue: --input is required")
+	}
+	rdb, err := q.dial(ctx, "enqueue")
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	res, err := queue.Enqueue(ctx, rdb, q.name, *input, stamp(stderr))
+	var inputErrs *batch.InputErrors
+	switch {
+	case errors.As(err, &inputErrs):
+		return &exitError{code: exitUsage, err: fmt.Errorf("invalid input, nothing was enqueued (fix the lines):\n%w", err)}
+	case err != nil:
+		return &exitError{code: exitFailed, err: err}
+	}
+	switch {
+	case res.Recreated:
+		fmt.Fprintf(stdout, "job %s re-created (Redis had lost it): %d items, %d added, %d already recorded by workers\n", q.name, res.Items, res.Added, res.Skipped)
+	case res.Created:
+		fmt.Fprintf(stdout, "job %s: %d items enqueued from %s\n", q.name, res.Added, *input)
+	case res.Resumed > 0:
+		fmt.Fprintf(stdout, "job %s: interrupted enqueue resumed from line %d: %d items added\n", q.name, res.Resumed, res.Added)
+	default:
+		fmt.Fprintf(stdout, "job %s: %s is enqueued already (%d items); nothing added\n", q.name, *input, res.Items)
+	}
+	if res.Cleared != "" {
+		fmt.Fprintf(stdout, "job %s: stop cleared (it was: %s); start the workers again\n", q.name, res.Cleared)
+	}
+	return nil
+}
+
+// workFlags are work's own flags, registered into loadgen batch's.
+type workFlags struct {
+	queueFlags
+	worker string
+	lease  time.Duration
+	w      *queue.Worker
+	rdb    redis.UniversalClient
+}
+
+// workCmd implements loadgen batch work: loadgen batch with its items from
+// the job's queue.
+func workCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return batchMain(ctx, args, stdout, stderr, new(workFlags))
+}
+
+func (q *workFlags) register(fs *flag.FlagSet) {
+	q.queueFlags.register(fs)
+	fs.StringVar(&q.worker, "worker", "", "this worker's name")
+	fs.DurationVar(&q.lease, "lease", queue.DefaultLease, "how long a silent worker's items stay with it")
+	fs.Usage = func() { fmt.Fprint(fs.Output(), queueUsage) }
+}
+
+// open joins the job and makes it opt's queue.
+func (q *workFlags) open(ctx context.Context, fs *flag.FlagSet, opt *loadgen.BatchOptions, stderr io.Writer) error {
+	if given(fs, "input") {
+		return usageError("batch work: the items come from the job's queue; --input is enqueue's (loadgen batch enqueue)")
+	}
+	rdb, err := q.dial(ctx, "work")
+	if err != nil {
+		return err
+	}
+	w, err := queue.NewWorker(ctx, rdb, q.name, queue.WorkerOptions{Name: q.worker, Lease: q.lease, Logf: stamp(stderr),
+		EnqueueHint: fmt.Sprintf("loadgen batch enqueue --queue %s --name %s --input FILE", redactURL(q.url), q.name)})
+	if err != nil {
+		rdb.Close()
+		return usageError("batch work: %v", err)
+	}
+	q.w, q.rdb = w, rdb
+	opt.Queue = w
+	opt.Input = "job " + q.name
+	opt.Progress = nil // the job's progress is loadgen batch status's
+	if !given(fs, "workers") {
+		opt.Workers = 64
+	}
+	return nil
+}
+
+// finish closes the worker, and says why it stopped when it was the job.
+func (q *workFlags) finish(err error, stderr io.Writer) error {
+	state := "finished"
+	switch {
+	case errors.Is(err, batch.ErrQuota):
+		state = "stopped"
+	case err != nil:
+		state = "interrupted"
+	}
+	if cerr := q.w.Close(state); cerr != nil && err == nil {
+		err = cerr
+	}
+	q.rdb.Close()
+	if errors.Is(err, batch.ErrQuota) {
+		return &exitError{code: exitQuota, err: fmt.Errorf("stopped: %w; the job is stopped for every worker: once the quota resets (or the spend cap is raised), run loadgen batch enqueue with the same --input (it clears the stop) and start the workers again", err)}
+	}
+	return nil
+}
+
+func redactURL(u string) string {
+	if i := strings.Index(u, "://"); i >= 0 {
+		if j := strings.LastIndex(u, "@"); j > i {
+			return u[:i+3] + "…@" + u[j+1:]
+		}
+	}
+	return u
+}
+
+// statusCmd implements loadgen batch status.
+func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := queueFlagSet("status", stderr)
+	var q queueFlags
+	q.register(fs)
+	format := fs.String("format", "text", "text or json")
+	del := fs.Bool("delete", false, "delete the job's keys")
+	rest, ok, err := parseFlags(fs, args, stdout)
+	if !ok {
+		return err
+	}
+	if len(rest) > 0 {
+		return usageError("batch status: unexpected argument %q", rest[0])
+	}
+	if *format != "text" && *format != "json" {
+		return usageError("batch status: --format: want text or json, got %q", *format)
+	}
+	rdb, err := q.dial(ctx, "status")
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	if *del {
+		if err := queue.Delete(ctx, rdb, q.name); err != nil {
+			return &exitError{code: exitFailed, err: err}
+		}
+		fmt.Fprintf(stdout, "job %s deleted\n", q.name)
+		return nil
+	}
+	st, err := queue.Status(ctx, rdb, q.name)
+	if err != nil {
+		return &exitError{code: exitFailed, err: err}
+	}
+	if *format == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(st)
+	}
+	printStatus(stdout, st)
+	return nil
+}
+
+func printStatus(w io.Writer, st queue.JobStatus) {
+	enq := "enqueued"
+	if !st.Enqueued {
+		enq = fmt.Sprintf("enqueueing (at line %d)", st.NextLine)
+	}
+	fmt.Fprintf(w, "job %s: %s (sha256 %.12s…), %d items, %s; %s\n", st.Job, st.Input, st.Digest, st.Items, enq, st.State)
+	if st.Reason != "" {
+		fmt.Fprintf(w, "  stopped by %s: %s\n", st.StoppedBy, st.Reason)
+	}
+	pct := 0.0
+	if st.Items > 0 {
+		pct = 100 * float64(st.Done) / float64(st.Items)
+	}
+	fmt.Fprintf(w, "  done       %d/%d (%.1f %%)\n", st.Done, st.Items, pct)
+	fmt.Fprintf(w, "  pending    %d (taken, not acknowledged)\n", st.Pending)
+	fmt.Fprintf(w, "  waiting    %d\n", st.Waiting)
+	fmt.Fprintf(w, "  taken over %d (from workers silent past their lease)\n", st.Reclaimed)
+	if len(st.Workers) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "  %-24s %-12s %9s %7s %8s %8s %10s\n", "worker", "state", "recorded", "failed", "items/s", "pending", "last seen")
+	for _, ws := range st.Workers {
+		fmt.Fprintf(w, "  %-24s %-12s %9d %7d %8.1f %8d %9.1fs\n", ws.Name, ws.State, ws.Recorded, ws.Failed, ws.Rate, ws.Pending, ws.SilentSeconds)
+	}
+}
+
+// collectCmd implements loadgen batch collect.
+func collectCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := queueFlagSet("collect", stderr)
+	var q queueFlags
+	q.register(fs)
+	var opt queue.CollectOptions
+	fs.StringVar(&opt.Output, "output", "", "the merged output")
+	fs.StringVar(&opt.Input, "input", "", "the job's input, to list the ids with no result")
+	order := fs.String("order", "input", "input or id")
+	report := fs.String("report", "", "write the merged report as JSON to this file")
+	format := fs.String("format", "text", "text or json")
+	rest, ok, err := parseFlags(fs, args, stdout)
+	if !ok {
+		return err
+	}
+	opt.Outputs = rest
+	switch {
+	case opt.Output == "":
+		return usageError("batch collect: --output is required")
+	case len(rest) == 0:
+		return usageError("batch collect: name the workers' output files after the flags")
+	case *order != "input" && *order != "id":
+		return usageError("batch collect: --order: want input or id, got %q", *order)
+	case *format != "text" && *format != "json":
+		return usageError("batch collect: --format: want text or json, got %q", *format)
+	}
+	opt.ByID = *order == "id"
+	if q.url != "" || q.name != "" {
+		rdb, err := q.dial(ctx, "collect")
+		if err != nil {
+			return err
+		}
+		st, err := queue.Status(ctx, rdb, q.name)
+		rdb.Close()
+		if err != nil {
+			return &exitError{code: exitFailed, err: err}
+		}
+		opt.Items = st.Items
+	}
+	rep, err := queue.Collect(opt)
+	if err != nil {
+		return &exitError{code: exitFailed, err: err}
+	}
+	if *report != "" {
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		if err := os.WriteFile(*report, append(b, '\n'), 0o644); err != nil {
+			return &exitError{code: exitFailed, err: fmt.Errorf("--report: %w", err)}
+		}
+	}
+	if *format == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		printCollect(stdout, rep)
+	}
+	if rep.Missing > 0 {
+		return &exitError{code: exitFailed, err: fmt.Errorf("collect: %d of %d items have no result yet (first: %s)", rep.Missing, rep.Expected, strings.Join(rep.MissingIDs, ", "))}
+	}
+	return nil
+}
+
+func printCollect(w io.Writer, r *queue.Report) {
+	fmt.Fprintf(w, "collected %d items into %s", r.Items, r.Output)
+	if r.Expected > 0 {
+		fmt.Fprintf(w, " (of %d; %d missing)", r.Expected, r.Missing)
+	}
+	fmt.Fprintf(w, "; %d duplicate lines dropped", r.Duplicates)
+	if r.Torn > 0 {
+		fmt.Fprintf(w, ", %d torn last lines ignored", r.Torn)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "  %-28s %8s %8s %6s %6s %9s %8s %8s %8s %8s %8s\n", "output", "lines", "kept", "dups", "failed", "attempts", "wall s", "items/s", "p50 s", "p99 s", "max s")
+	row := func(x *queue.WorkerReport) {
+		fmt.Fprintf(w, "  %-28s %8d %8d %6d %6d %9d %8.2f %8.1f %8.3f %8.3f %8.3f\n", x.File, x.Lines, x.Kept, x.Duplicates, x.Failed, x.Attempts,
+			x.WallSeconds, x.Rate, x.EndToEnd.P50, x.EndToEnd.P99, x.EndToEnd.Max)
+	}
+	for i := range r.Workers {
+		row(&r.Workers[i])
+	}
+	row(&r.Total)
+}

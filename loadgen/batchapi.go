@@ -1,0 +1,163 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/ratelab/ratelab/batch"
+	"github.com/ratelab/ratelab/provider"
+)
+
+// BatchAPIOptions are `loadgen batch --via batch-api`'s own flags
+// (docs/batch-api.md): the batch then goes through the provider's batch
+// API (batch.API) instead of one call per item.
+type BatchAPIOptions struct {
+	// Resubmit lists the outcomes submitted again: expired, errored,
+	// canceled (--resubmit).
+	Resubmit []string
+	// MaxRounds bounds an item's submissions (--max-rounds).
+	MaxRounds int
+	// BatchSize caps one provider batch's requests (--batch-size).
+	BatchSize int
+	// PollMin and PollMax bound the polling backoff (--poll).
+	PollMin, PollMax time.Duration
+	// State is the state file (--batch-state); empty is OUTPUT.batches.json.
+	State string
+	// OnEvent is told each batch created, adopted, refused or ended.
+	OnEvent func(string)
+}
+
+// BatchAPIReport is how a batch through a batch API went.
+type BatchAPIReport struct {
+	batch.APISummary
+	Provider string `json:"provider"`
+	Model    string `json:"model"`
+	Target   string `json:"target"`
+	State    string `json:"state_file"`
+}
+
+// RunBatchAPI runs opt's batch through the provider's batch API, with
+// opt.API's options: the same input, output, provider, model, target and
+// key as RunBatch; no strategy (the provider paces a batch). Its errors
+// never contain the API key.
+func RunBatchAPI(ctx context.Context, opt BatchOptions) (rep BatchAPIReport, err error) {
+	key := ""
+	defer func() {
+		if err != nil {
+			err = provider.Redact(err, key)
+		}
+	}()
+	ao := BatchAPIOptions{}
+	if opt.API != nil {
+		ao = *opt.API
+	}
+	switch {
+	case opt.Strategy != "" || opt.Only != "":
+		return rep, usagef("--via batch-api: the provider paces a batch: --strategy and --only do not apply")
+	case opt.Shared != (Shared{}):
+		return rep, usagef("--via batch-api: --shared-* flags do not apply")
+	case opt.Stream:
+		return rep, usagef("--via batch-api: a batch request cannot stream (--stream)")
+	case opt.Schema != "":
+		return rep, usagef("--via batch-api: --schema is not supported: a batch's answers cannot be asked again one by one")
+	case opt.Queue != nil:
+		return rep, usagef("--via batch-api: the items come from Input, not a queue (BatchOptions.Queue: loadgen batch work)")
+	}
+	s := opt.Config
+	if s == nil {
+		s = &Scenario{File: "(flags)", batch: true}
+		if s, err = parse(s, []byte("{}")); err != nil {
+			return rep, err
+		}
+	}
+	prov := s.Request.Provider
+	if opt.Provider != "" {
+		prov = opt.Provider
+	}
+	p, err := provider.ByName(prov)
+	if err != nil {
+		return rep, usagef("--provider: unknown provider %q (want %s)", prov, strings.Join(provider.Names(), " or "))
+	}
+	rep.Provider = p.Name()
+	rep.Model = opt.Model
+	if rep.Model == "" {
+		if _, set := s.lines["request.model"]; set && prov == s.Request.Provider {
+			rep.Model = s.Request.Model
+		} else {
+			rep.Model = defaultModels[p.Name()]
+		}
+	}
+	systemCache := opt.SystemCache
+	if systemCache == "" {
+		systemCache = s.Request.SystemCache
+	}
+	if msg := systemCacheTTLProblem(systemCache); msg != "" {
+		return rep, usagef("--system-cache: %s", msg)
+	}
+	maxTokens := opt.MaxTokens
+	if _, set := s.lines["request.max_tokens"]; maxTokens == 0 && set {
+		maxTokens = s.Request.MaxTokens
+	}
+	a := &batch.API{
+		Input: opt.Input, Output: opt.Output, Model: rep.Model, MaxTokens: maxTokens, SystemCache: systemCache,
+		RetryFailed: opt.RetryFailed, SkipInvalid: opt.SkipInvalid, Provider: p,
+		State: ao.State, Resubmit: ao.Resubmit, MaxRounds: ao.MaxRounds, BatchSize: ao.BatchSize,
+		PollMin: ao.PollMin, PollMax: ao.PollMax, OnStart: opt.OnStart, OnEvent: ao.OnEvent,
+	}
+	if opt.Mock {
+		if opt.BaseURL != "" {
+			return rep, usagef("--target mock and --base-url: choose one")
+		}
+		mockScenario := *s
+		mockScenario.Target = nil
+		tg, err := startTarget(&mockScenario, Options{Listen: opt.Listen}, 16, nil)
+		if err != nil {
+			return rep, err
+		}
+		defer tg.close()
+		key = s.Request.APIKey
+		if opt.APIKeyCommand != "" {
+			if key, err = CommandKey(ctx, opt.APIKeyCommand); err != nil {
+				return rep, err
+			}
+		}
+		a.BaseURL, a.HTTP = providerBase(p.Name(), tg.baseURL), tg.http
+		rep.Target = "embedded mock"
+	} else {
+		base := opt.BaseURL
+		if base == "" && s.Target != nil {
+			base = s.Target.URL
+		}
+		if base != "" && !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
+			return rep, usagef("--base-url: must start with http:// or https://, got %q", redactURL(base))
+		}
+		if key, err = batchKey(ctx, opt, s, p); err != nil {
+			return rep, err
+		}
+		if key == "" && base == "" {
+			return rep, &batchError{kind: ErrNoKey, msg: fmt.Sprintf("batch: no API key for %s: set %s, or give --api-key-command, or --base-url for a server that needs no key",
+				p.Name(), keyEnv(s, p))}
+		}
+		if base != "" {
+			a.BaseURL = providerBase(p.Name(), base)
+		}
+		tr := provider.NewTransport(16)
+		defer tr.CloseIdleConnections()
+		a.HTTP = &http.Client{Transport: tr}
+		rep.Target = redactURL(cmpOr(a.BaseURL, p.DefaultBaseURL()))
+	}
+	a.APIKey = key
+	rep.State = cmpOr(ao.State, opt.Output+".batches.json")
+	rep.APISummary, err = a.Run(ctx)
+	return rep, err
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
