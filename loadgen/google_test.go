@@ -30,13 +30,13 @@ server:
   limits: {max_concurrent: 4, retry_after: 1s}
 strategies:
   - {name: unbounded, kind: unbounded, max_retries: -1, requeue: true, expect: {completed: 120}}
-  - {name: semaphore, kind: semaphore, n: 12, expect: {completed: 120}}
+  - {name: semaphore, kind: semaphore, n: 12, max_retries: -1, requeue: true, expect: {completed: 120}}
   - name: per-provider
     kind: per-provider
     limits: {gemini: 4, vertex: 4, vertex-anthropic: 4}
     expect: {completed: 120, attempts: 120, throttled: 0}
   - {name: token-bucket, kind: token-bucket, rpm: 6000, max_retries: -1, requeue: true, expect: {completed: 120}}
-  - {name: token-first, kind: token-first, n: 12, tpm: 1000000, expect: {completed: 120}}
+  - {name: token-first, kind: token-first, n: 12, tpm: 1000000, max_retries: -1, requeue: true, expect: {completed: 120}}
   - {name: aimd, kind: aimd, requeue: true, max_retries: -1, expect: {completed: 120}}
   - {name: aimd-delay, kind: aimd-delay, requeue: true, max_retries: -1, expect: {completed: 120}}
   - {name: adaptive, kind: adaptive, requeue: true, max_retries: -1, expect: {completed: 120}}

@@ -42,14 +42,20 @@ func TestSeedsPython(t *testing.T) {
 			t.Errorf("%s: 429s by attempt %v, want %v (each wave of retries meets the same 20 slots)", name, got, want)
 		}
 	}
-	// LiteLLM's num_retries=3 is the openai SDK's max_retries: four
-	// attempts at most (not 4 x 3 with the SDK's own two retries on top),
-	// the first wave meeting the 20 slots as the SDK's does. Later waves
-	// are racy: the listing sends no max_tokens, so a call holds its slot
+	// LiteLLM's num_retries=3 is the openai SDK's max_retries (four
+	// attempts, X-Stainless-Retry-Count 0..3), and, because tenacity is
+	// installed (google-genai requires it), LiteLLM's completion_with_retries
+	// then retries the whole call too, each time with the SDK's four
+	// attempts, its retry count starting again at 0. So a first attempt is
+	// counted more often than the 200 first calls' 180 429s, the attempts
+	// exceed the SDK's 4 a call (the server, grouping by retry count, sees
+	// each restart as a new call of at most 4), and some calls still fail. Later waves are
+	// racy: the listing sends no max_tokens, so a call holds its slot
 	// 1.28 s, and a retry 1 s after its 429 may find a slot freed or not.
 	l := rows["Listing 2.9 unbounded (LiteLLM)"]
-	if by := l.ThrottledByAttempt; len(by) != 4 || by[0] != 180 || by[3] != int64(l.Failed) || l.Failed == 0 || l.MaxAttempts != 4 {
-		t.Errorf("Listing 2.9 unbounded: 429s by attempt %v, %d failed, at most %d attempts; want four counts, the first 180, the last the failed calls (some), 4 attempts at most", by, l.Failed, l.MaxAttempts)
+	t.Logf("Listing 2.9 unbounded: %d of 200, %d attempts, at most %d a call, 429s by attempt %v, %d failed", l.Completed, l.Attempts, l.MaxAttempts, l.ThrottledByAttempt, l.Failed)
+	if by := l.ThrottledByAttempt; len(by) != 4 || by[0] <= 180 || l.Attempts <= 4*200 || l.Failed == 0 {
+		t.Errorf("Listing 2.9 unbounded: 429s by attempt %v, %d attempts, %d failed, at most %d a call; want four SDK attempt counts, more than 180 429s at the SDK's first (LiteLLM's own retries restart it), more than 800 attempts, some failed", by, l.Attempts, l.Failed, l.MaxAttempts)
 	}
 	r := rows["guide Semaphore(50) (anthropic SDK)"]
 	if r.Failed == 0 || r.Completed < 100 || r.Attempts != int64(r.Completed)+r.Throttled || r.Throttled < 3*int64(r.Failed) {
