@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"path"
+	"regexp"
+	"sync"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -96,10 +99,13 @@ type Config struct {
 	// Prices are what each model's tokens cost, by model pattern as
 	// LimitsByModel (the longest matching pattern prices a request), for
 	// Quota.USD; a model no pattern matches costs nothing.
-	Prices   map[string]Price `yaml:"prices,omitempty"`
-	Capacity Capacity         `yaml:"capacity"`
-	Faults   Faults           `yaml:"faults"`
-	Schedule []ScheduleEntry  `yaml:"schedule"`
+	Prices map[string]Price `yaml:"prices,omitempty"`
+	// Azure configures the Azure OpenAI endpoints: deployments and their
+	// limits, the content filter (mock/internal/azure, docs/azure.md).
+	Azure    Azure           `yaml:"azure,omitempty"`
+	Capacity Capacity        `yaml:"capacity"`
+	Faults   Faults          `yaml:"faults"`
+	Schedule []ScheduleEntry `yaml:"schedule"`
 	// Batches models the provider batch APIs (see Batches).
 	Batches Batches `yaml:"batches,omitempty"`
 
@@ -701,6 +707,7 @@ func (c Config) Validate() error {
 		validateLimits(c.LimitsByModel[p], "limits_by_model."+p, check)
 	}
 	validateQuota(c.Quota, "quota", check)
+	validateAzure(c.Azure, c.Models, check)
 	validatePrices(c.Prices, c.Quota, check)
 	validateBatches(c.Batches, check)
 	check(c.Cache.MinTokens == 0 || c.Cache.MinTokens >= wire.MinCachePrefix && c.Cache.MinTokens <= MaxInputTokens, "cache.min_tokens",
@@ -842,4 +849,99 @@ func ParseConfigProfile(data []byte, filename, profile string) (Config, error) {
 		return Config{}, err
 	}
 	return cfg, nil
+}
+
+// Azure configures the Azure OpenAI endpoints (mock/internal/azure,
+// docs/azure.md): the `azure:` block of the server schema.
+type Azure struct {
+	// Deployments maps a deployment name to its model and limits. None
+	// (the default) deploys every model of the catalogue under its own
+	// name, limited by the key's Limits only; with some, a request naming
+	// another deployment gets 404 DeploymentNotFound.
+	Deployments map[string]AzureDeployment `yaml:"deployments,omitempty"`
+	// ContentFilter is the rate of requests refused by the content filter
+	// (400 content_filter with innererror ResponsibleAIPolicyViolation),
+	// drawn per request from a source seeded by Seed; 0 refuses none.
+	ContentFilter float64 `yaml:"content_filter,omitempty"`
+}
+
+// AzureDeployment is one deployment.
+type AzureDeployment struct {
+	// Model is the model the deployment serves (a model of the catalogue,
+	// or any with `models: any`): the model field of its answers.
+	Model string `yaml:"model"`
+	// Limits are the deployment's own limits, each API key having its own
+	// instance (a key stands for one Azure resource): Azure gives each
+	// deployment a tpm and an rpm (6 rpm per 1,000 tpm for most chat
+	// models). They apply on top of the key's Limits and replace any
+	// limits_by_model pool of the model.
+	Limits Limits `yaml:"limits"`
+}
+
+// azureDeploymentName is what Azure accepts as a deployment name: 2 to 64
+// letters, digits, '-', '_' and '.'.
+var azureDeploymentName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{1,63}$`)
+
+// validateAzure checks the azure: block.
+func validateAzure(a Azure, models Models, check func(bool, string, string, ...any)) {
+	known := modelIndex(openaiCatalog, models.Extra)
+	for _, name := range poolPatterns(a.Deployments) {
+		p := "azure.deployments." + name
+		d := a.Deployments[name]
+		check(azureDeploymentName.MatchString(name), p, "want a deployment name of 2 to 64 letters, digits, '.', '_' or '-', got %q", name)
+		switch {
+		case d.Model == "":
+			check(false, p+".model", "field required: the model the deployment serves, e.g. gpt-4o")
+		case !models.Any && !known[d.Model]:
+			check(false, p+".model", "unknown model %q: name one of KnownModels(\"openai\"), add it to models:, or set models: any", d.Model)
+		}
+		validateLimits(d.Limits, p+".limits", check)
+	}
+	check(a.ContentFilter >= 0 && a.ContentFilter <= 1, "azure.content_filter", "must be a rate in [0, 1], got %v", a.ContentFilter)
+}
+
+// formatEnv is what the formats' Route.Resolve read of the server: the
+// catalogue check, the azure: block's deployments (each with limits names
+// its own pool, whose limits are the second result) and its content
+// filter, drawn from a source of its own (so that Azure requests do not
+// change the draws of the server's other faults).
+func (s *Server) formatEnv() (*wire.Env, map[string]Limits) {
+	env := &wire.Env{
+		Accepts: func(catalog, model string) bool {
+			if s.cfg.Models.Any {
+				return true
+			}
+			if catalog == wire.CatalogAnthropic {
+				return s.anthropicModels[model]
+			}
+			return s.openaiModels[model]
+		},
+		Filtered: func() bool { return false },
+	}
+	a := s.cfg.Azure
+	var pools map[string]Limits
+	if len(a.Deployments) > 0 {
+		env.Deployments = make(map[string]wire.Deployment, len(a.Deployments))
+		pools = make(map[string]Limits)
+	}
+	for name, d := range a.Deployments {
+		dep := wire.Deployment{Model: d.Model}
+		if d.Limits != (Limits{}) {
+			// Named apart from every model pattern: a pattern cannot
+			// start with a NUL.
+			dep.Pool = "\x00azure deployment " + name
+			pools[dep.Pool] = d.Limits
+		}
+		env.Deployments[name] = dep
+	}
+	if rate := a.ContentFilter; rate > 0 {
+		var mu sync.Mutex
+		rng := rand.New(rand.NewPCG(uint64(s.cfg.Seed), 0xa2c7e))
+		env.Filtered = func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return rng.Float64() < rate
+		}
+	}
+	return env, pools
 }

@@ -89,6 +89,9 @@
 //     also its SigV4 authentication.
 //   - internal/eventstream: the application/vnd.amazon.eventstream framing
 //     of Bedrock's streams.
+//   - internal/azure: Azure OpenAI, the two OpenAI formats wrapped under
+//     Azure's paths, api-version, deployments, envelope and content-filter
+//     annotations (docs/azure.md); its azure: block is config.go's.
 //   - schemagen: documents generated from a JSON Schema, for tool calls and
 //     structured output.
 //   - mocktest: a Server on loopback for tests, as httptest.Server.

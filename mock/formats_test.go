@@ -13,6 +13,7 @@ package mock
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -66,6 +67,9 @@ type serverConformance struct {
 	// with a wrong one; authType is the error type of the first.
 	noKey, wrongKey int
 	authType        string
+	// rpmText is what the 429 of an rpm limit says of it; "" is the
+	// limit's name, LimitRPM.
+	rpmText string
 }
 
 // The paths of the Google formats' conformance entries.
@@ -247,6 +251,48 @@ var serverConformanceTable = map[string]serverConformance{
 		wrongKey:       401,
 		authType:       "UNAUTHENTICATED",
 	},
+	"azure-openai": {
+		path:       azurePath("/openai/v1/chat/completions"),
+		body:       func(n int, stream bool) string { return openaiBody(n, stream, false, "hi") },
+		badBody:    `{"model":"gpt-4o-mini","max_completion_tokens":0,"messages":[{"role":"user","content":"hi"}]}`,
+		badField:   "max_completion_tokens",
+		streamType: "text/event-stream",
+		split:      sseFrames,
+		frames:     []string{`"prompt_filter_results":[`, `"role":"assistant"`, `"delta":{"content":"`, `"finish_reason":"length"`, "data: [DONE]"},
+		requestID:  "X-Request-Id",
+		remaining:  "X-Ratelimit-Remaining-Requests",
+		retryAfter: true,
+		overloaded: 503,
+		errType:    azureErrorCode,
+		limitType:  "429",
+		rpmText:    "exceeded call rate limit",
+		noKey:      401,
+		wrongKey:   401,
+		authType:   "401",
+	},
+	"azure-openai-responses": {
+		path: azurePath("/openai/v1/responses"),
+		body: func(n int, stream bool) string {
+			b, _ := json.Marshal(map[string]any{"model": "gpt-4o-mini", "input": "hi", "max_output_tokens": n, "stream": stream})
+			return string(b)
+		},
+		badBody:    `{"model":"gpt-4o-mini","input":"hi","max_output_tokens":1}`,
+		badField:   "max_output_tokens",
+		streamType: "text/event-stream",
+		split:      sseFrames,
+		frames: []string{"event: response.created\n", "event: response.output_item.added\n",
+			"event: response.output_text.delta\n", "event: response.incomplete\n"},
+		requestID:  "X-Request-Id",
+		remaining:  "X-Ratelimit-Remaining-Requests",
+		retryAfter: true,
+		overloaded: 503,
+		errType:    azureErrorCode,
+		limitType:  "429",
+		rpmText:    "exceeded call rate limit",
+		noKey:      401,
+		wrongKey:   401,
+		authType:   "401",
+	},
 }
 
 func TestServerConformanceCoversEveryFormat(t *testing.T) {
@@ -262,9 +308,28 @@ func TestServerConformanceCoversEveryFormat(t *testing.T) {
 			t.Errorf("the conformance table names %q, which the server does not register (formats: %q)", n, names)
 		}
 	}
-	if len(names) < 3 {
-		t.Errorf("formats = %q, want at least the three built-in formats", names)
+	if len(names) < 5 {
+		t.Errorf("formats = %q, want at least the five built-in formats", names)
 	}
+}
+
+// azurePath is an Azure v1 path, streamed or not (the body says).
+func azurePath(p string) func(bool) string { return func(bool) string { return p } }
+
+// azureErrorCode is the code of the error in an envelope of a code and a
+// message only (Azure's 401 and 429).
+func azureErrorCode(t *testing.T, r reply) string {
+	t.Helper()
+	var env struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(r.body, &env); err != nil || env.Error.Code == "" || env.Error.Message == "" {
+		t.Fatalf("status %d body %q: want an error envelope with a code and a message (%v)", r.status, r.body, err)
+	}
+	return env.Error.Code
 }
 
 // sseFrames cuts a server-sent event stream into its frames, each ended
@@ -435,8 +500,8 @@ func TestServerConformance(t *testing.T) {
 			if typ := f.errType(t, r); typ != f.limitType {
 				t.Errorf("error type %q, want %q", typ, f.limitType)
 			}
-			if !strings.Contains(string(r.body), LimitRPM) {
-				t.Errorf("body %s, want the limit named (%s)", r.body, LimitRPM)
+			if text := cmp.Or(f.rpmText, LimitRPM); !strings.Contains(string(r.body), text) {
+				t.Errorf("body %s, want the limit named (%s)", r.body, text)
 			}
 		}},
 		{"overload status", func(cfg *Config) { cfg.Faults.Overloaded = 1 }, func(t *testing.T, ts *testServer, path func(bool) string, f serverConformance) {

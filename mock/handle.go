@@ -234,17 +234,21 @@ func (s *Server) keyLabel(key string) string {
 }
 
 // refusal is the answer to a request refused before admission: err from
-// readBody (answered with status), a decoder (a badRequest) or
-// checkRequest (a requestError, which carries its own status).
+// readBody (answered with status), a decoder (a badRequest, or a
+// wire.Refusal with a status of its own) or checkRequest (a requestError,
+// which carries its own status).
 func refusal(err error, status int) (int, wire.APIError) {
 	var br *wire.BadRequest
 	var re *requestError
+	var fr *wire.Refusal
 	e := wire.APIError{Msg: err.Error()}
 	switch {
 	case errors.As(err, &br):
 		e.Param, e.Code = br.Param, br.Code
 	case errors.As(err, &re):
 		status, e = re.status, re.e
+	case errors.As(err, &fr): // a format's Decode with a status of its own
+		status, e = fr.Status, fr.E
 	case status == http.StatusTooManyRequests:
 		e.Limit = wire.LimitDecodeBudget
 	}
@@ -367,7 +371,9 @@ func (s *Server) admit(req *http.Request, c *wire.Call, key string, wr wire.Form
 	d.id = s.seq.Add(1)
 	var pool *keyLimiter
 	var pl Limits
-	if name := poolFor(s.pools, c.Model); name != "" {
+	if c.Pool != "" { // the format named it (a deployment's: wire.Call.Pool)
+		pool, pl = ks.lim.pool(c.Pool), s.deploymentPools[c.Pool]
+	} else if name := poolFor(s.pools, c.Model); name != "" {
 		pool, pl = ks.lim.pool(name), s.pools[name]
 	}
 	v, byPool := ks.lim.admitPooled(now, s.limits, pool, pl, d.id, demand{input: charged, maxTokens: c.MaxTokens, end: p.due(p.n)})
@@ -485,7 +491,7 @@ func (s *Server) limited(now time.Time, wr wire.Format, c *wire.Call, ks *keySta
 		d.noRetry = true
 		return d.reject(ks, http.StatusTooManyRequests, e, 0)
 	}
-	if s.limits.RetryAfterMS {
+	if s.limits.RetryAfterMS || wr.Spec().RetryAfterMS {
 		d.exactWait, d.withMS = v.wait, true
 	}
 	if wr.Spec().ShouldRetryLimited {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gorilla/mux"
 	"github.com/ratelab/ratelab/mock/internal/anthropic"
+	"github.com/ratelab/ratelab/mock/internal/azure"
 	"github.com/ratelab/ratelab/mock/internal/bedrock"
 	"github.com/ratelab/ratelab/mock/internal/gemini"
 	"github.com/ratelab/ratelab/mock/internal/openaichat"
@@ -27,7 +28,7 @@ type route struct {
 // wire.Spec.Path or wire.Spec.Routes; a new format is added here and in the conformance table
 // (formats_test.go).
 var formats = []wire.Format{anthropic.Format{}, openaichat.Format{}, openairesponses.Format{},
-	gemini.Format{}, gemini.Format{Vertex: true}, vertexanthropic.Format{}, bedrock.Format{}}
+	gemini.Format{}, gemini.Format{Vertex: true}, vertexanthropic.Format{}, bedrock.Format{}, azure.Chat, azure.Responses}
 
 // routeTable is the server's one list of routes. The router is built from
 // it, the exact paths are dispatched from it (fastRoutes), and a 405's
@@ -62,7 +63,7 @@ func (s *Server) formatRoute(wr wire.Format, rt wire.Route) http.HandlerFunc {
 	return func(w http.ResponseWriter, req *http.Request) {
 		t := wire.Target{Format: wr, Endpoint: rt.Endpoint}
 		if rt.Resolve != nil {
-			t = rt.Resolve(req, mux.Vars(req))
+			t = rt.Resolve(req, mux.Vars(req), s.env)
 		}
 		if t.Err != nil {
 			s.writeError(w, t.Format, t.Status, *t.Err)

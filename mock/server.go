@@ -39,6 +39,10 @@ type Server struct {
 	budget                        *decodeBudget
 	seq                           atomic.Uint64 // request counter, for ids
 	text                          []string      // Output.Text's tokens, JSON-escaped; nil for the filler
+	// env is what the formats' Route.Resolve read (formatEnv, config.go), and
+	// deploymentPools the limits of the pools its deployments name.
+	env             *wire.Env
+	deploymentPools map[string]Limits
 	// storeDown: Config.Store failed last; its outage is logged once.
 	storeDown atomic.Bool
 	// draining: Shutdown or Close was called; /readyz answers 503.
@@ -107,6 +111,7 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 	cfg.Models.Extra = slices.Clone(cfg.Models.Extra)
 	cfg.LimitsByModel = maps.Clone(cfg.LimitsByModel)
 	cfg.Prices = maps.Clone(cfg.Prices)
+	cfg.Azure.Deployments = maps.Clone(cfg.Azure.Deployments)
 	cfg.Batches.OpenAI.EnqueuedTokens = maps.Clone(cfg.Batches.OpenAI.EnqueuedTokens)
 	s := &Server{
 		cfg:     cfg,
@@ -141,6 +146,7 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 	s.anthropicModels = modelIndex(anthropicCatalog, cfg.Models.Extra)
 	s.openaiModels = modelIndex(openaiCatalog, cfg.Models.Extra)
 	s.formatModels = formatModelIndex(cfg.Models.Extra)
+	s.env, s.deploymentPools = s.formatEnv()
 	s.metrics.reg.MustRegister(s.calls, serverCollector{s})
 	s.resetLocked()
 	s.handler = s.routes()

@@ -281,6 +281,7 @@ func TestWireOfEveryProvider(t *testing.T) {
 		"anthropic":        "anthropic_message.json",
 		"openai":           "openai_completion.json",
 		"openai-responses": "openai_responses.json",
+		"azure-openai":     "azure_completion.json",
 		"bedrock":          "bedrock_converse.json",
 		"gemini":           "gemini_response.json",
 		"vertex":           "gemini_response.json",

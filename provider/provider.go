@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/provider/anthropic"
+	"github.com/ratelab/ratelab/provider/azureopenai"
 	"github.com/ratelab/ratelab/provider/bedrock"
 	"github.com/ratelab/ratelab/provider/gemini"
 	"github.com/ratelab/ratelab/provider/openaichat"
@@ -27,8 +28,8 @@ import (
 // its own, registered in formats; a Client decodes a registered one in
 // place (wire.Decode). Any other Provider is decoded through its Decode.
 type Provider interface {
-	// Name is the provider's name: "anthropic", "openai" or
-	// "openai-responses".
+	// Name is the provider's name: "anthropic", "openai",
+	// "openai-responses" or "azure-openai".
 	Name() string
 	// DefaultBaseURL is the production endpoint a Client uses when its
 	// BaseURL is empty.
@@ -57,6 +58,8 @@ var formats = [...]wire.Format{
 	openaichat.Format{},
 	// The Responses API, the one the AI SDK's default OpenAI provider calls.
 	openairesponses.Format{},
+	// Azure OpenAI's Chat Completions, by deployment (docs/azure.md).
+	azureopenai.Format{},
 	// Amazon Bedrock Runtime's Converse API, SigV4-signed.
 	bedrock.Format{},
 	// Google: the Gemini API on AI Studio and on Vertex AI, and
@@ -66,8 +69,8 @@ var formats = [...]wire.Format{
 	vertexanthropic.Format{},
 }
 
-// ByName returns the provider called name ("anthropic", "openai" or
-// "openai-responses"), with its default options.
+// ByName returns the provider called name ("anthropic", "openai",
+// "openai-responses" or "azure-openai"), with its default options.
 func ByName(name string) (Provider, error) {
 	for _, f := range formats {
 		if f.Name() == strings.ToLower(name) {

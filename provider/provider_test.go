@@ -24,7 +24,7 @@ func TestByName(t *testing.T) {
 			t.Errorf("ByName(%q).Name() = %q", name, p.Name())
 		}
 	}
-	if _, err := ByName("no-such-provider"); err == nil || !strings.Contains(err.Error(), strings.Join(Names(), ", ")) || !strings.Contains(err.Error(), "anthropic, bedrock, gemini, openai") {
+	if _, err := ByName("no-such-provider"); err == nil || !strings.Contains(err.Error(), strings.Join(Names(), ", ")) || !strings.Contains(err.Error(), "anthropic, azure-openai, bedrock, gemini, openai") {
 		t.Errorf("ByName(no-such-provider) error = %v, want one listing the known providers", err)
 	}
 }

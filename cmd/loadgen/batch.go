@@ -187,7 +187,7 @@ func batchMain(ctx context.Context, args []string, stdout, stderr io.Writer, q *
 	fs.DurationVar(&opt.Shared.LeaseTTL, "shared-lease-ttl", 0, "how long a crashed process's slots stay taken")
 	fs.IntVar(&opt.Shared.Peers, "shared-peers", 0, "processes sharing the limit")
 	fs.DurationVar(&opt.Shared.OpTimeout, "shared-op-timeout", 0, "bound on each Redis round trip")
-	fs.StringVar(&opt.Provider, "provider", "", "anthropic, bedrock, openai or openai-responses")
+	fs.StringVar(&opt.Provider, "provider", "", "anthropic, azure-openai, bedrock, openai or openai-responses")
 	fs.StringVar(&opt.Model, "model", "", "model")
 	fs.IntVar(&opt.MaxTokens, "max-tokens", 0, "default max_tokens")
 	fs.BoolVar(&opt.Stream, "stream", false, "stream responses")

@@ -25,6 +25,9 @@ var defaultModels = map[string]string{
 	"openai":    DefaultOpenAIModel,
 	// The Responses API serves the same models.
 	"openai-responses": DefaultOpenAIModel,
+	// Azure OpenAI: the deployment, which the mock (without azure:
+	// deployments) serves under each model's own name.
+	"azure-openai": DefaultOpenAIModel,
 	// Bedrock's id of the Anthropic default, a foundation model id the
 	// mock maps onto claude-haiku-4-5-20251001 (docs/bedrock.md).
 	"bedrock": DefaultBedrockModel,

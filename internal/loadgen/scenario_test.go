@@ -134,7 +134,7 @@ func TestParseErrors(t *testing.T) {
 		{"bound with range", "items: 3\nstrategies:\n  - name: a\n    kind: unbounded\n    expect:\n      max_wall_over_oracle: \"1..2\"\n",
 			`x.yaml:6: strategies[0].expect.max_wall_over_oracle: max_wall_over_oracle is a bound: want a number`},
 		{"bad provider", "items: 3\nrequest: {provider: no-such-provider}\nstrategies: [{name: a, kind: unbounded}]\n",
-			`x.yaml:2: request.provider: unknown provider "no-such-provider" (want anthropic, bedrock, gemini, openai, openai-responses, vertex, vertex-anthropic)`},
+			`x.yaml:2: request.provider: unknown provider "no-such-provider" (want anthropic, azure-openai, bedrock, gemini, openai, openai-responses, vertex, vertex-anthropic)`},
 		{"per-provider limits", "items: 3\nstrategies:\n  - name: a\n    kind: per-provider\n    limits: {anthropic: 0}\n",
 			`x.yaml:5: strategies[0].limits.anthropic: must be positive, got 0`},
 		{"target url", "items: 3\ntarget: {url: localhost:8080}\nstrategies: [{name: a, kind: unbounded}]\n",

@@ -49,6 +49,7 @@ var (
 		"openai":    {Context: 1_047_576, MaxOutput: 128_000},
 		// The Responses API serves the same models.
 		"openai-responses": {Context: 1_047_576, MaxOutput: 128_000},
+		"azure-openai":     {Context: 1_047_576, MaxOutput: 128_000},
 		// Bedrock serves Anthropic's models, among others.
 		"bedrock": {Context: 1_000_000, MaxOutput: 128_000},
 	}

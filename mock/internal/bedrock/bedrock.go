@@ -87,8 +87,8 @@ var routes = []wire.Route{
 }
 
 // bind serves operation o for the model id the path names.
-func bind(o op) func(req *http.Request, vars map[string]string) wire.Target {
-	return func(_ *http.Request, vars map[string]string) wire.Target {
+func bind(o op) func(req *http.Request, vars map[string]string, env *wire.Env) wire.Target {
+	return func(_ *http.Request, vars map[string]string, _ *wire.Env) wire.Target {
 		return wire.Target{Format: Format{op: o, model: vars["modelId"]}, Endpoint: wire.EndpointModel}
 	}
 }

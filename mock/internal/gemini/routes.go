@@ -118,8 +118,8 @@ func ownsVertex(req *http.Request) bool {
 
 // resolve serves POST …/models/{model}:{method}: generateContent,
 // streamGenerateContent (as server-sent events, ?alt=sse) or countTokens.
-func resolve(vertex bool) func(req *http.Request, vars map[string]string) wire.Target {
-	return func(req *http.Request, vars map[string]string) wire.Target {
+func resolve(vertex bool) func(req *http.Request, vars map[string]string, env *wire.Env) wire.Target {
+	return func(req *http.Request, vars map[string]string, _ *wire.Env) wire.Target {
 		call := vars["call"]
 		i := strings.LastIndexByte(call, ':')
 		if i < 0 {

@@ -68,7 +68,7 @@ func aliases(id string) []string {
 	return []string{id, base, strings.Replace(id, "@", "-", 1)}
 }
 
-func resolve(req *http.Request, vars map[string]string) wire.Target {
+func resolve(req *http.Request, vars map[string]string, _ *wire.Env) wire.Target {
 	call := vars["call"]
 	i := strings.LastIndexByte(call, ':')
 	if i < 0 {

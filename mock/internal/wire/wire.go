@@ -44,6 +44,10 @@ type Call struct {
 	// InferenceGeo is an Anthropic request's inference_geo, which its
 	// usage reports back; empty when absent.
 	InferenceGeo string
+	// Pool, set by Decode, names the per-key pool the request is charged
+	// to besides its key's limits: a Deployment's Pool (Env). Empty: the
+	// limits_by_model pool of its model, if any.
+	Pool string
 }
 
 // BadRequest is a 400 naming the offending field.
@@ -54,6 +58,16 @@ type BadRequest struct {
 }
 
 func (e *BadRequest) Error() string { return e.Msg }
+
+// Refusal is what a Decode that refuses with a status of its own, not the
+// 400 of a BadRequest, returns (Azure's 404 DeploymentNotFound); a refusal
+// before decoding is a Route.Resolve's Target.Status and Target.Err.
+type Refusal struct {
+	Status int
+	E      APIError
+}
+
+func (e *Refusal) Error() string { return e.E.Msg }
 
 func Invalid(param, format string, args ...any) error {
 	return &BadRequest{Param: param, Msg: param + ": " + fmt.Sprintf(format, args...), Code: invalidCode(format)}
@@ -188,6 +202,11 @@ type Spec struct {
 	DecodeCount func(f Format, body []byte, c *Call) error
 	CountBody   func(c *Call) any
 
+	// RetryAfterMS sends retry-after-ms with the 429 of a per-key or
+	// per-model limit (the core's limited), as Limits.RetryAfterMS does for
+	// every format: Azure always sends it.
+	RetryAfterMS bool
+
 	// The hooks below are for a format unlike the built-in three (Bedrock
 	// Runtime's); each is read by the core in one place, and its zero value
 	// is what the built-in formats do.
@@ -235,8 +254,9 @@ type Route struct {
 	// query): the value of the format that serves it, made per request
 	// (the model named in the path, whether the method streams), and the
 	// endpoint; or a refusal (Target.Err), which the core answers in
-	// Target.Format's envelope.
-	Resolve func(req *http.Request, vars map[string]string) Target
+	// Target.Format's envelope before authentication. env is the server's
+	// configuration as formats see it (its deployments, its content filter).
+	Resolve func(req *http.Request, vars map[string]string, env *Env) Target
 }
 
 // Target is a Route's Resolve's answer.
@@ -266,6 +286,30 @@ type Credentials struct {
 	// an authenticator that reads the body reads no more than one byte
 	// past it.
 	MaxBody int
+}
+
+// Env is the server as a format's Route.Resolve sees it: built once per server by
+// the core (mock/server.go, New) from its configuration.
+type Env struct {
+	// Accepts reports whether requests may name model of catalog (the
+	// catalogue, models:).
+	Accepts func(catalog, model string) bool
+	// Deployments are names a request may address a model by, each with
+	// the pool its requests are charged to (Azure's deployments, the
+	// azure: block of mock/config.go); nil: none configured.
+	Deployments map[string]Deployment
+	// Filtered draws whether the content filter refuses a request, at its
+	// configured rate, from a seeded source of its own; false at rate 0.
+	Filtered func() bool
+}
+
+// Deployment is a name a request may address a model by.
+type Deployment struct {
+	// Model is the model it serves.
+	Model string
+	// Pool is the name of its per-key pool (Call.Pool); empty when it has
+	// no limits of its own.
+	Pool string
 }
 
 // Header is one header and its value, canonical.

@@ -1,0 +1,118 @@
+package loadgen
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ratelab/ratelab/mock"
+)
+
+// azureScenario is 200 calls to an Azure OpenAI deployment whose own
+// limit (10 concurrent, azure.deployments) binds, not the key's: 0.5 s
+// each (100 tokens at 5 ms), so the oracle is 10 s. One row per strategy
+// kind.
+const azureScenario = `
+name: azure
+seed: 1
+items:
+  - count: 200
+    provider: azure-openai
+    model: chat-prod
+request:
+  max_tokens: 100
+server:
+  output: {length: max_tokens}
+  latency: {per_token: 5ms}
+  azure:
+    deployments:
+      chat-prod: {model: gpt-4o, limits: {max_concurrent: 10, retry_after: 1s}}
+strategies:
+  - {name: unbounded, kind: unbounded, max_retries: 2, expect: {min_throttled: 1}}
+  - {name: semaphore(10), kind: semaphore, n: 10, max_retries: 2, expect: {completed: 200}}
+  - {name: per-provider, kind: per-provider, limits: {azure-openai: 10}, expect: {completed: 200}}
+  - {name: token-bucket, kind: token-bucket, rpm: 1200, max_retries: 5, requeue: true, expect: {completed: 200}}
+  - {name: token-first, kind: token-first, n: 10, tpm: 10000000, expect: {completed: 200}}
+  - {name: aimd, kind: aimd, requeue: true, max_retries: 10, expect: {completed: 200}}
+  - {name: aimd-delay, kind: aimd-delay, requeue: true, max_retries: 10, expect: {completed: 200}}
+  - {name: adaptive, kind: adaptive, requeue: true, max_retries: 10, expect: {completed: 200}}
+`
+
+// TestAzureScenarioVirtual runs provider azure-openai under every strategy
+// kind against the embedded mock's Azure deployment path, in virtual time.
+func TestAzureScenarioVirtual(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "azure.yaml")
+	if err := os.WriteFile(path, []byte(azureScenario), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep := runVirtual(t, path)
+	// The server has no key limits: every 429 is the deployment's.
+	checkRows(t, rep, []row{
+		// The oracle: 20 rounds of 10 at 0.5 s, no 429.
+		{"semaphore(10)", 200, 200, 0, 10000},
+		{"per-provider", 200, 200, 0, 10000},
+		{"token-first", 200, 200, 0, 10000},
+	})
+	for _, r := range rep.Results {
+		if r.Name == "unbounded" {
+			// 200 at once against 10 slots, retry-after 1s, two retries:
+			// 10 per second get through.
+			if r.Completed != 30 || r.Throttled != 540 {
+				t.Errorf("unbounded: %d completed, %d 429s; want 30 and 540", r.Completed, r.Throttled)
+			}
+			continue
+		}
+		if r.Completed != 200 {
+			t.Errorf("%s: %d completed, want 200", r.Name, r.Completed)
+		}
+	}
+}
+
+// TestRunBatchAzure: loadgen batch --provider azure-openai against the
+// embedded mock sends every item to the deployment its model names.
+func TestRunBatchAzure(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "batch.yaml")
+	os.WriteFile(cfgPath, []byte("server:\n  latency: {per_token: 1ms}\n  output: {tokens: {fixed: 16}}\n  azure:\n    deployments:\n      gpt-5.4-mini: {model: gpt-4o, limits: {max_concurrent: 4}}\n"), 0o644)
+	cfg, err := LoadBatchConfig(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := filepath.Join(dir, "items.jsonl")
+	var lines []string
+	for i := range 40 {
+		lines = append(lines, fmt.Sprintf(`{"id": "%d", "prompt": "p", "max_tokens": 32}`, i))
+	}
+	os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	for _, stream := range []bool{false, true} {
+		out := filepath.Join(dir, fmt.Sprintf("out-%v.jsonl", stream))
+		rep, err := RunBatch(t.Context(), BatchOptions{Input: in, Output: out, Config: cfg, Mock: true,
+			Provider: "azure-openai", Stream: stream, Workers: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.AllOK() || rep.Completed != 40 || rep.Provider != "azure-openai" || rep.Model != "gpt-5.4-mini" {
+			t.Fatalf("stream=%v: %+v, want 40 completed by azure-openai on deployment gpt-5.4-mini", stream, rep)
+		}
+		data, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			var r struct {
+				Text string `json:"text"`
+			}
+			if err := json.Unmarshal([]byte(line), &r); err != nil || r.Text != mock.Filler(16) {
+				t.Errorf("stream=%v: result %s: want text %q", stream, line, mock.Filler(16))
+			}
+			n++
+		}
+		if n != 40 {
+			t.Errorf("stream=%v: %d results, want 40", stream, n)
+		}
+	}
+}
