@@ -26,7 +26,7 @@ import (
 )
 
 // batchItems writes n input lines t-0 … t-(n-1) and returns the path.
-func batchItems(t *testing.T, n int, maxTokens int) string {
+func batchItems(t testing.TB, n int, maxTokens int) string {
 	t.Helper()
 	var b strings.Builder
 	for i := range n {
@@ -36,7 +36,7 @@ func batchItems(t *testing.T, n int, maxTokens int) string {
 }
 
 // results reads an output file: each id's results, in file order.
-func results(t *testing.T, path string) map[string][]engine.Result {
+func results(t testing.TB, path string) map[string][]engine.Result {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -55,7 +55,7 @@ func results(t *testing.T, path string) map[string][]engine.Result {
 
 // exactlyOnce fails unless each of t-0 … t-(n-1) has exactly one result
 // and nothing else is in the output, and returns the results.
-func exactlyOnce(t *testing.T, path string, n int) map[string]engine.Result {
+func exactlyOnce(t testing.TB, path string, n int) map[string]engine.Result {
 	t.Helper()
 	got := results(t, path)
 	out := make(map[string]engine.Result)
@@ -414,7 +414,7 @@ func TestBatchSecretRedaction(t *testing.T) {
 }
 
 // buildLoadgen builds the loadgen binary into dir.
-func buildLoadgen(t *testing.T, dir string) string {
+func buildLoadgen(t testing.TB, dir string) string {
 	t.Helper()
 	bin := filepath.Join(dir, "loadgen")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {

@@ -29,7 +29,7 @@ func runCLI(t *testing.T, ctx context.Context, args ...string) (stdout, stderr s
 }
 
 // writeFile writes a scenario into a temporary directory and returns its path.
-func writeFile(t *testing.T, name, content string) string {
+func writeFile(t testing.TB, name, content string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), name)
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
