@@ -191,30 +191,11 @@ func RunBatch(ctx context.Context, opt BatchOptions) (rep BatchReport, err error
 		st.MaxRetries = opt.MaxRetries
 	}
 
-	prov := s.Request.Provider
-	if opt.Provider != "" {
-		prov = opt.Provider
-	}
-	p, err := provider.ByName(prov)
+	p, model, systemCache, err := batchTarget(s, opt)
 	if err != nil {
-		return rep, usagef("--provider: unknown provider %q (want %s)", prov, strings.Join(provider.Names(), " or "))
+		return rep, err
 	}
-	rep.Provider = p.Name()
-	rep.Model = opt.Model
-	if rep.Model == "" {
-		if _, set := s.lines["request.model"]; set && prov == s.Request.Provider {
-			rep.Model = s.Request.Model
-		} else {
-			rep.Model = defaultModels[p.Name()]
-		}
-	}
-	systemCache := opt.SystemCache
-	if systemCache == "" {
-		systemCache = s.Request.SystemCache
-	}
-	if msg := systemCacheTTLProblem(systemCache); msg != "" {
-		return rep, usagef("--system-cache: %s", msg)
-	}
+	rep.Provider, rep.Model = p.Name(), model
 	if systemCache != "" && p.Name() != "anthropic" {
 		return rep, usagef("--system-cache %s", systemCacheProviderProblem(p.Name()))
 	}
@@ -581,4 +562,34 @@ func unfence(text string) string {
 		t = t[nl+1:] // the info string: json
 	}
 	return t
+}
+
+// batchTarget resolves a batch's provider, model and system-prompt cache
+// from its flags (opt) over its config file (s), for both loadgen batch
+// and --via batch-api: a flag wins, a model set in the file counts only
+// for the file's provider, and otherwise the provider's default model.
+func batchTarget(s *Scenario, opt BatchOptions) (p provider.Provider, model, systemCache string, err error) {
+	prov := s.Request.Provider
+	if opt.Provider != "" {
+		prov = opt.Provider
+	}
+	if p, err = provider.ByName(prov); err != nil {
+		return nil, "", "", usagef("--provider: unknown provider %q (want %s)", prov, strings.Join(provider.Names(), " or "))
+	}
+	model = opt.Model
+	if model == "" {
+		if _, set := s.lines["request.model"]; set && prov == s.Request.Provider {
+			model = s.Request.Model
+		} else {
+			model = defaultModels[p.Name()]
+		}
+	}
+	systemCache = opt.SystemCache
+	if systemCache == "" {
+		systemCache = s.Request.SystemCache
+	}
+	if msg := systemCacheTTLProblem(systemCache); msg != "" {
+		return nil, "", "", usagef("--system-cache: %s", msg)
+	}
+	return p, model, systemCache, nil
 }

@@ -73,30 +73,11 @@ func RunBatchAPI(ctx context.Context, opt BatchOptions) (rep BatchAPIReport, err
 			return rep, err
 		}
 	}
-	prov := s.Request.Provider
-	if opt.Provider != "" {
-		prov = opt.Provider
-	}
-	p, err := provider.ByName(prov)
+	p, model, systemCache, err := batchTarget(s, opt)
 	if err != nil {
-		return rep, usagef("--provider: unknown provider %q (want %s)", prov, strings.Join(provider.Names(), " or "))
+		return rep, err
 	}
-	rep.Provider = p.Name()
-	rep.Model = opt.Model
-	if rep.Model == "" {
-		if _, set := s.lines["request.model"]; set && prov == s.Request.Provider {
-			rep.Model = s.Request.Model
-		} else {
-			rep.Model = defaultModels[p.Name()]
-		}
-	}
-	systemCache := opt.SystemCache
-	if systemCache == "" {
-		systemCache = s.Request.SystemCache
-	}
-	if msg := systemCacheTTLProblem(systemCache); msg != "" {
-		return rep, usagef("--system-cache: %s", msg)
-	}
+	rep.Provider, rep.Model = p.Name(), model
 	maxTokens := opt.MaxTokens
 	if _, set := s.lines["request.max_tokens"]; maxTokens == 0 && set {
 		maxTokens = s.Request.MaxTokens
