@@ -22,7 +22,7 @@ import (
 // mockllm --profile NAME and a configuration's profile key start from one.
 type Profile struct {
 	Name        string `yaml:"name"`
-	Provider    string `yaml:"provider"` // anthropic or openai
+	Provider    string `yaml:"provider"` // one of profileProviders
 	Description string `yaml:"description"`
 	Source      string `yaml:"source"`  // the page the figures come from
 	Checked     string `yaml:"checked"` // the date they were checked, YYYY-MM-DD
@@ -89,6 +89,10 @@ func parseProfiles(fsys fs.FS) ([]Profile, error) {
 // parseProfile parses one profile file strictly: every key known, the
 // name equal to the file's, a provider, a source and a checked date, and a
 // server: block that is a valid Config naming no profile itself.
+// profileProviders are the values of a profile's provider key: the
+// provider whose documented tier the profile describes.
+var profileProviders = []string{"anthropic", "openai", "azure-openai"}
+
 func parseProfile(data []byte, filename string) (Profile, error) {
 	root, err := strict.Parse(filename, data)
 	if err != nil {
@@ -110,7 +114,7 @@ func parseProfile(data []byte, filename string) (Profile, error) {
 	}
 	want := strings.TrimSuffix(path.Base(filename), ".yaml")
 	check(pf.Name == want, "name", "must be the file's name, %q, got %q", want, pf.Name)
-	check(pf.Provider == "anthropic" || pf.Provider == "openai", "provider", "want anthropic or openai, got %q", pf.Provider)
+	check(slices.Contains(profileProviders, pf.Provider), "provider", "want one of %s, got %q", strings.Join(profileProviders, ", "), pf.Provider)
 	check(strings.Contains(pf.Source, "https://"), "source", "must name the page the figures come from, got %q", pf.Source)
 	_, terr := time.Parse(time.DateOnly, pf.Checked)
 	check(terr == nil, "checked", "want the date the figures were checked, YYYY-MM-DD, got %q", pf.Checked)

@@ -62,7 +62,7 @@ func TestConfigProfile(t *testing.T) {
 	}
 
 	bad := []struct{ src, profile, want string }{
-		{"seed: 1\nprofile: nope\n", "", `f.yaml:2: profile: unknown profile "nope" (want one of anthropic-scale, anthropic-start, anthropic-tier1, openai-tier1, openai-tier5; mockllm profiles lists them)`},
+		{"seed: 1\nprofile: nope\n", "", `f.yaml:2: profile: unknown profile "nope" (want one of anthropic-scale, anthropic-start, anthropic-tier1, azure-tier1, openai-tier1, openai-tier5; mockllm profiles lists them)`},
 		{"profile: anthropic-start\nlimits: {burst: -1s}\n", "", "f.yaml:2: limits.burst: must be in [0, 24h0m0s]"},
 		{"profile: anthropic-scale\n", "anthropic-start", `f.yaml:1: profile: the file names "anthropic-scale" and --profile "anthropic-start"; name one`},
 		{"", "nope", `unknown profile "nope"`},
@@ -84,7 +84,7 @@ func TestParseProfiles(t *testing.T) {
 	}
 	for _, tt := range []struct{ src, want string }{
 		{strings.Replace(good, "name: x", "name: y", 1), `profiles/x.yaml:1: name: must be the file's name, "x", got "y"`},
-		{strings.Replace(good, "provider: openai", "provider: gemini", 1), `profiles/x.yaml:2: provider: want anthropic or openai, got "gemini"`},
+		{strings.Replace(good, "provider: openai", "provider: gemini", 1), `profiles/x.yaml:2: provider: want one of anthropic, openai, azure-openai, got "gemini"`},
 		{strings.Replace(good, "checked: 2026-12-01", "checked: December", 1), `profiles/x.yaml:5: checked: want the date the figures were checked, YYYY-MM-DD, got "December"`},
 		{strings.Replace(good, "source: https://example.com/limits", "source: memory", 1), `profiles/x.yaml:4: source: must name the page`},
 		{strings.Replace(good, "{tpm: 100}", "{tpm: -1}", 1), `profiles/x.yaml:7: server.limits.tpm: must not be negative, got -1`},
@@ -150,6 +150,38 @@ func TestAnthropicTierProfile(t *testing.T) {
 			got = append(got, fmt.Sprintf("%s %d %s", model, r.status, r.header.Get("Anthropic-Ratelimit-Output-Tokens-Limit")))
 		}
 		want := "[claude-sonnet-4-20250514 200 8000 claude-sonnet-4-0 429 8000 claude-haiku-4-5-20251001 200 10000]"
+		if fmt.Sprint(got) != want {
+			t.Errorf("replies = %v\nwant      %s", got, want)
+		}
+	})
+}
+
+// azure-tier1 gives each model's deployment its tier quota, ten seconds
+// of which a bucket holds: gpt-4.1's 1,000,000 tokens a minute admit five
+// requests of 30,000 at once and refuse the sixth, while gpt-4.1-mini's
+// deployment still admits; ten seconds later gpt-4.1 admits again.
+func TestAzureTierProfile(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg, err := ParseConfigProfile(nil, "f.yaml", "azure-tier1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Latency.PerToken = 0
+		ts := startServer(t, cfg)
+		defer ts.stop()
+		body := `{"messages":[{"role":"user","content":"Hi"}],"max_tokens":30000}`
+		var got []string
+		send := func(deployment string) {
+			r := ts.do(t, "POST", "/openai/deployments/"+deployment+"/chat/completions?api-version=2024-10-21", body)
+			got = append(got, fmt.Sprintf("%s %d", deployment, r.status))
+		}
+		for range 6 {
+			send("gpt-4.1")
+		}
+		send("gpt-4.1-mini")
+		time.Sleep(10 * time.Second)
+		send("gpt-4.1")
+		want := "[gpt-4.1 200 gpt-4.1 200 gpt-4.1 200 gpt-4.1 200 gpt-4.1 200 gpt-4.1 429 gpt-4.1-mini 200 gpt-4.1 200]"
 		if fmt.Sprint(got) != want {
 			t.Errorf("replies = %v\nwant      %s", got, want)
 		}

@@ -308,8 +308,9 @@ func listProfiles(w io.Writer) error {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tPROVIDER\tMODELS\tRPM\tITPM\tOTPM\tTPM\tBURST\tCHECKED")
-	// One line for the key's limits and one for each per-model pool (the
-	// OpenAI profiles have only pools: OpenAI limits per model).
+	// One line for the key's limits, one for each per-model pool (the
+	// OpenAI profiles have only pools: OpenAI limits per model) and one
+	// for each Azure deployment (Azure limits each deployment).
 	num := func(n int) string {
 		if n == 0 {
 			return "-"
@@ -326,12 +327,17 @@ func listProfiles(w io.Writer) error {
 	}
 	for _, p := range ps {
 		name, provider, checked := p.Name, p.Provider, p.Checked
-		if l := p.Config.Limits; l != (mock.Limits{}) || len(p.Config.LimitsByModel) == 0 {
+		deployments := p.Config.Azure.Deployments
+		if l := p.Config.Limits; l != (mock.Limits{}) || len(p.Config.LimitsByModel) == 0 && len(deployments) == 0 {
 			line(name, provider, "all", l, checked)
 			name, provider, checked = "", "", ""
 		}
 		for _, m := range slices.Sorted(maps.Keys(p.Config.LimitsByModel)) {
 			line(name, provider, m, p.Config.LimitsByModel[m], checked)
+			name, provider, checked = "", "", ""
+		}
+		for _, d := range slices.Sorted(maps.Keys(deployments)) {
+			line(name, provider, "deployment "+d, deployments[d].Limits, checked)
 			name, provider, checked = "", "", ""
 		}
 	}

@@ -17,12 +17,14 @@ func TestProfilesCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"NAME             PROVIDER   MODELS             RPM    ITPM     OTPM    TPM        BURST  CHECKED",
-		"anthropic-start  anthropic  all                1000   500000   100000  -          1s     2026-12-01",
-		"anthropic-tier1  anthropic  claude-haiku-4-5*  50     50000    10000   -          1s     2026-12-01",
-		"                            claude-sonnet-4*   50     30000    8000    -          1s",
-		"openai-tier1     openai     gpt-4o*            500    -        -       30000      1m0s   2026-12-01",
-		"                            gpt-4o-mini*       500    -        -       200000     1m0s",
+		"NAME             PROVIDER      MODELS                   RPM    ITPM     OTPM    TPM        BURST  CHECKED",
+		"anthropic-start  anthropic     all                      1000   500000   100000  -          1s     2026-12-01",
+		"anthropic-tier1  anthropic     claude-haiku-4-5*        50     50000    10000   -          1s     2026-12-01",
+		"                               claude-sonnet-4*         50     30000    8000    -          1s",
+		"azure-tier1      azure-openai  deployment gpt-4.1       1000   -        -       1000000    10s    2026-12-07",
+		"                               deployment gpt-4o-mini   20000  -        -       2000000    10s",
+		"openai-tier1     openai        gpt-4o*                  500    -        -       30000      1m0s   2026-12-01",
+		"                               gpt-4o-mini*             500    -        -       200000     1m0s",
 		"  source: https://",
 	} {
 		if !strings.Contains(out.String(), want) {
