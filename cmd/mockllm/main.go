@@ -228,10 +228,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := setFromEnv(fs, os.LookupEnv); err != nil {
 		return err
 	}
-	if *upstream != "" { // upstream.go
-		return serveUpstream(ctx, *addr, *upstream, *recordPath, *shutdownTimeout, stdout, logFormat.Logger(stderr))
-	}
-	if *recordPath != "" {
+	if *recordPath != "" && *upstream == "" {
 		return errors.New("--record records a proxy's traffic: give --upstream URL too")
 	}
 
@@ -267,6 +264,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		store := mock.NewRedisStore(client, *redisPrefix)
 		defer store.Close()
 		cfg.Store = store
+	}
+	if *upstream != "" { // upstream.go
+		var limits *mock.Config
+		if *configPath != "" || *profile != "" || *redisURL != "" || mockFlagsSet(fs) {
+			limits = &cfg
+		}
+		return serveUpstream(ctx, *addr, *upstream, *recordPath, limits, *shutdownTimeout, stdout, logger)
 	}
 	srv, err := mock.New(cfg)
 	if err != nil {
