@@ -1,16 +1,20 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
+	"strings"
+	"time"
 
 	"github.com/ratelab/ratelab/internal/calibrate"
 	"github.com/ratelab/ratelab/internal/record"
 )
 
-const calibrateUsage = `Usage: loadgen calibrate FILE... [-o profile.yaml]
+const calibrateUsage = `Usage: loadgen calibrate FILE... [-o profile.yaml] [--admin-key KEY [--admin-url URL] [--admin-project ID]]
 
 Fits a mock configuration (the server: schema of mockllm --config and of a
 scenario's server: block) to recordings written by loadgen run --record:
@@ -23,6 +27,17 @@ Flags:
   -o FILE   write the profile to FILE (loadgen run --profile FILE reads
             it); without it the profile goes to stdout and the report to
             stderr
+  --admin-key KEY
+            also read the limits the provider publishes for the recorded
+            model from its rate-limit admin endpoint (Anthropic's
+            organisation rate limits, OpenAI's project rate limits) with
+            this admin key (env:NAME reads it from $NAME); a published
+            limit beats the recording's headers
+  --admin-url URL
+            the admin endpoint's base URL (default the provider's own:
+            https://api.anthropic.com, https://api.openai.com)
+  --admin-project ID
+            OpenAI's project id (proj_...), whose rate limits are read
 
 See docs/calibrate.md.
 `
@@ -33,6 +48,9 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), calibrateUsage) }
 	out := fs.String("o", "", "write the profile to FILE")
+	adminKey := fs.String("admin-key", "", "read the published limits with this admin key")
+	adminURL := fs.String("admin-url", "", "the admin endpoint's base URL")
+	adminProject := fs.String("admin-project", "", "OpenAI's project id")
 	files, ok, err := parseFlags(fs, args, stdout)
 	if !ok {
 		return err
@@ -52,9 +70,21 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		recs = append(recs, f)
 	}
-	fit, err := calibrate.Run(recs)
+	if (*adminURL != "" || *adminProject != "") && *adminKey == "" {
+		return usageError("calibrate: --admin-url and --admin-project need --admin-key KEY")
+	}
+	fit, err := calibrate.Run(recs) // bad recordings are told before any admin request
 	if err != nil {
 		return usageError("%v", err)
+	}
+	if *adminKey != "" {
+		pub, err := readPublished(recs, *adminKey, *adminURL, *adminProject, stderr)
+		if err != nil {
+			return usageError("calibrate: %v", err)
+		}
+		if fit, err = calibrate.RunPublished(recs, pub); err != nil {
+			return usageError("%v", err)
+		}
 	}
 	report := stdout
 	if *out == "" {
@@ -72,4 +102,31 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "wrote %s\n", *out)
 	return nil
+}
+
+// readPublished reads the published limits of the recordings' provider and
+// model with the admin key (env:NAME: from $NAME).
+func readPublished(recs []*record.File, key, url, project string, stderr io.Writer) (*calibrate.Published, error) {
+	if name, ok := strings.CutPrefix(key, "env:"); ok {
+		if key = os.Getenv(name); key == "" {
+			return nil, fmt.Errorf("--admin-key env:%s: $%s is empty or unset", name, name)
+		}
+	}
+	provider := ""
+	for _, f := range recs {
+		for _, a := range f.Attempts {
+			if provider == "" {
+				provider = a.Provider
+			}
+		}
+	}
+	model, models := calibrate.Model(recs)
+	if models > 1 {
+		fmt.Fprintf(stderr, "warning: the recordings name %d models; the published limits read are %s's, the most common\n", models, model)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return calibrate.ReadPublished(ctx, &http.Client{Timeout: 30 * time.Second}, calibrate.AdminRequest{
+		Provider: provider, BaseURL: url, Key: key, Project: project, Model: model,
+	})
 }
