@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,6 +40,10 @@ Flags:
             https://api.anthropic.com, https://api.openai.com)
   --admin-project ID
             OpenAI's project id (proj_...), whose rate limits are read
+  --save    also keep the profile for the recordings' provider and key (its
+            fingerprint, never the key) under the user's cache directory,
+            where loadgen run --profile auto finds it for later runs with
+            that key
 
 See docs/calibrate.md.
 `
@@ -51,6 +57,7 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 	adminKey := fs.String("admin-key", "", "read the published limits with this admin key")
 	adminURL := fs.String("admin-url", "", "the admin endpoint's base URL")
 	adminProject := fs.String("admin-project", "", "OpenAI's project id")
+	save := fs.Bool("save", false, "keep the profile for the recordings' provider and key")
 	files, ok, err := parseFlags(fs, args, stdout)
 	if !ok {
 		return err
@@ -93,6 +100,11 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 	for _, l := range fit.Lines {
 		fmt.Fprintln(report, l)
 	}
+	if *save {
+		if err := saveProfile(recs, fit, files, report); err != nil {
+			return usageError("calibrate: --save: %v", err)
+		}
+	}
 	if *out == "" {
 		_, err := io.WriteString(stdout, fit.YAML())
 		return err
@@ -129,4 +141,43 @@ func readPublished(recs []*record.File, key, url, project string, stderr io.Writ
 	return calibrate.ReadPublished(ctx, &http.Client{Timeout: 30 * time.Second}, calibrate.AdminRequest{
 		Provider: provider, BaseURL: url, Key: key, Project: project, Model: model,
 	})
+}
+
+// saveProfile keeps fit's profile where loadgen run --profile auto looks
+// for the recordings' provider and key (savedProfile). Recordings of more
+// than one key are an error: the limits fitted are one key's.
+func saveProfile(recs []*record.File, fit *calibrate.Fit, files []string, report io.Writer) error {
+	keys := map[string]string{} // label → where first seen
+	for _, f := range recs {
+		for i, a := range f.Attempts {
+			if _, ok := keys[a.Key]; !ok {
+				keys[a.Key] = fmt.Sprintf("%s:%d", f.Path, f.Lines[i])
+			}
+		}
+	}
+	if len(keys) > 1 {
+		var s []string
+		for k, at := range keys {
+			s = append(s, fmt.Sprintf("%s at %s", keyName(k), at))
+		}
+		slices.Sort(s)
+		return fmt.Errorf("the recordings hold %d keys (%s): a saved profile is one key's; calibrate each key's recording on its own", len(keys), strings.Join(s, ", "))
+	}
+	label := ""
+	for k := range keys {
+		label = k
+	}
+	path, err := savedProfile(fit.Provider, label)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	head := fmt.Sprintf("# Saved by loadgen calibrate --save for %s key %s from %s at %s.\n", fit.Provider, keyName(label), strings.Join(files, ", "), time.Now().UTC().Format(time.RFC3339))
+	if err := os.WriteFile(path, []byte(head+fit.YAML()), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(report, "saved %s: the profile of %s key %s, which loadgen run --profile auto uses for that key\n", path, fit.Provider, keyName(label))
+	return nil
 }

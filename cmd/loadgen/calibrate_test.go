@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ratelab/ratelab/internal/record"
 	"github.com/ratelab/ratelab/mock"
 )
 
@@ -97,5 +98,71 @@ func TestCalibrateAdminKey(t *testing.T) {
 	_, stderr, code = runCLI(t, t.Context(), "calibrate", oa, "--admin-key", "sk-admin", "--admin-url", ts.URL)
 	if code != exitUsage || !strings.Contains(stderr, "--admin-project: OpenAI publishes rate limits per project") {
 		t.Errorf("OpenAI without a project: exit %d\n%s", code, stderr)
+	}
+}
+
+const workScenario = `name: work
+items: {count: 40}
+request: {max_tokens: 100, stream: true}
+strategies:
+  - name: semaphore
+    kind: semaphore
+    n: 8
+    max_retries: -1
+    expect: {completed: 40}
+`
+
+// TestProfileMemory: calibrate --save keeps the profile under the cache
+// directory by provider and key fingerprint, and run --profile auto finds
+// it for a later run with that key, as --profile FILE would; another key,
+// or none saved, is a clear error.
+func TestProfileMemory(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	work := writeFile(t, "work.yaml", workScenario)
+	_, stderr, code := runCLI(t, t.Context(), "run", work, "--profile", "auto", "--virtual")
+	label := record.KeyLabel("ratelab-test-key") // the key loadgen sends the embedded mock
+	if code != exitUsage || !strings.Contains(stderr, "run: --profile auto: no profile saved for anthropic key "+label) || !strings.Contains(stderr, "loadgen calibrate RECORDING --save") {
+		t.Fatalf("before any --save: exit %d\n%s", code, stderr)
+	}
+
+	rec := recordProbe(t)
+	out, stderr, code := runCLI(t, t.Context(), "calibrate", rec, "-o", filepath.Join(t.TempDir(), "p.yaml"), "--save")
+	saved := filepath.Join(cache, "ratelab", "profiles", "anthropic-"+label+".yaml")
+	if code != 0 || !strings.Contains(out, "saved "+saved+": the profile of anthropic key "+label) {
+		t.Fatalf("calibrate --save: exit %d\n%s\n%s", code, out, stderr)
+	}
+	p, err := mock.LoadConfig(saved)
+	if err != nil || p.Limits.MaxConcurrent != 8 || p.Limits.RPM != 4000 {
+		t.Fatalf("the saved profile: %v %+v", err, p.Limits)
+	}
+
+	auto, stderr, code := runCLI(t, t.Context(), "run", work, "--profile", "auto", "--virtual")
+	if code != 0 || !strings.Contains(stderr, "profile: the one saved for anthropic key "+label) || !strings.Contains(stderr, saved) {
+		t.Fatalf("--profile auto: exit %d\n%s", code, stderr)
+	}
+	explicit, _, code := runCLI(t, t.Context(), "run", work, "--profile", saved, "--virtual")
+	if code != 0 || auto != explicit {
+		t.Errorf("--profile auto and --profile %s differ:\n%s\n%s", saved, auto, explicit)
+	}
+	plain, _, _ := runCLI(t, t.Context(), "run", work, "--virtual")
+	if plain == auto {
+		t.Errorf("--profile auto ran as the scenario's own mock would: the profile was not used")
+	}
+
+	t.Setenv("OTHER_KEY", "sk-other")
+	other := writeFile(t, "other.yaml", workScenario+"target: {url: \"http://127.0.0.1:1\", api_key_env: OTHER_KEY}\n")
+	_, stderr, code = runCLI(t, t.Context(), "run", other, "--profile", "auto", "--virtual")
+	if code != exitUsage || !strings.Contains(stderr, "no profile saved for anthropic key "+record.KeyLabel("sk-other")) {
+		t.Errorf("another key: exit %d\n%s", code, stderr)
+	}
+
+	two := filepath.Join(t.TempDir(), "two.jsonl")
+	os.WriteFile(two, []byte(`{"ratelab_recording":1,"source":"test","started":"2026-01-01T00:00:00Z"}`+"\n"+
+		`{"sent_at":"2026-01-01T00:00:01Z","path":"/v1/messages","provider":"anthropic","key":"aaaaaaaaaaaa","in_flight":1,"status":200,"headers_ms":1,"latency_ms":2}`+"\n"+
+		`{"sent_at":"2026-01-01T00:00:01Z","path":"/v1/messages","provider":"anthropic","key":"bbbbbbbbbbbb","in_flight":1,"status":200,"headers_ms":1,"latency_ms":2}`+"\n"), 0o644)
+	_, stderr, code = runCLI(t, t.Context(), "calibrate", two, "--save")
+	if code != exitUsage || !strings.Contains(stderr, "calibrate: --save: the recordings hold 2 keys (aaaaaaaaaaaa at "+two+":2, bbbbbbbbbbbb at "+two+":3)") {
+		t.Errorf("two keys: exit %d\n%s", code, stderr)
 	}
 }
