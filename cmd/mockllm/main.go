@@ -199,7 +199,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		shutdownTimeout = fs.Duration("shutdown-timeout", 30*time.Second, "how long in-flight responses may take to finish on shutdown")
 		version         = fs.Bool("version", false, "print the version and VCS revision, and exit")
 		logFormat       logformat.Format
-		upstream        = fs.String("upstream", "", "be a transparent recording proxy in front of `URL` instead of the mock (needs --record; docs/calibrate.md)")
+		upstream        = fs.String("upstream", "", "be a transparent recording proxy in front of `URL` instead of the mock (needs --record); with --config, --profile or the limit flags it answers requests over those limits with the mock's 429s first (docs/calibrate.md)")
 		recordPath      = fs.String("record", "", "with --upstream: write one line per attempt to `FILE`")
 		mockFlags       = mock.AddFlags(fs) // every flag that sets a mock.Config field
 	)
