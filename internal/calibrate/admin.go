@@ -102,6 +102,7 @@ func readAnthropic(ctx context.Context, c *http.Client, r AdminRequest) (*Publis
 			Group struct {
 				Type string `json:"type"`
 			} `json:"group"`
+			GroupType string `json:"group_type"` // an earlier shape's, in place of group.type
 			Limits []struct {
 				Type  string `json:"type"`
 				Value int    `json:"value"`
@@ -115,7 +116,7 @@ func readAnthropic(ctx context.Context, c *http.Client, r AdminRequest) (*Publis
 	p := &Published{Source: "GET " + u, Model: r.Model}
 	found := false
 	for _, e := range page.Data {
-		if e.Group.Type != "model_group" {
+		if e.Group.Type != "model_group" && e.GroupType != "model_group" {
 			continue
 		}
 		found = true

@@ -2,6 +2,8 @@ package calibrate_test
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -56,5 +58,28 @@ func TestPublishedOpenAI(t *testing.T) {
 	areq := calibrate.AdminRequest{Provider: "anthropic", BaseURL: ts.URL, Key: "sk-admin", Model: "claude-nope"}
 	if _, err := calibrate.ReadPublished(ctx, nil, areq); err == nil || !strings.Contains(err.Error(), "404") {
 		t.Errorf("Anthropic, an unknown model: %v", err)
+	}
+}
+
+// TestPublishedAnthropicBetaShape: an entry of the beta shape, with
+// group_type in place of group (the beta SDK reference's
+// OrganizationRateLimit), is read too; a limiter type other than the two
+// documented ones is kept aside, not guessed.
+func TestPublishedAnthropicBetaShape(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/organizations/rate_limits" || r.URL.Query().Get("model") != "claude-x" || r.Header.Get("X-Api-Key") != "k" {
+			http.Error(w, "unexpected "+r.URL.String(), 400)
+			return
+		}
+		io.WriteString(w, `{"data":[{"type":"rate_limit","id":"rl_1","group_type":"model_group","models":["claude-x"],
+			"limits":[{"type":"requests_per_minute","value":50},{"type":"input_tokens_per_minute","value":30000},{"type":"something_per_minute","value":7}]}],"next_page":null}`)
+	}))
+	defer ts.Close()
+	p, err := calibrate.ReadPublished(context.Background(), nil, calibrate.AdminRequest{Provider: "anthropic", BaseURL: ts.URL, Key: "k", Model: "claude-x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.RPM != 50 || p.ITPM != 30000 || len(p.Unused) != 1 || p.Unused[0] != "something_per_minute=7" {
+		t.Errorf("published %+v", p)
 	}
 }
