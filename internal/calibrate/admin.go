@@ -103,7 +103,7 @@ func readAnthropic(ctx context.Context, c *http.Client, r AdminRequest) (*Publis
 				Type string `json:"type"`
 			} `json:"group"`
 			GroupType string `json:"group_type"` // an earlier shape's, in place of group.type
-			Limits []struct {
+			Limits    []struct {
 				Type  string `json:"type"`
 				Value int    `json:"value"`
 			} `json:"limits"`
