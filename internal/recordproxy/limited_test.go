@@ -3,6 +3,7 @@ package recordproxy_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +15,9 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/option"
 
 	"github.com/ratelab/ratelab/internal/record"
 	"github.com/ratelab/ratelab/internal/recordproxy"
@@ -173,6 +177,74 @@ func TestLimitedVirtual(t *testing.T) {
 		}
 		if len(f.Attempts) != 8 || frames != 5*20 {
 			t.Errorf("recorded %d attempts, %d frames; want the 8 admitted, 100 frames (5 streams of 20)", len(f.Attempts), frames)
+		}
+	})
+}
+
+// TestLimitedSDK: anthropic-sdk-go, unchanged, through a proxy with
+// max_concurrent 1: of two concurrent streams one is refused with the
+// mock's 429 and retry-after 1, which the SDK honours, retrying after
+// exactly 1 s of virtual time; the retry is forwarded with the SDK's
+// retry count, and both streams arrive whole.
+func TestLimitedSDK(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := mock.DefaultConfig()
+		cfg.Latency.TTFT, cfg.Latency.PerToken = 0, 10*time.Millisecond
+		upstream, err := mock.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		limited := cfg
+		limited.Limits = mock.Limits{MaxConcurrent: 1}
+		pcfg, err := mock.UpstreamConfig(limited)
+		if err != nil {
+			t.Fatal(err)
+		}
+		psrv, err := mock.New(pcfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec bytes.Buffer
+		w, _ := record.NewWriter(&rec, record.Header{Source: "mockllm proxy"})
+		u, _ := url.Parse("http://upstream.test")
+		proxy := mock.NewInProcess(recordproxy.Limited(psrv, u, w, upstream.InProcess()), nil)
+		c := anthropic.NewClient(option.WithBaseURL("http://proxy.test"), option.WithAPIKey("sk-user"),
+			option.WithHTTPClient(&http.Client{Transport: proxy}), option.WithMaxRetries(2))
+		start := time.Now()
+		deltas := make([]int, 2)
+		var wg sync.WaitGroup
+		for i := range deltas {
+			wg.Go(func() {
+				time.Sleep(time.Duration(i) * time.Millisecond) // the first holds the slot
+				st := c.Messages.NewStreaming(context.Background(), anthropic.MessageNewParams{
+					Model: "claude-haiku-4-5", MaxTokens: 20,
+					Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))},
+				})
+				for st.Next() {
+					if st.Current().Type == "content_block_delta" {
+						deltas[i]++
+					}
+				}
+				if err := st.Err(); err != nil {
+					t.Errorf("stream %d: %v", i, err)
+				}
+				st.Close()
+			})
+		}
+		wg.Wait()
+		if deltas[0] != 20 || deltas[1] != 20 {
+			t.Errorf("deltas %v, want 20 each", deltas)
+		}
+		f, err := record.Parse(&rec, "proxy.jsonl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(f.Attempts) != 2 {
+			t.Fatalf("%d forwarded, want 2 (the 429 is the proxy's own)", len(f.Attempts))
+		}
+		retry := f.Attempts[1]
+		if f.Attempts[0].RetryCount != 0 || retry.RetryCount != 1 || retry.SentAt.Sub(start) != time.Second+time.Millisecond || retry.Frames != 20 {
+			t.Errorf("forwarded %+v then %+v: want the retry (retry count 1) sent 1 s after the refusal at 1 ms", f.Attempts[0], retry)
 		}
 	})
 }
