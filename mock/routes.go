@@ -49,6 +49,7 @@ func (s *Server) routeTable() []route {
 		}
 	}
 	t = append(t, s.adminRoutes()...)
+	t = append(t, s.adminRateLimitRoutes()...) // admin_ratelimits.go
 	probe := []string{http.MethodGet, http.MethodHead}
 	return append(t,
 		route{"/metrics", []string{http.MethodGet}, s.metricsAuth(s.metrics.handler())},

@@ -1,6 +1,12 @@
 package main
 
 import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/ratelab/ratelab/internal/loadgen"
@@ -28,10 +34,29 @@ func openRecord(opts *loadgen.Options, path, source string) (func() error, error
 
 // useProfile applies run --profile: the scenario runs against the embedded
 // mock configured by the file at path (strictly decoded), whatever its
-// server: or target: said.
-func useProfile(s *loadgen.Scenario, path string) error {
+// server: or target: said. Path "auto" is the profile loadgen calibrate
+// --save kept for the scenario's provider and key (savedProfile), named on
+// stderr; none is an error saying how to save one.
+func useProfile(s *loadgen.Scenario, path string, stderr io.Writer) error {
 	if path == "" {
 		return nil
+	}
+	if path == "auto" {
+		provider, label, err := scenarioKey(s, os.Getenv)
+		if err != nil {
+			return usageError("run: --profile auto: %v", err)
+		}
+		if path, err = savedProfile(provider, label); err != nil {
+			return usageError("run: --profile auto: %v", err)
+		}
+		st, err := os.Stat(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return usageError("run: --profile auto: no profile saved for %s key %s (looked for %s): save one with loadgen calibrate RECORDING --save, from a recording of that key (loadgen run --record, mockllm --upstream --record)", provider, keyName(label), path)
+		}
+		if err != nil {
+			return usageError("run: --profile auto: %v", err)
+		}
+		fmt.Fprintf(stderr, "profile: the one saved for %s key %s at %s (%s), %s\n", provider, keyName(label), st.ModTime().UTC().Format(time.RFC3339), age(time.Since(st.ModTime())), path)
 	}
 	cfg, err := mock.LoadConfig(path)
 	if err != nil {
@@ -39,6 +64,68 @@ func useProfile(s *loadgen.Scenario, path string) error {
 	}
 	s.Server, s.Target = cfg, nil
 	return nil
+}
+
+// age says how long ago, roughly.
+func age(d time.Duration) string {
+	switch {
+	case d < 2*time.Minute:
+		return "just now"
+	case d < 2*time.Hour:
+		return fmt.Sprintf("%d minutes ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%d hours ago", int(d.Hours()))
+	}
+	return fmt.Sprintf("%d days ago", int(d.Hours()/24))
+}
+
+func keyName(label string) string {
+	if label == "" {
+		return "(none)"
+	}
+	return label
+}
+
+// savedProfile is where loadgen calibrate --save keeps the profile of a
+// provider and key label (record.KeyLabel: the key's fingerprint, never the
+// key): PROVIDER-LABEL.yaml under the user's cache directory's
+// ratelab/profiles ($XDG_CACHE_HOME, else ~/.cache, on Linux), beside
+// adaptive's state file.
+func savedProfile(provider, label string) (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("no cache directory to keep profiles in: %v", err)
+	}
+	if label == "" {
+		label = "nokey"
+	}
+	return filepath.Join(dir, "ratelab", "profiles", provider+"-"+label+".yaml"), nil
+}
+
+// scenarioKey is the provider and key label a scenario's calls are made
+// with: its target's provider and the key its api_key_env holds, else the
+// request's provider and the key sent to the embedded mock. Item groups of
+// different providers are an error: a profile is one provider's.
+func scenarioKey(s *loadgen.Scenario, getenv func(string) string) (provider, label string, err error) {
+	provider = s.Request.Provider
+	for _, g := range s.Items.Groups {
+		if g.Provider != "" && g.Provider != provider {
+			return "", "", fmt.Errorf("%s: the items call %s and %s: a profile is one provider's; give --profile FILE", s.File, provider, g.Provider)
+		}
+	}
+	key := s.Request.APIKey
+	if t := s.Target; t != nil {
+		if t.Provider != "" {
+			provider = t.Provider
+		}
+		key = ""
+		if t.APIKeyEnv != "" {
+			if key = getenv(t.APIKeyEnv); key == "" {
+				return "", "", fmt.Errorf("%s: target.api_key_env: environment variable %s is empty or unset: the key names the saved profile", s.File, t.APIKeyEnv)
+			}
+		}
+	}
+	return provider, record.KeyLabel(key), nil
 }
 
 // openBatchRecord opens batch --record's file.

@@ -49,7 +49,9 @@ Flags (they may come before or after FILE):
   --profile FILE    run against the embedded mock configured by FILE (a
                     profile loadgen calibrate wrote, or any mockllm
                     --config file) instead of the file's server or target:
-                    with --virtual, a prediction of the provider FILE fits
+                    with --virtual, a prediction of the provider FILE fits;
+                    auto: the profile loadgen calibrate --save kept for the
+                    file's provider and key
   --loopback        serve the embedded mock on a loopback TCP port, so that
                     the kernel and both sides of net/http are in what is
                     measured; by default rows reach it in memory, the same
@@ -102,7 +104,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
-	if err := useProfile(s, *profile); err != nil {
+	if err := useProfile(s, *profile, stderr); err != nil {
 		return err
 	}
 	opts := loadgen.Options{Timeline: *timeline, Getenv: os.Getenv, CommandOut: *out, CommandLog: stderr, Virtual: *virtual}

@@ -199,7 +199,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		shutdownTimeout = fs.Duration("shutdown-timeout", 30*time.Second, "how long in-flight responses may take to finish on shutdown")
 		version         = fs.Bool("version", false, "print the version and VCS revision, and exit")
 		logFormat       logformat.Format
-		upstream        = fs.String("upstream", "", "be a transparent recording proxy in front of `URL` instead of the mock (needs --record; docs/calibrate.md)")
+		upstream        = fs.String("upstream", "", "be a transparent recording proxy in front of `URL` instead of the mock (needs --record); with --config, --profile or the limit flags it answers requests over those limits with the mock's 429s first (docs/calibrate.md)")
 		recordPath      = fs.String("record", "", "with --upstream: write one line per attempt to `FILE`")
 		mockFlags       = mock.AddFlags(fs) // every flag that sets a mock.Config field
 	)
@@ -228,10 +228,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := setFromEnv(fs, os.LookupEnv); err != nil {
 		return err
 	}
-	if *upstream != "" { // upstream.go
-		return serveUpstream(ctx, *addr, *upstream, *recordPath, *shutdownTimeout, stdout, logFormat.Logger(stderr))
-	}
-	if *recordPath != "" {
+	if *recordPath != "" && *upstream == "" {
 		return errors.New("--record records a proxy's traffic: give --upstream URL too")
 	}
 
@@ -267,6 +264,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		store := mock.NewRedisStore(client, *redisPrefix)
 		defer store.Close()
 		cfg.Store = store
+	}
+	if *upstream != "" { // upstream.go
+		var limits *mock.Config
+		if *configPath != "" || *profile != "" || *redisURL != "" || mockFlagsSet(fs) {
+			limits = &cfg
+		}
+		return serveUpstream(ctx, *addr, *upstream, *recordPath, limits, *shutdownTimeout, stdout, logger)
 	}
 	srv, err := mock.New(cfg)
 	if err != nil {

@@ -63,7 +63,33 @@ func (o obs) at() string { return fmt.Sprintf("%s:%d", o.file, o.line) }
 
 // Run fits files. Bad recordings (none, empty, mixed providers, no usable
 // response) are errors naming the file and line.
-func Run(files []*record.File) (*Fit, error) {
+func Run(files []*record.File) (*Fit, error) { return RunPublished(files, nil) }
+
+// Model is the model most of files' attempts name ("" when none does), and
+// how many distinct models they name: the model whose published limits
+// apply.
+func Model(files []*record.File) (string, int) {
+	n := map[string]int{}
+	for _, f := range files {
+		for _, a := range f.Attempts {
+			if a.Model != "" {
+				n[a.Model]++
+			}
+		}
+	}
+	best := ""
+	for m, c := range n {
+		if c > n[best] || c == n[best] && m < best {
+			best = m
+		}
+	}
+	return best, len(n)
+}
+
+// RunPublished is Run with the limits a provider's admin endpoint
+// publishes (ReadPublished; nil: none): a published limit beats the one
+// the headers imply, and each line says which a limit came from.
+func RunPublished(files []*record.File, pub *Published) (*Fit, error) {
 	if len(files) == 0 {
 		return nil, errors.New("calibrate: no recording given")
 	}
@@ -111,7 +137,7 @@ func Run(files []*record.File) (*Fit, error) {
 		all[i].lim = spec.Limits(h, a.SentAt.Add(time.Duration(a.HeadersMS*1e6)))
 	}
 	fit.say("recorded: %d attempts of %s from %d file(s)", len(all), fit.Provider, len(files))
-	fit.limits(all)
+	fit.limits(all, pub)
 	fit.concurrency(all)
 	fit.retryAfter(all)
 	fit.latency(all)
@@ -124,20 +150,28 @@ func (f *Fit) say(format string, args ...any) {
 	f.Lines = append(f.Lines, fmt.Sprintf(format, args...))
 }
 
-// limits reads the per-minute limits from the rate-limit headers.
-func (f *Fit) limits(all []obs) {
+// limits reads the per-minute limits from the rate-limit headers, and
+// takes those pub publishes over them.
+func (f *Fit) limits(all []obs, pub *Published) {
+	var p Published
+	if pub != nil {
+		p = *pub
+	}
 	dims := []struct {
-		name string
-		get  func(strategies.Limits) strategies.Limit
-		dst  *int
+		name      string
+		get       func(strategies.Limits) strategies.Limit
+		dst       *int
+		published int
 	}{
-		{"rpm (requests)", func(l strategies.Limits) strategies.Limit { return l.Requests }, &f.RPM},
-		{"itpm (input tokens)", func(l strategies.Limits) strategies.Limit { return l.InputTokens }, &f.ITPM},
-		{"otpm (output tokens)", func(l strategies.Limits) strategies.Limit { return l.OutputTokens }, &f.OTPM},
-		{"tpm (tokens)", func(l strategies.Limits) strategies.Limit { return l.Tokens }, &f.TPM},
+		{"rpm (requests)", func(l strategies.Limits) strategies.Limit { return l.Requests }, &f.RPM, p.RPM},
+		{"itpm (input tokens)", func(l strategies.Limits) strategies.Limit { return l.InputTokens }, &f.ITPM, p.ITPM},
+		{"otpm (output tokens)", func(l strategies.Limits) strategies.Limit { return l.OutputTokens }, &f.OTPM, 0},
+		{"tpm (tokens)", func(l strategies.Limits) strategies.Limit { return l.Tokens }, &f.TPM, p.TPM},
 	}
 	any := false
+	var fromPub, fromRec []string
 	for i, d := range dims {
+		key := strings.Fields(d.name)[0]
 		counts := map[int64]int{}
 		var maxRemaining int64 = -1
 		n := 0
@@ -149,6 +183,31 @@ func (f *Fit) limits(all []obs) {
 			n++
 			counts[l.Limit]++
 			maxRemaining = max(maxRemaining, l.Remaining)
+		}
+		if d.published > 0 {
+			*d.dst = d.published
+			any = true
+			fromPub = append(fromPub, key)
+			agree := "no header of it in the recording"
+			var mode int64
+			if n > 0 {
+				for v, c := range counts {
+					if c > counts[mode] || c == counts[mode] && v > mode {
+						mode = v
+					}
+				}
+				agree = fmt.Sprintf("the limit header of %d responses agrees", n)
+				if mode != int64(d.published) {
+					agree = fmt.Sprintf("the limit header of %d responses said %d mostly: the published value wins", n, mode)
+				}
+			}
+			f.say("limits.%s: %d   source: published (%s, model %s); %s", key, d.published, p.Source, p.Model, agree)
+			if i == 0 && n > 0 {
+				// The bucket's burst is a share of the limit the headers
+				// describe, which the published limit keeps.
+				f.burst(maxRemaining, mode)
+			}
+			continue
 		}
 		if n == 0 {
 			continue
@@ -168,21 +227,41 @@ func (f *Fit) limits(all []obs) {
 		if len(counts) > 1 {
 			note = fmt.Sprintf("the most common of %d values: the limit changed during the recording (a schedule is not fitted)", len(counts))
 		}
-		f.say("limits.%s: %d   evidence: the limit header of %d responses; %s", strings.Fields(d.name)[0], mode, n, note)
+		fromRec = append(fromRec, key)
+		f.say("limits.%s: %d   evidence: the limit header of %d responses; %s", key, mode, n, note)
 		if i == 0 {
-			// The bucket holds Burst's worth of refill; the first request
-			// into a full bucket sees remaining = capacity - 1.
-			capacity := maxRemaining + 1
-			if capacity < mode {
-				f.Burst = time.Duration(float64(capacity) / float64(mode) * float64(time.Minute)).Round(time.Millisecond)
-				f.say("limits.burst: %s   evidence: requests-remaining is never above %d of %d: the bucket holds %d requests (± 1)", f.Burst, maxRemaining, mode, capacity)
-			} else {
-				f.say("limits.burst: one minute (the default)   evidence: requests-remaining reached %d of %d", maxRemaining, mode)
-			}
+			f.burst(maxRemaining, mode)
 		}
 	}
 	if !any {
 		f.say("not determined: rpm, tpm: the responses carry no rate-limit headers")
+	}
+	if pub != nil {
+		rec := "none"
+		if len(fromRec) > 0 {
+			rec = strings.Join(fromRec, ", ")
+		}
+		pubs := "none of those calibrate uses"
+		if len(fromPub) > 0 {
+			pubs = strings.Join(fromPub, ", ")
+		}
+		f.say("sources: published (%s): %s; the recording's headers: %s; every other value: the recording", p.Source, pubs, rec)
+		if len(p.Unused) > 0 {
+			f.say("published but not used: %s (no mock limit of that documented meaning)", strings.Join(p.Unused, ", "))
+		}
+	}
+}
+
+// burst fits limits.burst from the most requests-remaining seen of a
+// bucket of rpm: the bucket holds Burst's worth of refill, and the first
+// request into a full bucket sees remaining = capacity - 1.
+func (f *Fit) burst(maxRemaining, rpm int64) {
+	capacity := maxRemaining + 1
+	if capacity < rpm {
+		f.Burst = time.Duration(float64(capacity) / float64(rpm) * float64(time.Minute)).Round(time.Millisecond)
+		f.say("limits.burst: %s   evidence: requests-remaining is never above %d of %d: the bucket holds %d requests (± 1)", f.Burst, maxRemaining, rpm, capacity)
+	} else {
+		f.say("limits.burst: one minute (the default)   evidence: requests-remaining reached %d of %d", maxRemaining, rpm)
 	}
 }
 

@@ -21,7 +21,7 @@ const probe = `
 name: probe
 items: {count: 200}
 arrival: {rate: 25/s, process: constant}
-request: {max_tokens: 2000, stream: true}
+request: {max_tokens: 2000, stream: true%s}
 strategies:
   - name: probe
     kind: unbounded
@@ -33,7 +33,7 @@ strategies:
 const workload = `
 name: workload
 items: {count: 300}
-request: {max_tokens: 600, stream: true}
+request: {max_tokens: 600, stream: true%s}
 strategies:
   - name: semaphore
     kind: semaphore
@@ -56,27 +56,36 @@ strategies:
 // the hidden server.
 func TestLoop(t *testing.T) {
 	hidden := []struct {
-		name   string
-		server string
-		cap    int
+		name     string
+		server   string
+		cap      int
+		provider string // "": anthropic
 	}{
 		{"cap8", `
   latency: {ttft: 300ms, per_token: 12ms, jitter: 0.1}
   output: {tokens: {uniform: [200, 400]}}
-  limits: {max_concurrent: 8, rpm: 4000}`, 8},
+  limits: {max_concurrent: 8, rpm: 4000}`, 8, ""},
 		{"cap23-fixed", `
   latency: {ttft: 150ms, per_token: 20ms, jitter: 0.2}
   output: {tokens: {fixed: 250}}
-  limits: {max_concurrent: 23, rpm: 6000, itpm: 2000000, otpm: 900000}`, 23},
+  limits: {max_concurrent: 23, rpm: 6000, itpm: 2000000, otpm: 900000}`, 23, ""},
 		{"cap40-lognormal", `
   latency: {ttft: 500ms, per_token: 8ms, jitter: 0.05}
   output: {tokens: {lognormal: {mean: 300, sigma: 0.3}}}
-  limits: {max_concurrent: 40, rpm: 3000, retry_after_ms: true}`, 40},
+  limits: {max_concurrent: 40, rpm: 3000, retry_after_ms: true}`, 40, ""},
+		{"openai-cap12-tpm", `
+  latency: {ttft: 250ms, per_token: 10ms, jitter: 0.1}
+  output: {tokens: {uniform: [150, 450]}}
+  limits: {max_concurrent: 12, rpm: 5000, tpm: 60000}`, 12, "openai"},
 	}
 	for _, h := range hidden {
 		t.Run(h.name, func(t *testing.T) {
 			hiddenCfg := "server:" + h.server + "\n"
-			s, err := loadgen.Parse("probe.yaml", []byte(probe+hiddenCfg))
+			req := ""
+			if h.provider != "" {
+				req = ", provider: " + h.provider
+			}
+			s, err := loadgen.Parse("probe.yaml", []byte(fmt.Sprintf(probe, req)+hiddenCfg))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -121,11 +130,17 @@ func TestLoop(t *testing.T) {
 				within("itpm", float64(profile.Limits.ITPM), float64(truth.Limits.ITPM), 0.05)
 				within("otpm", float64(profile.Limits.OTPM), float64(truth.Limits.OTPM), 0.05)
 			}
+			if truth.Limits.TPM > 0 {
+				within("tpm", float64(profile.Limits.TPM), float64(truth.Limits.TPM), 0.05)
+			}
+			if h.provider != "" && fit.Provider != h.provider {
+				t.Errorf("fitted provider %s, want %s", fit.Provider, h.provider)
+			}
 			eT := within("ttft", float64(profile.Latency.TTFT), float64(truth.Latency.TTFT), 0.10)
 			eP := within("per_token", float64(profile.Latency.PerToken), float64(truth.Latency.PerToken), 0.10)
 			msg := fmt.Sprintf("%s: fitted cap %d, rpm %d; ttft error %.1f %%, per-token error %.1f %%", h.name, profile.Limits.MaxConcurrent, profile.Limits.RPM, 100*eT, 100*eP)
 
-			wl := fmt.Sprintf(workload, h.cap)
+			wl := fmt.Sprintf(workload, req, h.cap)
 			real, err := loadgen.Parse("workload.yaml", []byte(wl+hiddenCfg))
 			if err != nil {
 				t.Fatal(err)

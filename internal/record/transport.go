@@ -2,6 +2,7 @@ package record
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"math"
@@ -66,6 +67,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		a.ErrorType, a.ErrorMessage = "transport", clip(err.Error())
 		a.LatencyMS = ms(t.now().Sub(start))
 		t.W.Write(a)
+		if f := doneOf(req.Context()); f != nil {
+			f(a)
+		}
 		return nil, err
 	}
 	got := t.now()
@@ -83,8 +87,22 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	a.RetryAfterMS = retryAfter(resp.Header, got)
 	sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
-	resp.Body = &body{rc: resp.Body, t: t, a: a, start: start, sse: sse}
+	resp.Body = &body{rc: resp.Body, t: t, a: a, start: start, sse: sse, done: doneOf(req.Context())}
 	return resp, nil
+}
+
+type doneKey struct{}
+
+// WithDone returns ctx with f to call with an attempt made with it once its
+// line is written (its usage known): how the recording proxy settles the
+// output tokens of a request its own limits admitted.
+func WithDone(ctx context.Context, f func(*Attempt)) context.Context {
+	return context.WithValue(ctx, doneKey{}, f)
+}
+
+func doneOf(ctx context.Context) func(*Attempt) {
+	f, _ := ctx.Value(doneKey{}).(func(*Attempt))
+	return f
 }
 
 // ProviderOf names the wire format of a request path: anthropic for
@@ -178,8 +196,10 @@ type body struct {
 	start time.Time
 	sse   bool
 
+	done func(*Attempt) // WithDone's, or nil
+
 	mu      sync.Mutex
-	done    bool
+	ended   bool
 	buf     []byte // JSON: the body so far; SSE: the unfinished line
 	event   string // SSE: the frame's event name
 	data    []byte // SSE: the frame's data
@@ -196,7 +216,7 @@ func (b *body) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.done {
+	if b.ended {
 		return n, err
 	}
 	now := b.t.now()
@@ -217,7 +237,7 @@ func (b *body) Close() error {
 	err := b.rc.Close()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.done {
+	if !b.ended {
 		b.finish(nil, b.t.now())
 	}
 	return err
@@ -456,7 +476,7 @@ func (b *body) addUsage(u *usageJSON) {
 // finish writes the attempt's line, once: err is the read's error (io.EOF
 // at the end), nil when the client closed the body.
 func (b *body) finish(err error, now time.Time) {
-	b.done = true
+	b.ended = true
 	b.t.inFlight.Add(-1)
 	a := b.a
 	a.LatencyMS = ms(now.Sub(b.start))
@@ -486,4 +506,7 @@ func (b *body) finish(err error, now time.Time) {
 		a.ErrorType, a.ErrorMessage = "stream_cut", clip(err.Error())
 	}
 	b.t.W.Write(a)
+	if b.done != nil {
+		b.done(a)
+	}
 }

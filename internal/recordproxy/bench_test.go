@@ -18,7 +18,9 @@ import (
 
 // BenchmarkProxyAdded reports the p50 of a non-streamed call straight to
 // the mock and through the recording proxy, and their difference
-// (added-p50-µs; the target is at most 1000).
+// (added-p50-µs; the target is at most 1000); and through the proxy with
+// limits of its own (Limited: max_concurrent and rpm it never reaches), the
+// same difference (limited-added-p50-µs).
 func BenchmarkProxyAdded(b *testing.B) {
 	cfg := mock.DefaultConfig()
 	cfg.Latency.PerToken = 0
@@ -32,6 +34,18 @@ func BenchmarkProxyAdded(b *testing.B) {
 	w, _ := record.NewWriter(io.Discard, record.Header{Source: "bench"})
 	px := httptest.NewServer(recordproxy.New(u, w, nil))
 	defer px.Close()
+	lcfg := mock.DefaultConfig()
+	lcfg.Limits = mock.Limits{MaxConcurrent: 1000, RPM: 1 << 30}
+	lcfg, err = mock.UpstreamConfig(lcfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lsrv, err := mock.New(lcfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lpx := httptest.NewServer(recordproxy.Limited(lsrv, u, w, nil))
+	defer lpx.Close()
 	body := `{"model":"claude-haiku-4-5","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`
 	p50 := func(base string) time.Duration {
 		var ds []time.Duration
@@ -57,7 +71,9 @@ func BenchmarkProxyAdded(b *testing.B) {
 	}
 	direct := p50(up.URL)
 	proxied := p50(px.URL)
+	limited := p50(lpx.URL)
 	b.ReportMetric(float64(direct.Microseconds()), "direct-p50-µs")
 	b.ReportMetric(float64(proxied.Microseconds()), "proxy-p50-µs")
 	b.ReportMetric(float64((proxied - direct).Microseconds()), "added-p50-µs")
+	b.ReportMetric(float64((limited - direct).Microseconds()), "limited-added-p50-µs")
 }
