@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/clock"
+	"github.com/ratelab/ratelab/mock/internal/admission"
 	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
@@ -75,7 +76,7 @@ type Server struct {
 
 // keyState is everything the server tracks per API key.
 type keyState struct {
-	lim    keyLimiter
+	lim    admission.Key
 	counts counts
 }
 
@@ -199,6 +200,21 @@ func (s *Server) SetLimits(l Limits) {
 	s.base, s.limits = l, l
 }
 
+// Quota returns the per-key quota in force.
+func (s *Server) Quota() Quota {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.quota
+}
+
+// SetQuota replaces the per-key quota at runtime. What each key has used
+// so far is kept: raising a spent quota lets its key through again.
+func (s *Server) SetQuota(q Quota) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.quota = q
+}
+
 // Limits returns the limits in force now.
 func (s *Server) Limits() Limits {
 	s.mu.Lock()
@@ -252,11 +268,10 @@ func (s *Server) applySchedule(now time.Time) {
 func (s *Server) key(name string) *keyState {
 	k, ok := s.perKey[name]
 	if !ok {
-		// Filled in place: a keyLimiter is 2 KiB (ramp's arrays), and
-		// *newKeyLimiter() would put a copy in the frame of every caller
-		// this is inlined into (admit's grew by 4 KiB).
+		// Filled in place: an admission.Key is 2 KiB (its ramp's arrays),
+		// and a copy of one would sit in the frame of every caller this is
+		// inlined into (admit's grew by 4 KiB).
 		k = new(keyState)
-		k.lim.ends = make(map[uint64]time.Time)
 		s.perKey[name] = k
 	}
 	return k

@@ -53,6 +53,17 @@ var arrows = func() []arrow {
 		{"engine", "gopkg.in/yaml.v3", "scenario files are loadgen's"},
 		{"internal/reports", "mock/...", "reports render results, whatever server produced them"},
 		{"internal/reports", "net/http", "reports render to files and writers, not to the network"},
+		{"mock/internal/admission", "mock", "admission is a leaf: the HTTP core calls it, never the other way"},
+		{"mock/internal/admission", "mock/internal/wire", "admission decides in its own terms (limits, verdicts, snapshots); the wire formats word its answers"},
+		{"mock/internal/admission", "net/http", "admission has no transport"},
+		{"mock/internal/admission", "mock/internal/anthropic", "admission knows no wire format"},
+		{"mock/internal/admission", "mock/internal/openaichat", "admission knows no wire format"},
+		{"mock/internal/admission", "mock/internal/openairesponses", "admission knows no wire format"},
+		{"mock/internal/admission", "mock/internal/gemini", "admission knows no wire format"},
+		{"mock/internal/admission", "mock/internal/vertexanthropic", "admission knows no wire format"},
+		{"mock/internal/admission", "mock/internal/bedrock", "admission knows no wire format"},
+		{"mock/internal/admission", "mock/internal/azure", "admission knows no wire format"},
+		{"mock/internal/admission", "mock/internal/eventstream", "admission knows no wire format"},
 	}
 	for _, s := range server {
 		for _, c := range client {
