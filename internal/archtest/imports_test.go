@@ -31,12 +31,13 @@ var server = []string{"mock/...", "cmd/mockllm"}
 // shared are the only packages of the module that both sides may depend
 // on: vocabulary and mechanisms with neither client nor server logic.
 var shared = map[string]string{
-	"clock":             "the time source and blocking primitives of a run, the same for both sides (docs/time-and-tests.md)",
-	"internal/fielderr": "errors naming a file, line and field, for any configuration",
-	"internal/keyid":    "an API key's fingerprint, the one name both sides give a key",
-	"internal/tokenest": "the token estimate of a text, by which the mock counts and the client budgets",
-	"internal/strict":   "strict YAML decoding, for any configuration",
-	"profiles":          "data: the providers' published limits, embedded",
+	"clock":                "the time source and blocking primitives of a run, the same for both sides (docs/time-and-tests.md)",
+	"internal/fielderr":    "errors naming a file, line and field, for any configuration",
+	"internal/keyid":       "an API key's fingerprint, the one name both sides give a key",
+	"internal/leasescript": "the Redis lease in Lua (grant, renew, epoch, quiet), vocabulary with no client or server logic",
+	"internal/tokenest":    "the token estimate of a text, by which the mock counts and the client budgets",
+	"internal/strict":      "strict YAML decoding, for any configuration",
+	"profiles":             "data: the providers' published limits, embedded",
 }
 
 // arrows are the forbidden imports, each with its reason: the boundaries

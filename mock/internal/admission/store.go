@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/internal/keyid"
+	"github.com/ratelab/ratelab/internal/leasescript"
 )
 
 // RedisStore is a Store in Redis: per key, a sorted set of leases scored
@@ -124,47 +125,19 @@ func (r *RedisStore) base(apiKey string) string {
 
 func (r *RedisStore) key(apiKey string) string { return r.base(apiKey) + "inflight" }
 
-// storePrelude: now on Redis's clock (µs); quiet keeps a key from granting
-// slots for q µs; epoch returns the state's epoch, creating it when missing
-// (and quieting the key when lost says a missing epoch means a lost state).
-const storePrelude = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local function quiet(qkey, q)
-  local ms = math.ceil(q / 1000)
-  if redis.call('PTTL', qkey) < ms then redis.call('SET', qkey, '1', 'PX', ms) end
-end
-local function epoch(ekey, qkey, q, ettl, lost)
-  local e = redis.call('GET', ekey)
-  if not e then
-    e = string.format('%.0f', now)
-    if lost then quiet(qkey, q) end
-  end
-  redis.call('SET', ekey, e, 'PX', ettl)
-  return e
-end
-local function keep(key, ttl)
-  local ms = math.ceil(ttl / 1000) + 1000
-  if redis.call('PTTL', key) < ms then redis.call('PEXPIRE', key, ms) end
-end
-`
-
 // storeAcquire: KEYS: inflight, epoch, quiet. ARGV: limit, lease, TTL (µs),
 // the epoch the replica knows (0: none), quiet time (µs), epoch TTL (ms), 1
 // when a missing epoch means a lost state. It returns {1, 0} when the lease
 // was taken, {0, 0} when the slots are all taken, {2, epoch} when the epoch
 // is not the one the replica knows (it must re-assert its leases first),
-// {3, µs} while the key is quiet.
-var storeAcquire = redis.NewScript(storePrelude + `
+// {3, µs} while the key is quiet. The lease itself is internal/leasescript's,
+// the one sharedlimit takes too.
+var storeAcquire = redis.NewScript(leasescript.Prelude + `
 local e = epoch(KEYS[2], KEYS[3], tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7] == '1')
 if e ~= ARGV[4] then return {2, tonumber(e)} end
 local qt = redis.call('PTTL', KEYS[3])
 if qt > 0 then return {3, qt * 1000} end
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return {0, 0} end
-local ttl = tonumber(ARGV[3])
-redis.call('ZADD', KEYS[1], now + ttl, ARGV[2])
-keep(KEYS[1], ttl)
+if not grant(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[3]), ARGV[2], 0) then return {0, 0} end
 return {1, 0}
 `)
 
@@ -176,15 +149,11 @@ return {1, 0}
 // KEYS: inflight, epoch, quiet. ARGV: TTL (µs), known epoch, quiet time
 // (µs), epoch TTL (ms), 1 to re-assert whatever the epoch, then the leases.
 // It returns the epoch.
-var storeBeat = redis.NewScript(storePrelude + `
+var storeBeat = redis.NewScript(leasescript.Prelude + `
 local q = tonumber(ARGV[3])
 local e = epoch(KEYS[2], KEYS[3], q, tonumber(ARGV[4]), true)
 if e ~= ARGV[2] or ARGV[5] == '1' then quiet(KEYS[3], q) end
-local ttl = tonumber(ARGV[1])
-for i = 6, #ARGV do
-  redis.call('ZADD', KEYS[1], now + ttl, ARGV[i])
-end
-keep(KEYS[1], ttl)
+renew(KEYS[1], tonumber(ARGV[1]), 6)
 return tonumber(e)
 `)
 
