@@ -92,6 +92,12 @@ type Config struct {
 	// matches a pattern passes that pool's limits, per API key, as well as
 	// Limits. The longest matching pattern is the request's pool.
 	LimitsByModel map[string]Limits `yaml:"limits_by_model,omitempty"`
+	// Organization is a pool of limits above the API keys, shared by all
+	// of them (see Organization); off by default.
+	Organization Organization `yaml:"organization,omitempty"`
+	// LongContext holds separate limits for requests above a number of
+	// input tokens (see LongContext); off by default.
+	LongContext LongContext `yaml:"long_context,omitempty"`
 	// Cache is the prompt cache model (see Cache).
 	Cache Cache `yaml:"cache,omitempty"`
 	// Quota caps what each API key may use in total (see Quota).
@@ -218,6 +224,12 @@ type (
 	Acceleration = admission.Acceleration
 	// Capacity is the provider's capacity over all keys.
 	Capacity = admission.Capacity
+	// Organization is a pool of limits above the API keys
+	// (admission.Organization).
+	Organization = admission.Organization
+	// LongContext is a separate set of limits for long-context requests
+	// (admission.LongContext).
+	LongContext = admission.LongContext
 	// Cache is the prompt cache model (admission.Cache).
 	Cache = admission.Cache
 	// Quota caps what each API key may use in total (admission.Quota).
@@ -542,6 +554,8 @@ func (c Config) Validate() error {
 		check(err == nil && p != "", "limits_by_model."+p, "want a model pattern such as claude-sonnet-4-*, got %q", p)
 		admission.ValidateLimits(c.LimitsByModel[p], "limits_by_model."+p, MaxLatency, check)
 	}
+	admission.ValidateLimits(c.Organization.Limits, "organization.limits", MaxLatency, check)
+	admission.ValidateLongContext(c.LongContext, "long_context", MaxInputTokens, MaxLatency, check)
 	admission.ValidateQuota(c.Quota, "quota", check)
 	validateAzure(c.Azure, c.Models, check)
 	admission.ValidatePrices(c.Prices, c.Quota, check)

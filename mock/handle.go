@@ -76,11 +76,14 @@ type decision struct {
 	gen      uint64 // the Server's generation at admission
 	id       uint64
 	plan     plan
-	reserved int            // output tokens reserved at admission: max_tokens
-	pool     *admission.Key // the per-model pool charged with it, or nil
-	price    Price          // its model's, for Quota.USD
-	lease    string         // the slot taken in Config.Store; "" when none
-	key      string         // the API key the lease belongs to
+	reserved int // output tokens reserved at admission: max_tokens
+	// levels are the pool instances charged with it besides its key's
+	// (admitLevels); nil entries are none.
+	levels [2]*admission.Key
+	long   bool   // a long-context request: its key's buckets were not charged
+	price  Price  // its model's, for Quota.USD
+	lease  string // the slot taken in Config.Store; "" when none
+	key    string // the API key the lease belongs to
 }
 
 func (s *Server) model(wr wire.Format) http.HandlerFunc {
@@ -373,23 +376,21 @@ func (s *Server) admit(req *http.Request, c *wire.Call, key string, wr wire.Form
 	}
 	p := s.plan(received, c, ks)
 	d.id = s.seq.Add(1)
-	var pool *admission.Key
-	var pl Limits
-	if c.Pool != "" { // the format named it (a deployment's: wire.Call.Pool)
-		pool, pl = ks.lim.Pool(c.Pool), s.deploymentPools[c.Pool]
-	} else if name := admission.PoolFor(s.pools, c.Model); name != "" {
-		pool, pl = ks.lim.Pool(name), s.pools[name]
-	}
-	v, by := ks.lim.Admit(now, s.limits, d.id, admission.Demand{Input: charged, MaxTokens: c.MaxTokens, End: p.due(p.n)}, admission.Level{K: pool, L: pl})
+	dem := admission.Demand{Input: charged, MaxTokens: c.MaxTokens, End: p.due(p.n)}
+	levels := s.admitLevels(ks, c, &dem)
+	v, by := ks.lim.Admit(now, s.limits, d.id, dem, levels[:]...)
 	if !v.OK {
-		return s.limited(now, wr, c, ks, pool, &v, by == 0, d)
+		return s.limited(now, wr, c, ks, &levels, &v, by, d)
 	}
 	snap := ks.lim.Snapshot(now, "")
-	if pool != nil {
-		snap = snap.Merge(pool.Snapshot(now, ""))
-		d.pool = pool
+	for i := range levels {
+		if k := levels[i].K; k != nil {
+			snap = snap.Merge(k.Snapshot(now, ""))
+			d.levels[i] = k
+		}
 	}
 	d.snap = wireSnapshot(snap)
+	d.long = dem.Unbucketed
 	ks.lim.CacheCommit(now, p.start.Add(p.first), cu)
 	s.inFlight++
 	s.maxInFlight = max(s.maxInFlight, s.inFlight)
@@ -403,6 +404,34 @@ func (s *Server) admit(req *http.Request, c *wire.Call, key string, wr wire.Form
 	d.ks, d.gen, d.plan, d.reserved = ks, s.gen, p, c.MaxTokens
 	return d
 }
+
+// admitLevels returns the limits request c passes besides its key's own,
+// in the order they are checked (admission.Key.Admit): a long-context
+// request (Config.LongContext) its key's long-context instance alone, and
+// d made to skip its key's buckets; any other request the organization's
+// pool (Config.Organization) and its model's pool (a deployment's, which
+// the format named, or the longest LimitsByModel pattern). s.mu is held.
+func (s *Server) admitLevels(ks *keyState, c *wire.Call, d *admission.Demand) [2]admission.Level {
+	var lv [2]admission.Level
+	if lc := &s.cfg.LongContext; lc.ThresholdTokens > 0 && c.Input > lc.ThresholdTokens {
+		d.Unbucketed = true
+		lv[0] = admission.Level{K: ks.lim.Pool(longContextPool), L: lc.Limits, Scope: s.longScope}
+		return lv
+	}
+	if s.org != nil {
+		lv[0] = admission.Level{K: s.org, L: s.cfg.Organization.Limits, Scope: "this organization"}
+	}
+	if c.Pool != "" { // the format named it (a deployment's: wire.Call.Pool)
+		lv[1] = admission.Level{K: ks.lim.Pool(c.Pool), L: s.deploymentPools[c.Pool]}
+	} else if name := admission.PoolFor(s.pools, c.Model); name != "" {
+		lv[1] = admission.Level{K: ks.lim.Pool(name), L: s.pools[name]}
+	}
+	return lv
+}
+
+// longContextPool names each key's long-context instance apart from every
+// model pattern and deployment: neither can start with a NUL and an "l".
+const longContextPool = "\x00long context"
 
 // reject refuses the attempt d is about with status and counts the refusal
 // on ks. s.mu is held.
@@ -476,21 +505,26 @@ func (s *Server) quotaSpent(wr wire.Format, ks *keyState, dim string, d *decisio
 	return d.reject(ks, http.StatusTooManyRequests, wire.APIError{Msg: wr.Spec().QuotaMessage(admission.QuotaLimit(s.quota, dim), dim), Limit: wire.LimitQuota}, 0)
 }
 
-// limited refuses an attempt that a per-key or per-model limit does not
-// admit (v), with the headers of the key's and the pool's state. s.mu is
-// held.
+// limited refuses an attempt that a per-key or per-pool limit does not
+// admit (v; by is the index of the level that refused it, -1 for the key),
+// with the headers of the key's and its levels' state: the refusing
+// level's dimension, or the merged one when the key refused, reports
+// remaining 0. s.mu is held.
 //
 //go:noinline
-func (s *Server) limited(now time.Time, wr wire.Format, c *wire.Call, ks *keyState, pool *admission.Key, v *admission.Verdict, byPool bool, d *decision) *decision {
-	var snap admission.Snapshot
-	switch {
-	case byPool:
-		snap = ks.lim.Snapshot(now, "").Merge(pool.Snapshot(now, v.Limit))
-	case pool != nil:
-		snap = ks.lim.Snapshot(now, "").Merge(pool.Snapshot(now, ""))
+func (s *Server) limited(now time.Time, wr wire.Format, c *wire.Call, ks *keyState, levels *[2]admission.Level, v *admission.Verdict, by int, d *decision) *decision {
+	snap := ks.lim.Snapshot(now, "")
+	for i := range levels {
+		if k := levels[i].K; k != nil {
+			ex := ""
+			if i == by {
+				ex = v.Limit
+			}
+			snap = snap.Merge(k.Snapshot(now, ex))
+		}
+	}
+	if by < 0 {
 		snap.Exhaust(v.Limit)
-	default:
-		snap = ks.lim.Snapshot(now, v.Limit)
 	}
 	d.snap = wireSnapshot(snap)
 	e := wire.APIError{Msg: v.Message(c.Model), Limit: v.Limit}
@@ -573,10 +607,16 @@ func (s *Server) release(d *decision, produced, merged int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock.Now()
-	d.ks.lim.Release(now, d.id, d.reserved, produced)
+	keyReserved := d.reserved
+	if d.long {
+		keyReserved = produced // its key's otpm bucket was not charged: nothing to give back
+	}
+	d.ks.lim.Release(now, d.id, keyReserved, produced)
 	d.ks.lim.AddUSD(d.price.OutputUSD(produced))
-	if d.pool != nil {
-		d.pool.Release(now, d.id, d.reserved, produced)
+	for _, k := range d.levels {
+		if k != nil {
+			k.Release(now, d.id, d.reserved, produced)
+		}
 	}
 	if d.gen != s.gen {
 		// A Reset happened since: the counters since then do not include

@@ -44,22 +44,27 @@ type Server struct {
 	// deploymentPools the limits of the pools its deployments name.
 	env             *wire.Env
 	deploymentPools map[string]Limits
+	// longScope words a long-context limit's 429 (Config.LongContext).
+	longScope string
 	// storeDown: Config.Store failed last; its outage is logged once.
 	storeDown atomic.Bool
 	// draining: Shutdown or Close was called; /readyz answers 503.
 	draining atomic.Bool
 
-	mu       sync.Mutex
-	rng      *rand.Rand
-	base     Limits // Config.Limits or the last SetLimits
-	limits   Limits // base with the schedule entries due so far
-	latency  Latency
-	faults   Faults
-	quota    Quota             // Config.Quota or the last SetQuota
-	pools    map[string]Limits // Config.LimitsByModel or the last SetLimitsByModel; never changed in place
-	epoch    time.Time         // when the schedule started: the first model request; zero before
-	next     int               // the next schedule entry to apply
-	perKey   map[string]*keyState
+	mu      sync.Mutex
+	rng     *rand.Rand
+	base    Limits // Config.Limits or the last SetLimits
+	limits  Limits // base with the schedule entries due so far
+	latency Latency
+	faults  Faults
+	quota   Quota             // Config.Quota or the last SetQuota
+	pools   map[string]Limits // Config.LimitsByModel or the last SetLimitsByModel; never changed in place
+	epoch   time.Time         // when the schedule started: the first model request; zero before
+	next    int               // the next schedule entry to apply
+	perKey  map[string]*keyState
+	// org is Config.Organization's one instance, shared by every key; a
+	// new one at each Reset (requests admitted before release the old).
+	org      *admission.Key
 	inFlight int    // over all keys, for Capacity
 	gen      uint64 // incremented by Reset
 	// maxInFlight is the most requests in flight at once since the last
@@ -148,6 +153,7 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 	s.openaiModels = modelIndex(openaiCatalog, cfg.Models.Extra)
 	s.formatModels = formatModelIndex(cfg.Models.Extra)
 	s.env, s.deploymentPools = s.formatEnv()
+	s.longScope = fmt.Sprintf("this API key's long-context requests (above %d input tokens)", cfg.LongContext.ThresholdTokens)
 	s.metrics.reg.MustRegister(s.calls, serverCollector{s})
 	s.resetLocked()
 	s.handler = s.routes()
@@ -246,6 +252,10 @@ func (s *Server) resetLocked() {
 		s.past.add(&ks.counts)
 	}
 	s.perKey = make(map[string]*keyState)
+	s.org = nil
+	if s.cfg.Organization.Limits != (Limits{}) {
+		s.org = admission.NewKey()
+	}
 	s.pastInFlight += s.inFlight
 	s.inFlight, s.maxInFlight = 0, 0
 	s.calls.reset()

@@ -246,3 +246,44 @@ func ValidateLimits(l Limits, path string, maxWait time.Duration, check func(boo
 
 // MaxBurst is the longest Limits.Burst: a day of refill.
 const MaxBurst = 24 * time.Hour
+
+// Organization is a pool of limits above the API keys, as the providers
+// apply theirs: Anthropic's limits are the organization's, and OpenAI's
+// the organization's and the project's, shared by every key of it
+// (docs/mockllm.md, "Organizations and long context"). One instance of
+// Limits is shared by every API key of the server; each standard request
+// passes it as well as its key's Limits and its model's pool, and is
+// charged to none of them unless all admit it. The zero value is off.
+type Organization struct {
+	// Limits are the organization's. Zero fields are unlimited.
+	Limits Limits `yaml:"limits"`
+}
+
+// LongContext is a separate set of limits for long-context requests, as
+// Anthropic counts a request above 200,000 input tokens to a 1M-context
+// model against long-context rate limits separate from the standard ones,
+// and OpenAI gives its long-context models (above 128,000 input tokens) a
+// separate limit too (docs/mockllm.md, "Organizations and long context").
+// A request with more input tokens than ThresholdTokens passes Limits, one
+// instance per API key, in place of its key's per-minute buckets, its
+// model's pool and the organization's pool; its key's max_concurrent,
+// acceleration and Quota still apply. The zero value is off.
+type LongContext struct {
+	// ThresholdTokens is the input tokens above which a request is a
+	// long-context one (Anthropic: 200000); 0 turns long-context limits off.
+	ThresholdTokens int `yaml:"threshold_tokens"`
+	// Limits are the long-context limits. Zero fields are unlimited.
+	Limits Limits `yaml:"limits"`
+}
+
+// ValidateLongContext checks lc under path (long_context), input tokens
+// being at most maxInput.
+func ValidateLongContext(lc LongContext, path string, maxInput int, maxWait time.Duration, check func(bool, string, string, ...any)) {
+	check(lc.ThresholdTokens >= 0 && lc.ThresholdTokens <= maxInput, path+".threshold_tokens",
+		"must be 0 (off) or in [1, %d] input tokens, got %d", maxInput, lc.ThresholdTokens)
+	ValidateLimits(lc.Limits, path+".limits", maxWait, check)
+	check(lc.Limits == (Limits{}) || lc.ThresholdTokens > 0, path+".threshold_tokens",
+		"required with long_context.limits: the input tokens above which a request is a long-context one, e.g. 200000")
+	check(lc.ThresholdTokens == 0 || lc.Limits != (Limits{}), path+".limits",
+		"required with long_context.threshold_tokens: set at least one limit, or long-context requests would pass no per-minute limit at all")
+}

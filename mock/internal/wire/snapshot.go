@@ -12,6 +12,10 @@ const (
 	LimitOTPM        = "otpm"
 	LimitTPM         = "tpm"
 	LimitScript      = "script" // a 429 injected by Faults.Script
+	// LimitAcceleration is a 429 of the acceleration ramp (traffic that
+	// grew too fast within its limits): OpenAI's formats answer it as
+	// slow_down.
+	LimitAcceleration = "acceleration"
 	// LimitDecodeBudget is a 429 for a request body that waited
 	// BodyTimeout for its share of Config.DecodeBudget.
 	LimitDecodeBudget = "decode_budget"
