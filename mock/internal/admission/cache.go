@@ -2,20 +2,19 @@ package admission
 
 import "time"
 
-// Prompt caching, as the two providers document it:
+// Prompt caching, as the two providers document it (sources in
+// docs/mockllm.md, "Prompt caching"):
 //
-//   - Anthropic (https://docs.claude.com/en/docs/build-with-claude/prompt-caching):
-//     a block with "cache_control": {"type": "ephemeral"} marks a
+//   - Anthropic: a block with "cache_control": {"type": "ephemeral"} marks a
 //     breakpoint; the prefix up to it (tools, then system, then messages) is
 //     written to the cache by the first request
 //     (cache_creation_input_tokens) and read by later requests with the
 //     same prefix within its TTL (cache_read_input_tokens), 5 minutes or,
 //     with "ttl": "1h", an hour, refreshed by every read. input_tokens is
-//     what follows the last breakpoint. Per the rate-limits page
-//     (https://docs.claude.com/en/api/rate-limits) cache reads do not count
+//     what follows the last breakpoint. Per its rate-limits page
+//     cache reads do not count
 //     toward ITPM for current models; writes do.
-//   - OpenAI (https://platform.openai.com/docs/guides/prompt-caching):
-//     automatic for prompts of at least 1,024 tokens; a repeated prefix is
+//   - OpenAI: automatic for prompts of at least 1,024 tokens; a repeated prefix is
 //     reported as prompt_tokens_details.cached_tokens, in steps of 128
 //     tokens from 1,024. Cached tokens still count toward TPM.
 //

@@ -111,8 +111,8 @@ func (p LimitsPatch) Apply(l Limits) Limits {
 
 // Acceleration is a ramp rule, a model of Anthropic's acceleration limits:
 // "if your organization has a sharp increase in usage, you might see 429
-// errors due to acceleration limits"
-// (https://docs.claude.com/en/api/errors). Anthropic publishes no figures
+// errors due to acceleration limits" (its errors page; docs/mockllm.md,
+// "Limits, and what a 429 looks like"). Anthropic publishes no figures
 // and no algorithm; this rule is the mock's own. With Factor set, a key may
 // start at most max(Floor, Factor × the requests it started in the minute
 // before) requests in any minute, counted in one-second steps, even below
@@ -195,8 +195,7 @@ type Quota struct {
 const MaxUSD = 1e12
 
 // Price is what a model's tokens cost, in USD per million tokens, as the
-// providers publish them (Anthropic's pricing page:
-// https://platform.claude.com/docs/en/about-claude/pricing). CacheWrite is
+// providers publish them (docs/mockllm.md, "Quota: spend caps"). CacheWrite is
 // a cache_control write with the 5-minute TTL, CacheWrite1h one with "ttl":
 // "1h" (CacheWrite when 0); CacheRead is a cache hit (OpenAI's cached input
 // too). Zero fields cost nothing.

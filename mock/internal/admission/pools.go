@@ -7,8 +7,8 @@ import (
 )
 
 // Per-model pools: Anthropic applies its limits per model class ("Claude
-// Sonnet 4.x" is one pool over Sonnet 4.6 and 4.5;
-// https://docs.claude.com/en/api/rate-limits), and OpenAI per model.
+// Sonnet 4.x" is one pool over Sonnet 4.6 and 4.5; docs/mockllm.md,
+// limits_by_model), and OpenAI per model.
 // Config.LimitsByModel maps a model pattern to the limits of its pool; a
 // request whose model matches a pattern passes that pool's limits (each
 // API key has its own instance of each pool) as well as the key's Limits.
