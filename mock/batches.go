@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ratelab/ratelab/mock/internal/admission"
 	"github.com/ratelab/ratelab/mock/internal/anthropic"
 	"github.com/ratelab/ratelab/mock/internal/openaichat"
 	"github.com/ratelab/ratelab/mock/internal/wire"
@@ -132,7 +133,7 @@ func validateBatches(b Batches, check func(bool, string, string, ...any)) {
 	check(b.Anthropic.QueueRequests >= 0, "batches.anthropic.queue_requests", "must not be negative, got %d", b.Anthropic.QueueRequests)
 	check(b.OpenAI.MaxRequests >= 0, "batches.openai.max_requests", "must not be negative, got %d", b.OpenAI.MaxRequests)
 	check(b.OpenAI.MaxBytes >= 0, "batches.openai.max_bytes", "must not be negative, got %d", b.OpenAI.MaxBytes)
-	for _, p := range poolPatterns(b.OpenAI.EnqueuedTokens) {
+	for _, p := range admission.PoolPatterns(b.OpenAI.EnqueuedTokens) {
 		_, err := path.Match(p, "")
 		key := "batches.openai.enqueued_tokens." + p
 		check(err == nil && p != "", key, "want a model pattern such as gpt-4o*, got %q", p)
@@ -399,7 +400,7 @@ func (s *Server) checkParams(wr wire.Format, params []byte) (input int, e *wire.
 // batchPrice is what model's batch requests cost: Price's batch prices,
 // or half its synchronous ones.
 func batchPrice(prices map[string]Price, model string) (in, out float64) {
-	p := priceOf(prices, model)
+	p := admission.PriceOf(prices, model)
 	in, out = p.BatchInput, p.BatchOutput
 	if in == 0 {
 		in = p.Input / 2
@@ -502,7 +503,7 @@ func (s *Server) materialize(b *mbatch, line func(k int, outcome string, body []
 		in, out := batchPrice(s.cfg.Prices, b.model)
 		usd := (float64(b.usage.input)*in + float64(b.usage.output)*out) / 1e6
 		s.mu.Lock()
-		s.key(b.key).lim.used.usd += usd
+		s.key(b.key).lim.AddUSD(usd)
 		s.mu.Unlock()
 	}
 }
@@ -587,7 +588,7 @@ func fmtCount(n int) string {
 
 // PriceOf is model's synchronous price: that of Prices' longest matching
 // pattern, zero when none matches.
-func (c Config) PriceOf(model string) Price { return priceOf(c.Prices, model) }
+func (c Config) PriceOf(model string) Price { return admission.PriceOf(c.Prices, model) }
 
 // BatchPriceOf is model's batch price in USD per million input and output
 // tokens: Price.BatchInput and BatchOutput, or half the synchronous ones.

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ratelab/ratelab/mock/internal/admission"
 	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
@@ -174,7 +175,7 @@ func (s *Server) anthropicBatchCreate(w http.ResponseWriter, req *http.Request) 
 		}
 		if queued+len(b.reqs) > q {
 			wait := bs.queueWait(key, api, now, queued+len(b.reqs)-q)
-			w.Header().Set("Retry-After", strconv.FormatInt(int64(ceilSeconds(wait)/time.Second), 10))
+			w.Header().Set("Retry-After", strconv.FormatInt(int64(admission.CeilSeconds(wait)/time.Second), 10))
 			s.batchError(w, api, http.StatusTooManyRequests, wire.APIError{Msg: fmt.Sprintf(
 				"rate limit exceeded: this batch's %s requests and the %s already in the processing queue would pass your organization's limit of %s batch requests in the processing queue",
 				fmtCount(len(b.reqs)), fmtCount(queued), fmtCount(q)), Limit: "batch_queue"})

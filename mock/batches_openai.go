@@ -11,6 +11,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/ratelab/ratelab/mock/internal/admission"
 	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
@@ -218,13 +219,13 @@ func (s *Server) openaiValidate(b *mbatch, data []byte) {
 // limit. bs.mu is held.
 func (s *Server) enqueuedCheck(b *mbatch, now time.Time) {
 	pools := s.cfg.Batches.OpenAI.EnqueuedTokens
-	pool := poolFor(pools, b.model)
+	pool := admission.PoolFor(pools, b.model)
 	if pool == "" {
 		return
 	}
 	limit, queued := pools[pool], 0
 	for _, o := range s.batch.order {
-		if o.key == b.key && o.api == b.api && o.failure == nil && !o.deleted && poolFor(pools, o.model) == pool && now.Before(o.openaiEnd()) {
+		if o.key == b.key && o.api == b.api && o.failure == nil && !o.deleted && admission.PoolFor(pools, o.model) == pool && now.Before(o.openaiEnd()) {
 			queued += o.inputTokens
 		}
 	}

@@ -1,7 +1,6 @@
 package mock
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"math"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/ratelab/ratelab/internal/fielderr"
 	"github.com/ratelab/ratelab/internal/strict"
+	"github.com/ratelab/ratelab/mock/internal/admission"
 	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
@@ -92,6 +92,12 @@ type Config struct {
 	// matches a pattern passes that pool's limits, per API key, as well as
 	// Limits. The longest matching pattern is the request's pool.
 	LimitsByModel map[string]Limits `yaml:"limits_by_model,omitempty"`
+	// Organization is a pool of limits above the API keys, shared by all
+	// of them (see Organization); off by default.
+	Organization Organization `yaml:"organization,omitempty"`
+	// LongContext holds separate limits for requests above a number of
+	// input tokens (see LongContext); off by default.
+	LongContext LongContext `yaml:"long_context,omitempty"`
 	// Cache is the prompt cache model (see Cache).
 	Cache Cache `yaml:"cache,omitempty"`
 	// Quota caps what each API key may use in total (see Quota).
@@ -205,57 +211,71 @@ const (
 	Histogram                         // drawn from Observed (dist.go)
 )
 
-// Limits are the rate limits each API key has. A zero limit is unlimited.
-type Limits struct {
-	// MaxConcurrent caps the requests in flight.
-	MaxConcurrent int `yaml:"max_concurrent"`
-	// RPM caps requests per minute (a token bucket of RPM requests that
-	// refills continuously at RPM per minute).
-	RPM int `yaml:"rpm"`
-	// ITPM caps input tokens per minute (Anthropic).
-	ITPM int `yaml:"itpm"`
-	// OTPM caps output tokens per minute (Anthropic). A request reserves
-	// its max_tokens at admission and the reservation is settled to the
-	// tokens actually produced when the response ends.
-	OTPM int `yaml:"otpm"`
-	// TPM caps tokens per minute (OpenAI): each request is charged
-	// max(max_tokens, input tokens) at admission, and not refunded.
-	TPM int `yaml:"tpm"`
-	// RetryAfter is the retry-after sent with a 429. Zero computes it from
-	// the limit that was hit: the time until its bucket has room, or until
-	// the key's earliest in-flight request is due to end, in whole seconds
-	// rounded up.
-	RetryAfter time.Duration `yaml:"retry_after"`
-	// CountRejected makes rejected attempts use up the requests-per-minute
-	// budget too, as OpenAI documents. An attempt rejected because that
-	// budget is empty takes nothing: the bucket never goes negative.
-	CountRejected bool `yaml:"count_rejected"`
-	// Burst is how much refill each per-minute bucket (rpm, itpm, otpm,
-	// tpm) holds: 0, the default, is one minute, so a key may spend a
-	// whole minute's budget at once; 1s at rpm 60 admits one request at
-	// once and then one a second, as Anthropic says a 60 RPM limit "may be
-	// enforced as 1 request per second". The rate-limit headers still
-	// report the per-minute limit; remaining is what the bucket holds. A
-	// request larger than the burst but within the per-minute limit is
-	// admitted when its bucket is full and then waits its whole cost out.
-	Burst time.Duration `yaml:"burst,omitempty"`
-	// RetryAfterMS adds retry-after-ms to every 429 of a rate limit: the
-	// wait in whole milliseconds plus one (a retry at the very instant the
-	// limit frees could be served just before it), which the official
-	// SDKs read before retry-after (whole seconds).
-	RetryAfterMS bool `yaml:"retry_after_ms,omitempty"`
-	// Acceleration is a ramp rule (see Acceleration), a model of
-	// Anthropic's acceleration limits; off by default.
-	Acceleration Acceleration `yaml:"acceleration,omitempty"`
-}
+// The admission configuration is mock/internal/admission's, whose
+// mechanism enforces it; these aliases are its names in the server schema
+// (the same types, YAML keys and docs).
+type (
+	// Limits are the rate limits each API key has (admission.Limits).
+	Limits = admission.Limits
+	// LimitsPatch is a partial Limits: nil fields are left unchanged.
+	LimitsPatch = admission.LimitsPatch
+	// Acceleration is a ramp rule, a model of acceleration limits
+	// (admission.Acceleration).
+	Acceleration = admission.Acceleration
+	// Capacity is the provider's capacity over all keys.
+	Capacity = admission.Capacity
+	// Organization is a pool of limits above the API keys
+	// (admission.Organization).
+	Organization = admission.Organization
+	// LongContext is a separate set of limits for long-context requests
+	// (admission.LongContext).
+	LongContext = admission.LongContext
+	// Cache is the prompt cache model (admission.Cache).
+	Cache = admission.Cache
+	// Quota caps what each API key may use in total (admission.Quota).
+	Quota = admission.Quota
+	// QuotaUsed is what one API key has used toward Config.Quota.
+	QuotaUsed = admission.QuotaUsed
+	// Price is what a model's tokens cost (admission.Price).
+	Price = admission.Price
+	// ScheduleEntry changes the limits at a time after the server's first
+	// model request (admission.ScheduleEntry).
+	ScheduleEntry = admission.ScheduleEntry
+	// A Store holds the concurrency slots that replicas share
+	// (admission.Store).
+	Store = admission.Store
+)
 
-// Capacity is the provider's capacity over all keys.
-type Capacity struct {
-	// MaxConcurrent caps the requests in flight over all keys; beyond it the
-	// answer is 529 overloaded_error (Anthropic) or 503 (OpenAI). 0 is
-	// unlimited.
-	MaxConcurrent int `yaml:"max_concurrent"`
-}
+// Quota dimensions, as Stats.QuotaExceededBy and the metric's label name
+// them.
+const (
+	QuotaRequests     = admission.QuotaRequests
+	QuotaInputTokens  = admission.QuotaInputTokens
+	QuotaOutputTokens = admission.QuotaOutputTokens
+	QuotaUSD          = admission.QuotaUSD
+)
+
+// DefaultCacheMinTokens is Cache.MinTokens when it is 0.
+const DefaultCacheMinTokens = admission.DefaultCacheMinTokens
+
+// MaxBurst is the longest Limits.Burst: a day of refill.
+const MaxBurst = admission.MaxBurst
+
+// LimitAcceleration is the limit of a 429 from Limits.Acceleration.
+const LimitAcceleration = admission.LimitAcceleration
+
+// Limit names, as used in 429 messages, Stats.ThrottledBy and metrics.
+const (
+	LimitConcurrency = wire.LimitConcurrency
+	LimitRPM         = wire.LimitRPM
+	LimitITPM        = wire.LimitITPM
+	LimitOTPM        = wire.LimitOTPM
+	LimitTPM         = wire.LimitTPM
+	LimitScript      = wire.LimitScript // a 429 injected by Faults.Script
+	// LimitDecodeBudget is a 429 for a request body that waited
+	// BodyTimeout for its share of Config.DecodeBudget.
+	LimitDecodeBudget = wire.LimitDecodeBudget
+)
 
 // Faults are injected failures. Rates are probabilities in [0, 1] drawn per
 // attempt from the seeded source.
@@ -294,58 +314,6 @@ type ScriptStep struct {
 	Status   int `yaml:"status"`   // the status they get, 400 to 599
 	// RetryAfter is the retry-after header sent with them; 0 sends none.
 	RetryAfter time.Duration `yaml:"retry_after,omitempty"`
-}
-
-// ScheduleEntry changes the limits At a time after the server's first model
-// request (after New or the last Reset), without resetting limiter state.
-// Only the keys present in Limits change.
-type ScheduleEntry struct {
-	At     time.Duration `yaml:"at"`
-	Limits LimitsPatch   `yaml:"limits"`
-}
-
-// LimitsPatch is a partial Limits: nil fields are left unchanged.
-type LimitsPatch struct {
-	MaxConcurrent *int           `yaml:"max_concurrent,omitempty"`
-	RPM           *int           `yaml:"rpm,omitempty"`
-	ITPM          *int           `yaml:"itpm,omitempty"`
-	OTPM          *int           `yaml:"otpm,omitempty"`
-	TPM           *int           `yaml:"tpm,omitempty"`
-	RetryAfter    *time.Duration `yaml:"retry_after,omitempty"`
-	CountRejected *bool          `yaml:"count_rejected,omitempty"`
-	Burst         *time.Duration `yaml:"burst,omitempty"`
-	RetryAfterMS  *bool          `yaml:"retry_after_ms,omitempty"`
-	Acceleration  *Acceleration  `yaml:"acceleration,omitempty"`
-}
-
-// Apply returns l with the fields p sets replaced.
-func (p LimitsPatch) Apply(l Limits) Limits {
-	set := func(dst *int, src *int) {
-		if src != nil {
-			*dst = *src
-		}
-	}
-	set(&l.MaxConcurrent, p.MaxConcurrent)
-	set(&l.RPM, p.RPM)
-	set(&l.ITPM, p.ITPM)
-	set(&l.OTPM, p.OTPM)
-	set(&l.TPM, p.TPM)
-	if p.RetryAfter != nil {
-		l.RetryAfter = *p.RetryAfter
-	}
-	if p.CountRejected != nil {
-		l.CountRejected = *p.CountRejected
-	}
-	if p.Burst != nil {
-		l.Burst = *p.Burst
-	}
-	if p.RetryAfterMS != nil {
-		l.RetryAfterMS = *p.RetryAfterMS
-	}
-	if p.Acceleration != nil {
-		l.Acceleration = *p.Acceleration
-	}
-	return l
 }
 
 // Models says which model names the server accepts. The zero value accepts
@@ -397,126 +365,6 @@ func (m Models) MarshalYAML() (any, error) {
 		return m.Extra, nil
 	}
 	return "known", nil
-}
-
-// LimitAcceleration is the limit of a 429 from Limits.Acceleration.
-const LimitAcceleration = "acceleration"
-
-// Acceleration is a ramp rule, a model of Anthropic's acceleration limits:
-// "if your organization has a sharp increase in usage, you might see 429
-// errors due to acceleration limits"
-// (https://docs.claude.com/en/api/errors). Anthropic publishes no figures
-// and no algorithm; this rule is the mock's own. With Factor set, a key may
-// start at most max(Floor, Factor × the requests it started in the minute
-// before) requests in any minute, counted in one-second steps, even below
-// its other limits: a key that has been idle may start Floor a minute, and
-// each minute may grow its traffic by Factor. The zero value is off.
-type Acceleration struct {
-	// Factor is how much a minute's requests may exceed the previous
-	// minute's; 0 turns the rule off, else at least 1.
-	Factor float64 `yaml:"factor,omitempty"`
-	// Floor is how many requests a minute are always allowed.
-	Floor int `yaml:"floor,omitempty"`
-}
-
-// DefaultCacheMinTokens is Cache.MinTokens when it is 0: the shortest
-// prefix cached, Anthropic's minimum for its Sonnet and Opus models and
-// OpenAI's for automatic caching.
-const DefaultCacheMinTokens = 1024
-
-// Cache is the prompt cache model. The zero value caches as the providers
-// do.
-type Cache struct {
-	// Off turns prompt caching off: every request pays for its whole
-	// prompt and reports no cache tokens.
-	Off bool `yaml:"off,omitempty"`
-	// MinTokens is the shortest prefix that is cached; 0 means
-	// DefaultCacheMinTokens (1,024). Anthropic's Haiku models need 2,048.
-	MinTokens int `yaml:"min_tokens,omitempty"`
-	// ReadsCountITPM makes cache reads count toward itpm, as they do for
-	// the older Anthropic models its rate-limits page marks with †.
-	ReadsCountITPM bool `yaml:"reads_count_itpm,omitempty"`
-}
-
-func (c Cache) minTokens() int {
-	if c.MinTokens > 0 {
-		return c.MinTokens
-	}
-	return DefaultCacheMinTokens
-}
-
-// Quota dimensions, as Stats.QuotaExceededBy and the metric's label name
-// them.
-const (
-	QuotaRequests     = "requests"
-	QuotaInputTokens  = "input_tokens"
-	QuotaOutputTokens = "output_tokens"
-	QuotaUSD          = "usd"
-)
-
-// Quota caps what each API key may use in total, since the server started
-// or was last Reset: a spend cap, which unlike a rate limit does not come
-// back with time. Once a key has used a dimension up, each of its requests
-// gets the answer the providers give an account out of money, with no
-// retry-after: Anthropic 429 rate_limit_error with details.error_code
-// enforced_spend_limit_reached (its monthly tier spend cap), OpenAI 429
-// insufficient_quota. Zero fields are unlimited.
-//
-// A request is refused when a dimension is already used up; the request
-// that crosses a quota is admitted, as a spend cap is checked against what
-// was spent before. Requests and input tokens are counted at admission,
-// output tokens as produced, when a response ends.
-//
-// USD is a dollar spend cap: each request costs its tokens at the prices
-// of its model (Config.Prices), input (uncached input, cache writes and
-// cache reads each at its own price) at admission, output as produced.
-type Quota struct {
-	Requests     int64   `yaml:"requests,omitempty"`
-	InputTokens  int64   `yaml:"input_tokens,omitempty"`
-	OutputTokens int64   `yaml:"output_tokens,omitempty"`
-	USD          float64 `yaml:"usd,omitempty"`
-	// ShouldRetry, when set, sends x-should-retry with every quota error,
-	// which the official SDKs obey before the status: false makes them
-	// give up at once. Unset (the default) sends none, as neither provider
-	// is known to, so the SDKs retry a quota 429 like any 429: with their
-	// default of 2 retries, 3 attempts in all.
-	ShouldRetry *bool `yaml:"should_retry,omitempty"`
-}
-
-// maxUSD bounds Quota.USD and each Price, so that sums of costs stay exact
-// enough and NaN or infinity is refused.
-const maxUSD = 1e12
-
-// Price is what a model's tokens cost, in USD per million tokens, as the
-// providers publish them (Anthropic's pricing page:
-// https://platform.claude.com/docs/en/about-claude/pricing). CacheWrite is
-// a cache_control write with the 5-minute TTL, CacheWrite1h one with "ttl":
-// "1h" (CacheWrite when 0); CacheRead is a cache hit (OpenAI's cached input
-// too). Zero fields cost nothing.
-type Price struct {
-	Input        float64 `yaml:"input,omitempty"`
-	Output       float64 `yaml:"output,omitempty"`
-	CacheWrite   float64 `yaml:"cache_write,omitempty"`
-	CacheWrite1h float64 `yaml:"cache_write_1h,omitempty"`
-	CacheRead    float64 `yaml:"cache_read,omitempty"`
-	// BatchInput and BatchOutput are the batch APIs' prices; 0 is half
-	// of Input and Output, as both providers price batches.
-	BatchInput  float64 `yaml:"batch_input,omitempty"`
-	BatchOutput float64 `yaml:"batch_output,omitempty"`
-}
-
-// A Store holds the concurrency slots of the API keys that several replicas
-// of the mock share (Config.Store), so that N replicas behind a load
-// balancer enforce one limits.max_concurrent per key between them; the
-// per-minute buckets stay per replica. The Server calls it without its lock
-// held, with the request's context, so a slow store delays only the
-// requests that wait for it. Its state survives Reset.
-type Store interface {
-	// Acquire takes one of limit slots of key for a request until Release.
-	// ok is false when all are taken. It may wait (for ctx at most).
-	Acquire(ctx context.Context, key string, limit int) (lease string, ok bool, err error)
-	// Release frees a slot Acquire took.
-	Release(key, lease string)
 }
 
 // Observations are an empirical distribution of output lengths: the token
@@ -700,15 +548,17 @@ func (c Config) Validate() error {
 	rate("output.tool_use", c.Output.ToolUse)
 	check(c.Output.DefaultMaxTokens >= 0 && c.Output.DefaultMaxTokens <= wire.MaxOutputTokens,
 		"output.default_max_tokens", "must be in [0, %d], got %d", wire.MaxOutputTokens, c.Output.DefaultMaxTokens)
-	validateLimits(c.Limits, "limits", check)
-	for _, p := range poolPatterns(c.LimitsByModel) {
+	admission.ValidateLimits(c.Limits, "limits", MaxLatency, check)
+	for _, p := range admission.PoolPatterns(c.LimitsByModel) {
 		_, err := path.Match(p, "")
 		check(err == nil && p != "", "limits_by_model."+p, "want a model pattern such as claude-sonnet-4-*, got %q", p)
-		validateLimits(c.LimitsByModel[p], "limits_by_model."+p, check)
+		admission.ValidateLimits(c.LimitsByModel[p], "limits_by_model."+p, MaxLatency, check)
 	}
-	validateQuota(c.Quota, "quota", check)
+	admission.ValidateLimits(c.Organization.Limits, "organization.limits", MaxLatency, check)
+	admission.ValidateLongContext(c.LongContext, "long_context", MaxInputTokens, MaxLatency, check)
+	admission.ValidateQuota(c.Quota, "quota", check)
 	validateAzure(c.Azure, c.Models, check)
-	validatePrices(c.Prices, c.Quota, check)
+	admission.ValidatePrices(c.Prices, c.Quota, check)
 	validateBatches(c.Batches, check)
 	check(c.Cache.MinTokens == 0 || c.Cache.MinTokens >= wire.MinCachePrefix && c.Cache.MinTokens <= MaxInputTokens, "cache.min_tokens",
 		"must be 0 (the default, %d) or in [%d, %d], got %d", DefaultCacheMinTokens, wire.MinCachePrefix, MaxInputTokens, c.Cache.MinTokens)
@@ -734,7 +584,7 @@ func (c Config) Validate() error {
 		if i > 0 {
 			check(e.At >= c.Schedule[i-1].At, p+".at", "must not be before the previous entry's %v, got %v", c.Schedule[i-1].At, e.At)
 		}
-		validateLimits(e.Limits.Apply(Limits{}), p+".limits", check)
+		admission.ValidateLimits(e.Limits.Apply(Limits{}), p+".limits", MaxLatency, check)
 	}
 	return errs.Err()
 }
@@ -775,25 +625,6 @@ func validateLatencyBounds(l Latency, slowExtra time.Duration, check func(bool, 
 		"the worst case, ttft + ttft_per_input_token × %d + per_token × %d + faults.slow.extra, with jitter, exceeds %v; lower them",
 		MaxInputTokens, wire.MaxOutputTokens, MaxLatency)
 }
-
-func validateLimits(l Limits, path string, check func(bool, string, string, ...any)) {
-	for _, f := range []struct {
-		key string
-		v   int
-	}{{"max_concurrent", l.MaxConcurrent}, {"rpm", l.RPM}, {"itpm", l.ITPM}, {"otpm", l.OTPM}, {"tpm", l.TPM}} {
-		check(f.v >= 0, path+"."+f.key, "must not be negative, got %d", f.v)
-	}
-	check(l.RetryAfter >= 0, path+".retry_after", "must not be negative, got %v", l.RetryAfter)
-	check(l.RetryAfter <= MaxLatency, path+".retry_after", "%v is above the longest duration the mock can plan, %v", l.RetryAfter, MaxLatency)
-	check(l.Burst >= 0 && l.Burst <= MaxBurst, path+".burst", "must be in [0, %v] (0 is one minute), got %v", MaxBurst, l.Burst)
-	a := l.Acceleration
-	check(a.Factor == 0 || a.Factor >= 1 && a.Factor <= 1e6, path+".acceleration.factor", "must be 0 (off) or in [1, 1e6], got %v", a.Factor)
-	check(a.Floor >= 0, path+".acceleration.floor", "must not be negative, got %d", a.Floor)
-	check(a.Factor == 0 || a.Floor >= 1, path+".acceleration.floor", "must be at least 1 with a factor, or no request could ever start, got %d", a.Floor)
-}
-
-// MaxBurst is the longest Limits.Burst: a day of refill.
-const MaxBurst = 24 * time.Hour
 
 // LoadConfig reads and parses the YAML file at path; a file larger than
 // 4 MiB is refused before it is parsed.
@@ -885,7 +716,7 @@ var azureDeploymentName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{1,63}$`
 // validateAzure checks the azure: block.
 func validateAzure(a Azure, models Models, check func(bool, string, string, ...any)) {
 	known := modelIndex(openaiCatalog, models.Extra)
-	for _, name := range poolPatterns(a.Deployments) {
+	for _, name := range admission.PoolPatterns(a.Deployments) {
 		p := "azure.deployments." + name
 		d := a.Deployments[name]
 		check(azureDeploymentName.MatchString(name), p, "want a deployment name of 2 to 64 letters, digits, '.', '_' or '-', got %q", name)
@@ -895,7 +726,7 @@ func validateAzure(a Azure, models Models, check func(bool, string, string, ...a
 		case !models.Any && !known[d.Model]:
 			check(false, p+".model", "unknown model %q: name one of KnownModels(\"openai\"), add it to models:, or set models: any", d.Model)
 		}
-		validateLimits(d.Limits, p+".limits", check)
+		admission.ValidateLimits(d.Limits, p+".limits", MaxLatency, check)
 	}
 	check(a.ContentFilter >= 0 && a.ContentFilter <= 1, "azure.content_filter", "must be a rate in [0, 1], got %v", a.ContentFilter)
 }

@@ -132,7 +132,7 @@ func TestParseConfigMessages(t *testing.T) {
 			"f.yaml:3: limits.rpm: want an integer, got \"abc\"\n" +
 				"f.yaml:4: limits.itpm: must not be negative, got -1\n" +
 				"f.yaml:5: faults.error_500: must be a rate in [0, 1], got 2\n" +
-				"f.yaml:6: bogus: unknown key \"bogus\" (want one of admin_token, api_keys, aws_secret_keys, azure, batches, cache, capacity, decode_budget, faults, latency, limits, limits_by_model, max_header_bytes, metrics_token, models, output, prices, profile, quota, schedule, seed, strict)"},
+				"f.yaml:6: bogus: unknown key \"bogus\" (want one of admin_token, api_keys, aws_secret_keys, azure, batches, cache, capacity, decode_budget, faults, latency, limits, limits_by_model, long_context, max_header_bytes, metrics_token, models, organization, output, prices, profile, quota, schedule, seed, strict)"},
 		{"limits:\n  rpm: -1\n", `f.yaml:2: limits.rpm: must not be negative, got -1`},
 		{"limits:\n  rpm: 60\n  burst: 25h\n", `f.yaml:3: limits.burst: must be in [0, 24h0m0s] (0 is one minute), got 25h0m0s`},
 		{"limits:\n  burst: 5\n", `f.yaml:2: limits.burst: want a duration like 500ms or 1s, got 5`},

@@ -15,7 +15,8 @@
 //
 // A model request passes, in order: authentication, the body limit
 // (MaxBodyBytes) and decoding, injected faults, the global Capacity, the
-// per-key Limits, then latency and content. Token buckets refill
+// spend Quota, then its key's Limits with its model's pool and the
+// organization's (internal/admission), then latency and content. Token buckets refill
 // continuously; output tokens are reserved from max_tokens at admission and
 // settled to the tokens produced at the end. A request's concurrency slot is
 // released before the last byte of its response is written, so a client that
@@ -59,11 +60,10 @@
 //     (wire.EndpointCountTokens: /v1/messages/count_tokens, :countTokens).
 //   - models.go: the model catalogues, GET /v1/models, and strictness's
 //     checks of a decoded request.
-//   - limiter.go, pools.go, accel.go, quota.go, cache.go: admission (token
-//     buckets and concurrency per key, per-model pools, the acceleration
-//     ramp, spend quotas and prices, the prompt cache).
-//   - store.go: concurrency slots shared between replicas (RedisStore).
-//   - config.go, dist.go, profile.go, flags.go: the configuration, its
+//   - store.go: the core's side of Config.Store, the concurrency slots
+//     shared between replicas (RedisStore is admission's).
+//   - config.go, dist.go, profile.go, flags.go: the configuration (its
+//     admission types are aliases of internal/admission's), its
 //     output-length distributions, provider profiles and command-line
 //     flags.
 //   - stats.go, calls.go, metrics.go: counters (Stats), per-call accounting
@@ -77,6 +77,13 @@
 //   - inproc.go: InProcess, an http.RoundTripper that serves without a
 //     network.
 //   - tokens.go: EstimateTokens and the filler text.
+//   - internal/admission: admission, a leaf package that knows no wire
+//     format: token buckets and concurrency per key, per-model pools, the
+//     organization's pool, long-context limits, the acceleration ramp,
+//     spend quotas and prices, the prompt cache, the configuration types it
+//     reads and RedisStore. handle.go calls it (Key.Admit with its levels,
+//     Key.Release, Key.Snapshot) and words its verdicts in each format's
+//     envelope.
 //   - internal/wire: the vocabulary the core and the formats share (Call,
 //     Result, APIError, Snapshot, wire.Format and its Spec, JSON and SSE
 //     helpers, content and cache-prefix decoding).

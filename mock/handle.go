@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/clock"
+	"github.com/ratelab/ratelab/mock/internal/admission"
 	"github.com/ratelab/ratelab/mock/internal/anthropic"
 	"github.com/ratelab/ratelab/mock/internal/wire"
 )
@@ -75,11 +76,14 @@ type decision struct {
 	gen      uint64 // the Server's generation at admission
 	id       uint64
 	plan     plan
-	reserved int         // output tokens reserved at admission: max_tokens
-	pool     *keyLimiter // the per-model pool charged with it, or nil
-	price    Price       // its model's, for Quota.USD
-	lease    string      // the slot taken in Config.Store; "" when none
-	key      string      // the API key the lease belongs to
+	reserved int // output tokens reserved at admission: max_tokens
+	// levels are the pool instances charged with it besides its key's
+	// (admitLevels); nil entries are none.
+	levels [2]*admission.Key
+	long   bool   // a long-context request: its key's buckets were not charged
+	price  Price  // its model's, for Quota.USD
+	lease  string // the slot taken in Config.Store; "" when none
+	key    string // the API key the lease belongs to
 }
 
 func (s *Server) model(wr wire.Format) http.HandlerFunc {
@@ -194,7 +198,7 @@ func (s *Server) prepare(x *exchange, req *http.Request) bool {
 		if d.retryAfter > 0 {
 			// Whole seconds, as the APIs send it, rounded up: a configured
 			// retry_after of 200ms is 1, not 0 (retry at once).
-			h["Retry-After"] = []string{strconv.FormatInt(int64(ceilSeconds(d.retryAfter)/time.Second), 10)}
+			h["Retry-After"] = []string{strconv.FormatInt(int64(admission.CeilSeconds(d.retryAfter)/time.Second), 10)}
 		}
 		if d.withMS {
 			// One more than the whole milliseconds of the wait: a retry
@@ -322,8 +326,8 @@ func (s *Server) admit(req *http.Request, c *wire.Call, key string, wr wire.Form
 	ks := s.key(key)
 	*d = decision{now: now}
 	ks.counts.attempts++
-	ks.lim.sync(now, s.limits)
-	d.snap = ks.lim.snapshot(now, "")
+	ks.lim.Sync(now, s.limits)
+	d.snap = wireSnapshot(ks.lim.Snapshot(now, ""))
 
 	// Scripted failures: the attempt index comes from the SDK's header or,
 	// for a client sending an Idempotency-Key, from the call accounting,
@@ -356,36 +360,38 @@ func (s *Server) admit(req *http.Request, c *wire.Call, key string, wr wire.Form
 		return d.reject(ks, wr.OverloadStatus(), wire.APIError{Msg: "Overloaded", Limit: limitCapacity}, 0)
 	}
 
-	if dim := s.quota.exhausted(ks.lim.used); dim != "" {
+	if dim := ks.lim.Exhausted(s.quota); dim != "" {
 		return s.quotaSpent(wr, ks, dim, d)
 	}
 
-	auto := cachesAutomatically(wr) // OpenAI caches automatically; Anthropic at cache_control breakpoints
-	cu := ks.lim.cache.lookup(now, s.cfg.Cache, c, auto)
-	c.CacheRead, c.CacheWrite = cu.read, cu.write
+	auto := wr.Spec().AutoCache // OpenAI caches automatically; Anthropic at cache_control breakpoints
+	cu := ks.lim.CacheLookup(now, s.cfg.Cache, c.Input, len(c.Prefixes), func(i int) admission.Prefix {
+		p := &c.Prefixes[i]
+		return admission.Prefix{Hash: p.Hash, Tokens: p.Tokens, TTL: p.TTL}
+	}, auto)
+	c.CacheRead, c.CacheWrite = cu.Read, cu.Write
 	charged := c.Input // toward itpm and tpm
 	if !auto && !s.cfg.Cache.ReadsCountITPM {
-		charged -= cu.read
+		charged -= cu.Read
 	}
 	p := s.plan(received, c, ks)
 	d.id = s.seq.Add(1)
-	var pool *keyLimiter
-	var pl Limits
-	if c.Pool != "" { // the format named it (a deployment's: wire.Call.Pool)
-		pool, pl = ks.lim.pool(c.Pool), s.deploymentPools[c.Pool]
-	} else if name := poolFor(s.pools, c.Model); name != "" {
-		pool, pl = ks.lim.pool(name), s.pools[name]
+	dem := admission.Demand{Input: charged, MaxTokens: c.MaxTokens, End: p.due(p.n)}
+	levels := s.admitLevels(ks, c, &dem)
+	v, by := ks.lim.Admit(now, s.limits, d.id, dem, levels[:]...)
+	if !v.OK {
+		return s.limited(now, wr, c, ks, &levels, &v, by, d)
 	}
-	v, byPool := ks.lim.admitPooled(now, s.limits, pool, pl, d.id, demand{input: charged, maxTokens: c.MaxTokens, end: p.due(p.n)})
-	if !v.ok {
-		return s.limited(now, wr, c, ks, pool, &v, byPool, d)
+	snap := ks.lim.Snapshot(now, "")
+	for i := range levels {
+		if k := levels[i].K; k != nil {
+			snap = snap.Merge(k.Snapshot(now, ""))
+			d.levels[i] = k
+		}
 	}
-	d.snap = ks.lim.snapshot(now, "")
-	if pool != nil {
-		d.snap = d.snap.Merge(pool.snapshot(now, ""))
-		d.pool = pool
-	}
-	ks.lim.cache.commit(now, p.start.Add(p.first), cu)
+	d.snap = wireSnapshot(snap)
+	d.long = dem.Unbucketed
+	ks.lim.CacheCommit(now, p.start.Add(p.first), cu)
 	s.inFlight++
 	s.maxInFlight = max(s.maxInFlight, s.inFlight)
 	kc := &ks.counts
@@ -393,11 +399,39 @@ func (s *Server) admit(req *http.Request, c *wire.Call, key string, wr wire.Form
 	kc.inFlight++
 	kc.maxInFlight = max(kc.maxInFlight, kc.inFlight)
 	kc.inputTokens += int64(c.Input)
-	d.price = priceOf(s.cfg.Prices, c.Model)
-	ks.lim.used.usd += d.price.inputUSD(c.Input, c.CacheRead, c.CacheWrite, anthropic.CacheWriteLong(c))
+	d.price = admission.PriceOf(s.cfg.Prices, c.Model)
+	ks.lim.AddUSD(d.price.InputUSD(c.Input, c.CacheRead, c.CacheWrite, anthropic.CacheWriteLong(c)))
 	d.ks, d.gen, d.plan, d.reserved = ks, s.gen, p, c.MaxTokens
 	return d
 }
+
+// admitLevels returns the limits request c passes besides its key's own,
+// in the order they are checked (admission.Key.Admit): a long-context
+// request (Config.LongContext) its key's long-context instance alone, and
+// d made to skip its key's buckets; any other request the organization's
+// pool (Config.Organization) and its model's pool (a deployment's, which
+// the format named, or the longest LimitsByModel pattern). s.mu is held.
+func (s *Server) admitLevels(ks *keyState, c *wire.Call, d *admission.Demand) [2]admission.Level {
+	var lv [2]admission.Level
+	if lc := &s.cfg.LongContext; lc.ThresholdTokens > 0 && c.Input > lc.ThresholdTokens {
+		d.Unbucketed = true
+		lv[0] = admission.Level{K: ks.lim.Pool(longContextPool), L: lc.Limits, Scope: s.longScope}
+		return lv
+	}
+	if s.org != nil {
+		lv[0] = admission.Level{K: s.org, L: s.cfg.Organization.Limits, Scope: "this organization"}
+	}
+	if c.Pool != "" { // the format named it (a deployment's: wire.Call.Pool)
+		lv[1] = admission.Level{K: ks.lim.Pool(c.Pool), L: s.deploymentPools[c.Pool]}
+	} else if name := admission.PoolFor(s.pools, c.Model); name != "" {
+		lv[1] = admission.Level{K: ks.lim.Pool(name), L: s.pools[name]}
+	}
+	return lv
+}
+
+// longContextPool names each key's long-context instance apart from every
+// model pattern and deployment: neither can start with a NUL and an "l".
+const longContextPool = "\x00long context"
 
 // reject refuses the attempt d is about with status and counts the refusal
 // on ks. s.mu is held.
@@ -449,11 +483,11 @@ func (s *Server) shared(req *http.Request, st Store, key string, wr wire.Format,
 	r := s.admitShared(req.Context(), st, key, limit, ra, d, wr)
 	s.mu.Lock()
 	*now, *ks = s.clock.Now(), s.key(key)
-	(*ks).lim.sync(*now, s.limits)
+	(*ks).lim.Sync(*now, s.limits)
 	if r == nil {
 		return false
 	}
-	d.snap = (*ks).lim.snapshot(*now, r.limit)
+	d.snap = wireSnapshot((*ks).lim.Snapshot(*now, r.limit))
 	if r.status == http.StatusTooManyRequests && s.limits.RetryAfterMS {
 		d.exactWait, d.withMS = r.retryAfter, true
 	}
@@ -468,36 +502,43 @@ func (s *Server) shared(req *http.Request, st Store, key string, wr wire.Format,
 func (s *Server) quotaSpent(wr wire.Format, ks *keyState, dim string, d *decision) *decision {
 	inc(&ks.counts.quotaExceededBy, dim)
 	d.shouldRetry = s.quota.ShouldRetry
-	return d.reject(ks, http.StatusTooManyRequests, wire.APIError{Msg: quotaMessage(wr, s.quota, dim), Limit: wire.LimitQuota}, 0)
+	return d.reject(ks, http.StatusTooManyRequests, wire.APIError{Msg: wr.Spec().QuotaMessage(admission.QuotaLimit(s.quota, dim), dim), Limit: wire.LimitQuota}, 0)
 }
 
-// limited refuses an attempt that a per-key or per-model limit does not
-// admit (v), with the headers of the key's and the pool's state. s.mu is
-// held.
+// limited refuses an attempt that a per-key or per-pool limit does not
+// admit (v; by is the index of the level that refused it, -1 for the key),
+// with the headers of the key's and its levels' state: the refusing
+// level's dimension, or the merged one when the key refused, reports
+// remaining 0. s.mu is held.
 //
 //go:noinline
-func (s *Server) limited(now time.Time, wr wire.Format, c *wire.Call, ks *keyState, pool *keyLimiter, v *verdict, byPool bool, d *decision) *decision {
-	switch {
-	case byPool:
-		d.snap = ks.lim.snapshot(now, "").Merge(pool.snapshot(now, v.limit))
-	case pool != nil:
-		d.snap = ks.lim.snapshot(now, "").Merge(pool.snapshot(now, ""))
-		d.snap.Exhaust(v.limit)
-	default:
-		d.snap = ks.lim.snapshot(now, v.limit)
+func (s *Server) limited(now time.Time, wr wire.Format, c *wire.Call, ks *keyState, levels *[2]admission.Level, v *admission.Verdict, by int, d *decision) *decision {
+	snap := ks.lim.Snapshot(now, "")
+	for i := range levels {
+		if k := levels[i].K; k != nil {
+			ex := ""
+			if i == by {
+				ex = v.Limit
+			}
+			snap = snap.Merge(k.Snapshot(now, ex))
+		}
 	}
-	e := wire.APIError{Msg: limitMessage(*v, c), Limit: v.limit}
-	if v.tooLarge {
+	if by < 0 {
+		snap.Exhaust(v.Limit)
+	}
+	d.snap = wireSnapshot(snap)
+	e := wire.APIError{Msg: v.Message(c.Model), Limit: v.Limit}
+	if v.TooLarge {
 		d.noRetry = true
 		return d.reject(ks, http.StatusTooManyRequests, e, 0)
 	}
 	if s.limits.RetryAfterMS || wr.Spec().RetryAfterMS {
-		d.exactWait, d.withMS = v.wait, true
+		d.exactWait, d.withMS = v.Wait, true
 	}
 	if wr.Spec().ShouldRetryLimited {
 		d.shouldRetry = &yes
 	}
-	return d.reject(ks, http.StatusTooManyRequests, e, v.retryAfter)
+	return d.reject(ks, http.StatusTooManyRequests, e, v.RetryAfter)
 }
 
 func countFault(ks *keyState, name string) { inc(&ks.counts.faults, name) }
@@ -559,31 +600,6 @@ func satAdd(a, b time.Duration) time.Duration {
 	return min(min(a, MaxLatency)+min(b, MaxLatency), MaxLatency) // each <= MaxInt64/2: no wrap
 }
 
-func limitMessage(v verdict, c *wire.Call) string {
-	if v.msg != "" {
-		return v.msg
-	}
-	if v.tooLarge {
-		return fmt.Sprintf("request too large for %s: it needs %d tokens and the limit is %d per minute (%s); it can never succeed", v.limit, v.need, v.cap, v.limit)
-	}
-	switch v.limit {
-	case wire.LimitConcurrency:
-		if v.cap == 1 {
-			return "rate limit exceeded: max_concurrent: this API key may have 1 request at a time"
-		}
-		return fmt.Sprintf("rate limit exceeded: max_concurrent: this API key may have %d concurrent requests", v.cap)
-	case wire.LimitRPM:
-		return fmt.Sprintf("rate limit exceeded: rpm: this API key may send %d requests per minute", v.cap)
-	case wire.LimitITPM:
-		return fmt.Sprintf("rate limit exceeded: itpm: this API key may send %d input tokens per minute; this request has %d", v.cap, v.need)
-	case wire.LimitOTPM:
-		return fmt.Sprintf("rate limit exceeded: otpm: this API key may use %d output tokens per minute; this request reserves max_tokens = %d", v.cap, v.need)
-	case wire.LimitTPM:
-		return fmt.Sprintf("rate limit exceeded: tpm: this API key may use %d tokens per minute on %s; this request is charged %d", v.cap, c.Model, v.need)
-	}
-	return "rate limit exceeded: " + v.limit
-}
-
 // release ends an admitted request: frees its slots and settles its output
 // tokens. It is called before the last byte of the response is written.
 func (s *Server) release(d *decision, produced, merged int) {
@@ -591,10 +607,16 @@ func (s *Server) release(d *decision, produced, merged int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock.Now()
-	d.ks.lim.release(now, d.id, d.reserved, produced)
-	d.ks.lim.used.usd += d.price.outputUSD(produced)
-	if d.pool != nil {
-		d.pool.release(now, d.id, d.reserved, produced)
+	keyReserved := d.reserved
+	if d.long {
+		keyReserved = produced // its key's otpm bucket was not charged: nothing to give back
+	}
+	d.ks.lim.Release(now, d.id, keyReserved, produced)
+	d.ks.lim.AddUSD(d.price.OutputUSD(produced))
+	for _, k := range d.levels {
+		if k != nil {
+			k.Release(now, d.id, d.reserved, produced)
+		}
 	}
 	if d.gen != s.gen {
 		// A Reset happened since: the counters since then do not include
@@ -892,5 +914,16 @@ func sleepUntil(ctx context.Context, c clock.Clock, t **time.Timer, deadline tim
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// wireSnapshot is admission's snapshot of the buckets as the formats'
+// rate-limit headers read it.
+func wireSnapshot(s admission.Snapshot) wire.Snapshot {
+	return wire.Snapshot{
+		Requests: wire.Dimension(s.Requests),
+		Input:    wire.Dimension(s.Input),
+		Output:   wire.Dimension(s.Output),
+		Tokens:   wire.Dimension(s.Tokens),
 	}
 }

@@ -8,28 +8,6 @@ import (
 	"testing/synctest"
 )
 
-func TestQuotaExhausted(t *testing.T) {
-	q := Quota{Requests: 3, InputTokens: 100, OutputTokens: 50}
-	for _, tt := range []struct {
-		used quotaUsage
-		want string
-	}{
-		{quotaUsage{}, ""},
-		{quotaUsage{requests: 2, input: 99, output: 49}, ""},
-		{quotaUsage{requests: 3}, QuotaRequests},
-		{quotaUsage{input: 100}, QuotaInputTokens},
-		{quotaUsage{input: 500, output: 50}, QuotaInputTokens}, // the first one spent
-		{quotaUsage{output: 51}, QuotaOutputTokens},
-	} {
-		if got := q.exhausted(tt.used); got != tt.want {
-			t.Errorf("exhausted(%+v) = %q, want %q", tt.used, got, tt.want)
-		}
-	}
-	if got := (Quota{}).exhausted(quotaUsage{requests: 1 << 40}); got != "" {
-		t.Errorf("zero quota: exhausted = %q, want unlimited", got)
-	}
-}
-
 // TestQuotaOverHTTP replays a key's quota being spent: the request that
 // crosses it is admitted, every later one gets the provider's spend-cap
 // 429 with no retry-after, counted as quota_exceeded and never as

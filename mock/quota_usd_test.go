@@ -1,6 +1,8 @@
 package mock
 
 import (
+	"github.com/ratelab/ratelab/mock/internal/admission"
+
 	"math"
 	"strings"
 	"testing"
@@ -90,7 +92,7 @@ func TestProfilePrices(t *testing.T) {
 		"claude-sonnet-4-20250514":  {Input: 3, Output: 15, CacheWrite: 3.75, CacheWrite1h: 6, CacheRead: 0.3},
 		"claude-haiku-4-5-20251001": {Input: 1, Output: 5, CacheWrite: 1.25, CacheWrite1h: 2, CacheRead: 0.1},
 	} {
-		if got := priceOf(tier1.Config.Prices, model); got != want {
+		if got := admission.PriceOf(tier1.Config.Prices, model); got != want {
 			t.Errorf("anthropic-tier1: %s priced %+v, want %+v", model, got, want)
 		}
 	}
@@ -105,7 +107,7 @@ func TestProfilePrices(t *testing.T) {
 			"gpt-4o-mini-2024-07-18": {Input: 0.15, Output: 0.6, CacheWrite: 0.15, CacheRead: 0.075},
 			"claude-fable-5":         {},
 		} {
-			if got := priceOf(p.Config.Prices, model); got != want {
+			if got := admission.PriceOf(p.Config.Prices, model); got != want {
 				t.Errorf("%s: %s priced %+v, want %+v", name, model, got, want)
 			}
 		}
@@ -120,7 +122,7 @@ func TestProfilePrices(t *testing.T) {
 			"claude-fable-5":   {Input: 10, Output: 50, CacheWrite: 12.5, CacheWrite1h: 20, CacheRead: 1},
 			"gpt-5-mini":       {},
 		} {
-			if got := priceOf(p.Config.Prices, model); got != want {
+			if got := admission.PriceOf(p.Config.Prices, model); got != want {
 				t.Errorf("%s: %s priced %+v, want %+v", name, model, got, want)
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/clock"
+	"github.com/ratelab/ratelab/mock/internal/admission"
 	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
@@ -43,22 +44,27 @@ type Server struct {
 	// deploymentPools the limits of the pools its deployments name.
 	env             *wire.Env
 	deploymentPools map[string]Limits
+	// longScope words a long-context limit's 429 (Config.LongContext).
+	longScope string
 	// storeDown: Config.Store failed last; its outage is logged once.
 	storeDown atomic.Bool
 	// draining: Shutdown or Close was called; /readyz answers 503.
 	draining atomic.Bool
 
-	mu       sync.Mutex
-	rng      *rand.Rand
-	base     Limits // Config.Limits or the last SetLimits
-	limits   Limits // base with the schedule entries due so far
-	latency  Latency
-	faults   Faults
-	quota    Quota             // Config.Quota or the last SetQuota
-	pools    map[string]Limits // Config.LimitsByModel or the last SetLimitsByModel; never changed in place
-	epoch    time.Time         // when the schedule started: the first model request; zero before
-	next     int               // the next schedule entry to apply
-	perKey   map[string]*keyState
+	mu      sync.Mutex
+	rng     *rand.Rand
+	base    Limits // Config.Limits or the last SetLimits
+	limits  Limits // base with the schedule entries due so far
+	latency Latency
+	faults  Faults
+	quota   Quota             // Config.Quota or the last SetQuota
+	pools   map[string]Limits // Config.LimitsByModel or the last SetLimitsByModel; never changed in place
+	epoch   time.Time         // when the schedule started: the first model request; zero before
+	next    int               // the next schedule entry to apply
+	perKey  map[string]*keyState
+	// org is Config.Organization's one instance, shared by every key; a
+	// new one at each Reset (requests admitted before release the old).
+	org      *admission.Key
 	inFlight int    // over all keys, for Capacity
 	gen      uint64 // incremented by Reset
 	// maxInFlight is the most requests in flight at once since the last
@@ -75,7 +81,7 @@ type Server struct {
 
 // keyState is everything the server tracks per API key.
 type keyState struct {
-	lim    keyLimiter
+	lim    admission.Key
 	counts counts
 }
 
@@ -147,6 +153,7 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 	s.openaiModels = modelIndex(openaiCatalog, cfg.Models.Extra)
 	s.formatModels = formatModelIndex(cfg.Models.Extra)
 	s.env, s.deploymentPools = s.formatEnv()
+	s.longScope = fmt.Sprintf("this API key's long-context requests (above %d input tokens)", cfg.LongContext.ThresholdTokens)
 	s.metrics.reg.MustRegister(s.calls, serverCollector{s})
 	s.resetLocked()
 	s.handler = s.routes()
@@ -199,6 +206,21 @@ func (s *Server) SetLimits(l Limits) {
 	s.base, s.limits = l, l
 }
 
+// Quota returns the per-key quota in force.
+func (s *Server) Quota() Quota {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.quota
+}
+
+// SetQuota replaces the per-key quota at runtime. What each key has used
+// so far is kept: raising a spent quota lets its key through again.
+func (s *Server) SetQuota(q Quota) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.quota = q
+}
+
 // Limits returns the limits in force now.
 func (s *Server) Limits() Limits {
 	s.mu.Lock()
@@ -230,6 +252,10 @@ func (s *Server) resetLocked() {
 		s.past.add(&ks.counts)
 	}
 	s.perKey = make(map[string]*keyState)
+	s.org = nil
+	if s.cfg.Organization.Limits != (Limits{}) {
+		s.org = admission.NewKey()
+	}
 	s.pastInFlight += s.inFlight
 	s.inFlight, s.maxInFlight = 0, 0
 	s.calls.reset()
@@ -252,11 +278,10 @@ func (s *Server) applySchedule(now time.Time) {
 func (s *Server) key(name string) *keyState {
 	k, ok := s.perKey[name]
 	if !ok {
-		// Filled in place: a keyLimiter is 2 KiB (ramp's arrays), and
-		// *newKeyLimiter() would put a copy in the frame of every caller
-		// this is inlined into (admit's grew by 4 KiB).
+		// Filled in place: an admission.Key is 2 KiB (its ramp's arrays),
+		// and a copy of one would sit in the frame of every caller this is
+		// inlined into (admit's grew by 4 KiB).
 		k = new(keyState)
-		k.lim.ends = make(map[uint64]time.Time)
 		s.perKey[name] = k
 	}
 	return k

@@ -187,7 +187,7 @@ func (s *Server) Stats() Stats {
 	st.Keys = make(map[string]KeyStats, len(s.perKey))
 	for name, ks := range s.perKey {
 		k := ks.counts.keyStats()
-		k.QuotaUsed = ks.lim.used.public()
+		k.QuotaUsed = ks.lim.Used()
 		k.EarlyRetries = s.calls.earlyOf(name)
 		st.Keys[s.keyLabel(name)] = k
 	}

@@ -1,6 +1,10 @@
 package sharedlimit
 
-import "github.com/redis/go-redis/v9"
+import (
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelab/ratelab/internal/leasescript"
+)
 
 // keyspace names the Redis keys of one shared limit. Every key carries the
 // limit's name as a hash tag ({Key}), so that in a Redis Cluster they live in
@@ -53,16 +57,11 @@ func (k keyspace) all() []string {
 	return []string{k.leases, k.waiters, k.wexp, k.peers, k.rpm, k.tpm, k.gate, k.fleet, k.epoch, k.quiet}
 }
 
-// luaPrelude is shared by every script: now is Redis's own clock in
-// microseconds, so that processes on machines whose clocks disagree still
-// share one timeline; keep extends a key's expiry to at least ms.
-const luaPrelude = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local function keep(key, ms)
-  local ttl = redis.call('PTTL', key)
-  if ttl ~= -2 and ttl < ms then redis.call('PEXPIRE', key, ms) end
-end
+// luaPrelude is shared by every script: the lease (now, keep, quiet,
+// epoch, grant, renew) is internal/leasescript's, the one the mock's
+// replicas take too (mock/internal/admission.RedisStore); gatewait and
+// settle are the shared limit's own.
+const luaPrelude = leasescript.Prelude + `
 local function gatewait(key)
   local g = tonumber(redis.call('GET', key) or '0')
   if g > now then return math.ceil(g - now) end
@@ -81,26 +80,6 @@ local function settle(key, step, n)
   else
     redis.call('SET', key, string.format('%.3f', new), 'PX', math.ceil((new - now) / 1000) + 1000)
   end
-end
--- quiet makes sure no slot is granted for the next q µs.
-local function quiet(qkey, q)
-  local ms = math.ceil(q / 1000)
-  if redis.call('PTTL', qkey) < ms then redis.call('SET', qkey, '1', 'PX', ms) end
-end
--- epoch returns the state's epoch and keeps it for ettl ms. A missing epoch
--- means a new limit or one whose state Redis lost (FLUSHALL, a restart
--- without persistence): it is created and, when lost says the caller knows
--- the state existed (it knew an epoch, or other processes are subscribed to
--- the limit's channel), the limit is quieted for q µs, the time every live
--- process takes to notice and re-assert its leases.
-local function epoch(ekey, qkey, q, ettl, lost)
-  local e = redis.call('GET', ekey)
-  if not e then
-    e = string.format('%.0f', now)
-    if lost then quiet(qkey, q) end
-  end
-  redis.call('SET', ekey, e, 'PX', ettl)
-  return e
 end
 `
 
@@ -126,7 +105,6 @@ if qt > 0 then return {0, qt * 1000, 3} end
 local g = gatewait(KEYS[4])
 if g > 0 then return {0, g, 1} end
 local limit, ttl, wttl = tonumber(ARGV[1]), tonumber(ARGV[3]), tonumber(ARGV[5])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 for _, w in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)) do
   redis.call('ZREM', KEYS[2], w)
 end
@@ -135,14 +113,11 @@ redis.call('ZADD', KEYS[2], 'NX', now, ARGV[4])
 redis.call('ZADD', KEYS[3], now + wttl, ARGV[4])
 keep(KEYS[2], math.ceil(wttl / 1000) * 2)
 keep(KEYS[3], math.ceil(wttl / 1000) * 2)
-local used = redis.call('ZCARD', KEYS[1])
-local rank = redis.call('ZRANK', KEYS[2], ARGV[4])
-if used + rank < limit then
-  redis.call('ZADD', KEYS[1], now + ttl, ARGV[2])
-  keep(KEYS[1], math.ceil(ttl / 1000) + 1000)
+local got = grant(KEYS[1], limit, ttl, ARGV[2], redis.call('ZRANK', KEYS[2], ARGV[4]))
+if got then
   redis.call('ZREM', KEYS[2], ARGV[4])
   redis.call('ZREM', KEYS[3], ARGV[4])
-  return {1, used + 1, 0}
+  return {1, got, 0}
 end
 local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local hint = 0
@@ -163,13 +138,7 @@ return 0
 // KEYS: leases. ARGV: lease TTL (µs), then the lease ids. It returns how many
 // leases had gone and were added again.
 var renewScript = redis.NewScript(luaPrelude + `
-local ttl = tonumber(ARGV[1])
-local added = 0
-for i = 2, #ARGV do
-  added = added + redis.call('ZADD', KEYS[1], now + ttl, ARGV[i])
-end
-keep(KEYS[1], math.ceil(ttl / 1000) + 1000)
-return added
+return renew(KEYS[1], tonumber(ARGV[1]), 2)
 `)
 
 // confirmScript extends a lease only if it is still there: a grant that
@@ -278,11 +247,7 @@ var reassertScript = redis.NewScript(luaPrelude + `
 local q = tonumber(ARGV[2])
 local e = epoch(KEYS[2], KEYS[3], q, tonumber(ARGV[3]), true)
 quiet(KEYS[3], q)
-local ttl = tonumber(ARGV[1])
-for i = 4, #ARGV do
-  redis.call('ZADD', KEYS[1], now + ttl, ARGV[i])
-end
-keep(KEYS[1], math.ceil(ttl / 1000) + 1000)
+renew(KEYS[1], tonumber(ARGV[1]), 4)
 return tonumber(e)
 `)
 

@@ -33,9 +33,9 @@ type allowed struct {
 // run never reaches, or a channel that is never waited on.
 var clockAllowlist = []allowed{
 	{"mock", "sleepUntil", "its timer and select are the clock.Real branch only: any other clock (a clock.Sim) returns through c.Sleep before it"},
-	{"mock", "(*RedisStore).Acquire", redisOnly},
-	{"mock", "(*RedisStore).heartbeat", redisOnly},
-	{"mock", "(*RedisStore).Close", redisOnly},
+	{"mock/internal/admission", "(*RedisStore).Acquire", redisOnly},
+	{"mock/internal/admission", "(*RedisStore).heartbeat", redisOnly},
+	{"mock/internal/admission", "(*RedisStore).Close", redisOnly},
 	{"mock", "(*callLog).Describe", scrapeOnly},
 	{"mock", "(*callLog).Collect", scrapeOnly},
 	{"mock", "(serverCollector).Describe", scrapeOnly},

@@ -31,12 +31,13 @@ var server = []string{"mock/...", "cmd/mockllm"}
 // shared are the only packages of the module that both sides may depend
 // on: vocabulary and mechanisms with neither client nor server logic.
 var shared = map[string]string{
-	"clock":             "the time source and blocking primitives of a run, the same for both sides (docs/time-and-tests.md)",
-	"internal/fielderr": "errors naming a file, line and field, for any configuration",
-	"internal/keyid":    "an API key's fingerprint, the one name both sides give a key",
-	"internal/tokenest": "the token estimate of a text, by which the mock counts and the client budgets",
-	"internal/strict":   "strict YAML decoding, for any configuration",
-	"profiles":          "data: the providers' published limits, embedded",
+	"clock":                "the time source and blocking primitives of a run, the same for both sides (docs/time-and-tests.md)",
+	"internal/fielderr":    "errors naming a file, line and field, for any configuration",
+	"internal/keyid":       "an API key's fingerprint, the one name both sides give a key",
+	"internal/leasescript": "the Redis lease in Lua (grant, renew, epoch, quiet), vocabulary with no client or server logic",
+	"internal/tokenest":    "the token estimate of a text, by which the mock counts and the client budgets",
+	"internal/strict":      "strict YAML decoding, for any configuration",
+	"profiles":             "data: the providers' published limits, embedded",
 }
 
 // arrows are the forbidden imports, each with its reason: the boundaries
@@ -53,6 +54,17 @@ var arrows = func() []arrow {
 		{"engine", "gopkg.in/yaml.v3", "scenario files are loadgen's"},
 		{"internal/reports", "mock/...", "reports render results, whatever server produced them"},
 		{"internal/reports", "net/http", "reports render to files and writers, not to the network"},
+		{"mock/internal/admission", "mock", "admission is a leaf: the HTTP core calls it, never the other way"},
+		{"mock/internal/admission", "mock/internal/wire", "admission decides in its own terms (limits, verdicts, snapshots); the wire formats word its answers"},
+		{"mock/internal/admission", "net/http", "admission has no transport"},
+		{"mock/internal/admission", "mock/internal/anthropic", "admission knows no wire format"},
+		{"mock/internal/admission", "mock/internal/openaichat", "admission knows no wire format"},
+		{"mock/internal/admission", "mock/internal/openairesponses", "admission knows no wire format"},
+		{"mock/internal/admission", "mock/internal/gemini", "admission knows no wire format"},
+		{"mock/internal/admission", "mock/internal/vertexanthropic", "admission knows no wire format"},
+		{"mock/internal/admission", "mock/internal/bedrock", "admission knows no wire format"},
+		{"mock/internal/admission", "mock/internal/azure", "admission knows no wire format"},
+		{"mock/internal/admission", "mock/internal/eventstream", "admission knows no wire format"},
 	}
 	for _, s := range server {
 		for _, c := range client {

@@ -188,8 +188,13 @@ func (Format) WriteError(w http.ResponseWriter, status int, e wire.APIError, _ s
 			oe.Type = "tokens"
 		}
 		oe.Code = wire.StrPtr("rate_limit_exceeded")
-		if e.Limit == wire.LimitQuota {
+		switch e.Limit {
+		case wire.LimitQuota:
 			oe.Type, oe.Code = "insufficient_quota", wire.StrPtr("insufficient_quota")
+		case wire.LimitAcceleration:
+			// Traffic that grew too fast within its limits
+			// (docs/mockllm.md, "OpenAI's slow_down").
+			oe.Type, oe.Code = "rate_limit_error", wire.StrPtr("slow_down")
 		}
 	case status == http.StatusServiceUnavailable || status == 529:
 		oe.Type = "server_error"

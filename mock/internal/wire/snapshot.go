@@ -12,6 +12,10 @@ const (
 	LimitOTPM        = "otpm"
 	LimitTPM         = "tpm"
 	LimitScript      = "script" // a 429 injected by Faults.Script
+	// LimitAcceleration is a 429 of the acceleration ramp (traffic that
+	// grew too fast within its limits): OpenAI's formats answer it as
+	// slow_down.
+	LimitAcceleration = "acceleration"
 	// LimitDecodeBudget is a 429 for a request body that waited
 	// BodyTimeout for its share of Config.DecodeBudget.
 	LimitDecodeBudget = "decode_budget"
@@ -23,40 +27,11 @@ type Dimension struct {
 	Reset            time.Duration // until fully replenished
 }
 
-// Snapshot is the state the rate-limit headers report.
+// Snapshot is the state the rate-limit headers report: admission's
+// snapshot of the buckets (mock/internal/admission), as the core hands it
+// to a format.
 type Snapshot struct {
 	Requests, Input, Output, Tokens Dimension
-}
-
-// Exhaust reports remaining 0 in the dimension of limit, if it has one.
-func (s *Snapshot) Exhaust(limit string) {
-	switch limit {
-	case LimitRPM:
-		s.Requests.Remaining = 0
-	case LimitITPM:
-		s.Input.Remaining = 0
-	case LimitOTPM:
-		s.Output.Remaining = 0
-	case LimitTPM:
-		s.Tokens.Remaining = 0
-	}
-}
-
-// Merge reports pool's dimensions where it has them and k's elsewhere:
-// the headers describe the limits that bind the request's model.
-func (s Snapshot) Merge(pool Snapshot) Snapshot {
-	pick := func(a, b Dimension) Dimension {
-		if b.Limit > 0 {
-			return b
-		}
-		return a
-	}
-	return Snapshot{
-		Requests: pick(s.Requests, pool.Requests),
-		Input:    pick(s.Input, pool.Input),
-		Output:   pick(s.Output, pool.Output),
-		Tokens:   pick(s.Tokens, pool.Tokens),
-	}
 }
 
 // LimitQuota is the limit of a 429 refused by Config.Quota, as the call

@@ -1,10 +1,8 @@
-package mock
+package admission
 
 import (
 	"testing"
 	"time"
-
-	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -70,22 +68,22 @@ func TestCeilSeconds(t *testing.T) {
 		{59500 * time.Millisecond, 60 * time.Second},
 	}
 	for _, tt := range tests {
-		if got := ceilSeconds(tt.in); got != tt.want {
-			t.Errorf("ceilSeconds(%v) = %v, want %v", tt.in, got, tt.want)
+		if got := CeilSeconds(tt.in); got != tt.want {
+			t.Errorf("CeilSeconds(%v) = %v, want %v", tt.in, got, tt.want)
 		}
 	}
 }
 
 func TestKeyLimiterAdmit(t *testing.T) {
 	l := Limits{MaxConcurrent: 2, RPM: 3, ITPM: 100, OTPM: 1000, TPM: 0}
-	k := newKeyLimiter()
-	d := func(input, maxTok int, end time.Duration) demand {
-		return demand{input: input, maxTokens: maxTok, end: at(end)}
+	k := NewKey()
+	d := func(input, maxTok int, end time.Duration) Demand {
+		return Demand{Input: input, MaxTokens: maxTok, End: at(end)}
 	}
 	steps := []struct {
 		now        time.Time
 		id         uint64
-		dem        demand
+		dem        Demand
 		release    bool // release id instead of admitting; dem.maxTokens reserved, dem.input produced
 		wantOK     bool
 		wantLimit  string
@@ -95,33 +93,33 @@ func TestKeyLimiterAdmit(t *testing.T) {
 		{now: at(0), id: 1, dem: d(10, 400, 3*time.Second), wantOK: true},
 		{now: at(0), id: 2, dem: d(10, 400, 5*time.Second), wantOK: true},
 		// Both slots taken: the earliest in-flight end is 3s away.
-		{now: at(0), id: 3, dem: d(10, 100, 0), wantLimit: wire.LimitConcurrency, wantRetry: 3 * time.Second},
+		{now: at(0), id: 3, dem: d(10, 100, 0), wantLimit: LimitConcurrency, wantRetry: 3 * time.Second},
 		// Request 1 ends having produced 50 of its 400 reserved tokens.
 		{now: at(time.Second), id: 1, dem: d(50, 400, 0), release: true},
 		// otpm: 1000 - 400 - 400 + 350 = 550 (+16.7 refilled) left, 600 requested.
-		{now: at(time.Second), id: 4, dem: d(10, 600, 0), wantLimit: wire.LimitOTPM, wantRetry: 2 * time.Second},
+		{now: at(time.Second), id: 4, dem: d(10, 600, 0), wantLimit: LimitOTPM, wantRetry: 2 * time.Second},
 		{now: at(time.Second), id: 5, dem: d(10, 500, 9*time.Second), wantOK: true},
-		{now: at(time.Second), id: 6, dem: d(10, 1, 0), wantLimit: wire.LimitConcurrency, wantRetry: 4 * time.Second},
+		{now: at(time.Second), id: 6, dem: d(10, 1, 0), wantLimit: LimitConcurrency, wantRetry: 4 * time.Second},
 		{now: at(2 * time.Second), id: 2, dem: d(400, 400, 0), release: true},
 		// rpm: 3 used, one refills every 20s.
-		{now: at(2 * time.Second), id: 7, dem: d(10, 1, 0), wantLimit: wire.LimitRPM, wantRetry: 18 * time.Second},
+		{now: at(2 * time.Second), id: 7, dem: d(10, 1, 0), wantLimit: LimitRPM, wantRetry: 18 * time.Second},
 		// A request above the limit itself can never succeed.
-		{now: at(20 * time.Second), id: 8, dem: d(200, 1, 0), wantLimit: wire.LimitITPM, wantLarger: true, wantRetry: time.Second},
+		{now: at(20 * time.Second), id: 8, dem: d(200, 1, 0), wantLimit: LimitITPM, wantLarger: true, wantRetry: time.Second},
 		{now: at(20 * time.Second), id: 5, dem: d(500, 500, 0), release: true},
 		{now: at(21 * time.Second), id: 9, dem: d(95, 1, time.Hour), wantOK: true},
 		// itpm: 5 left at 21s, 39.17 at 41.5s; 95 needs 33.5s more.
-		{now: at(41500 * time.Millisecond), id: 10, dem: d(95, 1, 0), wantLimit: wire.LimitITPM, wantRetry: 34 * time.Second},
+		{now: at(41500 * time.Millisecond), id: 10, dem: d(95, 1, 0), wantLimit: LimitITPM, wantRetry: 34 * time.Second},
 		{now: at(75 * time.Second), id: 10, dem: d(95, 1, time.Hour), wantOK: true},
 	}
 	for i, s := range steps {
 		if s.release {
-			k.release(s.now, s.id, s.dem.maxTokens, s.dem.input)
+			k.Release(s.now, s.id, s.dem.MaxTokens, s.dem.Input)
 			continue
 		}
 		v := k.admit(s.now, l, s.id, s.dem)
-		if v.ok != s.wantOK || v.limit != s.wantLimit || (!v.ok && v.retryAfter != s.wantRetry) || v.tooLarge != s.wantLarger {
+		if v.OK != s.wantOK || v.Limit != s.wantLimit || (!v.OK && v.RetryAfter != s.wantRetry) || v.TooLarge != s.wantLarger {
 			t.Errorf("step %d: admit(%v, id %d, %+v) = ok %v limit %q retry %v tooLarge %v; want ok %v limit %q retry %v tooLarge %v",
-				i, s.now.Sub(t0), s.id, s.dem, v.ok, v.limit, v.retryAfter, v.tooLarge, s.wantOK, s.wantLimit, s.wantRetry, s.wantLarger)
+				i, s.now.Sub(t0), s.id, s.dem, v.OK, v.Limit, v.RetryAfter, v.TooLarge, s.wantOK, s.wantLimit, s.wantRetry, s.wantLarger)
 		}
 	}
 }
@@ -129,10 +127,10 @@ func TestKeyLimiterAdmit(t *testing.T) {
 func TestKeyLimiterCountRejected(t *testing.T) {
 	for _, count := range []bool{false, true} {
 		l := Limits{MaxConcurrent: 1, RPM: 10, CountRejected: count}
-		k := newKeyLimiter()
-		k.admit(t0, l, 1, demand{input: 1, maxTokens: 1, end: at(time.Second)})
+		k := NewKey()
+		k.admit(t0, l, 1, Demand{Input: 1, MaxTokens: 1, End: at(time.Second)})
 		for i := range 3 {
-			k.admit(t0, l, uint64(2+i), demand{input: 1, maxTokens: 1})
+			k.admit(t0, l, uint64(2+i), Demand{Input: 1, MaxTokens: 1})
 		}
 		want := 9.0
 		if count {
@@ -146,9 +144,9 @@ func TestKeyLimiterCountRejected(t *testing.T) {
 
 func TestKeyLimiterFixedRetryAfter(t *testing.T) {
 	l := Limits{MaxConcurrent: 1, RetryAfter: 7 * time.Second}
-	k := newKeyLimiter()
-	k.admit(t0, l, 1, demand{input: 1, maxTokens: 1, end: at(time.Minute)})
-	if v := k.admit(t0, l, 2, demand{input: 1, maxTokens: 1}); v.ok || v.retryAfter != 7*time.Second {
-		t.Errorf("admit over the limit = ok %v retry %v, want rejection with the fixed 7s", v.ok, v.retryAfter)
+	k := NewKey()
+	k.admit(t0, l, 1, Demand{Input: 1, MaxTokens: 1, End: at(time.Minute)})
+	if v := k.admit(t0, l, 2, Demand{Input: 1, MaxTokens: 1}); v.OK || v.RetryAfter != 7*time.Second {
+		t.Errorf("admit over the limit = ok %v retry %v, want rejection with the fixed 7s", v.OK, v.RetryAfter)
 	}
 }

@@ -1,35 +1,33 @@
-package mock
+package admission
 
-import (
-	"time"
+import "time"
 
-	"github.com/ratelab/ratelab/mock/internal/wire"
-)
-
-// Prompt caching, as the two providers document it:
+// Prompt caching, as the two providers document it (sources in
+// docs/mockllm.md, "Prompt caching"):
 //
-//   - Anthropic (https://docs.claude.com/en/docs/build-with-claude/prompt-caching):
-//     a block with "cache_control": {"type": "ephemeral"} marks a
+//   - Anthropic: a block with "cache_control": {"type": "ephemeral"} marks a
 //     breakpoint; the prefix up to it (tools, then system, then messages) is
 //     written to the cache by the first request
 //     (cache_creation_input_tokens) and read by later requests with the
 //     same prefix within its TTL (cache_read_input_tokens), 5 minutes or,
 //     with "ttl": "1h", an hour, refreshed by every read. input_tokens is
-//     what follows the last breakpoint. Per the rate-limits page
-//     (https://docs.claude.com/en/api/rate-limits) cache reads do not count
+//     what follows the last breakpoint. Per its rate-limits page
+//     cache reads do not count
 //     toward ITPM for current models; writes do.
-//   - OpenAI (https://platform.openai.com/docs/guides/prompt-caching):
-//     automatic for prompts of at least 1,024 tokens; a repeated prefix is
+//   - OpenAI: automatic for prompts of at least 1,024 tokens; a repeated prefix is
 //     reported as prompt_tokens_details.cached_tokens, in steps of 128
 //     tokens from 1,024. Cached tokens still count toward TPM.
 //
 // The mock's prefixes end at whole segments: the tools, the system prompt,
 // each message. A breakpoint inside a message caches that whole message.
 
-// cachesAutomatically reports whether wr's API caches a repeated prefix by
-// itself (OpenAI's Chat Completions and Responses APIs) rather than at
-// cache_control breakpoints (Anthropic's).
-func cachesAutomatically(wr wire.Format) bool { return wr.Spec().AutoCache }
+// Prefix is one cacheable prefix of a request: the hash of its bytes, its
+// tokens, and how long a write of it lives.
+type Prefix struct {
+	Hash   uint64
+	Tokens int
+	TTL    time.Duration
+}
 
 // promptCache is one key's cache: when each cached prefix can first be
 // read and when it expires.
@@ -46,48 +44,52 @@ type cacheEntry struct {
 	ready, until time.Time
 }
 
-// cacheUse is what a request reads from and writes to the cache.
-type cacheUse struct {
-	read, write int
-	store       []wire.Prefix // written on admission
+// CacheUse is what a request reads from and writes to the cache.
+type CacheUse struct {
+	Read, Write int
+	store       []Prefix // written on admission
 }
 
-// lookup decides what request c reads and writes at now, without changing
-// the cache: commit does, once the request is admitted. auto is OpenAI's
-// automatic caching; otherwise Anthropic's breakpoints.
-func (pc *promptCache) lookup(now time.Time, cfg Cache, c *wire.Call, auto bool) cacheUse {
-	var u cacheUse
-	if cfg.Off || len(c.Prefixes) == 0 {
+// CacheLookup decides what a request of input tokens reads from and writes
+// to k's cache at now, without changing it: CacheCommit does, once the
+// request is admitted. It has n prefixes, prefix(i) the i-th. auto is
+// OpenAI's automatic caching; otherwise Anthropic's breakpoints.
+func (k *Key) CacheLookup(now time.Time, cfg Cache, input, n int, prefix func(int) Prefix, auto bool) CacheUse {
+	pc := &k.cache
+	var u CacheUse
+	if cfg.Off || n == 0 {
 		return u
 	}
 	least := cfg.minTokens()
-	if auto && c.Input < least {
+	if auto && input < least {
 		return u
 	}
-	for _, p := range c.Prefixes {
+	for i := range n {
+		p := prefix(i)
 		if p.Tokens < least {
 			continue
 		}
 		if e, ok := pc.entries[p.Hash]; ok && !now.Before(e.ready) && now.Before(e.until) {
-			u.read = p.Tokens
+			u.Read = p.Tokens
 		}
 		u.store = append(u.store, p)
 	}
 	if auto {
-		if u.read > 0 {
-			u.read = least + (u.read-least)/128*128
+		if u.Read > 0 {
+			u.Read = least + (u.Read-least)/128*128
 		}
 		return u
 	}
 	if n := len(u.store); n > 0 {
-		u.write = max(0, u.store[n-1].Tokens-u.read)
+		u.Write = max(0, u.store[n-1].Tokens-u.Read)
 	}
 	return u
 }
 
-// commit stores u's prefixes at now, readable from ready (when the
+// CacheCommit stores u's prefixes at now, readable from ready (when the
 // response's first token is due), and so refreshes the one read.
-func (pc *promptCache) commit(now, ready time.Time, u cacheUse) {
+func (k *Key) CacheCommit(now, ready time.Time, u CacheUse) {
+	pc := &k.cache
 	if len(u.store) == 0 {
 		return
 	}

@@ -1,10 +1,8 @@
-package mock
+package admission
 
 import (
 	"fmt"
 	"path"
-
-	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // quotaUsage is what one key has used toward its Quota.
@@ -28,38 +26,47 @@ func (q Quota) exhausted(u quotaUsage) string {
 	return ""
 }
 
-// quotaMessage is the error message of a request refused by dimension dim
-// of q, in the words of the API of wr.
-func quotaMessage(wr wire.Format, q Quota, dim string) string {
-	var limit string
+// QuotaLimit is how a refusal by dimension dim of q words the quota: "100
+// requests", "$0.02".
+func QuotaLimit(q Quota, dim string) string {
 	switch dim {
 	case QuotaRequests:
-		limit = fmt.Sprintf("%d %s", q.Requests, dim)
+		return fmt.Sprintf("%d %s", q.Requests, dim)
 	case QuotaInputTokens:
-		limit = fmt.Sprintf("%d %s", q.InputTokens, dim)
+		return fmt.Sprintf("%d %s", q.InputTokens, dim)
 	case QuotaOutputTokens:
-		limit = fmt.Sprintf("%d %s", q.OutputTokens, dim)
+		return fmt.Sprintf("%d %s", q.OutputTokens, dim)
 	case QuotaUSD:
-		limit = fmt.Sprintf("$%.2f", q.USD)
+		return fmt.Sprintf("$%.2f", q.USD)
 	}
-	return wr.Spec().QuotaMessage(limit, dim)
+	return ""
 }
 
-func validateQuota(q Quota, path string, check func(bool, string, string, ...any)) {
+// Exhausted names the first dimension of q that k has used up, or "".
+func (k *Key) Exhausted(q Quota) string { return q.exhausted(k.used) }
+
+// AddUSD adds usd to what k has spent toward Quota.USD.
+func (k *Key) AddUSD(usd float64) { k.used.usd += usd }
+
+// Used is what k has used toward its Quota.
+func (k *Key) Used() QuotaUsed { return k.used.public() }
+
+// ValidateQuota checks q, reporting each invalid value at path.KEY.
+func ValidateQuota(q Quota, path string, check func(bool, string, string, ...any)) {
 	for _, f := range []struct {
 		key string
 		v   int64
 	}{{QuotaRequests, q.Requests}, {QuotaInputTokens, q.InputTokens}, {QuotaOutputTokens, q.OutputTokens}} {
 		check(f.v >= 0, path+"."+f.key, "must not be negative, got %d", f.v)
 	}
-	check(q.USD >= 0 && q.USD <= maxUSD, path+".usd", "must be in [0, %g], got %g", maxUSD, q.USD)
+	check(q.USD >= 0 && q.USD <= MaxUSD, path+".usd", "must be in [0, %g], got %g", MaxUSD, q.USD)
 }
 
-// inputUSD is what a request's input costs at p: its uncached input, the
+// InputUSD is what a request's input costs at p: its uncached input, the
 // write tokens (long of them for an hour, as cacheWriteLong splits a write
 // the way the usage reports it) at the write price of their TTL, and the
 // read tokens.
-func (p Price) inputUSD(input, read, write, long int) float64 {
+func (p Price) InputUSD(input, read, write, long int) float64 {
 	hour := p.CacheWrite1h
 	if hour == 0 {
 		hour = p.CacheWrite
@@ -68,19 +75,20 @@ func (p Price) inputUSD(input, read, write, long int) float64 {
 		float64(read)*p.CacheRead) / 1e6
 }
 
-// outputUSD is what n output tokens cost at p.
-func (p Price) outputUSD(n int) float64 { return float64(n) * p.Output / 1e6 }
+// OutputUSD is what n output tokens cost at p.
+func (p Price) OutputUSD(n int) float64 { return float64(n) * p.Output / 1e6 }
 
-// priceOf returns the price of model: its longest matching pattern's.
-func priceOf(prices map[string]Price, model string) Price {
-	if name := poolFor(prices, model); name != "" {
+// PriceOf returns the price of model: its longest matching pattern's.
+func PriceOf(prices map[string]Price, model string) Price {
+	if name := PoolFor(prices, model); name != "" {
 		return prices[name]
 	}
 	return Price{}
 }
 
-func validatePrices(prices map[string]Price, q Quota, check func(bool, string, string, ...any)) {
-	for _, pat := range poolPatterns(prices) {
+// ValidatePrices checks prices, and that q.USD has some.
+func ValidatePrices(prices map[string]Price, q Quota, check func(bool, string, string, ...any)) {
+	for _, pat := range PoolPatterns(prices) {
 		_, err := path.Match(pat, "")
 		p := "prices." + pat
 		check(err == nil && pat != "", p, "want a model pattern such as claude-sonnet-4-*, got %q", pat)
@@ -89,28 +97,13 @@ func validatePrices(prices map[string]Price, q Quota, check func(bool, string, s
 			key string
 			v   float64
 		}{{"input", pr.Input}, {"output", pr.Output}, {"cache_write", pr.CacheWrite}, {"cache_write_1h", pr.CacheWrite1h}, {"cache_read", pr.CacheRead}, {"batch_input", pr.BatchInput}, {"batch_output", pr.BatchOutput}} {
-			check(f.v >= 0 && f.v <= maxUSD, p+"."+f.key, "must be in [0, %g] USD per million tokens, got %g", maxUSD, f.v)
+			check(f.v >= 0 && f.v <= MaxUSD, p+"."+f.key, "must be in [0, %g] USD per million tokens, got %g", MaxUSD, f.v)
 		}
 	}
 	check(q.USD == 0 || len(prices) > 0, "quota.usd", "needs prices: with none every request costs $0 and the cap is never reached")
 }
 
-// Quota returns the per-key quota in force.
-func (s *Server) Quota() Quota {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.quota
-}
-
-// SetQuota replaces the per-key quota at runtime. What each key has used
-// so far is kept: raising a spent quota lets its key through again.
-func (s *Server) SetQuota(q Quota) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.quota = q
-}
-
-// QuotaUsed is what one API key has used toward Config.Quota.
+// QuotaUsed is what one API key has used toward its Quota.
 type QuotaUsed struct {
 	Requests     int64   `json:"requests"`
 	InputTokens  int64   `json:"input_tokens"`
