@@ -1,6 +1,7 @@
 package mock
 
 import (
+
 	"crypto/subtle"
 	"fmt"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ratelab/ratelab/mock/internal/admission"
 	"github.com/ratelab/ratelab/mock/internal/anthropic"
 	"github.com/ratelab/ratelab/mock/internal/openaichat"
 	"github.com/ratelab/ratelab/mock/internal/wire"
@@ -89,7 +91,7 @@ func (s *Server) rateLimitGroups(catalog map[string]bool) ([]modelLimits, map[mo
 		}
 	}) {
 		l := modelLimits{key.RPM, key.ITPM, key.TPM}
-		if p := poolFor(pools, m); p != "" {
+		if p := admission.PoolFor(pools, m); p != "" {
 			pl := pools[p]
 			l = modelLimits{lower(l.rpm, pl.RPM), lower(l.itpm, pl.ITPM), lower(l.tpm, pl.TPM)}
 		}
