@@ -1,7 +1,6 @@
 package mock
 
 import (
-
 	"crypto/subtle"
 	"fmt"
 	"net/http"
