@@ -17,12 +17,12 @@ import (
 // mocks' metrics then show every attempt each client made, by status.
 func TestNodeBedrock(t *testing.T) {
 	urls := map[string]string{
-		"BEDROCK_BASE_URL":      startTCPMock(t, ""),
-		"BEDROCK_THROTTLE_URL":  startTCPMock(t, "faults: {script: [{attempts: 1, status: 429}]}\n"),
-		"BEDROCK_RPM_URL":       startTCPMock(t, "limits: {rpm: 1}\n"),
-		"BEDROCK_NOT_READY_URL": startTCPMock(t, "faults: {script: [{attempts: 2, status: 529}]}\n"),
-		"BEDROCK_AI_RPM_URL":    startTCPMock(t, "limits: {rpm: 1}\n"),
-		"BEDROCK_SIGNED_URL":    startTCPMock(t, "aws_secret_keys: {AKIDNODETEST: js-secret}\n"),
+		"BEDROCK_BASE_URL":      bedrockMock(t, ""),
+		"BEDROCK_THROTTLE_URL":  bedrockMock(t, "faults: {script: [{attempts: 1, status: 429}]}\n"),
+		"BEDROCK_RPM_URL":       bedrockMock(t, "limits: {rpm: 1}\n"),
+		"BEDROCK_NOT_READY_URL": bedrockMock(t, "faults: {script: [{attempts: 2, status: 529}]}\n"),
+		"BEDROCK_AI_RPM_URL":    bedrockMock(t, "limits: {rpm: 1}\n"),
+		"BEDROCK_SIGNED_URL":    bedrockMock(t, "aws_secret_keys: {AKIDNODETEST: js-secret}\n"),
 	}
 	// No AWS_* variable of the environment: an AWS_BEARER_TOKEN_BEDROCK,
 	// even empty, makes the JavaScript SDK choose bearer auth.

@@ -7,23 +7,16 @@ import (
 	"github.com/ratelab/ratelab/mock"
 )
 
-// startTCPMock serves yaml (after a fast latency) on 127.0.0.1 until the
-// test ends and returns its base URL.
-func startTCPMock(t *testing.T, yaml string) string {
-	t.Helper()
-	return scriptMock(t, "latency: {ttft: 0s, per_token: 1ms}\n"+yaml).URL
-}
-
 // TestPythonBedrock runs testdata/python/bedrock_boto3.py — boto3's
 // bedrock-runtime client from the project's venv, unchanged — against
 // four mocks (see the script), then checks every attempt each mock saw.
 func TestPythonBedrock(t *testing.T) {
 	urls := map[string]string{
-		"BEDROCK_BASE_URL":      startTCPMock(t, ""),
-		"BEDROCK_THROTTLE_URL":  startTCPMock(t, "faults: {script: [{attempts: 1, status: 429}]}\n"),
-		"BEDROCK_RPM_URL":       startTCPMock(t, "limits: {rpm: 1}\n"),
-		"BEDROCK_NOT_READY_URL": startTCPMock(t, "faults: {script: [{attempts: 2, status: 529}]}\n"),
-		"BEDROCK_SIGNED_URL":    startTCPMock(t, "aws_secret_keys: {AKIDPYTHONTEST: py-secret}\n"),
+		"BEDROCK_BASE_URL":      bedrockMock(t, ""),
+		"BEDROCK_THROTTLE_URL":  bedrockMock(t, "faults: {script: [{attempts: 1, status: 429}]}\n"),
+		"BEDROCK_RPM_URL":       bedrockMock(t, "limits: {rpm: 1}\n"),
+		"BEDROCK_NOT_READY_URL": bedrockMock(t, "faults: {script: [{attempts: 2, status: 529}]}\n"),
+		"BEDROCK_SIGNED_URL":    bedrockMock(t, "aws_secret_keys: {AKIDPYTHONTEST: py-secret}\n"),
 	}
 	runPython(t, clientScript{
 		argv:  []string{filepath.Join("testdata", "python", "bedrock_boto3.py")},

@@ -35,6 +35,14 @@ func scriptMock(t *testing.T, yaml string) *mocktest.Server {
 	return mocktest.Start(t, cfg)
 }
 
+// bedrockMock serves yaml after a fast latency (no time to first token)
+// on 127.0.0.1 until the test ends and returns its base URL, for the
+// Bedrock scripts.
+func bedrockMock(t *testing.T, yaml string) string {
+	t.Helper()
+	return scriptMock(t, "latency: {ttft: 0s, per_token: 1ms}\n"+yaml).URL
+}
+
 // A clientScript is one run of an SDK script.
 type clientScript struct {
 	dir   string   // the working directory ("": the package's)
