@@ -1,10 +1,12 @@
-// Package batch runs a JSONL file of calls through the engine, resumable:
-// one result line per input id in the output, exactly once, however often
-// the batch is killed and rerun. It is `loadgen batch` without its flags
-// (those stay in cmd/loadgen), and it uses only package engine's exported
-// API: engine.Run with a Source streaming the input, a Sink appending to
-// the output, engine.Config.Again to make throttled and unreachable items
-// again, and Result.Kind to tell them from terminal results.
+// Package batch runs a JSONL file of calls through the engine, resumable: one
+// result line per input id in the output, exactly once, however often the
+// batch is killed and rerun.
+//
+// It is `loadgen batch` without its flags (those stay in cmd/loadgen), and it
+// uses only package engine's exported API: engine.Run with a Source streaming
+// the input, a Sink appending to the output, engine.Config.Again to make
+// throttled and unreachable items again, and Result.Kind to tell them from
+// terminal results.
 //
 //	input.go    the input's format (Line), the validating first pass and
 //	            its errors (InputErrors: file, line, key, message)

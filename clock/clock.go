@@ -1,22 +1,3 @@
-// Package clock is the time source and the blocking primitives of a run, so
-// that the same engine, strategies and mock code run in real time and in
-// simulated time.
-//
-// Code that takes part in a run reads the time with Now, starts goroutines
-// with Go, and blocks only in Sleep or Wait (or a primitive built on them):
-// never on a bare channel, timer or sync.WaitGroup that another goroutine of
-// the run releases. Mutexes are fine when held for a moment and never across
-// a blocking call.
-//
-// Real is the time package. A simulated clock (see Sim) runs one goroutine
-// of the run at a time and, when every one of them is blocked, moves its
-// time straight to the next timer: minutes of rate-limited traffic take
-// milliseconds, with the same decisions made by the same code, in an order
-// fixed by the seed and the program alone.
-//
-// Chan (an unbuffered channel) and WaitGroup are built on Events for any
-// clock (Chan is a plain Go channel under Real), and GoHelper starts a
-// goroutine that does not keep a simulated run alive.
 package clock
 
 import (

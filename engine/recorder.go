@@ -2,14 +2,12 @@ package engine
 
 import (
 	"context"
-	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-
 	"github.com/ratelab/ratelab/clock"
+	"github.com/ratelab/ratelab/internal/durhist"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/strategies"
 )
@@ -303,7 +301,7 @@ func (r *Recorder) summary(end time.Time) measure.Summary {
 	s.WaitTokens = r.waitTokens.percentiles()
 	s.Backoff = r.backoff.percentiles()
 	s.WaitRetryAfter = r.waitRetryAfter.percentiles()
-	if r.ttft.count > 0 {
+	if r.ttft.Count() > 0 {
 		p := r.ttft.percentiles()
 		s.TTFT = &p
 	}
@@ -318,60 +316,10 @@ func (r *Recorder) summary(end time.Time) measure.Summary {
 	return s
 }
 
-// Histogram bounds: 1 µs to a day, 3 significant digits.
-const (
-	histUnit = time.Microsecond
-	histMax  = 24 * time.Hour
-)
+// histogram is a durhist.Histogram (1 µs to a day, 3 significant digits;
+// zeros only counted) read as measure.Percentiles.
+type histogram struct{ durhist.Histogram }
 
-// histogram is an HdrHistogram of durations in microseconds, with exact
-// count, sum and max kept beside it. Zeros (most waits, in most runs) are
-// only counted, so a histogram that only ever sees zeros never allocates its
-// HdrHistogram (about 230 KB at this range and precision).
-type histogram struct {
-	h     *hdrhistogram.Histogram
-	count int64
-	zeros int64
-	sum   time.Duration
-	max   time.Duration
-}
+func (h *histogram) record(d time.Duration) { h.Record(d) }
 
-func (h *histogram) record(d time.Duration) {
-	h.count++
-	if d <= 0 {
-		h.zeros++
-		return
-	}
-	if h.h == nil {
-		h.h = hdrhistogram.New(1, int64(histMax/histUnit), 3)
-	}
-	h.sum += d
-	h.max = max(h.max, d)
-	h.h.RecordValue(min(int64(d/histUnit), int64(histMax/histUnit))) //nolint:errcheck // clamped into range
-}
-
-func (h *histogram) percentiles() measure.Percentiles {
-	if h.count == 0 {
-		return measure.Percentiles{}
-	}
-	q := func(p float64) float64 {
-		// The zeros are the lowest values: a quantile that falls among
-		// them is 0; otherwise it is the matching quantile of the rest.
-		nonzero := h.count - h.zeros
-		rank := p / 100 * float64(h.count)
-		if nonzero == 0 || rank <= float64(h.zeros) {
-			return 0
-		}
-		pp := (rank - float64(h.zeros)) / float64(nonzero) * 100
-		v := float64(h.h.ValueAtQuantile(pp)) * histUnit.Seconds()
-		return math.Min(v, h.max.Seconds())
-	}
-	return measure.Percentiles{
-		Count: h.count,
-		P50:   q(50),
-		P90:   q(90),
-		P99:   q(99),
-		Max:   h.max.Seconds(),
-		Mean:  h.sum.Seconds() / float64(h.count),
-	}
-}
+func (h *histogram) percentiles() measure.Percentiles { return measure.Percentiles(h.Summary()) }

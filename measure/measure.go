@@ -1,8 +1,10 @@
 // Package measure holds what a run measured: the Summary of its accounting,
-// latency Percentiles and the Timeline. It is the one declaration of these
-// types: engine's Recorder fills them, reports renders them as they are, and
-// loadgen builds a report row by embedding a Summary, so no field is copied
-// (or lost) on the way from the measurement to the report.
+// latency Percentiles and the Timeline.
+//
+// It is the one declaration of these types: engine's Recorder fills them,
+// reports renders them as they are, and loadgen builds a report row by
+// embedding a Summary, so no field is copied (or lost) on the way from the
+// measurement to the report.
 //
 // It imports only strategies (for the strategy's Stats), so both engine and
 // reports may import it without reports reaching net/http.

@@ -2,17 +2,16 @@ package mock
 
 import (
 	"hash/maphash"
-	"math"
 	"net/http"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
 
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ratelab/ratelab/clock"
+	"github.com/ratelab/ratelab/internal/durhist"
 	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
@@ -168,9 +167,7 @@ type callCounts struct {
 	earlyByKey                            map[string]int64
 	maxAttempts, peak, inFlight           int
 
-	latencySum, latencyMax time.Duration
-	latencyZeros           int64
-	latency                *hdrhistogram.Histogram
+	latency durhist.Histogram // Ceiling callHistMax; set by reset
 
 	first, last time.Time
 	timelineRes time.Duration
@@ -233,14 +230,11 @@ func (l *callLog) reset() {
 	defer l.mu.Unlock()
 	l.gen++
 	l.past.fold(&l.cur)
-	l.cur = callCounts{timelineRes: CallResolution}
+	l.cur = callCounts{timelineRes: CallResolution, latency: durhist.Histogram{Ceiling: callHistMax}}
 }
 
-// latency histogram range: 1µs to 1h.
-const (
-	callHistUnit = time.Microsecond
-	callHistMax  = time.Hour
-)
+// callHistMax is the latency histogram's ceiling (from durhist.Unit, 1µs).
+const callHistMax = time.Hour
 
 // arrive records the arrival of an attempt by key with body, in wr's
 // format, and fills a.
@@ -387,18 +381,7 @@ func (c *callCounts) pushOpen(fp uint64, oc *openCall) {
 	head.next = oc
 }
 
-func (c *callCounts) recordLatency(d time.Duration) {
-	if d <= 0 {
-		c.latencyZeros++
-		return
-	}
-	if c.latency == nil {
-		c.latency = hdrhistogram.New(1, int64(callHistMax/callHistUnit), 3)
-	}
-	c.latencySum += d
-	c.latencyMax = max(c.latencyMax, d)
-	c.latency.RecordValue(min(int64(d/callHistUnit), int64(callHistMax/callHistUnit))) //nolint:errcheck // clamped into range
-}
+func (c *callCounts) recordLatency(d time.Duration) { c.latency.Record(d) }
 
 // tick returns the timeline interval holding now, adding the intervals
 // before it (carrying the in-flight count) and halving the resolution when
@@ -490,31 +473,9 @@ func (l *callLog) earlyOf(key string) int64 {
 	return l.cur.earlyByKey[key]
 }
 
-func (c *callCounts) percentiles() Percentiles {
-	n := c.attempts - int64(c.inFlight)
-	if n <= 0 {
-		return Percentiles{}
-	}
-	q := func(p float64) float64 {
-		// The zeros are the lowest values: a quantile among them is 0.
-		nonzero := n - c.latencyZeros
-		rank := p / 100 * float64(n)
-		if nonzero <= 0 || c.latency == nil || rank <= float64(c.latencyZeros) {
-			return 0
-		}
-		pp := (rank - float64(c.latencyZeros)) / float64(nonzero) * 100
-		v := float64(c.latency.ValueAtQuantile(pp)) * callHistUnit.Seconds()
-		return math.Min(v, c.latencyMax.Seconds())
-	}
-	return Percentiles{
-		Count: n,
-		P50:   q(50),
-		P90:   q(90),
-		P99:   q(99),
-		Max:   c.latencyMax.Seconds(),
-		Mean:  c.latencySum.Seconds() / float64(n),
-	}
-}
+// percentiles summarises the attempts that ended (attempts - inFlight of
+// them, each recorded by end).
+func (c *callCounts) percentiles() Percentiles { return Percentiles(c.latency.Summary()) }
 
 // Calls returns the call accounting since the server started or was last
 // Reset; CallStats documents how attempts are grouped into calls.

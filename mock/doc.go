@@ -1,10 +1,11 @@
-// Package mock is a mock LLM provider that answers the Anthropic Messages
-// API, the OpenAI Chat Completions API, the OpenAI Responses API and Amazon
-// Bedrock Runtime (Converse, InvokeModel) as the real ones do, over their
-// own wire formats. It enforces what real providers enforce (concurrency
-// caps, requests and tokens per minute, per-token latency, 429s with
-// retry-after and rate-limit headers, 529 overload, injected faults), so
-// clients can be measured against it.
+// Package mock is a mock LLM provider that answers the Anthropic, OpenAI (Chat
+// Completions, Responses, Azure OpenAI), Gemini (AI Studio, Vertex AI) and
+// Amazon Bedrock APIs as the real ones do, over their own wire formats.
+//
+// It enforces what real providers enforce (concurrency caps, requests and
+// tokens per minute, per-token latency, 429s with retry-after and rate-limit
+// headers, 529 overload, injected faults), so clients can be measured against
+// it.
 //
 // It owns the routes (POST /v1/messages, /v1/messages/count_tokens,
 // /v1/chat/completions, /v1/responses and Bedrock's /model/{modelId}/…,

@@ -104,8 +104,12 @@ var (
 	vertexClaudeStart = `{"anthropic_version":"vertex-2023-10-16",`
 )
 
-var serverConformanceTable = map[string]serverConformance{
-	"anthropic": {
+// The entries of formats that others build on: Azure serves the OpenAI
+// formats under its paths, Vertex AI the Gemini API, Claude on Vertex AI
+// the Messages API. An entry of such a format is its base's, with what
+// differs.
+var (
+	anthropicEntry = serverConformance{
 		body:       func(n int, stream bool) string { return anthropicBody(n, stream, "hi") },
 		badBody:    `{"model":"claude-sonnet-4-5","max_tokens":0,"messages":[{"role":"user","content":"hi"}]}`,
 		badField:   "max_tokens",
@@ -122,8 +126,8 @@ var serverConformanceTable = map[string]serverConformance{
 		noKey:      401,
 		wrongKey:   401,
 		authType:   "authentication_error",
-	},
-	"openai": {
+	}
+	openaiEntry = serverConformance{
 		body:       func(n int, stream bool) string { return openaiBody(n, stream, false, "hi") },
 		badBody:    `{"model":"gpt-4o-mini","max_completion_tokens":0,"messages":[{"role":"user","content":"hi"}]}`,
 		badField:   "max_completion_tokens",
@@ -139,28 +143,60 @@ var serverConformanceTable = map[string]serverConformance{
 		noKey:      401,
 		wrongKey:   401,
 		authType:   "invalid_request_error",
-	},
-	"openai-responses": {
-		body: func(n int, stream bool) string {
+	}
+	responsesEntry = openaiEntry.with(func(e *serverConformance) {
+		e.body = func(n int, stream bool) string {
 			b, _ := json.Marshal(map[string]any{"model": "gpt-4o-mini", "input": "hi", "max_output_tokens": n, "stream": stream})
 			return string(b)
-		},
-		badBody:    `{"model":"gpt-4o-mini","input":"hi","max_output_tokens":1}`,
-		badField:   "max_output_tokens",
-		streamType: "text/event-stream",
-		split:      sseFrames,
-		frames: []string{"event: response.created\n", "event: response.output_item.added\n",
-			"event: response.output_text.delta\n", "event: response.incomplete\n"},
-		requestID:  "X-Request-Id",
-		remaining:  "X-Ratelimit-Remaining-Requests",
-		retryAfter: true,
-		overloaded: 503,
-		errType:    envelopeErrorType,
-		limitType:  "requests",
-		noKey:      401,
-		wrongKey:   401,
-		authType:   "invalid_request_error",
-	},
+		}
+		e.badBody = `{"model":"gpt-4o-mini","input":"hi","max_output_tokens":1}`
+		e.badField = "max_output_tokens"
+		e.frames = []string{"event: response.created\n", "event: response.output_item.added\n",
+			"event: response.output_text.delta\n", "event: response.incomplete\n"}
+	})
+	// AI Studio: no key is 403 PERMISSION_DENIED, a wrong one 400
+	// (API_KEY_INVALID); no rate-limit headers, the wait in RetryInfo.
+	geminiEntry = serverConformance{
+		path:           generatePath(studioPath),
+		body:           geminiBody,
+		badBody:        geminiBadBody,
+		badField:       geminiBadField,
+		frames:         geminiFrames,
+		streamType:     "text/event-stream",
+		split:          crlfSSEFrames,
+		requestID:      "X-Request-Id",
+		retryDelayBody: googleRetryDelay,
+		errType:        envelopeErrorType,
+		overloaded:     503,
+		limitType:      "RESOURCE_EXHAUSTED",
+		noKey:          403,
+		wrongKey:       400,
+		authType:       "PERMISSION_DENIED",
+	}
+)
+
+// with returns e changed by f.
+func (e serverConformance) with(f func(*serverConformance)) serverConformance {
+	f(&e)
+	return e
+}
+
+// azureEntry is the entry of an OpenAI format (base) under Azure's path p: its
+// envelope of a code and a message, and its 429 text.
+func azureEntry(base serverConformance, p string) serverConformance {
+	return base.with(func(e *serverConformance) {
+		e.path = azurePath(p)
+		e.errType = azureErrorCode
+		e.limitType = "429"
+		e.rpmText = "exceeded call rate limit"
+		e.authType = "401"
+	})
+}
+
+var serverConformanceTable = map[string]serverConformance{
+	"anthropic":        anthropicEntry,
+	"openai":           openaiEntry,
+	"openai-responses": responsesEntry,
 	// Bedrock Runtime (docs/bedrock.md): the model in the path, Converse's
 	// body, binary event-stream frames, its errors in x-amzn-ErrorType, no
 	// rate-limit headers and no retry hints, and 403 for a bad credential.
@@ -188,111 +224,34 @@ var serverConformanceTable = map[string]serverConformance{
 		wrongKey:   403,
 		authType:   "MissingAuthenticationTokenException",
 	},
-	// AI Studio: no key is 403 PERMISSION_DENIED, a wrong one 400
-	// (API_KEY_INVALID); no rate-limit headers, the wait in RetryInfo.
-	"gemini": {
-		path:           generatePath(studioPath),
-		body:           geminiBody,
-		badBody:        geminiBadBody,
-		badField:       geminiBadField,
-		frames:         geminiFrames,
-		streamType:     "text/event-stream",
-		split:          crlfSSEFrames,
-		requestID:      "X-Request-Id",
-		retryDelayBody: googleRetryDelay,
-		errType:        envelopeErrorType,
-		overloaded:     503,
-		limitType:      "RESOURCE_EXHAUSTED",
-		noKey:          403,
-		wrongKey:       400,
-		authType:       "PERMISSION_DENIED",
-	},
-	"vertex": {
-		path:           generatePath(vertexPath),
-		body:           geminiBody,
-		badBody:        geminiBadBody,
-		badField:       geminiBadField,
-		frames:         geminiFrames,
-		streamType:     "text/event-stream",
-		split:          crlfSSEFrames,
-		requestID:      "X-Request-Id",
-		retryDelayBody: googleRetryDelay,
-		errType:        envelopeErrorType,
-		overloaded:     503,
-		limitType:      "RESOURCE_EXHAUSTED",
-		noKey:          401,
-		wrongKey:       401,
-		authType:       "UNAUTHENTICATED",
-	},
+	"gemini": geminiEntry,
+	// Vertex AI: a missing or wrong bearer token is 401 UNAUTHENTICATED.
+	"vertex": geminiEntry.with(func(e *serverConformance) {
+		e.path = generatePath(vertexPath)
+		e.noKey, e.wrongKey, e.authType = 401, 401, "UNAUTHENTICATED"
+	}),
 	// Claude on Vertex AI: the Messages API's answers, 400s and overload;
 	// the front end's 401 and 429 in Google's envelope.
-	"vertex-anthropic": {
-		path: func(stream bool) string {
+	"vertex-anthropic": anthropicEntry.with(func(e *serverConformance) {
+		e.path = func(stream bool) string {
 			if stream {
 				return vertexAnthropicPath + ":streamRawPredict"
 			}
 			return vertexAnthropicPath + ":rawPredict"
-		},
-		body: func(n int, stream bool) string {
+		}
+		e.body = func(n int, stream bool) string {
 			return vertexClaudeStart + `"max_tokens":` + strconv.Itoa(n) + `,"stream":` + strconv.FormatBool(stream) + `,"messages":[{"role":"user","content":"hi"}]}`
-		},
-		badBody:  vertexClaudeStart + `"max_tokens":0,"messages":[{"role":"user","content":"hi"}]}`,
-		badField: "max_tokens",
-		frames: []string{"event: message_start\n", "event: content_block_start\n", "event: content_block_delta\n",
-			"event: message_delta\n", "event: message_stop\n"},
-		streamType:     "text/event-stream",
-		split:          sseFrames,
-		requestID:      "Request-Id",
-		retryDelayBody: googleRetryDelay,
-		errType:        envelopeErrorType,
-		overloaded:     529,
-		limitType:      "RESOURCE_EXHAUSTED",
-		noKey:          401,
-		wrongKey:       401,
-		authType:       "UNAUTHENTICATED",
-	},
-	"azure-openai": {
-		path:       azurePath("/openai/v1/chat/completions"),
-		body:       func(n int, stream bool) string { return openaiBody(n, stream, false, "hi") },
-		badBody:    `{"model":"gpt-4o-mini","max_completion_tokens":0,"messages":[{"role":"user","content":"hi"}]}`,
-		badField:   "max_completion_tokens",
-		streamType: "text/event-stream",
-		split:      sseFrames,
-		frames:     []string{`"prompt_filter_results":[`, `"role":"assistant"`, `"delta":{"content":"`, `"finish_reason":"length"`, "data: [DONE]"},
-		requestID:  "X-Request-Id",
-		remaining:  "X-Ratelimit-Remaining-Requests",
-		retryAfter: true,
-		overloaded: 503,
-		errType:    azureErrorCode,
-		limitType:  "429",
-		rpmText:    "exceeded call rate limit",
-		noKey:      401,
-		wrongKey:   401,
-		authType:   "401",
-	},
-	"azure-openai-responses": {
-		path: azurePath("/openai/v1/responses"),
-		body: func(n int, stream bool) string {
-			b, _ := json.Marshal(map[string]any{"model": "gpt-4o-mini", "input": "hi", "max_output_tokens": n, "stream": stream})
-			return string(b)
-		},
-		badBody:    `{"model":"gpt-4o-mini","input":"hi","max_output_tokens":1}`,
-		badField:   "max_output_tokens",
-		streamType: "text/event-stream",
-		split:      sseFrames,
-		frames: []string{"event: response.created\n", "event: response.output_item.added\n",
-			"event: response.output_text.delta\n", "event: response.incomplete\n"},
-		requestID:  "X-Request-Id",
-		remaining:  "X-Ratelimit-Remaining-Requests",
-		retryAfter: true,
-		overloaded: 503,
-		errType:    azureErrorCode,
-		limitType:  "429",
-		rpmText:    "exceeded call rate limit",
-		noKey:      401,
-		wrongKey:   401,
-		authType:   "401",
-	},
+		}
+		e.badBody = vertexClaudeStart + `"max_tokens":0,"messages":[{"role":"user","content":"hi"}]}`
+		e.remaining, e.retryAfter = "", false
+		e.retryDelayBody = googleRetryDelay
+		e.limitType = "RESOURCE_EXHAUSTED"
+		e.authType = "UNAUTHENTICATED"
+	}),
+	"azure-openai": azureEntry(openaiEntry, "/openai/v1/chat/completions").with(func(e *serverConformance) {
+		e.frames = append([]string{`"prompt_filter_results":[`}, openaiEntry.frames...)
+	}),
+	"azure-openai-responses": azureEntry(responsesEntry, "/openai/v1/responses"),
 }
 
 func TestServerConformanceCoversEveryFormat(t *testing.T) {

@@ -1,11 +1,14 @@
-// Package provider owns the client side of ratelab's HTTP attempts: encoding
-// a request for a provider's API, decoding its response (JSON or SSE) and
+// Package provider owns the client side of ratelab's HTTP attempts: encoding a
+// request for a provider's API, decoding its response (JSON or SSE) and
 // classifying the attempt into a strategies.Outcome (status, retry-after,
-// rate-limit headers, usage). Each wire format is a package implementing
-// wire.Format: provider/anthropic (Messages API), provider/openaichat (Chat
-// Completions, provider name openai) and provider/openairesponses (the
-// Responses API, openai-responses); provider/wire holds what they share
-// (the request and response, SSE reading, and Decode, which classifies
+// rate-limit headers, usage).
+//
+// Each wire format is a package implementing wire.Format: provider/anthropic
+// (Messages API), provider/openaichat (Chat Completions, provider name
+// openai), provider/openairesponses (the Responses API, openai-responses),
+// provider/azureopenai, provider/gemini, provider/vertex,
+// provider/vertexanthropic and provider/bedrock; provider/wire holds what they
+// share (the request and response, SSE reading, and Decode, which classifies
 // every format alike).
 //
 // A Client binds a Provider to a base URL, a key and an *http.Client (built

@@ -17,6 +17,26 @@
 // (ratelab:{KEY}:probe:…, SET NX with the probe's hold as its expiry) lets
 // one process at a time probe above its share.
 //
+// # Admitting a call
+//
+// Shared.Acquire works like strategies.TokenFirst, on shared state: it waits
+// for the retry-after gate, reserves one request and the call's Cost.Tokens()
+// from the shared budgets (a GCRA reservation on Redis's clock; waits count as
+// Waits.Tokens, or as Waits.Slot when only requests are paced), then takes a
+// shared slot (a lease; waits count as Waits.Slot). Within a process, callers
+// wait in arrival order and only the first asks Redis; across processes, slots
+// go to the processes in the order they started waiting. Done settles the
+// token reservation to the reported usage (see strategies.TokenFirst for the
+// rules) and releases the lease.
+//
+// A lease expires LeaseTTL after its last renewal. A goroutine per held
+// permit renews it every LeaseTTL/3 until Done, so the slots of a process
+// that crashed come back within LeaseTTL while those of a slow call do not.
+//
+// A throttle (429) or overload (529/503) with a retry-after, passed to
+// Observe or Done, closes the gate for that delay in this process at once and
+// in Redis for the others.
+//
 // # Deploying
 //
 // Run one Redis that every worker reaches (persistence is not needed: the
@@ -49,7 +69,8 @@
 //
 // At New, an unreachable Redis is an error. Mid-run, the first failed
 // operation (or one slower than OpTimeout) makes Shared log a warning and
-// report EventRedisLost, and admit calls through a local fallback sized to
+// report EventRedisLost, and admit calls through a local fallback (a
+// strategies.TokenBucket for RPM, then a strategies.TokenFirst) sized to
 // this worker's share of each limit (MaxConcurrent/n at least 1, RPM/n,
 // TPM/n, with n from Config.Peers and the workers last seen), counting the
 // calls it already runs: until LeaseTTL after the loss it admits a call

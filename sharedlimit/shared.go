@@ -35,36 +35,12 @@ const (
 // and a retry-after gate that a throttle seen by any one of them closes for
 // all.
 //
-// Acquire works like strategies.TokenFirst, on shared state: it waits for the
-// retry-after gate, reserves one request and the call's Cost.Tokens() from
-// the shared budgets (a GCRA reservation on Redis's clock; waits count as
-// Waits.Tokens, or as Waits.Slot when only requests are paced), then takes a
-// shared slot (a lease; waits count as Waits.Slot). Within a process, callers wait in arrival order and only the
-// first asks Redis; across processes, slots go to the processes in the order
-// they started waiting. Done settles the token reservation to the reported
-// usage (see strategies.TokenFirst for the rules) and releases the lease.
-//
-// A lease expires LeaseTTL after its last renewal. A goroutine per held
-// permit renews it every LeaseTTL/3 until Done, so the slots of a process
-// that crashed come back within LeaseTTL while those of a slow call do not.
-//
-// A throttle (429) or overload (529/503) with a retry-after, passed to
-// Observe or Done, closes the gate for that delay in this process at once and
-// in Redis for the others.
-//
-// When a Redis operation fails, Shared logs a warning, reports
-// EventRedisLost, and admits calls through a local fallback (a
-// strategies.TokenBucket for RPM, then a strategies.TokenFirst) sized to
-// this process's share of each limit (see Config.Peers): fewer calls, never
-// unbounded ones. It tries Redis again every heartbeat (min(LeaseTTL/3, 1s));
-// when Redis answers, it registers a lease for each call the fallback let in
-// and still running, so the shared count includes them, then reports
-// EventRedisRecovered and applies the shared limits again.
-//
 // Stats reports Limit (MaxConcurrent, or the local share during a fallback),
 // Rate and Delay (from RPM), Tokens (the shared budget available after the
 // last reservation), InFlight (this process's calls) and Queued (callers in
 // Acquire). Shared is safe for concurrent use; call Close when done.
+// How it admits a call is the package doc's section Admitting a call; what
+// it does when Redis fails, the section When Redis fails.
 type Shared struct {
 	cfg     Config
 	client  redis.UniversalClient

@@ -1,9 +1,10 @@
-// Package queue shares one batch between several processes on several
-// machines through a Redis Stream: `loadgen batch enqueue` puts a job's
-// items on the stream once, each `loadgen batch work` takes items from the
-// job's consumer group and runs them through batch.Batch (its Queue), and
-// `loadgen batch collect` merges the workers' outputs into one, each id
-// once, with one report. docs/distributed-batch.md is the user's page.
+// Package queue shares one batch between several processes on several machines
+// through a Redis Stream. docs/distributed-batch.md is the user's page.
+//
+// `loadgen batch enqueue` puts a job's items on the stream once, each `loadgen
+// batch work` takes items from the job's consumer group and runs them through
+// batch.Batch (its Queue), and `loadgen batch collect` merges the workers'
+// outputs into one, each id once, with one report.
 //
 // Every key of a job is under ratelab:batch:{JOB}: (one Redis Cluster hash
 // slot), and every multi-key step is one Lua script over those keys:

@@ -1,9 +1,10 @@
 // Command bareserver is the baseline of mockllm's cross-process throughput
-// comparison (bench/compare): a bare net/http server that reads each
-// request and answers one fixed response, nothing else. By default the
-// response is a Messages-API JSON body of the size mockllm answers the
-// benchmark's request with; --response replays a captured one instead
-// (status, headers and body, as bench/compare writes it).
+// comparison (bench/compare): a bare net/http server that reads each request
+// and answers one fixed response, nothing else.
+//
+// By default the response is a Messages-API JSON body of the size mockllm
+// answers the benchmark's request with; --response replays a captured one
+// instead (status, headers and body, as bench/compare writes it).
 //
 // Like mockllm, its first line on stdout is "listening on http://HOST:PORT".
 package main

@@ -1,9 +1,11 @@
 // Command clientloop is the baseline of bench/clients: the bare Go client
-// loop. --workers goroutines share one http.Client and send, between them,
-// --calls copies of one request (the first line of a vegeta JSON targets
-// file, --target), each reading the whole response and checking its status
-// is 200. Nothing is recorded: it is what any load generator's own work is
-// measured against.
+// loop.
+//
+// --workers goroutines share one http.Client and send, between them, --calls
+// copies of one request (the first line of a vegeta JSON targets file,
+// --target), each reading the whole response and checking its status is 200.
+// Nothing is recorded: it is what any load generator's own work is measured
+// against.
 package main
 
 import (

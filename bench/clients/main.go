@@ -1,11 +1,13 @@
 // Command clients measures load generators against each other as users run
-// them: each is its own process, started afresh for every run, sending the
-// same request with the same number of workers to the same server (a child
-// process too, started once), in interleaved rounds whose order rotates. It
-// prints every run and the medians over rounds with their [min–max]: calls
-// a second (calls over the process's wall time, start-up included), the
-// client's CPU time a call and its peak RSS (when /usr/bin/time is there), and each client's throughput
-// against every earlier one (the first client is the baseline).
+// them, each its own process started afresh for every run.
+//
+// Every client sends the same request with the same number of workers to the
+// same server (a child process too, started once), in interleaved rounds whose
+// order rotates. It prints every run and the medians over rounds with their
+// [min–max]: calls a second (calls over the process's wall time, start-up
+// included), the client's CPU time a call and its peak RSS (when /usr/bin/time
+// is there), and each client's throughput against every earlier one (the first
+// client is the baseline).
 //
 //	clients -server 'bin/bareserver' -rounds 4 -calls 100000 -workers 32 \
 //		-client 'bare=bin/clientloop --target @TARGETS@ --workers @WORKERS@ --calls @CALLS@' \

@@ -1,10 +1,12 @@
 // Command compare measures HTTP servers against each other from a separate
-// process, as users run them: it starts each server as a child process
-// (a command whose first line on stdout is "listening on http://HOST:PORT",
-// as mockllm prints), drives them with its own client in interleaved
-// rounds, and prints each round and the medians over rounds with their
-// spread, as ratios against the first server (the baseline). This machine is
-// noisy, so only same-sitting ratios mean anything.
+// process, as users run them, as ratios against the first server (the
+// baseline).
+//
+// It starts each server as a child process (a command whose first line on
+// stdout is "listening on http://HOST:PORT", as mockllm prints), drives them
+// with its own client in interleaved rounds, and prints each round and the
+// medians over rounds with their spread. This machine is noisy, so only
+// same-sitting ratios mean anything.
 //
 //	compare json   -server bare='bin/bareserver --response @RESPONSE@' -server mock='bin/mockllm --config bench/mock-json.yaml --addr 127.0.0.1:0'
 //	compare stream -server ref='bin/refpacer' -server mock='bin/mockllm --config bench/mock-stream.yaml --addr 127.0.0.1:0'

@@ -1,10 +1,11 @@
-// Command refpacer is the reference of mockllm's cross-process stream
-// pacing comparison (bench/compare stream): an absolute-deadline pacer. For
-// every request it sends a message_start frame at once, then --tokens
+// Command refpacer is the reference of mockllm's cross-process stream pacing
+// comparison (bench/compare stream): an absolute-deadline pacer.
+//
+// For every request it sends a message_start frame at once, then --tokens
 // Anthropic-shaped text deltas of one four-character token each, token i
 // (1-based) due at arrival + i·--per-token and waited for with one timer
-// against that absolute deadline, so timer overshoot does not accumulate.
-// A late token is sent as its own event, never merged.
+// against that absolute deadline, so timer overshoot does not accumulate. A
+// late token is sent as its own event, never merged.
 //
 // Like mockllm, its first line on stdout is "listening on http://HOST:PORT".
 package main

@@ -1,6 +1,6 @@
-// Command mockllm serves a mock of the Anthropic Messages API and the OpenAI
-// Chat Completions API that enforces provider rate limits. See
-// `mockllm --help`.
+// Command mockllm serves package mock's mock of the LLM provider APIs
+// (Anthropic, OpenAI, Azure OpenAI, Gemini, Bedrock), enforcing the providers'
+// rate limits. See `mockllm --help`.
 package main
 
 import (

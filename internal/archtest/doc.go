@@ -14,5 +14,6 @@
 // the only packages both sides may import are the leaf vocabulary packages
 // (package clock, the configuration helpers internal/fielderr and
 // internal/strict, the key fingerprint internal/keyid, the token estimate
-// internal/tokenest, and the data package profiles).
+// internal/tokenest, the latency histogram internal/durhist, and the data
+// package profiles).
 package archtest

@@ -32,6 +32,7 @@ var server = []string{"mock/...", "cmd/mockllm"}
 // on: vocabulary and mechanisms with neither client nor server logic.
 var shared = map[string]string{
 	"clock":                "the time source and blocking primitives of a run, the same for both sides (docs/time-and-tests.md)",
+	"internal/durhist":     "recording durations in an HdrHistogram and reading their percentiles, so a p99 is the same figure on both sides",
 	"internal/fielderr":    "errors naming a file, line and field, for any configuration",
 	"internal/keyid":       "an API key's fingerprint, the one name both sides give a key",
 	"internal/leasescript": "the Redis lease in Lua (grant, renew, epoch, quiet), vocabulary with no client or server logic",

@@ -1,10 +1,11 @@
-// Package fielderr is the typed error of every ratelab configuration and
-// input line, and the words of its messages: Error {File, Line, Path,
-// Message}, formatted FILE:LINE: PATH: MESSAGE, and the phrases "want an
-// integer", "unknown key \"rmp\" (did you mean rpm?)". internal/strict (the
-// YAML decoder) and package batch's input lines (JSON, decoded with
-// encoding/json for speed) both speak it, and it imports no decoder, so
-// batch stays free of YAML.
+// Package fielderr is the typed error of every ratelab configuration and input
+// line, and the words of its messages.
+//
+// Error {File, Line, Path, Message} is formatted FILE:LINE: PATH: MESSAGE,
+// with phrases such as "want an integer" and "unknown key \"rmp\" (did you
+// mean rpm?)". internal/strict (the YAML decoder) and package batch's input
+// lines (JSON, decoded with encoding/json for speed) both speak it, and it
+// imports no decoder, so batch stays free of YAML.
 package fielderr
 
 import (

@@ -1,16 +1,11 @@
 package loadgen
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"testing/synctest"
 
 	"github.com/ratelab/ratelab/internal/reports"
-	"github.com/ratelab/ratelab/mock"
 )
 
 // bedrockScenario is 20-concurrent.yaml's experiment sent as Bedrock
@@ -68,42 +63,10 @@ func TestBedrockScenarioVirtual(t *testing.T) {
 // TestRunBatchBedrock: loadgen batch --provider bedrock against the
 // embedded mock writes every item's answer, the mock's text.
 func TestRunBatchBedrock(t *testing.T) {
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "batch.yaml")
-	os.WriteFile(cfgPath, []byte("server:\n  latency: {per_token: 1ms}\n  limits: {max_concurrent: 4}\n  output: {tokens: {fixed: 16}}\n"), 0o644)
-	cfg, err := LoadBatchConfig(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := filepath.Join(dir, "items.jsonl")
-	var lines []string
-	for i := range 30 {
-		lines = append(lines, fmt.Sprintf(`{"id": "%d", "prompt": "p", "max_tokens": 32}`, i))
-	}
-	os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
-	for _, stream := range []bool{false, true} {
-		out := filepath.Join(dir, fmt.Sprintf("out-%v.jsonl", stream))
-		rep, err := RunBatch(t.Context(), BatchOptions{Input: in, Output: out, Config: cfg, Mock: true,
-			Provider: "bedrock", Stream: stream, Workers: 8})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !rep.AllOK() || rep.Completed != 30 || rep.Provider != "bedrock" || rep.Model != DefaultBedrockModel {
-			t.Fatalf("stream=%v: %+v, want 30 completed by bedrock with %s", stream, rep, DefaultBedrockModel)
-		}
-		data, _ := os.ReadFile(out)
-		n := 0
-		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-			var r struct {
-				Text string `json:"text"`
-			}
-			if err := json.Unmarshal([]byte(line), &r); err != nil || r.Text != mock.Filler(16) {
-				t.Errorf("stream=%v: result %s: want text %q", stream, line, mock.Filler(16))
-			}
-			n++
-		}
-		if n != 30 {
-			t.Errorf("stream=%v: %d results, want 30", stream, n)
-		}
-	}
+	providerBatch{
+		server:   "  latency: {per_token: 1ms}\n  limits: {max_concurrent: 4}\n  output: {tokens: {fixed: 16}}\n",
+		items:    30,
+		provider: "bedrock", model: DefaultBedrockModel,
+		text: 16,
+	}.run(t)
 }

@@ -1,10 +1,6 @@
 package loadgen
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"testing/synctest"
 
@@ -72,32 +68,14 @@ func TestGoogleProvidersScenario(t *testing.T) {
 }
 
 func TestRunBatchGoogle(t *testing.T) {
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "batch.yaml")
-	os.WriteFile(cfgPath, []byte("server:\n  latency: {per_token: 1ms}\n  limits: {max_concurrent: 4}\n  output: {tokens: {fixed: 16}}\n"), 0o644)
-	cfg, err := LoadBatchConfig(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := filepath.Join(dir, "items.jsonl")
-	var lines []string
-	for i := range 20 {
-		lines = append(lines, fmt.Sprintf(`{"id": "%d", "prompt": "p", "system": "Be brief.", "max_tokens": 32}`, i))
-	}
-	os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
 	for _, tc := range []struct{ provider, model string }{
 		{"gemini", DefaultGeminiModel}, {"vertex", DefaultGeminiModel}, {"vertex-anthropic", DefaultVertexAnthropicModel},
 	} {
-		for _, stream := range []bool{false, true} {
-			out := filepath.Join(dir, fmt.Sprintf("out-%s-%v.jsonl", tc.provider, stream))
-			rep, err := RunBatch(t.Context(), BatchOptions{Input: in, Output: out, Config: cfg, Mock: true,
-				Provider: tc.provider, Stream: stream, Workers: 8})
-			if err != nil {
-				t.Fatalf("%s stream=%v: %v", tc.provider, stream, err)
-			}
-			if !rep.AllOK() || rep.Completed != 20 || rep.Provider != tc.provider || rep.Model != tc.model {
-				t.Errorf("%s stream=%v: %+v, want 20 completed with %s", tc.provider, stream, rep, tc.model)
-			}
-		}
+		providerBatch{
+			server:   "  latency: {per_token: 1ms}\n  limits: {max_concurrent: 4}\n  output: {tokens: {fixed: 16}}\n",
+			items:    20,
+			system:   "Be brief.",
+			provider: tc.provider, model: tc.model,
+		}.run(t)
 	}
 }

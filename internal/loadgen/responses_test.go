@@ -1,14 +1,8 @@
 package loadgen
 
 import (
-	"encoding/json"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/ratelab/ratelab/mock"
 )
 
 // TestResponsesScenarioVirtual: scenarios/openai-responses.yaml, the guide's
@@ -32,47 +26,12 @@ func TestResponsesScenarioVirtual(t *testing.T) {
 // TestRunBatchResponses: loadgen batch --provider openai-responses against
 // the embedded mock writes every item's answer, the mock's text.
 func TestRunBatchResponses(t *testing.T) {
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "batch.yaml")
-	os.WriteFile(cfgPath, []byte("server:\n  latency: {per_token: 1ms}\n  limits: {max_concurrent: 4}\n  output: {tokens: {fixed: 16}}\n"), 0o644)
-	cfg, err := LoadBatchConfig(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := filepath.Join(dir, "items.jsonl")
-	var lines []string
-	for i := range 40 {
-		lines = append(lines, fmt.Sprintf(`{"id": "%d", "prompt": "p", "max_tokens": 32}`, i))
-	}
-	os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
-	for _, stream := range []bool{false, true} {
-		out := filepath.Join(dir, fmt.Sprintf("out-%v.jsonl", stream))
-		rep, err := RunBatch(t.Context(), BatchOptions{Input: in, Output: out, Config: cfg, Mock: true,
-			Provider: "openai-responses", Stream: stream, Workers: 8})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !rep.AllOK() || rep.Completed != 40 || rep.Provider != "openai-responses" || rep.Model != "gpt-5.4-mini" {
-			t.Fatalf("stream=%v: %+v, want 40 completed by openai-responses with gpt-5.4-mini", stream, rep)
-		}
-		data, err := os.ReadFile(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-			var r struct {
-				Text string `json:"text"`
-			}
-			if err := json.Unmarshal([]byte(line), &r); err != nil || r.Text != mock.Filler(16) {
-				t.Errorf("stream=%v: result %s: want text %q", stream, line, mock.Filler(16))
-			}
-			n++
-		}
-		if n != 40 {
-			t.Errorf("stream=%v: %d results, want 40", stream, n)
-		}
-	}
+	providerBatch{
+		server:   "  latency: {per_token: 1ms}\n  limits: {max_concurrent: 4}\n  output: {tokens: {fixed: 16}}\n",
+		items:    40,
+		provider: "openai-responses", model: "gpt-5.4-mini",
+		text: 16,
+	}.run(t)
 }
 
 // TestResponsesMinOutput: the Responses API refuses max_output_tokens below

@@ -1,9 +1,11 @@
 // Package proc runs a user's program as a child process the way loadgen's
-// command rows need it: its argv executed directly (never through a shell),
-// in its own process group, with variables added to the environment, bounded
-// by a timeout, and stopped together with everything it started when the
-// timeout passes, the caller's context ends, or it exits. Its stdout and
-// stderr go to files and their last lines are kept for error messages.
+// command rows need it.
+//
+// The program's argv is executed directly (never through a shell), in its own
+// process group, with variables added to the environment, bounded by a
+// timeout, and stopped together with everything it started when the timeout
+// passes, the caller's context ends, or it exits. Its stdout and stderr go to
+// files and their last lines are kept for error messages.
 //
 // Only Unix is supported: process groups are what let a timeout stop a
 // Python script together with the workers it forked.

@@ -1,7 +1,9 @@
-// Package pyenv gives ratelab's tests the project-local Python venv that
-// make py-deps creates (.venv/ at the repository's root, from
+// Package pyenv gives ratelab's tests the project-local Python venv that make
+// py-deps creates (.venv/ at the repository's root, from
 // python/requirements.lock): its interpreter, or a skip that says how to make
-// it. Under CI a missing venv fails the test, so a CI run can never skip the
+// it.
+//
+// Under CI a missing venv fails the test, so a CI run can never skip the
 // Python client tests silently.
 package pyenv
 

@@ -1,9 +1,10 @@
 // Package redistest gives ratelab's tests the real Redis server that
-// .ci/start-redis.sh starts: its URL, a client, and key names unique to a
-// test whose keys are deleted when the test ends; and private servers a
-// test may kill, restart or flush (Start). Importing it also silences
-// go-redis's logger, which would otherwise print every failed dial of a test
-// that stops a server on purpose.
+// .ci/start-redis.sh starts: its URL, a client, and key names unique to a test
+// whose keys are deleted when the test ends; and private servers a test may
+// kill, restart or flush (Start).
+//
+// Importing it also silences go-redis's logger, which would otherwise print
+// every failed dial of a test that stops a server on purpose.
 package redistest
 
 import (

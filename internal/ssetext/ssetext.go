@@ -1,8 +1,9 @@
-// Package ssetext reads the text of an Anthropic Messages event stream as
-// the stream-pacing benchmarks need it: how many characters of text, in how
-// many text events, and when the last expected character arrived. It is
-// shared by mock's in-process benchmark and bench/compare's cross-process
-// one, so that both measure lateness the same way.
+// Package ssetext reads the text of an Anthropic Messages event stream as the
+// stream-pacing benchmarks need it: how many characters of text, in how many
+// text events, and when the last expected character arrived.
+//
+// It is shared by mock's in-process benchmark and bench/compare's
+// cross-process one, so that both measure lateness the same way.
 package ssetext
 
 import (

@@ -1,9 +1,11 @@
 // Package strict is ratelab's one decoder of configuration: it fills any
-// yaml-tagged struct (mock.Config, a scenario, each strategies.*Config)
-// from YAML, strictly, and reports every problem of a file at once as typed
-// Errors naming the file, the line and the key's path
-// (strategies[2].n), with one vocabulary of messages ("want an integer, got
-// \"abc\"", "unknown key \"rmp\" (did you mean rpm?)").
+// yaml-tagged struct (mock.Config, a scenario, each strategies.*Config) from
+// YAML, strictly.
+//
+// It reports every problem of a file at once as typed Errors naming the file,
+// the line and the key's path (strategies[2].n), with one vocabulary of
+// messages ("want an integer, got \"abc\"", "unknown key \"rmp\" (did you mean
+// rpm?)").
 //
 // Decoding and validation share the Decoder: validation problems are
 // recorded with Invalidf (or Place, for a Validate method that returns

@@ -1,13 +1,14 @@
 // Package vertexanthropic is Anthropic's Messages API on Vertex AI
 // (docs/gemini.md): POST
 // {base}/v1/projects/{project}/locations/{location}/publishers/anthropic/models/{model}:rawPredict,
-// or :streamRawPredict, with a bearer token. The body is a Messages
-// request without model (the path names it) and with anthropic_version
-// vertex-2023-10-16; the answer and its stream are the Messages API's
-// (package anthropic). Errors come in two envelopes: Vertex AI's front end
-// answers authentication, quota and unknown models in Google's (package
-// gemini), the model its own errors (invalid requests, 529 overloaded) in
-// Anthropic's.
+// or :streamRawPredict, with a bearer token.
+//
+// The body is a Messages request without model (the path names it) and with
+// anthropic_version vertex-2023-10-16; the answer and its stream are the
+// Messages API's (package anthropic). Errors come in two envelopes: Vertex
+// AI's front end answers authentication, quota and unknown models in Google's
+// (package gemini), the model its own errors (invalid requests, 529
+// overloaded) in Anthropic's.
 package vertexanthropic
 
 import (

@@ -1,11 +1,13 @@
 // Package wire is what every wire format of package provider shares: the
 // request and response independent of any format, the Format interface a
-// format implements, and the machinery that runs one attempt's decoding
-// the same way for all of them (Decode: SSE reading, the classification of
-// status, retry-after, x-should-retry and rate-limit headers, error bodies,
-// a stream cut short). Each format is one package implementing Format
-// (provider/anthropic, provider/openaichat, provider/openairesponses);
-// package provider registers them by name and holds the Client.
+// format implements, and Decode, which runs one attempt's decoding the same
+// way for all of them.
+//
+// Decode reads SSE and classifies the status, retry-after, x-should-retry and
+// rate-limit headers, error bodies and a stream cut short. Each format is one
+// package implementing Format (provider/anthropic, provider/openaichat,
+// provider/openairesponses, …); package provider registers them by name and
+// holds the Client.
 package wire
 
 import (

@@ -1,11 +1,12 @@
 // Package azure is Azure OpenAI's wire format on the server side
 // (docs/azure.md): the OpenAI formats, openaichat.Format and
-// openairesponses.Format, served under Azure's paths with Azure's key
-// header (api-key), its api-version query parameter, deployments (a name
-// that serves a model, with its own pool of limits), its own error
-// envelope and 429 text, its rate-limit headers and its content-filter
-// annotations. It wraps the two formats rather than copying them: their
-// decoding, bodies and streams are theirs, annotated.
+// openairesponses.Format, served under Azure's paths.
+//
+// It adds Azure's key header (api-key), its api-version query parameter,
+// deployments (a name that serves a model, with its own pool of limits), its
+// own error envelope and 429 text, its rate-limit headers and its
+// content-filter annotations. It wraps the two formats rather than copying
+// them: their decoding, bodies and streams are theirs, annotated.
 //
 // Chat and Responses are registered in the core's formats (mock/routes.go);
 // their routes' Resolve makes a value per request carrying the path's deployment

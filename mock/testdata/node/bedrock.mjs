@@ -1,6 +1,6 @@
 // The AWS SDK for JavaScript v3 (@aws-sdk/client-bedrock-runtime) and the
 // AI SDK's Bedrock provider (@ai-sdk/amazon-bedrock), unchanged, against
-// mockllm's Bedrock Runtime (driven by mock/node_test.go's
+// mockllm's Bedrock Runtime (driven by mock/bedrock_node_test.go's
 // TestNodeBedrock). BEDROCK_BASE_URL is a mock with no faults; the throttle
 // checks use BEDROCK_THROTTLE_URL (a mock whose first attempt of each call
 // is a ThrottlingException, by amz-sdk-request) and BEDROCK_RPM_URL (rpm 1,

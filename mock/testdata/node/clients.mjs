@@ -2,9 +2,9 @@
 // (generateText, streamText, forced tools, Output.object) with its Anthropic
 // provider and both OpenAI providers — the default `openai(model)`, which
 // calls the Responses API, and `openai.chat(model)` (Chat Completions) —
-// and LangChain JS
-// withStructuredOutput for both. mock/node_test.go starts the mock and runs
-// this with ANTHROPIC_BASE_URL (no /v1) and OPENAI_BASE_URL (with /v1).
+// and LangChain JS withStructuredOutput for both.
+// mock/clients_node_test.go starts the mock and runs this with
+// ANTHROPIC_BASE_URL (no /v1) and OPENAI_BASE_URL (with /v1).
 // Any failure exits non-zero with the check that failed.
 import { generateText, streamText, Output, tool } from "ai";
 import { createAnthropic } from "@ai-sdk/anthropic";

@@ -1,18 +1,23 @@
 // Google's JavaScript clients, unchanged, against the mock: @google/genai
-// (the Gemini API backend) and the AI SDK's @ai-sdk/google (generateText,
-// streamText, a forced tool, Output.object), then a 429 each: genai makes
-// one attempt unless httpOptions.retryOptions asks for more; the AI SDK
-// retries twice (maxRetries 2) on its own backoff, Google sending no
-// retry-after. mock/gemini_node_test.go starts two mocks and runs this
-// with GEMINI_BASE_URL (the mock's URL) and GEMINI_LIMITED_URL (one whose
-// key allows one request a minute, already spent by nothing). Any failure
-// exits non-zero with the check that failed.
+// on both backends (the Gemini API with an API key; Vertex AI, vertexai:
+// true, with a bearer token from google-auth-library's OAuth2Client) and the
+// AI SDK's @ai-sdk/google (generateText, streamText, a forced tool,
+// Output.object), then a 429 each: genai makes one attempt unless
+// httpOptions.retryOptions asks for more; the AI SDK retries twice
+// (maxRetries 2) on its own backoff, Google sending no retry-after.
+// mock/gemini_node_test.go starts two mocks and runs this with
+// GEMINI_BASE_URL (the mock's URL), VERTEX_BASE_URL (the same mock, for the
+// Vertex AI backend) and GEMINI_LIMITED_URL (one whose key allows one
+// request a minute, already spent by nothing). Any failure exits non-zero
+// with the check that failed.
 import { GoogleGenAI, Type } from "@google/genai";
+import { OAuth2Client } from "google-auth-library";
 import { generateText, streamText, Output, tool } from "ai";
 import { createGoogleGenerativeAI } from "@ai-sdk/google";
 import { z } from "zod";
 
 const base = process.env.GEMINI_BASE_URL;
+const vertexBase = process.env.VERTEX_BASE_URL;
 const limited = process.env.GEMINI_LIMITED_URL;
 const key = "sk-test";
 const model = "gemini-2.5-flash";
@@ -37,46 +42,61 @@ const weatherSchema = {
   properties: { city: { type: Type.STRING }, days: { type: Type.INTEGER, minimum: 1, maximum: 7 } },
 };
 
-const ai = new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: base } });
-let plain = "";
-await check("genai generateContent", async () => {
-  const r = await ai.models.generateContent({ model, contents: "Say hello.", config: { maxOutputTokens: 64 } });
-  plain = r.text;
-  assert(plain.length > 0, "empty text");
-  assert(r.candidates[0].finishReason === "STOP", `finishReason ${r.candidates[0].finishReason}`);
-  assert(r.usageMetadata.candidatesTokenCount > 0 && r.usageMetadata.promptTokenCount > 0, `usage ${JSON.stringify(r.usageMetadata)}`);
-});
-await check("genai generateContentStream", async () => {
-  let text = "", chunks = 0, last;
-  for await (const c of await ai.models.generateContentStream({ model, contents: "Say hello.", config: { maxOutputTokens: 64 } })) {
-    text += c.text ?? "";
-    chunks++;
-    last = c;
-  }
-  assert(text === plain, `streamed ${JSON.stringify(text)}, want ${JSON.stringify(plain)}`);
-  assert(chunks > 1 && last.candidates[0].finishReason === "STOP", `${chunks} chunks, last ${JSON.stringify(last)}`);
-});
-await check("genai function call", async () => {
-  const r = await ai.models.generateContent({
-    model, contents: "Weather in Paris?",
-    config: {
-      tools: [{ functionDeclarations: [{ name: "get_weather", parameters: weatherSchema }] }],
-      toolConfig: { functionCallingConfig: { mode: "ANY" } },
-    },
+// genaiChecks runs the checks of one genai client: generateContent, the
+// stream, a forced function call, a response schema.
+async function genaiChecks(ai, label) {
+  let plain = "";
+  await check(`genai${label} generateContent`, async () => {
+    const r = await ai.models.generateContent({ model, contents: "Say hello.", config: { maxOutputTokens: 64 } });
+    plain = r.text;
+    assert(plain.length > 0, "empty text");
+    assert(r.candidates[0].finishReason === "STOP", `finishReason ${r.candidates[0].finishReason}`);
+    assert(r.usageMetadata.candidatesTokenCount > 0 && r.usageMetadata.promptTokenCount > 0, `usage ${JSON.stringify(r.usageMetadata)}`);
   });
-  const calls = r.functionCalls;
-  assert(calls?.length === 1 && calls[0].name === "get_weather", `calls ${JSON.stringify(calls)}`);
-  const a = calls[0].args;
-  assert(typeof a.city === "string" && Number.isInteger(a.days) && a.days >= 1 && a.days <= 7, `args ${JSON.stringify(a)}`);
-});
-await check("genai responseSchema", async () => {
-  const r = await ai.models.generateContent({
-    model, contents: "Weather as JSON",
-    config: { responseMimeType: "application/json", responseSchema: weatherSchema, maxOutputTokens: 1024 },
+  await check(`genai${label} generateContentStream`, async () => {
+    let text = "", chunks = 0, last;
+    for await (const c of await ai.models.generateContentStream({ model, contents: "Say hello.", config: { maxOutputTokens: 64 } })) {
+      text += c.text ?? "";
+      chunks++;
+      last = c;
+    }
+    assert(text === plain, `streamed ${JSON.stringify(text)}, want ${JSON.stringify(plain)}`);
+    assert(chunks > 1 && last.candidates[0].finishReason === "STOP", `${chunks} chunks, last ${JSON.stringify(last)}`);
   });
-  const a = JSON.parse(r.text);
-  assert(typeof a.city === "string" && Number.isInteger(a.days), `document ${r.text}`);
-});
+  await check(`genai${label} function call`, async () => {
+    const r = await ai.models.generateContent({
+      model, contents: "Weather in Paris?",
+      config: {
+        tools: [{ functionDeclarations: [{ name: "get_weather", parameters: weatherSchema }] }],
+        toolConfig: { functionCallingConfig: { mode: "ANY" } },
+      },
+    });
+    const calls = r.functionCalls;
+    assert(calls?.length === 1 && calls[0].name === "get_weather", `calls ${JSON.stringify(calls)}`);
+    const a = calls[0].args;
+    assert(typeof a.city === "string" && Number.isInteger(a.days) && a.days >= 1 && a.days <= 7, `args ${JSON.stringify(a)}`);
+  });
+  await check(`genai${label} responseSchema`, async () => {
+    const r = await ai.models.generateContent({
+      model, contents: "Weather as JSON",
+      config: { responseMimeType: "application/json", responseSchema: weatherSchema, maxOutputTokens: 1024 },
+    });
+    const a = JSON.parse(r.text);
+    assert(typeof a.city === "string" && Number.isInteger(a.days), `document ${r.text}`);
+  });
+}
+
+await genaiChecks(new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: base } }), "");
+// Vertex AI: the base URL override, and an OAuth2Client holding an access
+// token (a fake one, the mock's key) as the authClient of google-auth-library
+// in place of Application Default Credentials, so no Google auth is asked.
+const token = new OAuth2Client();
+token.setCredentials({ access_token: key, expiry_date: Date.now() + 3600_000 });
+await genaiChecks(new GoogleGenAI({
+  vertexai: true, project: "my-project", location: "us-central1",
+  googleAuthOptions: { authClient: token },
+  httpOptions: { baseUrl: vertexBase },
+}), " vertex");
 
 const google = createGoogleGenerativeAI({ baseURL: base + "/v1beta", apiKey: key });
 const invoice = z.object({

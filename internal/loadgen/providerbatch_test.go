@@ -1,0 +1,88 @@
+package loadgen
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ratelab/ratelab/mock"
+)
+
+// A providerBatch is a loadgen batch --provider run against the embedded
+// mock, streamed and not: the per-provider batch tests (azure_test.go,
+// bedrock_test.go, google_test.go, responses_test.go).
+type providerBatch struct {
+	server string // the batch configuration's server: block, indented
+	items  int    // the number of input lines
+	system string // each item's system prompt ("": none)
+	// provider and model are the provider asked for and the model the
+	// report must name.
+	provider, model string
+	// text, when not 0, is the length in tokens of every result's text,
+	// the mock's filler.
+	text int
+}
+
+// run writes b's configuration and items, runs the batch streamed and
+// not, and checks that every item completed with b.provider on b.model and,
+// when b.text is set, that the output holds one result a line with the
+// mock's text.
+func (b providerBatch) run(t *testing.T) {
+	t.Helper()
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "batch.yaml")
+	if err := os.WriteFile(cfgPath, []byte("server:\n"+b.server), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := LoadBatchConfig(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	system := ""
+	if b.system != "" {
+		system = fmt.Sprintf(` "system": %q,`, b.system)
+	}
+	in := filepath.Join(dir, "items.jsonl")
+	var lines []string
+	for i := range b.items {
+		lines = append(lines, fmt.Sprintf(`{"id": "%d", "prompt": "p",%s "max_tokens": 32}`, i, system))
+	}
+	if err := os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, stream := range []bool{false, true} {
+		out := filepath.Join(dir, fmt.Sprintf("out-%s-%v.jsonl", b.provider, stream))
+		rep, err := RunBatch(t.Context(), BatchOptions{Input: in, Output: out, Config: cfg, Mock: true,
+			Provider: b.provider, Stream: stream, Workers: 8})
+		if err != nil {
+			t.Fatalf("%s stream=%v: %v", b.provider, stream, err)
+		}
+		if !rep.AllOK() || rep.Completed != b.items || rep.Provider != b.provider || rep.Model != b.model {
+			t.Errorf("%s stream=%v: %+v, want %d completed by %s with %s", b.provider, stream, rep, b.items, b.provider, b.model)
+			continue
+		}
+		if b.text == 0 {
+			continue
+		}
+		data, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			var r struct {
+				Text string `json:"text"`
+			}
+			if err := json.Unmarshal([]byte(line), &r); err != nil || r.Text != mock.Filler(b.text) {
+				t.Errorf("%s stream=%v: result %s: want text %q", b.provider, stream, line, mock.Filler(b.text))
+			}
+			n++
+		}
+		if n != b.items {
+			t.Errorf("%s stream=%v: %d results, want %d", b.provider, stream, n, b.items)
+		}
+	}
+}
