@@ -227,7 +227,7 @@ func TestAdaptiveLaw(t *testing.T) {
 			},
 		},
 		{
-			name: "refused again before the server held a call sent since the cut: the gate closes",
+			name: "refused again before the server held a call sent since the cut, with others held: the window answers, no gate",
 			cfg:  AdaptiveConfig{Initial: 10},
 			steps: []adaptiveStep{
 				{dispatch: 10, want: adaptiveWant{window: 10, capacity: 10, inFlight: 10, slowStart: true}},
@@ -235,9 +235,11 @@ func TestAdaptiveLaw(t *testing.T) {
 				// Back to the limit after a round trip while full.
 				with(succeed(s, 1), adaptiveWant{window: 9, limit: 9, capacity: 9, inFlight: 8}),
 				{at: s, fill: true, want: adaptiveWant{window: 9, limit: 9, capacity: 9, inFlight: 9}},
-				// #11, sent after the cut, refused: a new event, and the
-				// window was no answer.
-				{at: s + 10*ms, end: 11, o: refusal, want: adaptiveWant{window: 7.2, limit: 8, capacity: 7, inFlight: 8, gate: s}},
+				// #11, sent after the cut, refused with 8 of ours held: a
+				// new event, which the window answers; the refusal is
+				// #11's alone (it waits out its retry-after), the others
+				// go on: no gate.
+				{at: s + 10*ms, end: 11, o: refusal, want: adaptiveWant{window: 7.2, limit: 8, capacity: 7, inFlight: 8}},
 			},
 		},
 		{
@@ -286,9 +288,9 @@ func TestAdaptiveLaw(t *testing.T) {
 				// gate, the next probe in 3 round trips.
 				adaptiveStep{at: 3390 * ms, end: 7, retry: true, o: refusal, want: adaptiveWant{window: 4, limit: 4, capacity: 4, inFlight: 5}},
 				// Its retry, sent with 5 in flight, is refused again: no
-				// probe, so a congestion event, before the server held
-				// anything sent since the last cut, so the gate closes.
-				adaptiveStep{at: 4390 * ms, end: 7, o: refusal, want: adaptiveWant{window: 3.6, limit: 4, capacity: 3, inFlight: 4, gate: s}},
+				// probe, so a congestion event; with 4 of ours held, the
+				// window answers it and no gate closes.
+				adaptiveStep{at: 4390 * ms, end: 7, o: refusal, want: adaptiveWant{window: 3.6, limit: 4, capacity: 3, inFlight: 4}},
 			),
 		},
 		{
