@@ -230,11 +230,11 @@ type adaptiveLaw struct {
 	starts    []time.Time // dispatch times of the attempts in flight, in order
 	seq       uint64      // dispatches so far
 	cut       uint64      // the last attempt dispatched before the last decrease
-	probe      uint64 // the probe in flight, by number; 0 if none
-	successes  uint64
-	throttles  uint64
-	srtt       time.Duration // smoothed round trip; 0 before the first success
-	probeAt    time.Time     // when a probe above limit may go
+	probe     uint64      // the probe in flight, by number; 0 if none
+	successes uint64
+	throttles uint64
+	srtt      time.Duration // smoothed round trip; 0 before the first success
+	probeAt   time.Time     // when a probe above limit may go
 	// refused counts the probes refused at the learned limit since it was
 	// last set: each one doubles the hold before the next (hold).
 	refused int
