@@ -160,6 +160,7 @@ func (r *Recorder) point(now time.Time) {
 		Limit:        st.Limit,
 		DelaySeconds: st.Delay,
 		Tokens:       st.Tokens,
+		Queued:       st.Queued,
 	}
 	if dt := now.Sub(r.lastSample).Seconds(); dt > 0 {
 		p.CompletionsRate = float64(r.tickDone) / dt

@@ -99,7 +99,12 @@ type Timeline struct {
 const MaxEvents = 10000
 
 // Point is one timeline sample; rates are per second over the interval that
-// ends at T, and the strategy's state is as Stats reported it at T.
+// ends at T, and the strategy's state is as Stats reported it at T. Every
+// strategy fills the same series, so switching strategy keeps a dashboard:
+// Limit (its concurrency limit or window; 0 = unbounded), DelaySeconds (its
+// pacing delay; 0 = unpaced), Tokens (the token budget it has available:
+// its own, or adaptive's copy of a published one; 0 when it budgets none)
+// and Queued (callers waiting in its Acquire).
 type Point struct {
 	T               float64 `json:"t"` // seconds since the run's start
 	InFlight        int     `json:"in_flight"`
@@ -109,6 +114,7 @@ type Point struct {
 	Limit           float64 `json:"limit"`
 	DelaySeconds    float64 `json:"delay_seconds"`
 	Tokens          float64 `json:"tokens_available"`
+	Queued          int     `json:"queued"`
 }
 
 // StrategyEvent is one state change of a strategy, as a run records it: a

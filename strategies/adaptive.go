@@ -127,6 +127,7 @@ func (a *Adaptive) Acquire(ctx context.Context, c Cost) (Permit, error) {
 	)
 	w, err := ak.line.wait(ctx, &a.m, &a.mu, func(now time.Time) (bool, time.Duration, bool) {
 		a.syncFleetLocked(now, k, ak)
+		ak.law.queued = ak.line.queued()
 		ok, d, gated := ak.law.admit(now, c)
 		if ok {
 			limit = ak.law.capacity(now)
@@ -142,6 +143,7 @@ func (a *Adaptive) Acquire(ctx context.Context, c Cost) (Permit, error) {
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		now := a.clk.Now()
+		ak.law.queued = ak.line.queued()
 		at = ak.law.finish(now, at, o, done)
 		a.syncFleetLocked(now, k, ak)
 		a.publishLocked(now)
@@ -178,6 +180,7 @@ func (a *Adaptive) publishLocked(now time.Time) {
 	tokens := 0.0
 	var batch []Event
 	for _, ak := range a.order {
+		ak.law.queued = ak.line.queued()
 		c := ak.law.show(now)
 		total += c
 		tokens += ak.law.tokensAvailable(now)
@@ -227,14 +230,20 @@ type adaptiveLaw struct {
 	starts    []time.Time // dispatch times of the attempts in flight, in order
 	seq       uint64      // dispatches so far
 	cut       uint64      // the last attempt dispatched before the last decrease
-	// recovering: the window was cut for a throttle and the server has held
-	// none of the calls sent since.
-	recovering bool
-	probe      uint64 // the probe in flight, by number; 0 if none
-	successes  uint64
-	throttles  uint64
-	srtt       time.Duration // smoothed round trip; 0 before the first success
-	probeAt    time.Time     // when a probe above limit may go
+	probe     uint64      // the probe in flight, by number; 0 if none
+	successes uint64
+	throttles uint64
+	srtt      time.Duration // smoothed round trip; 0 before the first success
+	probeAt   time.Time     // when a probe above limit may go
+	// refused counts the probes refused at the learned limit since it was
+	// last set: each one doubles the hold before the next (hold).
+	refused int
+	// queued is the key's callers waiting in line, as the caller admitting
+	// or finishing last saw them; retryAfter is the delay of the key's last
+	// refusal by the window's limit, what a refused probe costs its call.
+	// A probe goes only while the queue outlasts that cost (probeWorth).
+	queued     int
+	retryAfter time.Duration
 	gate       gate
 	last       time.Time // when the window last grew (or was found not to); zero before the first call
 	shown      int       // the capacity last reported in an event
@@ -265,9 +274,30 @@ func (l *adaptiveLaw) rtt() time.Duration {
 	return l.srtt
 }
 
-// hold returns how long the window holds at the limit before a probe.
+// hold returns how long the window holds at the limit before a probe:
+// ProbeAfter round trips, twice that once two probes have been refused at
+// the limit (a limit confirmed twice is probed half as often, until a
+// refusal or a probe held sets it anew; no rarer, so that a limit that
+// rises is found within 2 × ProbeAfter round trips and a few more).
 func (l *adaptiveLaw) hold() time.Duration {
-	return time.Duration(l.cfg.ProbeAfter * float64(l.rtt()))
+	h := l.cfg.ProbeAfter * float64(l.rtt())
+	if l.refused >= 2 {
+		h *= 2
+	}
+	return time.Duration(h)
+}
+
+// probeWorth reports whether a probe above the learned limit is worth its
+// price: refused, its call waits out the server's retry-after. It is while
+// the callers waiting in line keep the key busy at the limit for longer than
+// that wait and one more round trip, so that the refused call's retry is not
+// the last to finish; with no retry-after seen, always.
+func (l *adaptiveLaw) probeWorth() bool {
+	if l.retryAfter <= 0 || l.limit <= 0 {
+		return true
+	}
+	busy := time.Duration(float64(l.queued) / float64(l.limit) * float64(l.rtt()))
+	return busy >= l.retryAfter+l.rtt()
 }
 
 // rateWindow returns the calls a published requests-per-minute limit starts
@@ -285,7 +315,7 @@ func (l *adaptiveLaw) capacity(now time.Time) int {
 	c := int(l.window)
 	if l.limit > 0 && c >= l.limit {
 		c = l.limit
-		if !now.Before(l.probeAt) && l.probeAllowed() {
+		if !now.Before(l.probeAt) && l.probeAllowed() && l.probeWorth() {
 			c++
 		}
 	}
@@ -488,15 +518,13 @@ func (l *adaptiveLaw) success(now time.Time, a adaptiveAttempt, o Outcome) {
 			l.srtt += (rtt - l.srtt) / 8
 		}
 	}
-	if a.seq > l.cut {
-		l.recovering = false
-	}
 	// A probe sent since the last decrease was held with held of ours in
 	// flight (the attempts refused meanwhile did not count against the
 	// limit): if that is more than the limit, the limit has risen.
 	held := a.n - int(l.throttles-a.throttles)
 	if a.probe && a.seq > l.cut && held > l.limit {
 		l.limit = 0
+		l.refused = 0
 		l.slowStart = true
 		l.window = min(max(l.window, float64(held)), float64(l.cfg.Max))
 		if l.fleet.on {
@@ -530,9 +558,13 @@ func (l *adaptiveLaw) throttled(now time.Time, a adaptiveAttempt, o Outcome, oth
 		// no limit, another probe was held since and slow start resumed:
 		// this refusal is a congestion event like any other.)
 		l.window = min(l.window, float64(l.limit))
+		l.refused++
 		l.probeAt = now.Add(l.hold())
 		l.note(now, "probe refused")
 		return
+	}
+	if o.HasRetryAfter {
+		l.retryAfter = max(0, o.RetryAfter)
 	}
 	// What the server held when it refused a: ours in flight now, plus ours
 	// that succeeded meanwhile, except as many as the calls sent after a,
@@ -549,19 +581,22 @@ func (l *adaptiveLaw) throttled(now time.Time, a adaptiveAttempt, o Outcome, oth
 		// that got in counts no more than the limit held); probe later.
 		l.probe = 0
 		l.window = min(l.window, float64(l.limit))
+		l.refused++
 		l.probeAt = now.Add(l.hold())
 		l.note(now, "probe refused")
 		return
 	}
-	if o.HasRetryAfter && (raw == 0 || (event && l.recovering)) {
-		// The window is not the answer: nothing of ours was held, or the
-		// server refused again before holding anything sent since the
-		// last cut.
+	if o.HasRetryAfter && raw == 0 {
+		// The window is not the answer: nothing of ours was held. (With
+		// calls of ours held, the refusal is this call's alone: it waits
+		// out its retry-after and the window answers for the others.)
 		l.closeGate(now, now.Add(max(0, o.RetryAfter)), "retry-after")
+	}
+	if held != l.limit {
+		l.refused = 0
 	}
 	if event {
 		l.cut = l.seq
-		l.recovering = true
 		l.limit = held
 		l.slowStart = false
 		l.probeAt = now.Add(l.hold())

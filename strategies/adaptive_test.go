@@ -24,7 +24,10 @@ type adaptiveStep struct {
 	fill bool
 	// cost is the cost of the calls dispatched (or filled) at the step.
 	cost Cost
-	want adaptiveWant
+	// queued is the callers waiting in line, as Acquire and Done tell the
+	// law before it decides (0 unless a step sets it).
+	queued int
+	want   adaptiveWant
 }
 
 // adaptiveWant is the law's state after a step.
@@ -76,6 +79,7 @@ func runAdaptiveSteps(t *testing.T, cfg AdaptiveConfig, steps []adaptiveStep) *a
 	last := stepT0
 	for i, s := range steps {
 		now := stepT0.Add(s.at)
+		l.queued = s.queued
 		what := fmt.Sprintf("dispatch %d", s.dispatch)
 		switch {
 		case s.dispatch > 0:
@@ -227,7 +231,7 @@ func TestAdaptiveLaw(t *testing.T) {
 			},
 		},
 		{
-			name: "refused again before the server held a call sent since the cut: the gate closes",
+			name: "refused again before the server held a call sent since the cut, with others held: the window answers, no gate",
 			cfg:  AdaptiveConfig{Initial: 10},
 			steps: []adaptiveStep{
 				{dispatch: 10, want: adaptiveWant{window: 10, capacity: 10, inFlight: 10, slowStart: true}},
@@ -235,9 +239,11 @@ func TestAdaptiveLaw(t *testing.T) {
 				// Back to the limit after a round trip while full.
 				with(succeed(s, 1), adaptiveWant{window: 9, limit: 9, capacity: 9, inFlight: 8}),
 				{at: s, fill: true, want: adaptiveWant{window: 9, limit: 9, capacity: 9, inFlight: 9}},
-				// #11, sent after the cut, refused: a new event, and the
-				// window was no answer.
-				{at: s + 10*ms, end: 11, o: refusal, want: adaptiveWant{window: 7.2, limit: 8, capacity: 7, inFlight: 8, gate: s}},
+				// #11, sent after the cut, refused with 8 of ours held: a
+				// new event, which the window answers; the refusal is
+				// #11's alone (it waits out its retry-after), the others
+				// go on: no gate.
+				{at: s + 10*ms, end: 11, o: refusal, want: adaptiveWant{window: 7.2, limit: 8, capacity: 7, inFlight: 8}},
 			},
 		},
 		{
@@ -286,9 +292,9 @@ func TestAdaptiveLaw(t *testing.T) {
 				// gate, the next probe in 3 round trips.
 				adaptiveStep{at: 3390 * ms, end: 7, retry: true, o: refusal, want: adaptiveWant{window: 4, limit: 4, capacity: 4, inFlight: 5}},
 				// Its retry, sent with 5 in flight, is refused again: no
-				// probe, so a congestion event, before the server held
-				// anything sent since the last cut, so the gate closes.
-				adaptiveStep{at: 4390 * ms, end: 7, o: refusal, want: adaptiveWant{window: 3.6, limit: 4, capacity: 3, inFlight: 4, gate: s}},
+				// probe, so a congestion event; with 4 of ours held, the
+				// window answers it and no gate closes.
+				adaptiveStep{at: 4390 * ms, end: 7, o: refusal, want: adaptiveWant{window: 3.6, limit: 4, capacity: 3, inFlight: 4}},
 			),
 		},
 		{
@@ -311,6 +317,40 @@ func TestAdaptiveLaw(t *testing.T) {
 				adaptiveStep{at: 4250 * ms, end: 10, o: served, want: adaptiveWant{window: 5, capacity: 5, inFlight: 4, slowStart: true}},
 				adaptiveStep{at: 5250 * ms, fill: true, want: adaptiveWant{window: 10.106, capacity: 10, inFlight: 10, slowStart: true}},
 			),
+		},
+		{
+			name: "two probes refused at the limit double the hold before the next, until the limit changes",
+			cfg:  AdaptiveConfig{Initial: 4},
+			steps: append(learnLimit4(),
+				adaptiveStep{at: 3370 * ms, dispatch: 1, want: adaptiveWant{window: 4, limit: 4, capacity: 5, inFlight: 5}},
+				adaptiveStep{at: 3390 * ms, end: 10, o: refusal, want: adaptiveWant{window: 4, limit: 4, capacity: 4, inFlight: 4}},
+				// The first refusal: the next probe 3 round trips later.
+				adaptiveStep{at: 6390 * ms, dispatch: 1, want: adaptiveWant{window: 4, limit: 4, capacity: 5, inFlight: 5}},
+				adaptiveStep{at: 6400 * ms, end: 11, o: refusal, want: adaptiveWant{window: 4, limit: 4, capacity: 4, inFlight: 4}},
+				// The second: 6 round trips, not 3.
+				adaptiveStep{at: 9400 * ms, want: adaptiveWant{window: 4, limit: 4, capacity: 4, inFlight: 4}},
+				adaptiveStep{at: 12400 * ms, want: adaptiveWant{window: 4, limit: 4, capacity: 5, inFlight: 4}},
+			),
+		},
+		{
+			// Round trips of 1 s (the default), a limit of 4 learned from
+			// a 429 with retry-after 1 s: a refused probe's call would
+			// wait 1 s, and the key is worth probing while its line keeps
+			// it busy at the limit for 1 s and a round trip, 8 callers.
+			name: "a probe waits until the callers in line outlast the retry-after a refused probe would pay",
+			cfg:  AdaptiveConfig{Initial: 4},
+			steps: []adaptiveStep{
+				{dispatch: 4, want: adaptiveWant{window: 4, capacity: 4, inFlight: 4, slowStart: true}},
+				{fill: true, at: 330 * ms, want: adaptiveWant{window: 5.028, capacity: 5, inFlight: 5, slowStart: true}},
+				// #5 refused with the 4 others held: no gate.
+				{at: 350 * ms, end: 5, o: refusal, want: adaptiveWant{window: 3.6, limit: 4, capacity: 3, inFlight: 4}},
+				// Full, the window is back at the limit a round trip later.
+				{at: 1400 * ms, fill: true, want: adaptiveWant{window: 4, limit: 4, capacity: 4, inFlight: 4}},
+				// The probe is due at 3.35 s; 7 in line keep the key busy
+				// 1.75 s, short of 2 s.
+				{at: 3400 * ms, queued: 7, want: adaptiveWant{window: 4, limit: 4, capacity: 4, inFlight: 4}},
+				{at: 3400 * ms, queued: 8, want: adaptiveWant{window: 4, limit: 4, capacity: 5, inFlight: 4}},
+			},
 		},
 		{
 			name: "an overload decreases the window and closes the gate but teaches no limit",

@@ -45,11 +45,16 @@
 //     is full, up to the learned limit, and holds there.
 //   - Probing. ProbeAfter round trips after the last throttle, one call above
 //     the learned limit is allowed. If the server refuses it, the window stays
-//     at the limit and the next probe waits another ProbeAfter round trips;
-//     if the server holds it, the limit has risen and slow start resumes. A
-//     refusal, while the probe is out, of another call with the limit held
-//     is the probe's refusal: the server need not receive our calls in the
-//     order we sent them.
+//     at the limit and the next probe waits another ProbeAfter round trips
+//     (twice that once two probes have been refused at the same limit, until
+//     the limit changes); if the server holds it, the limit has risen and
+//     slow start resumes. A refusal, while the probe is out, of another call
+//     with the limit held is the probe's refusal: the server need not
+//     receive our calls in the order we sent them. A probe goes only while
+//     it is worth its price, the key's last retry-after that a refused probe
+//     makes its call wait: while the callers waiting for the key keep it busy
+//     at the limit for longer than that and one more round trip, so that the
+//     refused probe's retry is not the last call to finish.
 //   - The retry-after gate. While the key's gate is closed no Acquire for the
 //     key returns, so that retries do not come back as a herd and nothing new
 //     is sent into a budget the server has said is exhausted. A throttle
@@ -67,9 +72,10 @@
 //     cost for that budget (Cost), so that the copy cannot pace such calls,
 //     does the gate close, for the server's delay. Otherwise the gate
 //     closes for a throttle's server delay only when the window cannot be
-//     the answer: the server held none of our other calls, or it refuses
-//     again a call sent after the window was cut, before it has held any
-//     such call. A refused probe never closes it.
+//     the answer: the server held none of our other calls. With calls of
+//     ours held, a refusal is its call's alone, even one sent after the
+//     window was cut (after a drop, the calls the lower limit no longer
+//     holds are still draining). A refused probe never closes it.
 //   - Published budgets. Each budget the rate-limit headers publish
 //     (requests; input and output tokens; a combined token budget unless
 //     it is the sum of the other two) is one the law keeps a copy of: a

@@ -3,6 +3,7 @@ package strategies
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ratelab/ratelab/clock"
@@ -82,7 +83,14 @@ type line struct {
 	// one is under way. Guarded by the owner's lock.
 	gatedTotal time.Duration
 	gatedSince time.Time
+
+	// waiting counts the callers in line (those the meter counts as
+	// queued): how much work waits on the owner's limit.
+	waiting atomic.Int64
 }
+
+// queued returns the callers waiting in line.
+func (l *line) queued() int { return int(l.waiting.Load()) }
 
 // gatedLocked returns the time the head of the line has spent held by a
 // gate, up to now.
@@ -119,6 +127,7 @@ func (l *line) wait(ctx context.Context, m *meter, mu sync.Locker, ok admitFunc)
 	giveUp := func() (Waits, error) {
 		if queued {
 			m.dequeue()
+			l.waiting.Add(-1)
 		}
 		m.gaveUp(w)
 		return Waits{}, ctx.Err()
@@ -127,6 +136,7 @@ func (l *line) wait(ctx context.Context, m *meter, mu sync.Locker, ok admitFunc)
 		// In line behind the head: the part of the wait during which the
 		// head was held by a gate is RetryAfter, the rest Slot.
 		m.enqueue()
+		l.waiting.Add(1)
 		queued = true
 		mu.Lock()
 		g0 := l.gatedLocked(l.clk.Now())
@@ -155,11 +165,13 @@ func (l *line) wait(ctx context.Context, m *meter, mu sync.Locker, ok admitFunc)
 		if admitted {
 			if queued {
 				m.dequeue()
+				l.waiting.Add(-1)
 			}
 			return w, nil
 		}
 		if !queued {
 			m.enqueue()
+			l.waiting.Add(1)
 			queued = true
 		}
 		// d == 0: only a change of the state can admit the caller.
