@@ -109,6 +109,25 @@ type Batch struct {
 	// Queue, when set, supplies the items instead of Input (which then only
 	// names them in messages): see Queue.
 	Queue Queue
+
+	// Provider names the provider of Config.Client ("anthropic", …). When
+	// set, an input line may name its own provider and model in its
+	// metadata, {"provider": "gemini", "model": "gemini-2.5-flash"}
+	// (Line.Provider, Line.Model): a line naming Provider, or none, goes to
+	// Config.Client and Config.Strategy; a line naming another provider
+	// goes to that provider's Route, which Routes makes. Either way its
+	// model is metadata.model, else the route's Model, else Model. Empty:
+	// metadata is not read for routing (every line goes to Config.Client).
+	Provider string
+	// Routes returns the Route of a provider the input names, called once
+	// per provider, the first time a line names it: during the validating
+	// pass, before any call (its error is then the input error of that
+	// line's metadata.provider, as for every line naming it), or, with a
+	// Queue, when the first such item arrives (its error stops the batch).
+	// Nil: a line naming another provider than Provider is an input error.
+	Routes func(provider string) (*Route, error)
+
+	rt *router // routes the lines' calls, when Provider is set
 }
 
 // DefaultMaxTokens is Batch.MaxTokens when it is zero.
@@ -154,6 +173,15 @@ type Summary struct {
 	// time, the strategy's final limit. Its Completed and Failed count the
 	// items this run recorded, as the fields above do.
 	Run measure.Summary `json:"run"`
+	// Providers counts this run's results by provider, when the batch
+	// routed lines to several (Batch.Routes).
+	Providers map[string]*ProviderCounts `json:"providers,omitempty"`
+}
+
+// ProviderCounts are the results one provider's lines had in a run.
+type ProviderCounts struct {
+	Completed int `json:"completed"`
+	Failed    int `json:"failed"`
 }
 
 // AllOK reports whether every item of the input has a successful result.
@@ -175,6 +203,9 @@ func (b *Batch) Run(ctx context.Context) (Summary, error) {
 	}
 	if b.MaxTokens < 0 {
 		return sum, fmt.Errorf("batch: Batch.MaxTokens must not be negative, got %d", b.MaxTokens)
+	}
+	if b.Provider != "" {
+		b.rt = newRouter(b)
 	}
 	var ids map[idKey]idState
 	var err error
@@ -213,6 +244,10 @@ func (b *Batch) Run(ctx context.Context) (Summary, error) {
 
 	cfg := b.Config
 	cfg.Items = todo
+	if b.rt != nil && (b.rt.used() || (b.Queue != nil && b.Routes != nil)) {
+		cfg = b.rt.wrap(cfg)
+		sum.Providers = make(map[string]*ProviderCounts)
+	}
 	maxOutage := b.MaxOutage
 	if maxOutage == 0 {
 		maxOutage = DefaultMaxOutage
@@ -243,6 +278,18 @@ func (b *Batch) Run(ctx context.Context) (Summary, error) {
 	}
 	jsonl := engine.NewJSONL(out)
 	cfg.Sinks = []engine.Sink{sinkFunc(func(r engine.Result) error {
+		var pc *ProviderCounts
+		if sum.Providers != nil {
+			name := b.Provider
+			if rt := b.rt.ofID(r.ID); rt != nil {
+				name = rt.name
+			}
+			b.rt.release(r.ID)
+			if pc = sum.Providers[name]; pc == nil {
+				pc = &ProviderCounts{}
+				sum.Providers[name] = pc
+			}
+		}
 		if r.Kind == strategies.Quota {
 			// The key's quota is spent: no other call will do better until
 			// it resets. Record nothing for this item, start no other, and
@@ -268,6 +315,13 @@ func (b *Batch) Run(ctx context.Context) (Summary, error) {
 		} else {
 			sum.Failed++
 			sum.FailedByType[r.Err.Type]++
+		}
+		if pc != nil {
+			if r.OK() {
+				pc.Completed++
+			} else {
+				pc.Failed++
+			}
 		}
 		for _, s := range userSinks {
 			if err := s.Put(r); err != nil {
@@ -344,11 +398,24 @@ func (b *Batch) item(line int, in *Line) engine.Item {
 	if maxTokens == 0 {
 		maxTokens = DefaultMaxTokens
 	}
+	model := b.Model
+	if b.rt != nil {
+		// validate (or queueSource) made the route already: no error here.
+		if rt, _ := b.rt.route(in.Provider); rt != nil {
+			b.rt.assign(in.ID, rt)
+			if rt.Model != "" {
+				model = rt.Model
+			}
+		}
+		if in.Model != "" {
+			model = in.Model
+		}
+	}
 	return engine.Item{
 		Index: line - 1,
 		ID:    in.ID,
 		Request: provider.Request{
-			Model:          b.Model,
+			Model:          model,
 			System:         in.System,
 			SystemCache:    b.systemCache(in),
 			Messages:       msgs,

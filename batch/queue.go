@@ -3,6 +3,7 @@ package batch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 
@@ -62,6 +63,12 @@ func (b *Batch) queueSource(ctx context.Context, ids map[idKey]idState) engine.S
 				// Enqueue validated every line: a bad one is not ours.
 				yield(engine.Item{}, ie)
 				return
+			}
+			if b.rt != nil {
+				if _, err := b.rt.route(in.Provider); err != nil {
+					yield(engine.Item{}, &InputError{File: b.queueName(), Line: line, Path: "metadata.provider", Message: fmt.Sprintf("%s: %v", in.Provider, err)})
+					return
+				}
 			}
 			k := keyOf(in.ID)
 			if st := ids[k]; st.done != notDone {

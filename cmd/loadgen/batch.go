@@ -58,8 +58,19 @@ Output, one JSON object a line:
                           0 waits as long as it takes)
 
 Where the calls go:
-  --provider NAME         anthropic (default) or openai
+  --provider NAME         anthropic (default), openai, openai-responses,
+                          azure-openai, bedrock, gemini, vertex or
+                          vertex-anthropic
   --model NAME            the model (default claude-haiku-4-5, gpt-5.4-mini)
+  A line may name its own provider and model in its metadata:
+  "metadata": {"provider": "gemini", "model": "gemini-2.5-flash"}. Each
+  provider's lines go to that provider's API (at --base-url or the embedded
+  mock, else its production URL, with the key of its own variable:
+  GEMINI_API_KEY, AZURE_OPENAI_API_KEY, …), through an instance of the
+  strategy of its own, so one provider's 429s never slow another's:
+  --provider-strategy NAME=SPEC  the strategy of provider NAME's lines
+                          (repeatable; default: --strategy's kind, an
+                          instance of its own)
   --max-tokens N          max_tokens of lines that set none (default 1024)
   --stream                stream responses (SSE)
   --system-cache TTL      anthropic: cache each line's system prompt (5m or 1h,
@@ -187,7 +198,21 @@ func batchMain(ctx context.Context, args []string, stdout, stderr io.Writer, q *
 	fs.DurationVar(&opt.Shared.LeaseTTL, "shared-lease-ttl", 0, "how long a crashed process's slots stay taken")
 	fs.IntVar(&opt.Shared.Peers, "shared-peers", 0, "processes sharing the limit")
 	fs.DurationVar(&opt.Shared.OpTimeout, "shared-op-timeout", 0, "bound on each Redis round trip")
-	fs.StringVar(&opt.Provider, "provider", "", "anthropic, azure-openai, bedrock, openai or openai-responses")
+	fs.StringVar(&opt.Provider, "provider", "", "anthropic, azure-openai, bedrock, gemini, openai, openai-responses, vertex or vertex-anthropic")
+	fs.Func("provider-strategy", "NAME=SPEC: the strategy of the lines naming provider NAME", func(v string) error {
+		name, spec, ok := strings.Cut(v, "=")
+		if !ok || name == "" || spec == "" {
+			return fmt.Errorf("want NAME=SPEC (e.g. gemini=adaptive or bedrock=semaphore:n=10), got %q", v)
+		}
+		if _, dup := opt.ProviderStrategies[name]; dup {
+			return fmt.Errorf("%s given twice", name)
+		}
+		if opt.ProviderStrategies == nil {
+			opt.ProviderStrategies = map[string]string{}
+		}
+		opt.ProviderStrategies[name] = spec
+		return nil
+	})
 	fs.StringVar(&opt.Model, "model", "", "model")
 	fs.IntVar(&opt.MaxTokens, "max-tokens", 0, "default max_tokens")
 	fs.BoolVar(&opt.Stream, "stream", false, "stream responses")
@@ -372,6 +397,14 @@ func printBatchSummary(w io.Writer, opt loadgen.BatchOptions, r loadgen.BatchRep
 		fmt.Fprintf(w, ": %s", strings.Join(kinds, ", "))
 	}
 	fmt.Fprintln(w)
+	if len(r.Providers) > 0 {
+		var parts []string
+		for _, name := range slices.Sorted(maps.Keys(r.Providers)) {
+			c := r.Providers[name]
+			parts = append(parts, fmt.Sprintf("%s %d/%d", name, c.Completed, c.Completed+c.Failed))
+		}
+		fmt.Fprintf(w, "  by provider  %s (completed/recorded)\n", strings.Join(parts, ", "))
+	}
 	if r.Remaining > 0 {
 		fmt.Fprintf(w, "  remaining    %d (incomplete)\n", r.Remaining)
 	}
