@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -128,6 +129,10 @@ type Batch struct {
 	Routes func(provider string) (*Route, error)
 
 	rt *router // routes the lines' calls, when Provider is set
+
+	takenMu sync.Mutex
+	taken   map[idKey]struct{} // the queue's items this run has taken
+	lost    int                // of them, dropped as no longer held (QueueHolder)
 }
 
 // DefaultMaxTokens is Batch.MaxTokens when it is zero.
@@ -163,6 +168,9 @@ type Summary struct {
 	// cap was spent (strategies.Quota). The first stops the batch with
 	// ErrQuota; none is recorded, so a resume makes them again.
 	QuotaSpent int `json:"quota_spent,omitempty"`
+	// Lost counts the queue's items this worker dropped before an attempt
+	// because another worker had taken them over (QueueHolder): made there.
+	Lost int `json:"lost,omitempty"`
 	// Outages counts the times the endpoint stopped answering and the batch
 	// paused; OutageSeconds is how long it was paused in all.
 	Outages       int     `json:"outages"`
@@ -263,6 +271,9 @@ func (b *Batch) Run(ctx context.Context) (Summary, error) {
 	if g, ok := b.Queue.(QueueGate); ok {
 		cfg.Strategy = queueGated{Strategy: cfg.Strategy, q: g}
 	}
+	if h, ok := b.Queue.(QueueHolder); ok {
+		cfg.Held = b.held(h)
+	}
 	var requeued atomic.Int64
 	cfg.Again = func(engine.Result) bool {
 		requeued.Add(1)
@@ -345,6 +356,9 @@ func (b *Batch) Run(ctx context.Context) (Summary, error) {
 		err = context.Cause(runCtx)
 	}
 	sum.Requeued = int(requeued.Load())
+	b.takenMu.Lock()
+	sum.Lost = b.lost
+	b.takenMu.Unlock()
 	outages, down := circ.stats()
 	sum.Outages, sum.OutageSeconds = outages, down.Seconds()
 	if cerr := out.Close(); err == nil && cerr != nil {
