@@ -66,7 +66,9 @@ Flags of work besides the batch flags:
   --worker NAME    this worker's name in the group (default HOST-PID)
   --lease DUR      how long a silent worker's items stay with it (default 30s);
                    above the longest stall you expect (a GC pause, a network
-                   blip), since a longer one makes its items run twice
+                   blip): after a longer one, the calls it had under way are
+                   made twice (the items it had not started, it drops); the
+                   same for every worker of a job
   --workers N      items this worker holds at once (default 64)
 `
 
