@@ -51,6 +51,7 @@ type Worker struct {
 	logf  func(string, ...any)
 	// enqueueHint is the command that enqueues the job again.
 	enqueueHint string
+	ownRDB      bool // Join made rdb: Finish closes it
 
 	out  *os.File
 	path string
@@ -127,6 +128,45 @@ func NewWorker(ctx context.Context, rdb redis.UniversalClient, name string, opt 
 	}
 	w.gen = gen
 	return w, nil
+}
+
+// Join dials the Redis at url (Dial) and joins job name's consumer group
+// as a worker (NewWorker), which then owns the connection: Finish closes
+// it. Its errors are Dial's and NewWorker's.
+func Join(ctx context.Context, url, name string, opt WorkerOptions) (*Worker, error) {
+	rdb, err := Dial(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	w, err := NewWorker(ctx, rdb, name, opt)
+	if err != nil {
+		rdb.Close()
+		return nil, err
+	}
+	w.ownRDB = true
+	return w, nil
+}
+
+// Finish ends the worker's part once its batch has returned err: it
+// closes it (Close) with the state err means — stopped for a spent quota
+// (batch.ErrQuota), interrupted for any other error, else finished — and
+// the connection Join made. It returns err, or Close's error when err is
+// nil.
+func (w *Worker) Finish(err error) error {
+	state := "finished"
+	switch {
+	case errors.Is(err, batch.ErrQuota):
+		state = "stopped"
+	case err != nil:
+		state = "interrupted"
+	}
+	if cerr := w.Close(state); cerr != nil && err == nil {
+		err = cerr
+	}
+	if w.ownRDB {
+		w.rdb.Close()
+	}
+	return err
 }
 
 // Name is the worker's consumer name.

@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -334,11 +331,11 @@ func batchMain(ctx context.Context, args []string, stdout, stderr io.Writer, q *
 		return &exitError{code: exitUsage, err: err}
 	}
 	if *format == "json" {
-		if jerr := printBatchJSON(stdout, opt, rep); jerr != nil && err == nil {
+		if jerr := rep.WriteJSON(stdout, opt.Input, opt.Output); jerr != nil && err == nil {
 			err = jerr
 		}
 	} else {
-		printBatchSummary(stdout, opt, rep)
+		rep.WriteText(stdout, opt.Input, opt.Output)
 	}
 	switch {
 	case errors.Is(err, batch.ErrQuota):
@@ -361,83 +358,4 @@ func abs(path string) string {
 		return path
 	}
 	return a
-}
-
-// printBatchJSON prints the summary as one JSON document.
-func printBatchJSON(w io.Writer, opt loadgen.BatchOptions, r loadgen.BatchReport) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(struct {
-		Input  string `json:"input"`
-		Output string `json:"output"`
-		loadgen.BatchReport
-		Incomplete bool `json:"incomplete,omitempty"`
-	}{opt.Input, opt.Output, r, r.Remaining > 0})
-}
-
-// printBatchSummary prints what the batch did.
-func printBatchSummary(w io.Writer, opt loadgen.BatchOptions, r loadgen.BatchReport) {
-	fmt.Fprintf(w, "batch %s → %s: %s %s at %s, strategy %s", opt.Input, opt.Output, r.Provider, r.Model, r.Target, r.Strategy)
-	if r.Shared != "" {
-		fmt.Fprintf(w, " sharing limit %q through %s", r.Shared, r.SharedRedis)
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintf(w, "  items        %d", r.Items)
-	if r.Invalid.Total > 0 {
-		fmt.Fprintf(w, " (%d invalid lines skipped)", r.Invalid.Total)
-	}
-	fmt.Fprintf(w, "; already done %d (%d with errors)\n", r.DoneOK+r.DoneFailed, r.DoneFailed)
-	fmt.Fprintf(w, "  completed    %d\n", r.Completed)
-	fmt.Fprintf(w, "  failed       %d", r.Failed)
-	if len(r.FailedByType) > 0 {
-		var kinds []string
-		for _, k := range slices.Sorted(maps.Keys(r.FailedByType)) {
-			kinds = append(kinds, fmt.Sprintf("%s %d", k, r.FailedByType[k]))
-		}
-		fmt.Fprintf(w, ": %s", strings.Join(kinds, ", "))
-	}
-	fmt.Fprintln(w)
-	if len(r.Providers) > 0 {
-		var parts []string
-		for _, name := range slices.Sorted(maps.Keys(r.Providers)) {
-			c := r.Providers[name]
-			parts = append(parts, fmt.Sprintf("%s %d/%d", name, c.Completed, c.Completed+c.Failed))
-		}
-		fmt.Fprintf(w, "  by provider  %s (completed/recorded)\n", strings.Join(parts, ", "))
-	}
-	if r.Remaining > 0 {
-		fmt.Fprintf(w, "  remaining    %d (incomplete)\n", r.Remaining)
-	}
-	fmt.Fprintf(w, "  attempts     %d (429s %d, overloaded %d, re-queued %d", r.Run.Attempts, r.Run.Throttled, r.Run.Overloaded, r.Requeued)
-	if r.Run.Invalid > 0 {
-		fmt.Fprintf(w, ", rejected by the schema %d", r.Run.Invalid)
-	}
-	fmt.Fprintln(w, ")")
-	if r.QuotaSpent > 0 {
-		fmt.Fprintf(w, "  quota spent  %d refused, not recorded: the batch stopped; rerun to resume\n", r.QuotaSpent)
-	}
-	if r.Outages > 0 {
-		fmt.Fprintf(w, "  outages      %d, paused %.1f s in all\n", r.Outages, r.OutageSeconds)
-	}
-	fmt.Fprintf(w, "  tokens       in %d, out %d\n", r.Run.InputTokens, r.Run.OutputTokens)
-	fmt.Fprintf(w, "  wall time    %.1f s\n", r.Run.WallSeconds)
-	st := r.Run.Stats
-	switch {
-	case r.Run.FinalLimit > 0:
-		fmt.Fprintf(w, "  final limit  %g concurrent", r.Run.FinalLimit)
-	case st.Rate > 0:
-		fmt.Fprintf(w, "  final rate   %.3g/s", st.Rate)
-	case st.Delay > 0:
-		fmt.Fprintf(w, "  final delay  %.3g s", st.Delay)
-	default:
-		return
-	}
-	if r.StateFile != "" {
-		fmt.Fprintf(w, " (state %s", r.StateFile)
-		if r.StateLoaded {
-			fmt.Fprint(w, ", started from it")
-		}
-		fmt.Fprint(w, ")")
-	}
-	fmt.Fprintln(w)
 }
