@@ -174,7 +174,16 @@ func (a *API) Run(ctx context.Context) (APISummary, error) {
 			return sum, fmt.Errorf("batch: resubmit: want expired, errored or canceled, got %q", o)
 		}
 	}
-	r.b = &Batch{Input: a.Input, Output: a.Output, Model: a.Model, MaxTokens: a.MaxTokens, SystemCache: a.SystemCache, RetryFailed: a.RetryFailed, SkipInvalid: a.SkipInvalid}
+	r.b = &Batch{Input: a.Input, Output: a.Output, Model: a.Model, MaxTokens: a.MaxTokens, SystemCache: a.SystemCache, RetryFailed: a.RetryFailed, SkipInvalid: a.SkipInvalid,
+		Provider: a.Provider.Name()}
+	// A line may name its model, but not another provider: every request
+	// goes into this provider's batches.
+	r.b.rt = newRouter(r.b)
+	r.b.rt.refuse = fmt.Sprintf("a batch-API run sends every line to %s's batch API; "+
+		"give the lines of other providers a batch of their own (or run them without the batch API, which routes each line to its provider)", a.Provider.Name())
+	if r.openai {
+		r.b.rt.oneModel = a.Model
+	}
 	var err error
 	if r.ids, err = r.b.validate(ctx, &sum.Summary); err != nil {
 		return sum, err

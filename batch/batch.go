@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -109,6 +110,29 @@ type Batch struct {
 	// Queue, when set, supplies the items instead of Input (which then only
 	// names them in messages): see Queue.
 	Queue Queue
+
+	// Provider names the provider of Config.Client ("anthropic", …). When
+	// set, an input line may name its own provider and model in its
+	// metadata, {"provider": "gemini", "model": "gemini-2.5-flash"}
+	// (Line.Provider, Line.Model): a line naming Provider, or none, goes to
+	// Config.Client and Config.Strategy; a line naming another provider
+	// goes to that provider's Route, which Routes makes. Either way its
+	// model is metadata.model, else the route's Model, else Model. Empty:
+	// metadata is not read for routing (every line goes to Config.Client).
+	Provider string
+	// Routes returns the Route of a provider the input names, called once
+	// per provider, the first time a line names it: during the validating
+	// pass, before any call (its error is then the input error of that
+	// line's metadata.provider, as for every line naming it), or, with a
+	// Queue, when the first such item arrives (its error stops the batch).
+	// Nil: a line naming another provider than Provider is an input error.
+	Routes func(provider string) (*Route, error)
+
+	rt *router // routes the lines' calls, when Provider is set
+
+	takenMu sync.Mutex
+	taken   map[idKey]struct{} // the queue's items this run has taken
+	lost    int                // of them, dropped as no longer held (QueueHolder)
 }
 
 // DefaultMaxTokens is Batch.MaxTokens when it is zero.
@@ -144,6 +168,9 @@ type Summary struct {
 	// cap was spent (strategies.Quota). The first stops the batch with
 	// ErrQuota; none is recorded, so a resume makes them again.
 	QuotaSpent int `json:"quota_spent,omitempty"`
+	// Lost counts the queue's items this worker dropped before an attempt
+	// because another worker had taken them over (QueueHolder): made there.
+	Lost int `json:"lost,omitempty"`
 	// Outages counts the times the endpoint stopped answering and the batch
 	// paused; OutageSeconds is how long it was paused in all.
 	Outages       int     `json:"outages"`
@@ -154,6 +181,15 @@ type Summary struct {
 	// time, the strategy's final limit. Its Completed and Failed count the
 	// items this run recorded, as the fields above do.
 	Run measure.Summary `json:"run"`
+	// Providers counts this run's results by provider, when the batch
+	// routed lines to several (Batch.Routes).
+	Providers map[string]*ProviderCounts `json:"providers,omitempty"`
+}
+
+// ProviderCounts are the results one provider's lines had in a run.
+type ProviderCounts struct {
+	Completed int `json:"completed"`
+	Failed    int `json:"failed"`
 }
 
 // AllOK reports whether every item of the input has a successful result.
@@ -175,6 +211,9 @@ func (b *Batch) Run(ctx context.Context) (Summary, error) {
 	}
 	if b.MaxTokens < 0 {
 		return sum, fmt.Errorf("batch: Batch.MaxTokens must not be negative, got %d", b.MaxTokens)
+	}
+	if b.Provider != "" {
+		b.rt = newRouter(b)
 	}
 	var ids map[idKey]idState
 	var err error
@@ -213,6 +252,10 @@ func (b *Batch) Run(ctx context.Context) (Summary, error) {
 
 	cfg := b.Config
 	cfg.Items = todo
+	if b.rt != nil && (b.rt.used() || (b.Queue != nil && b.Routes != nil)) {
+		cfg = b.rt.wrap(cfg)
+		sum.Providers = make(map[string]*ProviderCounts)
+	}
 	maxOutage := b.MaxOutage
 	if maxOutage == 0 {
 		maxOutage = DefaultMaxOutage
@@ -227,6 +270,9 @@ func (b *Batch) Run(ctx context.Context) (Summary, error) {
 	cfg.Strategy = gated{Strategy: cfg.Strategy, c: circ}
 	if g, ok := b.Queue.(QueueGate); ok {
 		cfg.Strategy = queueGated{Strategy: cfg.Strategy, q: g}
+	}
+	if h, ok := b.Queue.(QueueHolder); ok {
+		cfg.Held = b.held(h)
 	}
 	var requeued atomic.Int64
 	cfg.Again = func(engine.Result) bool {
@@ -243,6 +289,18 @@ func (b *Batch) Run(ctx context.Context) (Summary, error) {
 	}
 	jsonl := engine.NewJSONL(out)
 	cfg.Sinks = []engine.Sink{sinkFunc(func(r engine.Result) error {
+		var pc *ProviderCounts
+		if sum.Providers != nil {
+			name := b.Provider
+			if rt := b.rt.ofID(r.ID); rt != nil {
+				name = rt.name
+			}
+			b.rt.release(r.ID)
+			if pc = sum.Providers[name]; pc == nil {
+				pc = &ProviderCounts{}
+				sum.Providers[name] = pc
+			}
+		}
 		if r.Kind == strategies.Quota {
 			// The key's quota is spent: no other call will do better until
 			// it resets. Record nothing for this item, start no other, and
@@ -269,6 +327,13 @@ func (b *Batch) Run(ctx context.Context) (Summary, error) {
 			sum.Failed++
 			sum.FailedByType[r.Err.Type]++
 		}
+		if pc != nil {
+			if r.OK() {
+				pc.Completed++
+			} else {
+				pc.Failed++
+			}
+		}
 		for _, s := range userSinks {
 			if err := s.Put(r); err != nil {
 				return err
@@ -291,6 +356,9 @@ func (b *Batch) Run(ctx context.Context) (Summary, error) {
 		err = context.Cause(runCtx)
 	}
 	sum.Requeued = int(requeued.Load())
+	b.takenMu.Lock()
+	sum.Lost = b.lost
+	b.takenMu.Unlock()
 	outages, down := circ.stats()
 	sum.Outages, sum.OutageSeconds = outages, down.Seconds()
 	if cerr := out.Close(); err == nil && cerr != nil {
@@ -344,11 +412,24 @@ func (b *Batch) item(line int, in *Line) engine.Item {
 	if maxTokens == 0 {
 		maxTokens = DefaultMaxTokens
 	}
+	model := b.Model
+	if b.rt != nil {
+		// validate (or queueSource) made the route already: no error here.
+		if rt, _ := b.rt.route(in.Provider); rt != nil {
+			b.rt.assign(in.ID, rt)
+			if rt.Model != "" {
+				model = rt.Model
+			}
+		}
+		if in.Model != "" {
+			model = in.Model
+		}
+	}
 	return engine.Item{
 		Index: line - 1,
 		ID:    in.ID,
 		Request: provider.Request{
-			Model:          b.Model,
+			Model:          model,
 			System:         in.System,
 			SystemCache:    b.systemCache(in),
 			Messages:       msgs,

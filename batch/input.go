@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/ratelab/ratelab/internal/fielderr"
@@ -34,7 +35,16 @@ type Line struct {
 	// MaxTokens is the call's max_tokens; 0 means Batch.MaxTokens.
 	MaxTokens int `json:"max_tokens,omitempty"`
 	// Metadata is any JSON value, copied to the result line untouched.
+	// When it is an object, its "provider" and "model" keys, if present,
+	// name the line's provider and model (Provider, Model).
 	Metadata json.RawMessage `json:"metadata,omitempty"`
+
+	// Provider and Model are metadata.provider and metadata.model: the
+	// provider (one of provider.Names) and the model the line's call goes
+	// to, when the batch routes lines (Batch.Provider); empty when the
+	// line names none.
+	Provider string `json:"-"`
+	Model    string `json:"-"`
 }
 
 // InputError is one problem with one line of a batch's input, in the one
@@ -104,6 +114,16 @@ func (b *Batch) validate(ctx context.Context, sum *Summary) (map[idKey]idState, 
 		if ie != nil {
 			bad.add(ie)
 			return true
+		}
+		if b.rt != nil {
+			if _, err := b.rt.route(in.Provider); err != nil {
+				bad.add(&InputError{File: b.Input, Line: line, Path: "metadata.provider", Message: fmt.Sprintf("%s: %v", in.Provider, err)})
+				return true
+			}
+			if m := b.rt.oneModel; m != "" && in.Model != "" && in.Model != m {
+				bad.add(&InputError{File: b.Input, Line: line, Path: "metadata.model", Message: fmt.Sprintf("%q: %s's Batch API takes one model per batch, this run's %q", in.Model, b.Provider, m)})
+				return true
+			}
 		}
 		k := keyOf(in.ID)
 		if prev, dup := ids[k]; dup {
@@ -233,6 +253,9 @@ func decodeInput(file string, line int, data []byte) (*Line, *InputError) {
 	case in.MaxTokens < 0:
 		return nil, bad("max_tokens", "must be positive, got %d", in.MaxTokens)
 	}
+	if ie := in.route(bad); ie != nil {
+		return nil, ie
+	}
 	for i, m := range in.Messages {
 		if m.Role != "user" && m.Role != "assistant" {
 			return nil, bad(fmt.Sprintf("messages[%d].role", i), "want user or assistant, got %q (a system prompt goes in system)", m.Role)
@@ -242,6 +265,55 @@ func decodeInput(file string, line int, data []byte) (*Line, *InputError) {
 		}
 	}
 	return in, nil
+}
+
+// route reads the line's provider and model from its metadata, when it is
+// an object naming them, and checks them: metadata.provider one of
+// provider.Names, metadata.model a non-empty string.
+func (in *Line) route(bad func(field, format string, args ...any) *InputError) *InputError {
+	md := bytes.TrimSpace(in.Metadata)
+	if len(md) == 0 || md[0] != '{' || (!bytes.Contains(md, []byte(`"provider"`)) && !bytes.Contains(md, []byte(`"model"`))) {
+		return nil // not an object, or one naming neither (the common case: no second decode)
+	}
+	var m struct {
+		Provider json.RawMessage `json:"provider"`
+		Model    json.RawMessage `json:"model"`
+	}
+	if err := json.Unmarshal(md, &m); err != nil {
+		return bad("metadata", "invalid JSON: %v", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	str := func(field string, raw json.RawMessage) (string, *InputError) {
+		if len(raw) == 0 {
+			return "", nil
+		}
+		var v string
+		if err := json.Unmarshal(raw, &v); err != nil || v == "" {
+			got := string(raw)
+			if len(got) > 40 {
+				got = got[:40] + "…"
+			}
+			if err == nil {
+				got = `""`
+			}
+			return "", bad(field, "want a non-empty string, got %s", got)
+		}
+		return v, nil
+	}
+	var ie *InputError
+	if in.Provider, ie = str("metadata.provider", m.Provider); ie != nil {
+		return ie
+	}
+	if in.Model, ie = str("metadata.model", m.Model); ie != nil {
+		return ie
+	}
+	if in.Provider != "" && !slices.Contains(providerNames, in.Provider) {
+		hint := ""
+		if s := fielderr.Suggest(strings.ToLower(in.Provider), providerNames); s != "" {
+			hint = fmt.Sprintf(" (did you mean %s?)", s)
+		}
+		return bad("metadata.provider", "unknown provider %q%s; want one of %s", in.Provider, hint, strings.Join(providerNames, ", "))
+	}
+	return nil
 }
 
 // gotJSON describes the value a type error is about: as written when it is
@@ -282,3 +354,6 @@ func preview(b []byte) string {
 	}
 	return fmt.Sprintf("%q", b)
 }
+
+// providerNames are the providers a line's metadata.provider may name.
+var providerNames = provider.Names()

@@ -3,6 +3,7 @@ package batch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 
@@ -47,7 +48,6 @@ type Queue interface {
 // worker that was only slow can come back to the same worker).
 func (b *Batch) queueSource(ctx context.Context, ids map[idKey]idState) engine.Source {
 	return func(yield func(engine.Item, error) bool) {
-		taken := make(map[idKey]struct{})
 		for {
 			line, data, err := b.Queue.Next(ctx)
 			if errors.Is(err, io.EOF) {
@@ -63,19 +63,72 @@ func (b *Batch) queueSource(ctx context.Context, ids map[idKey]idState) engine.S
 				yield(engine.Item{}, ie)
 				return
 			}
+			if b.rt != nil {
+				if _, err := b.rt.route(in.Provider); err != nil {
+					yield(engine.Item{}, &InputError{File: b.queueName(), Line: line, Path: "metadata.provider", Message: fmt.Sprintf("%s: %v", in.Provider, err)})
+					return
+				}
+			}
 			k := keyOf(in.ID)
 			if st := ids[k]; st.done != notDone {
 				b.Queue.Skip(line, in.ID)
 				continue
 			}
-			if _, ok := taken[k]; ok {
+			if !b.take(k) {
 				continue // in progress or recorded by this run: it acknowledges it
 			}
-			taken[k] = struct{}{}
 			if !yield(b.item(line, in), nil) {
 				return
 			}
 		}
+	}
+}
+
+// take marks the item with key k taken by this run; false when it is
+// already (in progress, or recorded).
+func (b *Batch) take(k idKey) bool {
+	b.takenMu.Lock()
+	defer b.takenMu.Unlock()
+	if b.taken == nil {
+		b.taken = make(map[idKey]struct{})
+	}
+	if _, ok := b.taken[k]; ok {
+		return false
+	}
+	b.taken[k] = struct{}{}
+	return true
+}
+
+// QueueHolder is a Queue that can tell whether this worker still holds an
+// item it handed out: one taken over by another worker (this one was
+// frozen, or cut off from the queue, for longer than its lease) is the
+// other's to make. The batch asks before every attempt
+// (engine.Config.Held) and drops an item no longer held: no call, no
+// result; should it come back to this worker, it is made then.
+type QueueHolder interface {
+	Queue
+	// Held reports whether this worker still holds the item of input line
+	// line. It may take a round trip to the queue; when the queue cannot
+	// tell (unreachable), it reports true (a duplicate result is dropped
+	// by collect, an item never made would be lost).
+	Held(line int) bool
+}
+
+// held is engine.Config.Held for a QueueHolder: an item no longer held is
+// forgotten, so that it is made should it come back.
+func (b *Batch) held(q QueueHolder) func(int, string) bool {
+	return func(index int, id string) bool {
+		if q.Held(index + 1) {
+			return true
+		}
+		b.takenMu.Lock()
+		delete(b.taken, keyOf(id))
+		b.lost++
+		b.takenMu.Unlock()
+		if b.rt != nil {
+			b.rt.release(id)
+		}
+		return false
 	}
 }
 

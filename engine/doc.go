@@ -21,7 +21,9 @@
 // call ended temporarily is made again in its worker, permit released,
 // after the server's retry-after or the SDKs' backoff: package batch makes
 // its throttled items this way, and runs a JSONL input through Run,
-// resumable, on this package's exported API alone.
+// resumable, on this package's exported API alone. With Config.Held, each
+// attempt is made only if the run still holds its item: a work queue's
+// worker drops the items another took over from it (batch.QueueHolder).
 //
 // A failed item is a Result carrying a ResultError; the run completes. Ending
 // ctx stops it early (what finished is kept, the Summary says Incomplete), a

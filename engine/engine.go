@@ -274,6 +274,16 @@ type Config struct {
 	// block. It is not asked once the run is stopping: an item whose round
 	// ends then, or that is waiting between rounds, is not finished.
 	Again func(Result) bool
+	// Held, when set, is asked before every attempt, once its permit is
+	// granted, whether the run still holds the item (index and id): a work
+	// queue's worker that was frozen or cut off for longer than its lease
+	// has had its items taken over by other workers, and must not make
+	// them too. When it says false, the attempt is not made, the permit is
+	// released unused (strategies.Abandoned), and the item ends there: no
+	// Result reaches a sink or OnResult, and it counts in no figure of the
+	// Summary but Items. Held is called concurrently from the workers and
+	// may block for a round trip.
+	Held func(index int, id string) bool
 }
 
 // PanicError is what Run panics with when a worker panicked: the original
@@ -516,6 +526,7 @@ type task struct {
 	call     strategies.Call
 	resp     provider.Response
 	res      Result
+	released bool // Config.Held said the item is no longer the run's
 }
 
 // newTask returns a worker's task.
@@ -524,6 +535,9 @@ func (r *run) newTask() *task {
 	// Attempt n of t's call. (A func literal, not a method value of task,
 	// whose wrapper would be a frame more.)
 	t.attempt = func(ctx context.Context, n int) strategies.Outcome {
+		if r.cfg.Held != nil && r.released(t) {
+			return t.call.Outcome
+		}
 		start := r.clk.Now()
 		r.rec.attemptStarted()
 		t.send(ctx, n)
@@ -531,6 +545,24 @@ func (r *run) newTask() *task {
 		return t.call.Outcome
 	}
 	return t
+}
+
+// errNotHeld is the error of the outcome of an attempt not made because
+// Config.Held said the item is no longer the run's.
+var errNotHeld = errors.New("engine: the item is no longer held (Config.Held)")
+
+// released asks Config.Held whether t's item is still the run's; when it is
+// not, it marks t released and sets the outcome that ends its call
+// unattempted, in a frame of its own (see task).
+//
+//go:noinline
+func (r *run) released(t *task) bool {
+	if r.cfg.Held(t.it.Index, t.it.ID) {
+		return false
+	}
+	t.released = true
+	t.call.Outcome = strategies.Outcome{Kind: strategies.Abandoned, Err: errNotHeld}
+	return true
 }
 
 // send makes attempt n of t's call with the Client: in place when it is a
@@ -580,6 +612,9 @@ func (r *run) process(t *task) {
 	t.policy = r.policy(t.it.Index)
 	for {
 		invalid, ok := r.call(t)
+		if t.released {
+			return // another's now: not finished here, and not canceled
+		}
 		if !ok {
 			// Interrupted: not finished, so no sink records it.
 			r.rec.canceledItem()

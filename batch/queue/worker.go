@@ -51,6 +51,7 @@ type Worker struct {
 	logf  func(string, ...any)
 	// enqueueHint is the command that enqueues the job again.
 	enqueueHint string
+	ownRDB      bool // Join made rdb: Finish closes it
 
 	out  *os.File
 	path string
@@ -70,9 +71,18 @@ type Worker struct {
 	backlog   bool // still reading the entries the group gives to this name
 	lastClaim time.Time
 	redisDown bool
+	// safe holds, for each line this worker took, until when no other
+	// worker can have taken it over: the time the read or heartbeat that
+	// last set its idle time to zero was sent, plus the lease (another
+	// worker's XAUTOCLAIM takes only entries idle for longer). Held needs
+	// no round trip before that.
+	safe map[int]time.Time
 
 	// counters for the worker's row
 	recorded, failed, skipped, reclaimed, dupAcks int
+	// heldChecks counts Held's round trips, lostItems the items it found
+	// taken over.
+	heldChecks, lostItems int
 }
 
 // WorkerOptions configure NewWorker.
@@ -95,7 +105,7 @@ func NewWorker(ctx context.Context, rdb redis.UniversalClient, name string, opt 
 		return nil, err
 	}
 	w := &Worker{rdb: rdb, k: keysOf(name), job: name, name: opt.Name, lease: opt.Lease, logf: opt.Logf,
-		enqueueHint: opt.EnqueueHint, backlog: true}
+		enqueueHint: opt.EnqueueHint, backlog: true, safe: make(map[int]time.Time)}
 	if w.name == "" {
 		host, _ := os.Hostname()
 		w.name = host + "-" + strconv.Itoa(os.Getpid())
@@ -118,6 +128,45 @@ func NewWorker(ctx context.Context, rdb redis.UniversalClient, name string, opt 
 	}
 	w.gen = gen
 	return w, nil
+}
+
+// Join dials the Redis at url (Dial) and joins job name's consumer group
+// as a worker (NewWorker), which then owns the connection: Finish closes
+// it. Its errors are Dial's and NewWorker's.
+func Join(ctx context.Context, url, name string, opt WorkerOptions) (*Worker, error) {
+	rdb, err := Dial(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	w, err := NewWorker(ctx, rdb, name, opt)
+	if err != nil {
+		rdb.Close()
+		return nil, err
+	}
+	w.ownRDB = true
+	return w, nil
+}
+
+// Finish ends the worker's part once its batch has returned err: it
+// closes it (Close) with the state err means — stopped for a spent quota
+// (batch.ErrQuota), interrupted for any other error, else finished — and
+// the connection Join made. It returns err, or Close's error when err is
+// nil.
+func (w *Worker) Finish(err error) error {
+	state := "finished"
+	switch {
+	case errors.Is(err, batch.ErrQuota):
+		state = "stopped"
+	case err != nil:
+		state = "interrupted"
+	}
+	if cerr := w.Close(state); cerr != nil && err == nil {
+		err = cerr
+	}
+	if w.ownRDB {
+		w.rdb.Close()
+	}
+	return err
 }
 
 // Name is the worker's consumer name.
@@ -280,12 +329,14 @@ func (w *Worker) fetch(ctx context.Context) ([]redis.XMessage, error) {
 		w.mu.Lock()
 		w.lastClaim = time.Now()
 		w.mu.Unlock()
+		sent := time.Now()
 		msgs, _, err := w.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: w.k.items, Group: Group,
 			MinIdle: w.lease, Start: "0-0", Count: take * 4, Consumer: w.name}).Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return nil, err
 		}
 		if len(msgs) > 0 {
+			w.taken(msgs, sent)
 			w.mu.Lock()
 			w.reclaimed += len(msgs)
 			w.mu.Unlock()
@@ -294,6 +345,7 @@ func (w *Worker) fetch(ctx context.Context) ([]redis.XMessage, error) {
 			return msgs, nil
 		}
 	}
+	sent := time.Now()
 	res, err := w.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: Group, Consumer: w.name,
 		Streams: []string{w.k.items, ">"}, Count: take, Block: Heartbeat / 2}).Result()
 	if errors.Is(err, redis.Nil) {
@@ -305,7 +357,77 @@ func (w *Worker) fetch(ctx context.Context) ([]redis.XMessage, error) {
 	if len(res) == 0 {
 		return nil, nil
 	}
+	w.taken(res[0].Messages, sent)
 	return res[0].Messages, nil
+}
+
+// taken notes entries a read sent at sent gave this worker with their
+// idle time zero (new entries, or ones XAUTOCLAIM took over): none can be
+// taken from it before sent plus the lease. The entries a read of the
+// group's history gives back (a restarted worker's) are not noted: Held
+// asks Redis about them.
+func (w *Worker) taken(msgs []redis.XMessage, sent time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, m := range msgs {
+		if line, err := lineOf(m.ID); err == nil {
+			w.safe[line] = sent.Add(w.lease)
+		}
+	}
+}
+
+// heldMargin is how long before a lease's end Held asks Redis rather than
+// trust it: the clocks' drift over a lease, and Redis's own time of the
+// read (after it was sent), are far below it.
+func (w *Worker) heldMargin() time.Duration { return w.lease / 4 }
+
+// heldScript tells whether this consumer holds an entry and, when it does,
+// resets its idle time (as the heartbeat does), atomically: an entry
+// another worker holds is left to it. KEYS items; ARGV group consumer id.
+// It returns 1 when held, 0 when not (another's, acknowledged or gone).
+var heldScript = redis.NewScript(`
+local p = redis.pcall('XPENDING', KEYS[1], ARGV[1], ARGV[3], ARGV[3], 1)
+if type(p) == 'table' and p[1] and p[1][2] == ARGV[2] then
+  redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, ARGV[3], 'JUSTID')
+  return 1
+end
+return 0
+`)
+
+// Held implements batch.QueueHolder: whether this worker still holds the
+// item of line. Within its lease (less heldMargin) of the last time this
+// worker set its idle time to zero (the read that took it, the last
+// heartbeat that refreshed it) it does, and Held answers with no round
+// trip: in a worker that is not stalled, every call. After a stall longer
+// than that (the process frozen, Redis cut off), it asks Redis, one script
+// (XPENDING for the entry, XCLAIM to itself only if it is its own), and
+// an item another worker took over in the meantime is not held. When Redis
+// does not answer it says held: the result, a duplicate at worst, is
+// collect's to drop.
+func (w *Worker) Held(line int) bool {
+	now := time.Now()
+	w.mu.Lock()
+	until, ok := w.safe[line]
+	w.mu.Unlock()
+	if ok && now.Add(w.heldMargin()).Before(until) {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), Heartbeat)
+	defer cancel()
+	n, err := heldScript.Run(ctx, w.rdb, []string{w.k.items}, Group, w.name, strconv.Itoa(line)+"-0").Int()
+	if err != nil {
+		return true
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.heldChecks++
+	if n == 0 {
+		delete(w.safe, line)
+		w.lostItems++
+		return false
+	}
+	w.safe[line] = now.Add(w.lease)
+	return true
 }
 
 // dropDone acknowledges the entries whose line is already done (recorded
@@ -364,6 +486,7 @@ func (w *Worker) finishedJob(ctx context.Context) (bool, error) {
 // Skip implements batch.Queue: the output holds the line already.
 func (w *Worker) Skip(line int, _ string) {
 	w.mu.Lock()
+	delete(w.safe, line)
 	w.toAck = append(w.toAck, line)
 	w.skipped++
 	w.mu.Unlock()
@@ -372,6 +495,7 @@ func (w *Worker) Skip(line int, _ string) {
 // Recorded implements batch.Queue.
 func (w *Worker) Recorded(line int, r engine.Result) {
 	w.mu.Lock()
+	delete(w.safe, line)
 	w.toAck = append(w.toAck, line)
 	w.doneLines = append(w.doneLines, int32(line))
 	w.recorded++
@@ -488,23 +612,29 @@ func (w *Worker) loop(ctx context.Context) {
 
 // Row is a worker's row in the job's workers hash.
 type Row struct {
-	Name      string  `json:"name"`
-	Host      string  `json:"host"`
-	PID       int     `json:"pid"`
-	Output    string  `json:"output"`
-	State     string  `json:"state"` // working, finished, stopped, interrupted
-	Started   int64   `json:"started_ms"`
-	Seen      int64   `json:"seen_ms"` // Redis's time of its last heartbeat
-	Recorded  int     `json:"recorded"`
-	Failed    int     `json:"failed"`
-	Skipped   int     `json:"skipped"`
-	Reclaimed int     `json:"reclaimed"`
-	Held      int     `json:"held"`
-	Rate      float64 `json:"rate"` // items recorded a second since it started
+	Name      string `json:"name"`
+	Host      string `json:"host"`
+	PID       int    `json:"pid"`
+	Output    string `json:"output"`
+	State     string `json:"state"` // working, finished, stopped, interrupted
+	Started   int64  `json:"started_ms"`
+	Seen      int64  `json:"seen_ms"` // Redis's time of its last heartbeat
+	Recorded  int    `json:"recorded"`
+	Failed    int    `json:"failed"`
+	Skipped   int    `json:"skipped"`
+	Reclaimed int    `json:"reclaimed"`
+	// Lost counts the items it found taken over by another worker before
+	// their call (Held), and HeldChecks the round trips Held made to tell.
+	Lost       int     `json:"lost"`
+	HeldChecks int     `json:"held_checks"`
+	Held       int     `json:"held"`
+	Rate       float64 `json:"rate"` // items recorded a second since it started
 }
 
 // beatScript publishes the worker's row with Redis's time and refreshes
-// what it holds. KEYS items workers job; ARGV group consumer row-json.
+// what it holds. KEYS items workers job; ARGV group consumer row-json. It
+// returns the job's gen, state, reason and stopped_by, Redis's time, and
+// the ids of the entries this consumer holds.
 var beatScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
@@ -527,7 +657,11 @@ end
 row['held'] = held
 redis.call('HSET', KEYS[2], ARGV[2], cjson.encode(row))
 local h = redis.call('HMGET', KEYS[3], 'gen', 'state', 'reason', 'stopped_by')
-return {h[1] or '', h[2] or '', h[3] or '', h[4] or '', tostring(now)}
+local out = {h[1] or '', h[2] or '', h[3] or '', h[4] or '', tostring(now)}
+if type(p) == 'table' then
+  for _, e in ipairs(p) do out[#out + 1] = e[1] end
+end
+return out
 `)
 
 // beat publishes the row, refreshes what the worker holds and reads the
@@ -537,6 +671,7 @@ func (w *Worker) beat(ctx context.Context) {
 	b, _ := json.Marshal(row)
 	ctx, cancel := context.WithTimeout(ctx, Heartbeat)
 	defer cancel()
+	sent := time.Now()
 	v, err := beatScript.Run(ctx, w.rdb, []string{w.k.items, w.k.workers, w.k.job}, Group, w.name, string(b)).StringSlice()
 	if err != nil {
 		if isConnErr(err) {
@@ -548,6 +683,7 @@ func (w *Worker) beat(ctx context.Context) {
 	}
 	w.up()
 	gen, state, reason, by := v[0], v[1], v[2], v[3]
+	w.refreshed(v[5:], sent)
 	w.mu.Lock()
 	if state == "stopped" && w.stopped == nil {
 		w.stopped = fmt.Errorf("%w: job %q stopped by worker %s: %s", batch.ErrQuota, w.job, by, reason)
@@ -565,6 +701,30 @@ func (w *Worker) beat(ctx context.Context) {
 		w.mu.Lock()
 		w.gen, w.lost, w.backlog = gen, false, true
 		w.mu.Unlock()
+	}
+}
+
+// refreshed notes the entries a heartbeat sent at sent found this worker
+// holding, their idle time reset: held until sent plus the lease. A line it
+// took before the heartbeat was sent that the heartbeat did not find is no
+// longer its own (taken over, or acknowledged).
+func (w *Worker) refreshed(ids []string, sent time.Time) {
+	until := sent.Add(w.lease)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	found := make(map[int]bool, len(ids))
+	for _, id := range ids {
+		if line, err := lineOf(id); err == nil {
+			found[line] = true
+			if w.safe[line].Before(until) {
+				w.safe[line] = until
+			}
+		}
+	}
+	for line, u := range w.safe {
+		if !found[line] && u.Before(until) {
+			delete(w.safe, line)
+		}
 	}
 }
 
@@ -622,7 +782,8 @@ func (w *Worker) row(state string) Row {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	r := Row{Name: w.name, Host: host, PID: os.Getpid(), Output: w.path, State: state,
-		Started: w.started.UnixMilli(), Recorded: w.recorded, Failed: w.failed, Skipped: w.skipped, Reclaimed: w.reclaimed}
+		Started: w.started.UnixMilli(), Recorded: w.recorded, Failed: w.failed, Skipped: w.skipped, Reclaimed: w.reclaimed,
+		Lost: w.lostItems, HeldChecks: w.heldChecks}
 	if s := time.Since(w.started).Seconds(); s > 0 {
 		r.Rate = float64(w.recorded) / s
 	}

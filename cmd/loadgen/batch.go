@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -58,8 +55,19 @@ Output, one JSON object a line:
                           0 waits as long as it takes)
 
 Where the calls go:
-  --provider NAME         anthropic (default) or openai
+  --provider NAME         anthropic (default), openai, openai-responses,
+                          azure-openai, bedrock, gemini, vertex or
+                          vertex-anthropic
   --model NAME            the model (default claude-haiku-4-5, gpt-5.4-mini)
+  A line may name its own provider and model in its metadata:
+  "metadata": {"provider": "gemini", "model": "gemini-2.5-flash"}. Each
+  provider's lines go to that provider's API (at --base-url or the embedded
+  mock, else its production URL, with the key of its own variable:
+  GEMINI_API_KEY, AZURE_OPENAI_API_KEY, …), through an instance of the
+  strategy of its own, so one provider's 429s never slow another's:
+  --provider-strategy NAME=SPEC  the strategy of provider NAME's lines
+                          (repeatable; default: --strategy's kind, an
+                          instance of its own)
   --max-tokens N          max_tokens of lines that set none (default 1024)
   --stream                stream responses (SSE)
   --system-cache TTL      anthropic: cache each line's system prompt (5m or 1h,
@@ -187,7 +195,21 @@ func batchMain(ctx context.Context, args []string, stdout, stderr io.Writer, q *
 	fs.DurationVar(&opt.Shared.LeaseTTL, "shared-lease-ttl", 0, "how long a crashed process's slots stay taken")
 	fs.IntVar(&opt.Shared.Peers, "shared-peers", 0, "processes sharing the limit")
 	fs.DurationVar(&opt.Shared.OpTimeout, "shared-op-timeout", 0, "bound on each Redis round trip")
-	fs.StringVar(&opt.Provider, "provider", "", "anthropic, azure-openai, bedrock, openai or openai-responses")
+	fs.StringVar(&opt.Provider, "provider", "", "anthropic, azure-openai, bedrock, gemini, openai, openai-responses, vertex or vertex-anthropic")
+	fs.Func("provider-strategy", "NAME=SPEC: the strategy of the lines naming provider NAME", func(v string) error {
+		name, spec, ok := strings.Cut(v, "=")
+		if !ok || name == "" || spec == "" {
+			return fmt.Errorf("want NAME=SPEC (e.g. gemini=adaptive or bedrock=semaphore:n=10), got %q", v)
+		}
+		if _, dup := opt.ProviderStrategies[name]; dup {
+			return fmt.Errorf("%s given twice", name)
+		}
+		if opt.ProviderStrategies == nil {
+			opt.ProviderStrategies = map[string]string{}
+		}
+		opt.ProviderStrategies[name] = spec
+		return nil
+	})
 	fs.StringVar(&opt.Model, "model", "", "model")
 	fs.IntVar(&opt.MaxTokens, "max-tokens", 0, "default max_tokens")
 	fs.BoolVar(&opt.Stream, "stream", false, "stream responses")
@@ -309,11 +331,11 @@ func batchMain(ctx context.Context, args []string, stdout, stderr io.Writer, q *
 		return &exitError{code: exitUsage, err: err}
 	}
 	if *format == "json" {
-		if jerr := printBatchJSON(stdout, opt, rep); jerr != nil && err == nil {
+		if jerr := rep.WriteJSON(stdout, opt.Input, opt.Output); jerr != nil && err == nil {
 			err = jerr
 		}
 	} else {
-		printBatchSummary(stdout, opt, rep)
+		rep.WriteText(stdout, opt.Input, opt.Output)
 	}
 	switch {
 	case errors.Is(err, batch.ErrQuota):
@@ -336,75 +358,4 @@ func abs(path string) string {
 		return path
 	}
 	return a
-}
-
-// printBatchJSON prints the summary as one JSON document.
-func printBatchJSON(w io.Writer, opt loadgen.BatchOptions, r loadgen.BatchReport) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(struct {
-		Input  string `json:"input"`
-		Output string `json:"output"`
-		loadgen.BatchReport
-		Incomplete bool `json:"incomplete,omitempty"`
-	}{opt.Input, opt.Output, r, r.Remaining > 0})
-}
-
-// printBatchSummary prints what the batch did.
-func printBatchSummary(w io.Writer, opt loadgen.BatchOptions, r loadgen.BatchReport) {
-	fmt.Fprintf(w, "batch %s → %s: %s %s at %s, strategy %s", opt.Input, opt.Output, r.Provider, r.Model, r.Target, r.Strategy)
-	if r.Shared != "" {
-		fmt.Fprintf(w, " sharing limit %q through %s", r.Shared, r.SharedRedis)
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintf(w, "  items        %d", r.Items)
-	if r.Invalid.Total > 0 {
-		fmt.Fprintf(w, " (%d invalid lines skipped)", r.Invalid.Total)
-	}
-	fmt.Fprintf(w, "; already done %d (%d with errors)\n", r.DoneOK+r.DoneFailed, r.DoneFailed)
-	fmt.Fprintf(w, "  completed    %d\n", r.Completed)
-	fmt.Fprintf(w, "  failed       %d", r.Failed)
-	if len(r.FailedByType) > 0 {
-		var kinds []string
-		for _, k := range slices.Sorted(maps.Keys(r.FailedByType)) {
-			kinds = append(kinds, fmt.Sprintf("%s %d", k, r.FailedByType[k]))
-		}
-		fmt.Fprintf(w, ": %s", strings.Join(kinds, ", "))
-	}
-	fmt.Fprintln(w)
-	if r.Remaining > 0 {
-		fmt.Fprintf(w, "  remaining    %d (incomplete)\n", r.Remaining)
-	}
-	fmt.Fprintf(w, "  attempts     %d (429s %d, overloaded %d, re-queued %d", r.Run.Attempts, r.Run.Throttled, r.Run.Overloaded, r.Requeued)
-	if r.Run.Invalid > 0 {
-		fmt.Fprintf(w, ", rejected by the schema %d", r.Run.Invalid)
-	}
-	fmt.Fprintln(w, ")")
-	if r.QuotaSpent > 0 {
-		fmt.Fprintf(w, "  quota spent  %d refused, not recorded: the batch stopped; rerun to resume\n", r.QuotaSpent)
-	}
-	if r.Outages > 0 {
-		fmt.Fprintf(w, "  outages      %d, paused %.1f s in all\n", r.Outages, r.OutageSeconds)
-	}
-	fmt.Fprintf(w, "  tokens       in %d, out %d\n", r.Run.InputTokens, r.Run.OutputTokens)
-	fmt.Fprintf(w, "  wall time    %.1f s\n", r.Run.WallSeconds)
-	st := r.Run.Stats
-	switch {
-	case r.Run.FinalLimit > 0:
-		fmt.Fprintf(w, "  final limit  %g concurrent", r.Run.FinalLimit)
-	case st.Rate > 0:
-		fmt.Fprintf(w, "  final rate   %.3g/s", st.Rate)
-	case st.Delay > 0:
-		fmt.Fprintf(w, "  final delay  %.3g s", st.Delay)
-	default:
-		return
-	}
-	if r.StateFile != "" {
-		fmt.Fprintf(w, " (state %s", r.StateFile)
-		if r.StateLoaded {
-			fmt.Fprint(w, ", started from it")
-		}
-		fmt.Fprint(w, ")")
-	}
-	fmt.Fprintln(w)
 }

@@ -120,12 +120,7 @@ func batchAPICmd(ctx context.Context, fs *flag.FlagSet, v *viaFlags, opt loadgen
 			err = jerr
 		}
 	} else {
-		fmt.Fprintf(stdout, "batch %s → %s: %s %s at %s, via its batch API (state %s)\n", opt.Input, opt.Output, rep.Provider, rep.Model, rep.Target, rep.State)
-		fmt.Fprintf(stdout, "  items        %d; already done %d (%d with errors)\n", rep.Items, rep.DoneOK+rep.DoneFailed, rep.DoneFailed)
-		fmt.Fprintf(stdout, "  completed    %d\n  failed       %d\n", rep.Completed, rep.Failed)
-		fmt.Fprintf(stdout, "  batches      created %d, adopted %d, refused %d; resubmitted %d items\n", rep.Created, rep.Adopted, rep.Refused, rep.Resubmitted)
-		fmt.Fprintf(stdout, "  outcomes     succeeded %d, errored %d, expired %d, canceled %d\n", rep.Outcomes["succeeded"], rep.Outcomes["errored"], rep.Outcomes["expired"], rep.Outcomes["canceled"])
-		fmt.Fprintf(stdout, "  tokens       in %d, out %d\n  wall time    %.1f s\n", rep.Run.InputTokens, rep.Run.OutputTokens, rep.Run.WallSeconds)
+		rep.WriteText(stdout, opt.Input, opt.Output)
 	}
 	switch {
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):

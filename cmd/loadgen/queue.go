@@ -66,7 +66,9 @@ Flags of work besides the batch flags:
   --worker NAME    this worker's name in the group (default HOST-PID)
   --lease DUR      how long a silent worker's items stay with it (default 30s);
                    above the longest stall you expect (a GC pause, a network
-                   blip), since a longer one makes its items run twice
+                   blip): after a longer one, the calls it had under way are
+                   made twice (the items it had not started, it drops); the
+                   same for every worker of a job
   --workers N      items this worker holds at once (default 64)
 `
 
@@ -80,12 +82,20 @@ func (q *queueFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&q.name, "name", "", "the job's name")
 }
 
-func (q *queueFlags) dial(ctx context.Context, cmd string) (redis.UniversalClient, error) {
+// check checks that --queue and --name are given, the name usable.
+func (q *queueFlags) check(cmd string) error {
 	if q.url == "" || q.name == "" {
-		return nil, usageError("batch %s: --queue and --name are required", cmd)
+		return usageError("batch %s: --queue and --name are required", cmd)
 	}
 	if err := queue.CheckName(q.name); err != nil {
-		return nil, usageError("batch %s: %v", cmd, err)
+		return usageError("batch %s: %v", cmd, err)
+	}
+	return nil
+}
+
+func (q *queueFlags) dial(ctx context.Context, cmd string) (redis.UniversalClient, error) {
+	if err := q.check(cmd); err != nil {
+		return nil, err
 	}
 	rdb, err := queue.Dial(ctx, q.url)
 	if err != nil {
@@ -136,19 +146,7 @@ func enqueueCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case err != nil:
 		return &exitError{code: exitFailed, err: err}
 	}
-	switch {
-	case res.Recreated:
-		fmt.Fprintf(stdout, "job %s re-created (Redis had lost it): %d items, %d added, %d already recorded by workers\n", q.name, res.Items, res.Added, res.Skipped)
-	case res.Created:
-		fmt.Fprintf(stdout, "job %s: %d items enqueued from %s\n", q.name, res.Added, *input)
-	case res.Resumed > 0:
-		fmt.Fprintf(stdout, "job %s: interrupted enqueue resumed from line %d: %d items added\n", q.name, res.Resumed, res.Added)
-	default:
-		fmt.Fprintf(stdout, "job %s: %s is enqueued already (%d items); nothing added\n", q.name, *input, res.Items)
-	}
-	if res.Cleared != "" {
-		fmt.Fprintf(stdout, "job %s: stop cleared (it was: %s); start the workers again\n", q.name, res.Cleared)
-	}
+	res.WriteText(stdout)
 	return nil
 }
 
@@ -158,7 +156,6 @@ type workFlags struct {
 	worker string
 	lease  time.Duration
 	w      *queue.Worker
-	rdb    redis.UniversalClient
 }
 
 // workCmd implements loadgen batch work: loadgen batch with its items from
@@ -179,17 +176,15 @@ func (q *workFlags) open(ctx context.Context, fs *flag.FlagSet, opt *loadgen.Bat
 	if given(fs, "input") {
 		return usageError("batch work: the items come from the job's queue; --input is enqueue's (loadgen batch enqueue)")
 	}
-	rdb, err := q.dial(ctx, "work")
-	if err != nil {
+	if err := q.check("work"); err != nil {
 		return err
 	}
-	w, err := queue.NewWorker(ctx, rdb, q.name, queue.WorkerOptions{Name: q.worker, Lease: q.lease, Logf: stamp(stderr),
+	w, err := queue.Join(ctx, q.url, q.name, queue.WorkerOptions{Name: q.worker, Lease: q.lease, Logf: stamp(stderr),
 		EnqueueHint: fmt.Sprintf("loadgen batch enqueue --queue %s --name %s --input FILE", redactURL(q.url), q.name)})
 	if err != nil {
-		rdb.Close()
 		return usageError("batch work: %v", err)
 	}
-	q.w, q.rdb = w, rdb
+	q.w = w
 	opt.Queue = w
 	opt.Input = "job " + q.name
 	opt.Progress = nil // the job's progress is loadgen batch status's
@@ -199,20 +194,10 @@ func (q *workFlags) open(ctx context.Context, fs *flag.FlagSet, opt *loadgen.Bat
 	return nil
 }
 
-// finish closes the worker, and says why it stopped when it was the job.
+// finish ends the worker's part, and says why it stopped when it was the
+// job.
 func (q *workFlags) finish(err error, stderr io.Writer) error {
-	state := "finished"
-	switch {
-	case errors.Is(err, batch.ErrQuota):
-		state = "stopped"
-	case err != nil:
-		state = "interrupted"
-	}
-	if cerr := q.w.Close(state); cerr != nil && err == nil {
-		err = cerr
-	}
-	q.rdb.Close()
-	if errors.Is(err, batch.ErrQuota) {
+	if err = q.w.Finish(err); errors.Is(err, batch.ErrQuota) {
 		return &exitError{code: exitQuota, err: fmt.Errorf("stopped: %w; the job is stopped for every worker: once the quota resets (or the spend cap is raised), run loadgen batch enqueue with the same --input (it clears the stop) and start the workers again", err)}
 	}
 	return nil
@@ -265,34 +250,8 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		enc.SetIndent("", "  ")
 		return enc.Encode(st)
 	}
-	printStatus(stdout, st)
+	st.WriteText(stdout)
 	return nil
-}
-
-func printStatus(w io.Writer, st queue.JobStatus) {
-	enq := "enqueued"
-	if !st.Enqueued {
-		enq = fmt.Sprintf("enqueueing (at line %d)", st.NextLine)
-	}
-	fmt.Fprintf(w, "job %s: %s (sha256 %.12s…), %d items, %s; %s\n", st.Job, st.Input, st.Digest, st.Items, enq, st.State)
-	if st.Reason != "" {
-		fmt.Fprintf(w, "  stopped by %s: %s\n", st.StoppedBy, st.Reason)
-	}
-	pct := 0.0
-	if st.Items > 0 {
-		pct = 100 * float64(st.Done) / float64(st.Items)
-	}
-	fmt.Fprintf(w, "  done       %d/%d (%.1f %%)\n", st.Done, st.Items, pct)
-	fmt.Fprintf(w, "  pending    %d (taken, not acknowledged)\n", st.Pending)
-	fmt.Fprintf(w, "  waiting    %d\n", st.Waiting)
-	fmt.Fprintf(w, "  taken over %d (from workers silent past their lease)\n", st.Reclaimed)
-	if len(st.Workers) == 0 {
-		return
-	}
-	fmt.Fprintf(w, "  %-24s %-12s %9s %7s %8s %8s %10s\n", "worker", "state", "recorded", "failed", "items/s", "pending", "last seen")
-	for _, ws := range st.Workers {
-		fmt.Fprintf(w, "  %-24s %-12s %9d %7d %8.1f %8d %9.1fs\n", ws.Name, ws.State, ws.Recorded, ws.Failed, ws.Rate, ws.Pending, ws.SilentSeconds)
-	}
 }
 
 // collectCmd implements loadgen batch collect.
@@ -351,31 +310,10 @@ func collectCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return err
 		}
 	} else {
-		printCollect(stdout, rep)
+		rep.WriteText(stdout)
 	}
 	if rep.Missing > 0 {
 		return &exitError{code: exitFailed, err: fmt.Errorf("collect: %d of %d items have no result yet (first: %s)", rep.Missing, rep.Expected, strings.Join(rep.MissingIDs, ", "))}
 	}
 	return nil
-}
-
-func printCollect(w io.Writer, r *queue.Report) {
-	fmt.Fprintf(w, "collected %d items into %s", r.Items, r.Output)
-	if r.Expected > 0 {
-		fmt.Fprintf(w, " (of %d; %d missing)", r.Expected, r.Missing)
-	}
-	fmt.Fprintf(w, "; %d duplicate lines dropped", r.Duplicates)
-	if r.Torn > 0 {
-		fmt.Fprintf(w, ", %d torn last lines ignored", r.Torn)
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintf(w, "  %-28s %8s %8s %6s %6s %9s %8s %8s %8s %8s %8s\n", "output", "lines", "kept", "dups", "failed", "attempts", "wall s", "items/s", "p50 s", "p99 s", "max s")
-	row := func(x *queue.WorkerReport) {
-		fmt.Fprintf(w, "  %-28s %8d %8d %6d %6d %9d %8.2f %8.1f %8.3f %8.3f %8.3f\n", x.File, x.Lines, x.Kept, x.Duplicates, x.Failed, x.Attempts,
-			x.WallSeconds, x.Rate, x.EndToEnd.P50, x.EndToEnd.P99, x.EndToEnd.Max)
-	}
-	for i := range r.Workers {
-		row(&r.Workers[i])
-	}
-	row(&r.Total)
 }

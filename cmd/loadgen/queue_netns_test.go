@@ -149,4 +149,5 @@ func TestQueueNetns(t *testing.T) {
 	// heartbeats (LeaseTTL/3) and a second, while they all re-assert their
 	// calls (docs/shared-limits.md): the time the limit allows no call.
 	f.check(qLease/4 + 2*qLease/3 + time.Second)
+	f.checkHeld(0, qHeldDups)
 }

@@ -39,6 +39,14 @@ const (
 	qLimit    = 20
 	qCallTime = 200 * time.Millisecond
 	qLease    = 2 * time.Second
+	// qHeldDups bounds the duplicates of a worker that stopped answering
+	// for longer than its lease (frozen, or cut off from Redis): its
+	// calls under way then (at most the shared limit, qLimit) and the
+	// results it recorded in its last flush interval but could not
+	// acknowledge (20 ms of qLimit calls of qCallTime: 2). Every other item
+	// the others took over from it, it drops before its call (batch's
+	// QueueHolder check).
+	qHeldDups = qLimit + 2
 	// qTarget is the bound on span / ideal (within 15 %), which
 	// BenchmarkQueueFailures measures (docs/distributed-batch.md).
 	qTarget = 1.15
@@ -66,9 +74,11 @@ type qFleet struct {
 	mu    sync.Mutex
 	cmds  []*exec.Cmd
 	errs  []*bytes.Buffer
+	stdo  []*bytes.Buffer // each worker's stdout: its JSON summary
 	done  []chan error
 	outs  []string
 	netns []string // per worker: the namespace it runs in, or ""
+	dups  int      // the duplicate lines collect dropped (check)
 }
 
 func newQFleet(t testing.TB, bin string, r qRedis, mockAddr string) *qFleet {
@@ -131,8 +141,8 @@ func (f *qFleet) start(ns string) int {
 	}
 	cmd := exec.Command(name, argv...)
 	cmd.Env = append(os.Environ(), "ANTHROPIC_API_KEY=")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	var stderr, stdout bytes.Buffer
+	cmd.Stderr, cmd.Stdout = &stderr, &stdout
 	if err := cmd.Start(); err != nil {
 		f.t.Fatal(err)
 	}
@@ -140,9 +150,40 @@ func (f *qFleet) start(ns string) int {
 	go func() { done <- cmd.Wait() }()
 	f.mu.Lock()
 	f.cmds, f.errs, f.done, f.outs, f.netns = append(f.cmds, cmd), append(f.errs, &stderr), append(f.done, done), append(f.outs, out), append(f.netns, ns)
+	f.stdo = append(f.stdo, &stdout)
 	f.mu.Unlock()
 	f.t.Cleanup(func() { cmd.Process.Kill() })
 	return i
+}
+
+// lost is how many items worker i, once it has exited, dropped before a
+// call because another worker had taken them over (its summary's lost).
+func (f *qFleet) lost(i int) int {
+	f.t.Helper()
+	var sum struct{ Lost, Completed int }
+	if err := json.Unmarshal(f.stdo[i].Bytes(), &sum); err != nil {
+		f.t.Fatalf("worker %d's summary: %v\n%s", i, err, f.stdo[i])
+	}
+	return sum.Lost
+}
+
+// checkHeld holds the held check's figures for worker i, which stopped
+// answering (frozen, or cut off from Redis) for longer than the lease:
+// it dropped the items the others took over from it instead of making
+// them again (lost > 0), so collect's duplicates are only what it had
+// made, or was making, before it stopped: at most its share of the calls
+// under way and the results recorded in the last flush, bounded by
+// dupBound.
+func (f *qFleet) checkHeld(i, dupBound int) {
+	f.t.Helper()
+	lost := f.lost(i)
+	f.t.Logf("worker %d dropped %d items taken over by the others; collect dropped %d duplicate lines", i, lost, f.dups)
+	if lost == 0 {
+		f.t.Errorf("worker %d, silent past its lease, dropped no item taken over from it (its summary's lost is 0)", i)
+	}
+	if f.dups > dupBound {
+		f.t.Errorf("collect dropped %d duplicate lines, want at most %d (the calls under way when worker %d stopped answering)", f.dups, dupBound, i)
+	}
 }
 
 // recorded is how many lines the workers' outputs hold.
@@ -237,6 +278,7 @@ func (f *qFleet) peak() int {
 func (f *qFleet) check(pause time.Duration) float64 {
 	f.t.Helper()
 	dups := f.collect()
+	f.dups = dups
 	peak := f.peak()
 	if peak > qLimit {
 		f.t.Errorf("the mock saw %d calls at once, above the shared limit %d", peak, qLimit)
@@ -287,7 +329,9 @@ var qCases = []struct {
 		f.cmds[0].Process.Signal(syscall.SIGCONT)
 		f.wait()
 		// Its share of the limit (a quarter) stays leased for the lease TTL.
-		return f.check(qLease / 4)
+		ratio := f.check(qLease / 4)
+		f.checkHeld(0, qHeldDups)
+		return ratio
 	}},
 	{"late", func(t testing.TB, bin string) float64 {
 		f := newQFleet(t, bin, redistest.Start(t), "127.0.0.1:0")

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"github.com/ratelab/ratelab/batch"
 	"github.com/ratelab/ratelab/engine"
 	"github.com/ratelab/ratelab/internal/strict"
+	"github.com/ratelab/ratelab/mock"
 	"github.com/ratelab/ratelab/provider"
 	"github.com/ratelab/ratelab/strategies"
 )
@@ -120,6 +122,15 @@ type BatchOptions struct {
 	// Queue, when set, supplies the items instead of Input (batch.Queue:
 	// loadgen batch work).
 	Queue batch.Queue
+	// ProviderStrategies are --provider-strategy's: by provider, the
+	// strategy spec ("KIND:KEY=VALUE,…") of the input lines naming that
+	// provider in their metadata. A provider not listed gets an instance
+	// of its own of the batch's strategy.
+	ProviderStrategies map[string]string
+
+	// mockReady, when set, is called with the embedded mock once it runs
+	// (tests read its counts).
+	mockReady func(*mock.Server)
 }
 
 // BatchReport is how a batch went, with what it ran against.
@@ -211,9 +222,16 @@ func RunBatch(ctx context.Context, opt BatchOptions) (rep BatchReport, err error
 		workers = DefaultBatchWorkers
 	}
 
+	provStrategies, err := providerStrategies(opt.ProviderStrategies, p.Name())
+	if err != nil {
+		return rep, err
+	}
+
 	// Where the calls go, and with which key.
 	client := &provider.Client{Provider: p}
 	stateBase := ""
+	var mockBase string // the embedded mock's base URL, when it runs
+	base := ""          // the target's, else the providers' production URLs
 	if opt.Mock {
 		if opt.BaseURL != "" {
 			return rep, usagef("--target mock and --base-url: choose one")
@@ -232,9 +250,12 @@ func RunBatch(ctx context.Context, opt BatchOptions) (rep BatchReport, err error
 			}
 		}
 		client.BaseURL, client.HTTP = providerBase(p.Name(), tg.baseURL), tg.http
-		rep.Target, stateBase = "embedded mock", "embedded-mock"
+		rep.Target, stateBase, mockBase = "embedded mock", "embedded-mock", tg.baseURL
+		if opt.mockReady != nil {
+			opt.mockReady(tg.srv)
+		}
 	} else {
-		base := opt.BaseURL
+		base = opt.BaseURL
 		if base == "" && s.Target != nil {
 			base = s.Target.URL
 		}
@@ -261,6 +282,7 @@ func RunBatch(ctx context.Context, opt BatchOptions) (rep BatchReport, err error
 		rep.Target = redactURL(stateBase)
 	}
 	client.APIKey = key
+	transport := client.HTTP
 	client.HTTP = recordClient(client.HTTP, opt.Record, "batch", nil)
 
 	strategy, closeStrategy, err := openStrategy(ctx, st, nil, nil)
@@ -296,7 +318,72 @@ func RunBatch(ctx context.Context, opt BatchOptions) (rep BatchReport, err error
 			return rep, err
 		}
 	}
+	// The providers the input's lines name (metadata.provider), each with
+	// its own client, key and strategy instance.
+	var routes []*batchRoute
+	defer func() {
+		for _, r := range routes {
+			r.close()
+		}
+	}()
+	routeOf := func(name string) (*batch.Route, error) {
+		rp, err := provider.ByName(name)
+		if err != nil {
+			return nil, err
+		}
+		rc := &provider.Client{Provider: rp, HTTP: recordClient(transport, opt.Record, "batch", nil)}
+		rstBase := ""
+		if opt.Mock {
+			rc.BaseURL, rc.APIKey, rstBase = providerBase(name, mockBase), key, "embedded-mock"
+		} else {
+			rk := key
+			if opt.APIKeyCommand == "" {
+				getenv := opt.Getenv
+				if getenv == nil {
+					getenv = os.Getenv
+				}
+				rk = strings.TrimSpace(getenv(rp.KeyEnv()))
+			}
+			if rk == "" && base == "" {
+				return nil, fmt.Errorf("no API key for %s: set %s, or give --api-key-command, or --base-url for a server that needs no key", name, rp.KeyEnv())
+			}
+			rc.APIKey = rk
+			if base != "" {
+				rc.BaseURL = providerBase(name, base)
+			}
+			rstBase = cmp.Or(rc.BaseURL, rp.DefaultBaseURL())
+		}
+		rst := st
+		if spec, ok := provStrategies[name]; ok {
+			rst = spec
+		}
+		if rst.Shared != nil {
+			// Each provider's limit is its own: its shared key too.
+			c, sh := *rst, *rst.Shared
+			sh.Key += ":" + name
+			c.Shared = &sh
+			rst = &c
+		}
+		strategy, closeStrategy, err := openStrategy(ctx, rst, nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		r := &batchRoute{name: name, strategy: strategy, close: closeStrategy,
+			stateKey: strategies.StateKey{Provider: name, BaseURL: rstBase, KeyFingerprint: rc.Cost(emptyRequest).Key}}
+		routes = append(routes, r)
+		if r.adaptive, _ = strategy.(*strategies.Adaptive); r.adaptive != nil {
+			if r.stateFile = cmp.Or(rst.stateFile(), opt.StateFile); r.stateFile != "" {
+				if _, err := r.adaptive.LoadState(r.stateFile, r.stateKey); err != nil {
+					return nil, fmt.Errorf("--state-file: %v", strings.TrimPrefix(err.Error(), "strategies: "))
+				}
+			}
+		}
+		return &batch.Route{Client: rc, Strategy: strategy, Model: defaultModels[name]}, nil
+	}
+
 	b := &batch.Batch{
+		Provider:    p.Name(),
+		Routes:      routeOf,
 		Input:       opt.Input,
 		Output:      opt.Output,
 		Model:       rep.Model,
@@ -338,7 +425,47 @@ func RunBatch(ctx context.Context, opt BatchOptions) (rep BatchReport, err error
 			err = fmt.Errorf("--state-file: %w", serr)
 		}
 	}
+	for _, r := range routes {
+		if r.stateFile != "" && r.strategy.Stats().Attempts > 0 {
+			if serr := r.adaptive.SaveState(r.stateFile, r.stateKey); serr != nil && err == nil {
+				err = fmt.Errorf("--state-file: %w", serr)
+			}
+		}
+	}
 	return rep, err
+}
+
+// batchRoute is the strategy of one provider an input's lines name, with
+// where its adaptive state is kept.
+type batchRoute struct {
+	name      string
+	strategy  strategies.Strategy
+	close     func()
+	adaptive  *strategies.Adaptive
+	stateFile string
+	stateKey  strategies.StateKey
+}
+
+// providerStrategies parses --provider-strategy's NAME=SPEC values: the
+// strategy of the lines naming provider NAME in their metadata (by default
+// an instance of the batch's own). def is the batch's provider, which
+// --strategy names.
+func providerStrategies(specs map[string]string, def string) (map[string]*Row, error) {
+	rows := make(map[string]*Row, len(specs))
+	for name, spec := range specs {
+		if _, err := provider.ByName(name); err != nil {
+			return nil, usagef("--provider-strategy %s=%s: unknown provider %q (want %s)", name, spec, name, strings.Join(provider.Names(), ", "))
+		}
+		if name == def {
+			return nil, usagef("--provider-strategy %s=%s: %s is the batch's provider, whose strategy is --strategy", name, spec, name)
+		}
+		st, err := ParseStrategySpec(spec)
+		if err != nil {
+			return nil, usagef("--provider-strategy %s=%s: %s", name, spec, strings.TrimPrefix(err.Error(), "batch: "))
+		}
+		rows[name] = st
+	}
+	return rows, nil
 }
 
 // batchStrategy chooses the batch's strategy: --strategy, else the

@@ -55,8 +55,8 @@ func RunBatchAPI(ctx context.Context, opt BatchOptions) (rep BatchAPIReport, err
 		ao = *opt.API
 	}
 	switch {
-	case opt.Strategy != "" || opt.Only != "":
-		return rep, usagef("--via batch-api: the provider paces a batch: --strategy and --only do not apply")
+	case opt.Strategy != "" || opt.Only != "" || len(opt.ProviderStrategies) > 0:
+		return rep, usagef("--via batch-api: the provider paces a batch: --strategy, --provider-strategy and --only do not apply")
 	case opt.Shared != (Shared{}):
 		return rep, usagef("--via batch-api: --shared-* flags do not apply")
 	case opt.Stream:
