@@ -61,7 +61,7 @@ func TestOrganizationPool(t *testing.T) {
 			{13 * time.Second, "kc", 200, "", "", "5", "0"},
 		}
 		for i, s := range steps {
-			time.Sleep(start.Add(s.at).Sub(time.Now()))
+			time.Sleep(time.Until(start.Add(s.at)))
 			r := ts.do(t, "POST", "/v1/messages", anthropicBody(1, false, "hi"), "x-api-key", s.key)
 			h := r.header
 			if r.status != s.wantStatus || h.Get("Retry-After") != s.wantRetry ||
