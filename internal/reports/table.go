@@ -43,6 +43,9 @@ func Table(w io.Writer, r Report) error {
 		fmt.Fprintln(ew, "* interrupted before every item finished")
 	}
 	writeServerNotes(ew, r.Results)
+	if err := writeCardTable(ew, r.Results); err != nil {
+		return fmt.Errorf("reports: table: %w", err)
+	}
 	writeOracleNote(ew, r.Oracle)
 	if r.Simulated {
 		fmt.Fprintln(ew, SimulatedNote)
