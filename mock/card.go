@@ -45,6 +45,12 @@ type ReportCard struct {
 	RefusedCallAttempts int64   `json:"refused_call_attempts"`
 	RetryAmplification  float64 `json:"retry_amplification"`
 
+	// Capped is true when an attempt arrived while the server capped each
+	// key's concurrency (Limits.MaxConcurrent; per-model pools are not
+	// followed): idle capacity and the figures over the cap are measured
+	// only then, and are 0 without.
+	Capped bool `json:"capped"`
+
 	// Idle capacity is measured against the key's concurrency cap
 	// (Limits.MaxConcurrent, as the server applies it: a schedule entry
 	// from the first request after its time), per API key, from the key's
@@ -52,8 +58,7 @@ type ReportCard struct {
 	// request, it had work waiting. CapSlotSeconds is the cap integrated
 	// over that time, IdleSlotSeconds the slots not in use (the cap less
 	// the attempts in flight, when positive) over it, summed over the
-	// keys; IdleCapacity is their ratio, 0..1. All three are 0 when the
-	// server set no concurrency cap (CapSlotSeconds 0 says so).
+	// keys; IdleCapacity is their ratio, 0..1.
 	CapSlotSeconds  float64 `json:"cap_slot_seconds"`
 	IdleSlotSeconds float64 `json:"idle_slot_seconds"`
 	IdleCapacity    float64 `json:"idle_capacity"`
@@ -101,6 +106,7 @@ type cardCounts struct {
 	refusedCalls, refusedAttempts         int64
 	over                                  int64
 	peakOver                              int
+	capped                                bool
 }
 
 // keyCalls is the call accounting of one API key.
@@ -153,6 +159,7 @@ func (k *cardCounts) arrive(kc *keyCalls, now time.Time, limit int) {
 	if !kc.started {
 		kc.started, kc.at = true, now
 	}
+	k.capped = k.capped || limit > 0
 	if limit > 0 && kc.inFlight >= limit {
 		k.over++
 		k.peakOver = max(k.peakOver, kc.inFlight+1-limit)
@@ -233,6 +240,7 @@ func (c *callCounts) reportCard() ReportCard {
 		MaxRetryWave:            k.maxWave,
 		RefusedCalls:            k.refusedCalls,
 		RefusedCallAttempts:     k.refusedAttempts,
+		Capped:                  k.capped,
 		CapSlotSeconds:          capT,
 		IdleSlotSeconds:         idle,
 		OverLimit:               k.over,

@@ -57,21 +57,21 @@ func TestReportCardRetries(t *testing.T) {
 			RefusedCalls: 2, RefusedCallAttempts: 4, RetryAmplification: 2,
 			// in flight: 1 for 1 ms, 2 to 0.5 s, 1 for 1 ms, 0 to 1.002 s, 1 for 1 ms
 			CapSlotSeconds: 2 * 1.003, IdleSlotSeconds: 0.001 + 0.001 + 2*0.501 + 0.001,
-			OverLimit: 2, PeakOverLimit: 1,
+			Capped: true, OverLimit: 2, PeakOverLimit: 1,
 		}},
 		{"honours retry-after, jittered", cardClient{wait: func(ra time.Duration, i int) time.Duration { return ra + time.Duration(50*i)*time.Millisecond }, retries: 10}, ReportCard{
 			Retries: 2, MaxRetryWave: 1,
 			RefusedCalls: 2, RefusedCallAttempts: 4, RetryAmplification: 2,
 			// the retries at 1.102 and 1.153 s
 			CapSlotSeconds: 2 * 1.153, IdleSlotSeconds: 0.001 + 0.001 + 2*0.601 + 0.051,
-			OverLimit: 2, PeakOverLimit: 1,
+			Capped: true, OverLimit: 2, PeakOverLimit: 1,
 		}},
 		{"ignores retry-after", cardClient{wait: func(time.Duration, int) time.Duration { return 100 * time.Millisecond }, retries: 10}, ReportCard{
 			Retries: 10, RetryWaves: 5, SynchronizedRetries: 10, MaxRetryWave: 2,
 			RefusedCalls: 2, RefusedCallAttempts: 12, RetryAmplification: 6,
 			// in flight: 1 for 1 ms, 2 to 0.5 s, 1, 0, 1 for 1 ms each; the last arrival at 0.503 s
 			CapSlotSeconds: 2 * 0.503, IdleSlotSeconds: 0.001 + 0.001 + 0.002 + 0.001,
-			OverLimit: 10, PeakOverLimit: 1,
+			Capped: true, OverLimit: 10, PeakOverLimit: 1,
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -188,7 +188,7 @@ func TestReportCardIdle(t *testing.T) {
 				if c.Completed != 8 || c.Throttled != 0 {
 					t.Fatalf("completed %d, throttled %d; want 8, 0", c.Completed, c.Throttled)
 				}
-				checkCard(t, c.Card, ReportCard{CapSlotSeconds: tc.cap, IdleSlotSeconds: tc.idle})
+				checkCard(t, c.Card, ReportCard{Capped: true, CapSlotSeconds: tc.cap, IdleSlotSeconds: tc.idle})
 			})
 		})
 	}

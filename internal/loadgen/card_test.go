@@ -149,7 +149,7 @@ strategies:
     expect:
       max_idle_capacity: 0.1
 `))
-	if want := "t.yaml:8: strategies[0].expect.max_idle_capacity: not measurable: idle capacity is measured against the server's limits.max_concurrent"; err == nil || !strings.Contains(err.Error(), want) {
+	if want := "t.yaml:8: strategies[0].expect.max_idle_capacity: not measurable: idle_capacity is measured against the server's limits.max_concurrent"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("Parse: %v\nwant an error containing %q", err, want)
 	}
 	if _, err := Parse("t.yaml", []byte(`items: 1
@@ -163,7 +163,7 @@ strategies:
 	}
 	e := parseExpect(t, "max_idle_capacity: 0.1")[0]
 	c := e.Check(&reports.Result{ServerView: &reports.ServerView{Card: &reports.ReportCard{}}})
-	if c.OK || !strings.Contains(c.Actual, "not measured (the server set no max_concurrent") {
+	if c.OK || !strings.Contains(c.Actual, "not measured (the server set no max_concurrent to measure it against)") {
 		t.Errorf("idle_capacity without a cap: %+v, want a failed check saying not measured", c)
 	}
 }
@@ -246,5 +246,40 @@ server:
 	}
 	if v, _ := byName(rep)["bad"].Server(); v.Card == nil || v.Card.Retries != 4 {
 		t.Errorf("bad: card %+v, want 4 retries", v.Card)
+	}
+}
+
+// TestExpectKeysDocumented holds docs/scenarios.md's table of expect: keys
+// to Metrics: every key a row can compare is in its first column, and
+// every key there is one.
+func TestExpectKeysDocumented(t *testing.T) {
+	b, err := os.ReadFile("../../docs/scenarios.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(b), "\n## `expect:` keys\n")
+	if !ok {
+		t.Fatal("docs/scenarios.md has no section ## `expect:` keys")
+	}
+	sec, _, _ = strings.Cut(sec, "\n## ")
+	documented := map[string]bool{}
+	for _, line := range strings.Split(sec, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 4 || !strings.Contains(cells[1], "`") {
+			continue
+		}
+		for _, k := range strings.Split(cells[1], ",") {
+			documented[strings.Trim(strings.TrimSpace(k), "`")] = true
+		}
+	}
+	for k := range Metrics {
+		if !documented[k] {
+			t.Errorf("expect key %s is not in docs/scenarios.md's table", k)
+		}
+	}
+	for k := range documented {
+		if _, ok := Metrics[k]; !ok {
+			t.Errorf("docs/scenarios.md documents %s, which is not an expect key", k)
+		}
 	}
 }

@@ -293,8 +293,8 @@ func (s *Scenario) unmeasurable(st *Row, metric string) string {
 		if s.Target != nil {
 			return fmt.Sprintf("not measurable against target: (%s is counted by the embedded mock, which this run does not use); remove it or the target", metric)
 		}
-		if metric == "idle_capacity" && !s.capsConcurrency() {
-			return "not measurable: idle capacity is measured against the server's limits.max_concurrent, which this scenario does not set (nor does its schedule:)"
+		if capMetrics[metric] && !s.capsConcurrency() {
+			return fmt.Sprintf("not measurable: %s is measured against the server's limits.max_concurrent, which this scenario does not set (nor does its schedule:; per-model pools are not followed)", metric)
 		}
 	case ByClient:
 		if st.Kind == KindCommand {
@@ -384,17 +384,11 @@ var Metrics = map[string]Metric{
 	"retry_amplification": {Doc: "attempts per call refused for a rate limit or overload (0 with none)", By: ByServer,
 		Value: fromCard(func(c reports.ReportCard) float64 { return c.RetryAmplification })},
 	"idle_capacity": {Doc: "share (0..1) of each key's max_concurrent unused from its first attempt to its last", By: ByServer,
-		Value: fromCard(func(c reports.ReportCard) float64 { return c.IdleCapacity }),
-		Unknown: func(r *reports.Result) string {
-			if v, _ := r.Server(); v.Card == nil || !v.Card.HasCap() {
-				return "the server set no max_concurrent to measure idle capacity against"
-			}
-			return ""
-		}},
+		Value: fromCard(func(c reports.ReportCard) float64 { return c.IdleCapacity }), Unknown: uncapped},
 	"over_limit": {Doc: "attempts sent while their key already had its max_concurrent in flight", By: ByServer,
-		Value: fromCard(func(c reports.ReportCard) float64 { return float64(c.OverLimit) })},
+		Value: fromCard(func(c reports.ReportCard) float64 { return float64(c.OverLimit) }), Unknown: uncapped},
 	"peak_over_limit": {Doc: "most attempts in flight above max_concurrent", By: ByServer,
-		Value: fromCard(func(c reports.ReportCard) float64 { return float64(c.PeakOverLimit) })},
+		Value: fromCard(func(c reports.ReportCard) float64 { return float64(c.PeakOverLimit) }), Unknown: uncapped},
 	"goodput": {Doc: "completed items per second of wall time", By: ByArrival,
 		Value: func(r *reports.Result) float64 { return arrivals(r).GoodputPerSecond }},
 	"queueing_delay_p50": {Doc: "median time from an item's arrival to its first attempt, s", By: ByArrival,
@@ -419,6 +413,19 @@ func fromCard(f func(reports.ReportCard) float64) func(*reports.Result) float64 
 		}
 		return 0
 	}
+}
+
+// capMetrics are the report card's figures measured against the server's
+// max_concurrent: unknown without one.
+var capMetrics = map[string]bool{"idle_capacity": true, "over_limit": true, "peak_over_limit": true}
+
+// uncapped says why a capMetrics figure is unknown on r: the server set no
+// max_concurrent while it ran.
+func uncapped(r *reports.Result) string {
+	if v, _ := r.Server(); v.Card == nil || !v.Card.HasCap() {
+		return "the server set no max_concurrent to measure it against"
+	}
+	return ""
 }
 
 // lateSeconds is a wall time's allowance for lost seconds of timer

@@ -39,6 +39,9 @@ var cardColumns = []column{
 		return formatFixed(100*c.IdleCapacity, 1) + "%"
 	})},
 	{"over cap", "over the cap", "attempts sent while their key already had its concurrency cap in flight (peak in flight above the cap)", true, fromCard(func(c ReportCard) string {
+		if !c.HasCap() {
+			return "-"
+		}
 		if c.OverLimit == 0 {
 			return "0"
 		}

@@ -129,10 +129,13 @@ type ReportCard struct {
 	RefusedCalls        int64   `json:"refused_calls"`
 	RefusedCallAttempts int64   `json:"refused_call_attempts"`
 	RetryAmplification  float64 `json:"retry_amplification"`
+	// Capped is true when the server capped each key's concurrency
+	// (limits.max_concurrent) during the run: without, idle capacity and
+	// the figures over the cap are unknown (and 0).
+	Capped bool `json:"capped"`
 	// IdleCapacity is IdleSlotSeconds over CapSlotSeconds: the share of
 	// each key's concurrency cap left unused from its first attempt to its
-	// last (while the client still had a request to send). CapSlotSeconds
-	// 0: the server set no concurrency cap, and idle capacity is unknown.
+	// last (while the client still had a request to send).
 	CapSlotSeconds  float64 `json:"cap_slot_seconds"`
 	IdleSlotSeconds float64 `json:"idle_slot_seconds"`
 	IdleCapacity    float64 `json:"idle_capacity"`
@@ -144,8 +147,8 @@ type ReportCard struct {
 }
 
 // HasCap reports whether the server had a concurrency cap to measure idle
-// capacity against.
-func (c ReportCard) HasCap() bool { return c.CapSlotSeconds > 0 }
+// capacity and the attempts over it against.
+func (c ReportCard) HasCap() bool { return c.Capped }
 
 // BadRetries is the retries sent after an answer no retry fixes.
 func (c ReportCard) BadRetries() int64 { return c.RetriesAfterQuota + c.RetriesAfterClientError }
