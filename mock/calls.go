@@ -79,6 +79,10 @@ type CallStats struct {
 	PeakConcurrency int `json:"peak_concurrency"`
 	InFlight        int `json:"in_flight"`
 
+	// Card is how the client behaved, as loadgen's report card judges it
+	// (docs/loadgen.md, "The report card").
+	Card ReportCard `json:"card"`
+
 	// First is the first attempt's arrival, Last the end of the last attempt
 	// that ended; Seconds is the time between them.
 	First   time.Time `json:"first,omitzero"`
@@ -141,6 +145,7 @@ const (
 type callAttempt struct {
 	fp      uint64
 	key     string
+	kc      *keyCalls // the key's account
 	call    *openCall // the call it retries; nil for a new call
 	arrival time.Time
 	gen     uint64 // callLog.gen at arrival; 0: not counted
@@ -152,7 +157,9 @@ type callAttempt struct {
 type openCall struct {
 	gate     time.Time // arrival before this is an early retry
 	attempts int
-	next     *openCall // the next open call of the same fingerprint
+	next     *openCall  // the next open call of the same fingerprint
+	last     answerKind // how its last attempt was answered
+	refused  bool       // an attempt got a 429 for a rate limit, or a 529/503
 }
 
 // callCounts are the counters of a CallStats since the last Reset. /metrics,
@@ -164,8 +171,13 @@ type callCounts struct {
 	errors, early, quota                  int64
 	throttledBy                           map[string]int64
 	throttledByAttempt                    []int64
-	earlyByKey                            map[string]int64
 	maxAttempts, peak, inFlight           int
+
+	// The report card's counters (card.go); keys holds each API key's
+	// in-flight count, idle capacity and retry wave.
+	card     cardCounts
+	keys     map[string]*keyCalls
+	capLimit int // the key's concurrency cap now (Limits.MaxConcurrent); 0: none
 
 	latency durhist.Histogram // Ceiling callHistMax; set by reset
 
@@ -230,7 +242,7 @@ func (l *callLog) reset() {
 	defer l.mu.Unlock()
 	l.gen++
 	l.past.fold(&l.cur)
-	l.cur = callCounts{timelineRes: CallResolution, latency: durhist.Histogram{Ceiling: callHistMax}}
+	l.cur = callCounts{timelineRes: CallResolution, capLimit: l.cur.capLimit, latency: durhist.Histogram{Ceiling: callHistMax}}
 }
 
 // callHistMax is the latency histogram's ceiling (from durhist.Unit, 1µs).
@@ -263,6 +275,8 @@ func (l *callLog) arrive(a *callAttempt, req *http.Request, wr wire.Format, key 
 	if c.first.IsZero() {
 		c.first = now
 	}
+	a.kc = c.keyOf(key)
+	a.kc.accrue(now, c.capLimit)
 	if retry != 0 {
 		if oc := c.open[a.fp]; oc != nil {
 			if oc.next == nil {
@@ -275,13 +289,12 @@ func (l *callLog) arrive(a *callAttempt, req *http.Request, wr wire.Format, key 
 			a.call = oc
 			if now.Before(oc.gate) {
 				c.early++
-				if c.earlyByKey == nil {
-					c.earlyByKey = make(map[string]int64)
-				}
-				c.earlyByKey[key]++
+				a.kc.early++
 			}
+			c.card.retry(a.kc, oc, now)
 		}
 	}
+	c.card.arrive(a.kc, now, c.capLimit)
 	if a.call == nil {
 		c.calls++
 		a.n = 1
@@ -311,6 +324,8 @@ func (l *callLog) end(a *callAttempt, status int, limit string, retryAfter time.
 	}
 	a.gen = 0
 	c := &l.cur
+	a.kc.accrue(now, c.capLimit)
+	a.kc.inFlight--
 	c.inFlight--
 	c.busy--
 	if now.After(c.last) {
@@ -347,6 +362,8 @@ func (l *callLog) end(a *callAttempt, status int, limit string, retryAfter time.
 	}
 	oc.attempts = a.n
 	oc.gate = now.Add(retryAfter)
+	oc.last = answerOf(status, limit)
+	c.card.refusal(oc)
 	c.pushOpen(a.fp, oc)
 }
 
@@ -436,6 +453,7 @@ func (l *callLog) snapshot() CallStats {
 		MaxAttempts:        c.maxAttempts,
 		EarlyRetries:       c.early,
 		PeakConcurrency:    c.peak,
+		Card:               c.reportCard(),
 		InFlight:           c.inFlight,
 		First:              c.first,
 		Last:               c.last,
@@ -470,7 +488,10 @@ func (l *callLog) snapshot() CallStats {
 func (l *callLog) earlyOf(key string) int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.cur.earlyByKey[key]
+	if kc := l.cur.keys[key]; kc != nil {
+		return kc.early
+	}
+	return 0
 }
 
 // percentiles summarises the attempts that ended (attempts - inFlight of

@@ -139,6 +139,7 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 		o.apply(s)
 	}
 	s.calls.clock = s.clock
+	s.calls.setCap(s.clock.Now(), s.limits.MaxConcurrent)
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -202,8 +203,10 @@ func (s *Server) Close() error {
 func (s *Server) SetLimits(l Limits) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.applySchedule(s.clock.Now())
+	now := s.clock.Now()
+	s.applySchedule(now)
 	s.base, s.limits = l, l
+	s.calls.setCap(now, l.MaxConcurrent)
 }
 
 // Quota returns the per-key quota in force.
@@ -259,6 +262,7 @@ func (s *Server) resetLocked() {
 	s.pastInFlight += s.inFlight
 	s.inFlight, s.maxInFlight = 0, 0
 	s.calls.reset()
+	s.calls.setCap(s.clock.Now(), s.limits.MaxConcurrent)
 }
 
 // applySchedule applies the schedule entries due at now. The schedule's
@@ -271,6 +275,9 @@ func (s *Server) applySchedule(now time.Time) {
 	}
 	for s.next < len(s.cfg.Schedule) && now.Sub(s.epoch) >= s.cfg.Schedule[s.next].At {
 		s.limits = s.cfg.Schedule[s.next].Limits.Apply(s.limits)
+		// The report card's idle capacity, under the new cap from the
+		// entry's time: no request was admitted under the old one since.
+		s.calls.setCap(s.epoch.Add(s.cfg.Schedule[s.next].At), s.limits.MaxConcurrent)
 		s.next++
 	}
 }

@@ -342,7 +342,9 @@ func fillFromServer(r *reports.Result, srv *mock.Server, oracle float64) {
 // serverView is the figures only the server knows, from the mock's account:
 // the same for built-in and command rows.
 func serverView(c mock.CallStats) *reports.ServerView {
-	return &reports.ServerView{EarlyRetries: c.EarlyRetries, PeakConcurrency: c.PeakConcurrency, ThrottledBy: maps.Clone(c.ThrottledBy)}
+	// The same fields: the conversion fails to compile when they drift.
+	card := reports.ReportCard(c.Card)
+	return &reports.ServerView{EarlyRetries: c.EarlyRetries, PeakConcurrency: c.PeakConcurrency, ThrottledBy: maps.Clone(c.ThrottledBy), Card: &card}
 }
 
 // logCommandFailure writes how a row's program failed, with its last lines.

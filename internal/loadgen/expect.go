@@ -80,6 +80,11 @@ func (e Expectation) Check(r *reports.Result) reports.Check {
 		return reports.Check{Metric: e.Key, Expected: e.String(), Actual: "not measured (no server view against a target)"}
 	}
 	m := Metrics[e.Metric]
+	if m.Unknown != nil {
+		if why := m.Unknown(r); why != "" {
+			return reports.Check{Metric: e.Key, Expected: e.String(), Actual: "not measured (" + why + ")"}
+		}
+	}
 	v := m.Value(r)
 	c := reports.Check{Metric: e.Key, Expected: e.String(), Actual: formatNumber(v), OK: e.Holds(v)}
 	if tl := r.TimerLateness; m.Late != nil && tl != nil && tl.LostSeconds > 0 && e.Op != OpGE && e.Op != OpGT {
@@ -239,6 +244,9 @@ type Metric struct {
 	// (TimerLateness.LostSeconds); nil for every other metric, which is
 	// checked as written.
 	Late func(r *reports.Result, lost float64) float64
+	// Unknown, when set, says why the metric is not known on r ("" when
+	// it is): the check then fails saying so rather than read 0.
+	Unknown func(r *reports.Result) string
 }
 
 // Measurer is who measures a metric.
@@ -285,6 +293,9 @@ func (s *Scenario) unmeasurable(st *Row, metric string) string {
 		if s.Target != nil {
 			return fmt.Sprintf("not measurable against target: (%s is counted by the embedded mock, which this run does not use); remove it or the target", metric)
 		}
+		if capMetrics[metric] && !s.capsConcurrency() {
+			return fmt.Sprintf("not measurable: %s is measured against the server's limits.max_concurrent, which this scenario does not set (nor does its schedule:; per-model pools are not followed)", metric)
+		}
 	case ByClient:
 		if st.Kind == KindCommand {
 			return fmt.Sprintf("not measurable on a command row: %s is counted by loadgen's own client, and a command row sees your program only from the server", metric)
@@ -299,6 +310,20 @@ func (s *Scenario) unmeasurable(st *Row, metric string) string {
 		}
 	}
 	return ""
+}
+
+// capsConcurrency reports whether the scenario's server caps each key's
+// concurrency at some point: limits.max_concurrent, or a schedule entry's.
+func (s *Scenario) capsConcurrency() bool {
+	if s.Server.Limits.MaxConcurrent > 0 {
+		return true
+	}
+	for _, e := range s.Server.Schedule {
+		if m := e.Limits.MaxConcurrent; m != nil && *m > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func pct(get func(*reports.Result) measure.Percentiles, q func(measure.Percentiles) float64) func(*reports.Result) float64 {
@@ -341,6 +366,29 @@ var Metrics = map[string]Metric{
 		Value: func(r *reports.Result) float64 { v, _ := r.Server(); return float64(v.EarlyRetries) }},
 	"concurrency": {Doc: "most attempts in flight at once", By: ByServer,
 		Value: func(r *reports.Result) float64 { v, _ := r.Server(); return float64(v.PeakConcurrency) }},
+	// The report card (docs/loadgen.md, "The report card").
+	"retries": {Doc: "attempts the server grouped into an earlier call", By: ByServer,
+		Value: fromCard(func(c reports.ReportCard) float64 { return float64(c.Retries) })},
+	"bad_retries": {Doc: "retries after an answer no retry fixes: retries_after_quota + retries_after_client_error", By: ByServer,
+		Value: fromCard(func(c reports.ReportCard) float64 { return float64(c.BadRetries()) })},
+	"retries_after_quota": {Doc: "retries after a spent quota's 429", By: ByServer,
+		Value: fromCard(func(c reports.ReportCard) float64 { return float64(c.RetriesAfterQuota) })},
+	"retries_after_client_error": {Doc: "retries after a 4xx no retry fixes (any but 408, 409, 429)", By: ByServer,
+		Value: fromCard(func(c reports.ReportCard) float64 { return float64(c.RetriesAfterClientError) })},
+	"retry_waves": {Doc: "waves of 2 retries or more of one key within 10 ms of the wave's first (no jitter)", By: ByServer,
+		Value: fromCard(func(c reports.ReportCard) float64 { return float64(c.RetryWaves) })},
+	"synchronized_retries": {Doc: "retries in retry waves", By: ByServer,
+		Value: fromCard(func(c reports.ReportCard) float64 { return float64(c.SynchronizedRetries) })},
+	"largest_retry_wave": {Doc: "most retries in one retry wave", By: ByServer,
+		Value: fromCard(func(c reports.ReportCard) float64 { return float64(c.MaxRetryWave) })},
+	"retry_amplification": {Doc: "attempts per call refused for a rate limit or overload (0 with none)", By: ByServer,
+		Value: fromCard(func(c reports.ReportCard) float64 { return c.RetryAmplification })},
+	"idle_capacity": {Doc: "share (0..1) of each key's max_concurrent unused from its first attempt to its last", By: ByServer,
+		Value: fromCard(func(c reports.ReportCard) float64 { return c.IdleCapacity }), Unknown: uncapped},
+	"over_limit": {Doc: "attempts sent while their key already had its max_concurrent in flight", By: ByServer,
+		Value: fromCard(func(c reports.ReportCard) float64 { return float64(c.OverLimit) }), Unknown: uncapped},
+	"peak_over_limit": {Doc: "most attempts in flight above max_concurrent", By: ByServer,
+		Value: fromCard(func(c reports.ReportCard) float64 { return float64(c.PeakOverLimit) }), Unknown: uncapped},
 	"goodput": {Doc: "completed items per second of wall time", By: ByArrival,
 		Value: func(r *reports.Result) float64 { return arrivals(r).GoodputPerSecond }},
 	"queueing_delay_p50": {Doc: "median time from an item's arrival to its first attempt, s", By: ByArrival,
@@ -355,6 +403,29 @@ var Metrics = map[string]Metric{
 		}
 		return float64(r.Command.ExitCode)
 	}},
+}
+
+// fromCard is a metric of the report card; 0 on a row without one.
+func fromCard(f func(reports.ReportCard) float64) func(*reports.Result) float64 {
+	return func(r *reports.Result) float64 {
+		if v, _ := r.Server(); v.Card != nil {
+			return f(*v.Card)
+		}
+		return 0
+	}
+}
+
+// capMetrics are the report card's figures measured against the server's
+// max_concurrent: unknown without one.
+var capMetrics = map[string]bool{"idle_capacity": true, "over_limit": true, "peak_over_limit": true}
+
+// uncapped says why a capMetrics figure is unknown on r: the server set no
+// max_concurrent while it ran.
+func uncapped(r *reports.Result) string {
+	if v, _ := r.Server(); v.Card == nil || !v.Card.HasCap() {
+		return "the server set no max_concurrent to measure it against"
+	}
+	return ""
 }
 
 // lateSeconds is a wall time's allowance for lost seconds of timer

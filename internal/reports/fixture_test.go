@@ -58,7 +58,11 @@ func guideReport() Report {
 						return p
 					})},
 				OracleSeconds: 5, WallOverOracle: 0.5,
-				ServerView: &ServerView{PeakConcurrency: 200, ThrottledBy: map[string]int64{"max_concurrent": 480}},
+				ServerView: &ServerView{PeakConcurrency: 200, ThrottledBy: map[string]int64{"max_concurrent": 480},
+					// Retries exactly after retry-after: two waves, at 1 s and 2 s.
+					Card: &ReportCard{Retries: 340, RetryWaves: 2, SynchronizedRetries: 340, MaxRetryWave: 180,
+						RefusedCalls: 180, RefusedCallAttempts: 520, RetryAmplification: 520.0 / 180,
+						Capped: true, CapSlotSeconds: 40, IdleSlotSeconds: 19.8, IdleCapacity: 0.495, OverLimit: 480, PeakOverLimit: 180}},
 				Expectations: []Check{
 					check("completed", "= 60", "60", true),
 					check("attempts", "= 540", "540", true),
@@ -87,7 +91,8 @@ func guideReport() Report {
 						return measure.Point{InFlight: 20, CompletionsRate: 40, Limit: 20}
 					})},
 				OracleSeconds: 5, WallOverOracle: 1,
-				ServerView:   &ServerView{PeakConcurrency: 20},
+				ServerView: &ServerView{PeakConcurrency: 20,
+					Card: &ReportCard{Capped: true, CapSlotSeconds: 90, IdleSlotSeconds: 0}},
 				Expectations: []Check{check("completed", "= 200", "200", true), check("throttled", "= 0", "0", true)},
 			},
 			{
@@ -134,7 +139,10 @@ func guideReport() Report {
 						return measure.Point{InFlight: 20, CompletionsRate: 24}
 					})},
 				OracleSeconds: 5, WallOverOracle: 0.504,
-				ServerView: &ServerView{EarlyRetries: 12, PeakConcurrency: 200, ThrottledBy: map[string]int64{"max_concurrent": 480}},
+				ServerView: &ServerView{EarlyRetries: 12, PeakConcurrency: 200, ThrottledBy: map[string]int64{"max_concurrent": 480},
+					// No concurrency cap: idle capacity and over the cap "-".
+					Card: &ReportCard{Retries: 340, RetriesAfterQuota: 3, RetriesAfterClientError: 1, RetryWaves: 0, MaxRetryWave: 1,
+						RefusedCalls: 180, RefusedCallAttempts: 520, RetryAmplification: 520.0 / 180}},
 				Command: &Command{Argv: []string{"python3", "unbounded.py", "--retries", "2"}, Dir: "examples/clients",
 					Status: "exited 1", ExitCode: 1, Seconds: 2.7134,
 					Stdout: "out/python_unbounded.stdout", Stderr: "out/python_unbounded.stderr",

@@ -55,6 +55,7 @@ type htmlPage struct {
 	CSSColors     template.CSS
 	Header        []htmlHeader
 	Rows          []htmlRow
+	Card          *htmlCard // the report card; nil without a server view
 	Checks        int
 	FailedChecks  []string
 	Strategies    []htmlStrategy
@@ -102,7 +103,7 @@ type htmlLatency struct {
 }
 
 func newHTMLPage(r Report) htmlPage {
-	p := htmlPage{Report: r, SimulatedNote: SimulatedNote, Target: targetName(r), Arrival: arrivalLine(r.Results), CSSColors: seriesCSS(len(r.Results)), Compare: newHTMLCompare(r.Results), Sweep: newHTMLSweep(r)}
+	p := htmlPage{Report: r, SimulatedNote: SimulatedNote, Target: targetName(r), Arrival: arrivalLine(r.Results), CSSColors: seriesCSS(len(r.Results)), Compare: newHTMLCompare(r.Results), Sweep: newHTMLSweep(r), Card: newHTMLCard(r.Results)}
 	cols := wideColumns(r.Results)
 	for _, c := range cols {
 		p.Header = append(p.Header, htmlHeader{Label: c.long, Title: c.title, Number: c.number})

@@ -57,6 +57,7 @@ func Markdown(w io.Writer, r Report) error {
 		mdRow(ew, cells)
 	}
 	fmt.Fprintln(ew)
+	markdownCard(ew, r.Results)
 	if len(r.Oracle) > 0 {
 		fmt.Fprint(ew, "**Oracle:** the best any client could do, assuming:\n\n")
 		for _, a := range r.Oracle {

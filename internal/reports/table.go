@@ -47,6 +47,13 @@ func Table(w io.Writer, r Report) error {
 	if r.Simulated {
 		fmt.Fprintln(ew, SimulatedNote)
 	}
+	if r.Tune == nil {
+		// loadgen tune's table is its sweep, followed by its
+		// recommendation; its rows' cards are in its other formats.
+		if err := writeCardTable(ew, r.Results); err != nil {
+			return fmt.Errorf("reports: table: %w", err)
+		}
+	}
 	writeExpectationSummary(ew, r)
 	if ew.err != nil {
 		return fmt.Errorf("reports: table: %w", ew.err)
