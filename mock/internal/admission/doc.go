@@ -1,10 +1,11 @@
-// Package admission decides whether a model request may start, and
-// settles it when it ends: token buckets and concurrency per API key,
-// per-model pools, the organization's pool, long-context limits, the
-// acceleration ramp, spend quotas and prices, the prompt cache, the limits'
-// schedule, and concurrency slots shared between replicas in Redis
-// (RedisStore). It knows no wire format and no HTTP: the mock's core
+// Package admission decides whether a model request may start, and settles
+// it when it ends. It knows no wire format and no HTTP: the mock's core
 // (package mock) calls it and words its answers in each format's envelope.
+//
+// It holds token buckets and concurrency per API key, per-model pools, the
+// organization's pool, long-context limits, the acceleration ramp, spend
+// quotas and prices, the prompt cache, the limits' schedule, and
+// concurrency slots shared between replicas in Redis (RedisStore).
 //
 // A Key is one API key's state (or one instance of a pool); its methods
 // take the time, so admission is a pure function of the instants it is
