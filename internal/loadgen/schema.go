@@ -150,16 +150,12 @@ func WriteSchema(w io.Writer) error {
 		fmt.Fprintf(&b, "  %-13s %s\n", k, params)
 	}
 	b.WriteString("\nMetrics for expect (docs/scenarios.md#expect-keys)\n")
-	width := 0
-	for k := range Metrics {
-		width = max(width, len(k))
-	}
 	for _, k := range metricNames() {
 		m := Metrics[k]
 		if where := m.By.String(); where != "" {
-			fmt.Fprintf(&b, "  %-*s %s (%s)\n", width, k, m.Doc, where)
+			fmt.Fprintf(&b, "  %-18s %s (%s)\n", k, m.Doc, where)
 		} else {
-			fmt.Fprintf(&b, "  %-*s %s\n", width, k, m.Doc)
+			fmt.Fprintf(&b, "  %-18s %s\n", k, m.Doc)
 		}
 	}
 	_, err := io.WriteString(w, b.String())
