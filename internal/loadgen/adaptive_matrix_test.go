@@ -42,12 +42,14 @@ type adaptiveShape struct {
 // adaptiveShapes is the matrix: caps fixed, rising and falling, with
 // retry-after 1 s and 60 s; published requests, input and output token
 // limits; acceleration; several keys. Calls take 0.2 s (40 tokens at 5 ms)
-// but where the shape needs longer runs.
+// but where a shape says otherwise: with retry-after 60 s, calls of 1 s make
+// a run long enough for a refused call's minute to fit in it with fewer
+// calls.
 var adaptiveShapes = []adaptiveShape{
 	{name: "cap 13, retry-after 1s", items: "400", request: "{max_tokens: 40}",
 		server:    "  limits: {max_concurrent: 13, retry_after: 1s}\n",
 		semaphore: 13, fixed: true, tokenFirst: "n: 13, tpm: 100000000"},
-	{name: "cap 13, retry-after 60s", items: "6000", request: "{max_tokens: 40}",
+	{name: "cap 13, retry-after 60s, calls 1 s", items: "1300", request: "{max_tokens: 200}",
 		server:    "  limits: {max_concurrent: 13, retry_after: 60s}\n",
 		semaphore: 13, fixed: true, tokenFirst: "n: 13, tpm: 100000000"},
 	{name: "cap 20, calls 0.5 s", items: "2000", request: "{max_tokens: 100}",
@@ -56,8 +58,8 @@ var adaptiveShapes = []adaptiveShape{
 	{name: "cap falls 30 to 8", items: "600", request: "{max_tokens: 40}",
 		server:    "  limits: {max_concurrent: 30, retry_after: 1s}\n  schedule: [{at: 2s, limits: {max_concurrent: 8}}]\n",
 		semaphore: 8, drop: true, tokenFirst: "n: 8, tpm: 100000000"},
-	{name: "cap falls 30 to 8, retry-after 60s", items: "4000", request: "{max_tokens: 40}",
-		server:    "  limits: {max_concurrent: 30, retry_after: 60s}\n  schedule: [{at: 2s, limits: {max_concurrent: 8}}]\n",
+	{name: "cap falls 30 to 8 at 10 s, retry-after 60s, calls 1 s", items: "1000", request: "{max_tokens: 200}",
+		server:    "  limits: {max_concurrent: 30, retry_after: 60s}\n  schedule: [{at: 10s, limits: {max_concurrent: 8}}]\n",
 		semaphore: 8, drop: true, tokenFirst: "n: 8, tpm: 100000000"},
 	{name: "cap rises 8 to 30", items: "600", request: "{max_tokens: 40}",
 		server:    "  limits: {max_concurrent: 8, retry_after: 1s}\n  schedule: [{at: 2s, limits: {max_concurrent: 30}}]\n",
