@@ -53,7 +53,7 @@ const agreementRuns = 2
 var orderDependent = map[string][]string{
 	"20-concurrent":      {"semaphore(50)"},
 	"brownout":           {"semaphore(20)", "adaptive"},
-	"four-providers":     {"semaphore(33), shared"},
+	"four-providers":     {"semaphore(33), shared", "adaptive"},
 	"limit-change":       {"semaphore(20)", "aimd", "adaptive"},
 	"multi-provider":     {"semaphore(20), shared"},
 	"seeds-per-provider": {"semaphore(40), shared"},
