@@ -4,76 +4,17 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/ratelab/ratelab/internal/reportcard"
 	"github.com/ratelab/ratelab/mock/internal/wire"
 )
 
 // ReportCard is how a client behaved toward the server's refusals, as the
-// server saw it: the figures of loadgen's report card (docs/loadgen.md,
-// "The report card"). Every figure comes from the call accounting
-// (CallStats documents how attempts are grouped into calls); a retry is an
-// attempt that joined an earlier call.
-type ReportCard struct {
-	// Retries counts attempts that joined an earlier call.
-	Retries int64 `json:"retries"`
-
-	// RetriesAfterQuota counts retries of a call whose previous attempt was
-	// refused for a spent quota (Config.Quota: a 429 sent with
-	// x-should-retry: false, which no wait fixes); RetriesAfterClientError
-	// those whose previous attempt got a 4xx no retry fixes (400, 404, 413,
-	// 422, …: any 4xx but 408, 409, 429 and the 499 of a client that went
-	// away).
-	RetriesAfterQuota       int64 `json:"retries_after_quota"`
-	RetriesAfterClientError int64 `json:"retries_after_client_error"`
-
-	// A retry wave is the retries of one API key that arrive within
-	// RetryWaveWindow of the wave's first: a client that retries exactly
-	// after the retry-after it was given, without jitter, brings back every
-	// call refused at one instant at one instant. RetryWaves counts the
-	// waves of two retries or more, SynchronizedRetries the retries in
-	// them, MaxRetryWave the largest (1 when retries came one by one, 0
-	// with none).
-	RetryWaves          int64 `json:"retry_waves"`
-	SynchronizedRetries int64 `json:"synchronized_retries"`
-	MaxRetryWave        int   `json:"max_retry_wave"`
-
-	// RefusedCalls counts the calls with an attempt refused for a rate
-	// limit (429, not a quota's) or for overload (529, 503);
-	// RefusedCallAttempts the attempts those calls made, all of them;
-	// RetryAmplification is their ratio: how many attempts a call costs
-	// the server once it was pushed back (0 with no refused call).
-	RefusedCalls        int64   `json:"refused_calls"`
-	RefusedCallAttempts int64   `json:"refused_call_attempts"`
-	RetryAmplification  float64 `json:"retry_amplification"`
-
-	// Capped is true when an attempt arrived while the server capped each
-	// key's concurrency (Limits.MaxConcurrent; per-model pools are not
-	// followed): idle capacity and the figures over the cap are measured
-	// only then, and are 0 without.
-	Capped bool `json:"capped"`
-
-	// Idle capacity is measured against the key's concurrency cap
-	// (Limits.MaxConcurrent, as the server applies it: a schedule entry
-	// from the first request after its time), per API key, from the key's
-	// first attempt to its last: while the client was still to send a
-	// request, it had work waiting. CapSlotSeconds is the cap integrated
-	// over that time, IdleSlotSeconds the slots not in use (the cap less
-	// the attempts in flight, when positive) over it, summed over the
-	// keys; IdleCapacity is their ratio, 0..1.
-	CapSlotSeconds  float64 `json:"cap_slot_seconds"`
-	IdleSlotSeconds float64 `json:"idle_slot_seconds"`
-	IdleCapacity    float64 `json:"idle_capacity"`
-
-	// OverLimit counts attempts that arrived while their key already had
-	// its concurrency cap in flight (they are refused, max_concurrent);
-	// PeakOverLimit is the most in flight above the cap, that attempt
-	// included.
-	OverLimit     int64 `json:"over_limit"`
-	PeakOverLimit int   `json:"peak_over_limit"`
-}
+// server saw it (internal/reportcard, where each figure is documented).
+type ReportCard = reportcard.Card
 
 // RetryWaveWindow is how close together retries of one key arrive to be
 // one wave (ReportCard.RetryWaves).
-const RetryWaveWindow = 10 * time.Millisecond
+const RetryWaveWindow = reportcard.WaveWindow
 
 // answerKind is what an attempt's answer says of retrying its call.
 type answerKind uint8

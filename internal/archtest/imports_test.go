@@ -35,6 +35,7 @@ var shared = map[string]string{
 	"internal/durhist":     "recording durations in an HdrHistogram and reading their percentiles, so a p99 is the same figure on both sides",
 	"internal/fielderr":    "errors naming a file, line and field, for any configuration",
 	"internal/keyid":       "an API key's fingerprint, the one name both sides give a key",
+	"internal/reportcard":  "the report card's figures, which the mock counts and loadgen reports: data, no behaviour",
 	"internal/leasescript": "the Redis lease in Lua (grant, renew, epoch, quiet), vocabulary with no client or server logic",
 	"internal/tokenest":    "the token estimate of a text, by which the mock counts and the client budgets",
 	"internal/strict":      "strict YAML decoding, for any configuration",

@@ -342,8 +342,7 @@ func fillFromServer(r *reports.Result, srv *mock.Server, oracle float64) {
 // serverView is the figures only the server knows, from the mock's account:
 // the same for built-in and command rows.
 func serverView(c mock.CallStats) *reports.ServerView {
-	// The same fields: the conversion fails to compile when they drift.
-	card := reports.ReportCard(c.Card)
+	card := c.Card // one type, internal/reportcard's
 	return &reports.ServerView{EarlyRetries: c.EarlyRetries, PeakConcurrency: c.PeakConcurrency, ThrottledBy: maps.Clone(c.ThrottledBy), Card: &card}
 }
 

@@ -422,7 +422,7 @@ var capMetrics = map[string]bool{"idle_capacity": true, "over_limit": true, "pea
 // uncapped says why a capMetrics figure is unknown on r: the server set no
 // max_concurrent while it ran.
 func uncapped(r *reports.Result) string {
-	if v, _ := r.Server(); v.Card == nil || !v.Card.HasCap() {
+	if v, _ := r.Server(); v.Card == nil || !v.Card.Capped {
 		return "the server set no max_concurrent to measure it against"
 	}
 	return ""

@@ -33,13 +33,13 @@ var cardColumns = []column{
 		return formatFixed(c.RetryAmplification, 2)
 	})},
 	{"idle cap", "idle capacity", "share of each key's concurrency cap unused from its first attempt to its last", true, fromCard(func(c ReportCard) string {
-		if !c.HasCap() {
+		if !c.Capped {
 			return "-"
 		}
 		return formatFixed(100*c.IdleCapacity, 1) + "%"
 	})},
 	{"over cap", "over the cap", "attempts sent while their key already had its concurrency cap in flight (peak in flight above the cap)", true, fromCard(func(c ReportCard) string {
-		if !c.HasCap() {
+		if !c.Capped {
 			return "-"
 		}
 		if c.OverLimit == 0 {

@@ -1,6 +1,9 @@
 package reports
 
-import "github.com/ratelab/ratelab/measure"
+import (
+	"github.com/ratelab/ratelab/internal/reportcard"
+	"github.com/ratelab/ratelab/measure"
+)
 
 // Report is the result of one scenario run: one Result per strategy, in the
 // scenario file's order. Its JSON form is the contract `loadgen run --format
@@ -106,52 +109,9 @@ type ServerView struct {
 }
 
 // ReportCard is the server's verdict on a client's retries and
-// concurrency (mock.ReportCard; docs/loadgen.md, "The report card"). A
-// retry is an attempt the server grouped into an earlier call; with
-// EarlyRetries (ServerView) it makes the card.
-type ReportCard struct {
-	// Retries counts attempts that joined an earlier call.
-	Retries int64 `json:"retries"`
-	// RetriesAfterQuota and RetriesAfterClientError count retries sent
-	// after an answer no retry fixes: a spent quota's 429, and a 4xx other
-	// than 408, 409 and 429 (400, 404, 413, 422, …).
-	RetriesAfterQuota       int64 `json:"retries_after_quota"`
-	RetriesAfterClientError int64 `json:"retries_after_client_error"`
-	// A retry wave is the retries of one key arriving within 10 ms of the
-	// wave's first: RetryWaves counts the waves of two or more,
-	// SynchronizedRetries the retries in them, MaxRetryWave the largest.
-	RetryWaves          int64 `json:"retry_waves"`
-	SynchronizedRetries int64 `json:"synchronized_retries"`
-	MaxRetryWave        int   `json:"max_retry_wave"`
-	// RetryAmplification is RefusedCallAttempts over RefusedCalls: the
-	// attempts a call made once it was refused for a rate limit (429) or
-	// overload (529, 503); 0 with no such call.
-	RefusedCalls        int64   `json:"refused_calls"`
-	RefusedCallAttempts int64   `json:"refused_call_attempts"`
-	RetryAmplification  float64 `json:"retry_amplification"`
-	// Capped is true when the server capped each key's concurrency
-	// (limits.max_concurrent) during the run: without, idle capacity and
-	// the figures over the cap are unknown (and 0).
-	Capped bool `json:"capped"`
-	// IdleCapacity is IdleSlotSeconds over CapSlotSeconds: the share of
-	// each key's concurrency cap left unused from its first attempt to its
-	// last (while the client still had a request to send).
-	CapSlotSeconds  float64 `json:"cap_slot_seconds"`
-	IdleSlotSeconds float64 `json:"idle_slot_seconds"`
-	IdleCapacity    float64 `json:"idle_capacity"`
-	// OverLimit counts attempts sent while their key already had its
-	// concurrency cap in flight; PeakOverLimit is the most in flight above
-	// the cap.
-	OverLimit     int64 `json:"over_limit"`
-	PeakOverLimit int   `json:"peak_over_limit"`
-}
-
-// HasCap reports whether the server had a concurrency cap to measure idle
-// capacity and the attempts over it against.
-func (c ReportCard) HasCap() bool { return c.Capped }
-
-// BadRetries is the retries sent after an answer no retry fixes.
-func (c ReportCard) BadRetries() int64 { return c.RetriesAfterQuota + c.RetriesAfterClientError }
+// concurrency (docs/loadgen.md, "The report card"); with EarlyRetries
+// (ServerView) it makes the card.
+type ReportCard = reportcard.Card
 
 // Server returns the server's view of the row, and whether there is one
 // (false against a target).
