@@ -3,6 +3,7 @@ package batch
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -168,7 +169,7 @@ func (a *API) Run(ctx context.Context) (APISummary, error) {
 	default:
 		return sum, fmt.Errorf("batch: the %s provider has no batch API", a.Provider.Name())
 	}
-	r.base = strings.TrimRight(cmpOr(a.BaseURL, a.Provider.DefaultBaseURL()), "/")
+	r.base = strings.TrimRight(cmp.Or(a.BaseURL, a.Provider.DefaultBaseURL()), "/")
 	for _, o := range a.Resubmit {
 		if !slices.Contains([]string{"expired", "errored", "canceled"}, o) {
 			return sum, fmt.Errorf("batch: resubmit: want expired, errored or canceled, got %q", o)
@@ -193,7 +194,7 @@ func (a *API) Run(ctx context.Context) (APISummary, error) {
 	}
 	defer r.out.Close()
 	r.jsonl = engine.NewJSONL(r.out)
-	r.path = cmpOr(a.State, a.Output+".batches.json")
+	r.path = cmp.Or(a.State, a.Output+".batches.json")
 	if err := r.loadState(); err != nil {
 		return sum, err
 	}
@@ -236,13 +237,6 @@ func (a *API) Run(ctx context.Context) (APISummary, error) {
 		err = fmt.Errorf("%s: %w", a.Output, cerr)
 	}
 	return sum, err
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 func (r *apiRun) event(format string, args ...any) {
@@ -816,7 +810,7 @@ func (r *apiRun) decode(body []byte) apiResult {
 	out, o := r.a.Provider.Decode(resp, r.clk.Now())
 	if o.Kind != strategies.Success {
 		_, typ, msg := provider.Describe(o)
-		return apiResult{outcome: "errored", permanent: true, err: &engine.ResultError{Status: 200, Type: cmpOr(typ, "decode_error"), Message: msg}}
+		return apiResult{outcome: "errored", permanent: true, err: &engine.ResultError{Status: 200, Type: cmp.Or(typ, "decode_error"), Message: msg}}
 	}
 	return apiResult{outcome: "succeeded", resp: out}
 }

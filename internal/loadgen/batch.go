@@ -228,58 +228,21 @@ func RunBatch(ctx context.Context, opt BatchOptions) (rep BatchReport, err error
 	}
 
 	// Where the calls go, and with which key.
-	client := &provider.Client{Provider: p}
-	stateBase := ""
+	ep, err := openBatchEndpoint(ctx, s, opt, p, workers)
+	if err != nil {
+		return rep, err
+	}
+	defer ep.close()
+	key = ep.key
+	client := &provider.Client{Provider: p, BaseURL: ep.baseURL, HTTP: ep.http}
+	stateBase, base := ep.stateBase, ep.base
+	rep.Target = ep.target
 	var mockBase string // the embedded mock's base URL, when it runs
-	base := ""          // the target's, else the providers' production URLs
-	if opt.Mock {
-		if opt.BaseURL != "" {
-			return rep, usagef("--target mock and --base-url: choose one")
-		}
-		mockScenario := *s
-		mockScenario.Target = nil
-		tg, err := startTarget(&mockScenario, Options{Listen: opt.Listen}, workers, nil)
-		if err != nil {
-			return rep, err
-		}
-		defer tg.close()
-		key = s.Request.APIKey
-		if opt.APIKeyCommand != "" { // a mock configured with api_keys
-			if key, err = CommandKey(ctx, opt.APIKeyCommand); err != nil {
-				return rep, err
-			}
-		}
-		client.BaseURL, client.HTTP = providerBase(p.Name(), tg.baseURL), tg.http
-		rep.Target, stateBase, mockBase = "embedded mock", "embedded-mock", tg.baseURL
+	if ep.mock != nil {
+		mockBase = ep.mock.baseURL
 		if opt.mockReady != nil {
-			opt.mockReady(tg.srv)
+			opt.mockReady(ep.mock.srv)
 		}
-	} else {
-		base = opt.BaseURL
-		if base == "" && s.Target != nil {
-			base = s.Target.URL
-		}
-		if base != "" && !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
-			return rep, usagef("--base-url: must start with http:// or https://, got %q", redactURL(base))
-		}
-		if key, err = batchKey(ctx, opt, s, p); err != nil {
-			return rep, err
-		}
-		if key == "" && base == "" {
-			return rep, &batchError{kind: ErrNoKey, msg: fmt.Sprintf("batch: no API key for %s: set %s, or give --api-key-command, or --base-url for a server that needs no key, or --target mock to try the embedded mock",
-				p.Name(), keyEnv(s, p))}
-		}
-		if base != "" {
-			client.BaseURL = providerBase(p.Name(), base)
-		}
-		tr := provider.NewTransport(workers)
-		defer tr.CloseIdleConnections()
-		client.HTTP = &http.Client{Transport: tr}
-		stateBase = client.BaseURL
-		if stateBase == "" {
-			stateBase = p.DefaultBaseURL()
-		}
-		rep.Target = redactURL(stateBase)
 	}
 	client.APIKey = key
 	transport := client.HTTP
@@ -596,6 +559,70 @@ func batchKey(ctx context.Context, opt BatchOptions, s *Scenario, p provider.Pro
 		getenv = os.Getenv
 	}
 	return strings.TrimSpace(getenv(keyEnv(s, p))), nil
+}
+
+// batchEndpoint is where a batch's calls go, the same for loadgen batch and
+// --via batch-api: the embedded mock (--target mock) or a base URL (--base-url,
+// the scenario's target, else the provider's production URL), with the key
+// and the HTTP client.
+type batchEndpoint struct {
+	baseURL   string // the client's base URL; "" for the provider's production URL
+	http      *http.Client
+	key       string
+	target    string  // the report's Target: "embedded mock" or the URL, user information hidden
+	stateBase string  // the base URL adaptive's state is kept under
+	base      string  // --base-url or the scenario's target URL; "" for neither
+	mock      *target // the embedded mock, nil against a base URL
+	close     func()
+}
+
+// openBatchEndpoint starts the embedded mock or checks the base URL, reads
+// the key, and makes a client with conns connections a host.
+func openBatchEndpoint(ctx context.Context, s *Scenario, opt BatchOptions, p provider.Provider, conns int) (batchEndpoint, error) {
+	if opt.Mock {
+		if opt.BaseURL != "" {
+			return batchEndpoint{}, usagef("--target mock and --base-url: choose one")
+		}
+		mockScenario := *s
+		mockScenario.Target = nil
+		tg, err := startTarget(&mockScenario, Options{Listen: opt.Listen}, conns, nil)
+		if err != nil {
+			return batchEndpoint{}, err
+		}
+		key := s.Request.APIKey
+		if opt.APIKeyCommand != "" { // a mock configured with api_keys
+			if key, err = CommandKey(ctx, opt.APIKeyCommand); err != nil {
+				tg.close()
+				return batchEndpoint{}, err
+			}
+		}
+		return batchEndpoint{baseURL: providerBase(p.Name(), tg.baseURL), http: tg.http, key: key,
+			target: "embedded mock", stateBase: "embedded-mock", mock: tg, close: tg.close}, nil
+	}
+	base := opt.BaseURL
+	if base == "" && s.Target != nil {
+		base = s.Target.URL
+	}
+	if base != "" && !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
+		return batchEndpoint{}, usagef("--base-url: must start with http:// or https://, got %q", redactURL(base))
+	}
+	key, err := batchKey(ctx, opt, s, p)
+	if err != nil {
+		return batchEndpoint{}, err
+	}
+	if key == "" && base == "" {
+		return batchEndpoint{}, &batchError{kind: ErrNoKey, msg: fmt.Sprintf("batch: no API key for %s: set %s, or give --api-key-command, or --base-url for a server that needs no key, or --target mock to try the embedded mock",
+			p.Name(), keyEnv(s, p))}
+	}
+	ep := batchEndpoint{key: key, base: base}
+	if base != "" {
+		ep.baseURL = providerBase(p.Name(), base)
+	}
+	tr := provider.NewTransport(conns)
+	ep.http, ep.close = &http.Client{Transport: tr}, tr.CloseIdleConnections
+	ep.stateBase = cmp.Or(ep.baseURL, p.DefaultBaseURL())
+	ep.target = redactURL(ep.stateBase)
+	return ep, nil
 }
 
 // KeyCommandTimeout bounds --api-key-command.

@@ -1,10 +1,8 @@
 package loadgen
 
 import (
+	"cmp"
 	"context"
-	"fmt"
-	"net/http"
-	"strings"
 	"time"
 
 	"github.com/ratelab/ratelab/batch"
@@ -88,57 +86,15 @@ func RunBatchAPI(ctx context.Context, opt BatchOptions) (rep BatchAPIReport, err
 		State: ao.State, Resubmit: ao.Resubmit, MaxRounds: ao.MaxRounds, BatchSize: ao.BatchSize,
 		PollMin: ao.PollMin, PollMax: ao.PollMax, OnStart: opt.OnStart, OnEvent: ao.OnEvent,
 	}
-	if opt.Mock {
-		if opt.BaseURL != "" {
-			return rep, usagef("--target mock and --base-url: choose one")
-		}
-		mockScenario := *s
-		mockScenario.Target = nil
-		tg, err := startTarget(&mockScenario, Options{Listen: opt.Listen}, 16, nil)
-		if err != nil {
-			return rep, err
-		}
-		defer tg.close()
-		key = s.Request.APIKey
-		if opt.APIKeyCommand != "" {
-			if key, err = CommandKey(ctx, opt.APIKeyCommand); err != nil {
-				return rep, err
-			}
-		}
-		a.BaseURL, a.HTTP = providerBase(p.Name(), tg.baseURL), tg.http
-		rep.Target = "embedded mock"
-	} else {
-		base := opt.BaseURL
-		if base == "" && s.Target != nil {
-			base = s.Target.URL
-		}
-		if base != "" && !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
-			return rep, usagef("--base-url: must start with http:// or https://, got %q", redactURL(base))
-		}
-		if key, err = batchKey(ctx, opt, s, p); err != nil {
-			return rep, err
-		}
-		if key == "" && base == "" {
-			return rep, &batchError{kind: ErrNoKey, msg: fmt.Sprintf("batch: no API key for %s: set %s, or give --api-key-command, or --base-url for a server that needs no key",
-				p.Name(), keyEnv(s, p))}
-		}
-		if base != "" {
-			a.BaseURL = providerBase(p.Name(), base)
-		}
-		tr := provider.NewTransport(16)
-		defer tr.CloseIdleConnections()
-		a.HTTP = &http.Client{Transport: tr}
-		rep.Target = redactURL(cmpOr(a.BaseURL, p.DefaultBaseURL()))
+	ep, err := openBatchEndpoint(ctx, s, opt, p, 16)
+	if err != nil {
+		return rep, err
 	}
+	defer ep.close()
+	key = ep.key
+	a.BaseURL, a.HTTP, rep.Target = ep.baseURL, ep.http, ep.target
 	a.APIKey = key
-	rep.State = cmpOr(ao.State, opt.Output+".batches.json")
+	rep.State = cmp.Or(ao.State, opt.Output+".batches.json")
 	rep.APISummary, err = a.Run(ctx)
 	return rep, err
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
