@@ -5,8 +5,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-
-	"github.com/olekukonko/tablewriter/tw"
 )
 
 // CardNote is the line that opens the report card in every format.
@@ -80,27 +78,7 @@ func writeCardTable(w io.Writer, results []Result) error {
 		return nil
 	}
 	fmt.Fprintf(w, "\n%s\n", CardNote)
-	align := make(tw.Alignment, len(cardColumns))
-	header := make([]string, len(cardColumns))
-	for i, c := range cardColumns {
-		header[i] = c.short
-		align[i] = tw.AlignLeft
-		if c.number {
-			align[i] = tw.AlignRight
-		}
-	}
-	t := newPlainTable(align)
-	t.Header(header)
-	for _, res := range rows {
-		row := make([]string, len(cardColumns))
-		for i, c := range cardColumns {
-			row[i] = c.cell(res)
-		}
-		if err := t.Append(row); err != nil {
-			return err
-		}
-	}
-	return t.render(w)
+	return writeColumnTable(w, cardColumns, rows, "")
 }
 
 // markdownCard writes the report card as a Markdown table.
@@ -110,25 +88,7 @@ func markdownCard(w io.Writer, results []Result) {
 		return
 	}
 	fmt.Fprintf(w, "**Report card:** %s.\n\n", mdEscape(strings.TrimPrefix(CardNote, "report card: ")))
-	header := make([]string, len(cardColumns))
-	rule := make([]string, len(cardColumns))
-	for i, c := range cardColumns {
-		header[i] = c.long
-		rule[i] = "---"
-		if c.number {
-			rule[i] = "--:"
-		}
-	}
-	mdRow(w, header)
-	mdRow(w, rule)
-	for _, res := range rows {
-		cells := make([]string, len(cardColumns))
-		for i, c := range cardColumns {
-			cells[i] = mdEscape(c.cell(res))
-		}
-		mdRow(w, cells)
-	}
-	fmt.Fprintln(w)
+	markdownColumns(w, cardColumns, rows, "")
 }
 
 // htmlCard is the template's view of the report card; nil without rows.

@@ -34,29 +34,7 @@ func Markdown(w io.Writer, r Report) error {
 		fmt.Fprintf(ew, "> **Simulated:** %s.\n\n", mdEscape(SimulatedNote))
 	}
 
-	cols := wideColumns(r.Results)
-	header := make([]string, len(cols))
-	rule := make([]string, len(cols))
-	for i, c := range cols {
-		header[i] = c.long
-		rule[i] = "---"
-		if c.number {
-			rule[i] = "--:"
-		}
-	}
-	mdRow(ew, header)
-	mdRow(ew, rule)
-	for _, res := range r.Results {
-		cells := make([]string, len(cols))
-		for i, c := range cols {
-			cells[i] = mdEscape(c.cell(res))
-		}
-		if res.Incomplete {
-			cells[0] += " (incomplete)"
-		}
-		mdRow(ew, cells)
-	}
-	fmt.Fprintln(ew)
+	markdownColumns(ew, wideColumns(r.Results), r.Results, " (incomplete)")
 	markdownCard(ew, r.Results)
 	if len(r.Oracle) > 0 {
 		fmt.Fprint(ew, "**Oracle:** the best any client could do, assuming:\n\n")
@@ -292,3 +270,31 @@ func mdCode(s string) string {
 
 // mdEscape makes s safe as Markdown inline text or a table cell.
 func mdEscape(s string) string { return mdEscaper.Replace(s) }
+
+// markdownColumns writes results in the columns cols as a Markdown table
+// and a blank line; an incomplete result's first cell ends with mark (""
+// for none).
+func markdownColumns(w io.Writer, cols []column, results []Result, mark string) {
+	header := make([]string, len(cols))
+	rule := make([]string, len(cols))
+	for i, c := range cols {
+		header[i] = c.long
+		rule[i] = "---"
+		if c.number {
+			rule[i] = "--:"
+		}
+	}
+	mdRow(w, header)
+	mdRow(w, rule)
+	for _, res := range results {
+		cells := make([]string, len(cols))
+		for i, c := range cols {
+			cells[i] = mdEscape(c.cell(res))
+		}
+		if res.Incomplete {
+			cells[0] += mark
+		}
+		mdRow(w, cells)
+	}
+	fmt.Fprintln(w)
+}

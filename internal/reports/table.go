@@ -65,7 +65,12 @@ func Table(w io.Writer, r Report) error {
 // style: columns two spaces apart, a rule under the header, numbers
 // right-aligned.
 func writeSummaryTable(w io.Writer, results []Result) error {
-	cols := tableColumns(results)
+	return writeColumnTable(w, tableColumns(results), results, " *")
+}
+
+// writeColumnTable draws results in the columns cols in the terminal's
+// style; an incomplete result's first cell ends with mark ("" for none).
+func writeColumnTable(w io.Writer, cols []column, results []Result, mark string) error {
 	header := make([]string, len(cols))
 	align := make(tw.Alignment, len(cols))
 	for i, c := range cols {
@@ -83,7 +88,7 @@ func writeSummaryTable(w io.Writer, results []Result) error {
 			row[i] = c.cell(res)
 		}
 		if res.Incomplete {
-			row[0] += " *"
+			row[0] += mark
 		}
 		if err := t.Append(row); err != nil {
 			return err
