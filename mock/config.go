@@ -211,6 +211,12 @@ const (
 	Histogram                         // drawn from Observed (dist.go)
 )
 
+// PoolFor returns the Config.LimitsByModel pattern whose pool model falls
+// in, as the server picks it: the longest matching pattern, the first in
+// lexical order among equals; "" for none. Clients that model the server
+// (loadgen's oracle) ask it rather than repeat the rule.
+func PoolFor(pools map[string]Limits, model string) string { return admission.PoolFor(pools, model) }
+
 // The admission configuration is mock/internal/admission's, whose
 // mechanism enforces it; these aliases are its names in the server schema
 // (the same types, YAML keys and docs).

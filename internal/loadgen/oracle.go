@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"container/heap"
 	"math"
-	"path"
 	"slices"
 	"time"
 
@@ -210,7 +209,7 @@ func (sim *oracleSim) run(arrive func() float64) float64 {
 			c.keyScope = &oracleScope{}
 			sim.keys[c.key] = c.keyScope
 		}
-		if p := poolOf(sim.poolLims, c.model); p != "" {
+		if p := mock.PoolFor(sim.poolLims, c.model); p != "" {
 			c.poolPat = p
 			id := c.key + "\x00" + p
 			if c.pool = sim.pools[id]; c.pool == nil {
@@ -436,22 +435,6 @@ func (sim *oracleSim) finish(e oracleEnd) {
 		s.otpm.give(float64(e.n) * math.Max(e.c.reserve-e.c.output, 0))
 	}
 	sim.inFlight -= e.n
-}
-
-// poolOf returns the pattern of the model pool model falls in, as the mock
-// picks it: the longest matching pattern, the first in lexical order among
-// equals; "" for none.
-func poolOf(pools map[string]mock.Limits, model string) string {
-	best := ""
-	for p := range pools {
-		if ok, _ := path.Match(p, model); !ok {
-			continue
-		}
-		if best == "" || len(p) > len(best) || len(p) == len(best) && p < best {
-			best = p
-		}
-	}
-	return best
 }
 
 // oracleEnd is n calls of c that end at at.
