@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
+
+	"github.com/gorilla/mux"
 
 	"github.com/ratelab/ratelab/mock/internal/wire"
 )
@@ -39,40 +40,53 @@ func UpstreamConfig(cfg Config) (Config, error) {
 	return cfg, nil
 }
 
-// Upstream returns a handler that admits each model request of the
-// Anthropic Messages, OpenAI Chat Completions and Responses APIs by the
-// server's limits, capacity and admission faults, answering a refusal
-// itself exactly as the mock does (the format's 429 with retry-after and
-// the rate-limit headers of the server's state), and passes every admitted
-// request to forward, unchanged, holding its concurrency slot until
-// forward returns; the output tokens it returns settle the request's otpm
-// reservation as the mock's own output would (-1 settles at max_tokens).
-// Every other request (another API's, /v1/models, count_tokens) goes to
-// forward without admission, except the mock's own /_admin/, /metrics,
-// /healthz and /readyz. The server is best built on UpstreamConfig.
+// Upstream returns a handler that admits each model request of every API
+// the mock serves (the formats' paths and routes, as the server routes
+// them) by the server's limits, capacity and admission faults, answering
+// a refusal itself exactly as the mock does (the format's 429 with
+// retry-after and the rate-limit headers of the server's state), and
+// passes every admitted request to forward, unchanged, holding its
+// concurrency slot until forward returns; the output tokens it returns
+// settle the request's otpm reservation as the mock's own output would
+// (-1 settles at max_tokens). Every other request (/v1/models,
+// count_tokens, the batch APIs, a path the mock does not know, a route
+// whose target the mock cannot resolve, such as a deployment it was not
+// told of) goes to forward without admission, except the mock's own
+// /_admin/, /metrics, /healthz and /readyz. The server is best built on
+// UpstreamConfig.
 //
 // A refusal's computed retry-after is the time until a slot frees or a
 // bucket refills by the server's own latency and output configuration: the
 // mock cannot know when the upstream's responses will end.
 func (s *Server) Upstream(forward Forward) http.Handler {
-	byPath := make(map[string]wire.Format)
+	pass := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { forward(w, req) })
+	r := mux.NewRouter().SkipClean(true) // an unclean path goes on as it is
 	for _, wr := range formats {
 		if p := wr.Spec().Path; p != "" {
-			byPath[p] = wr
+			r.Handle(p, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+				s.serveUpstream(w, req, wr, forward)
+			})).Methods(http.MethodPost)
+		}
+		for _, rt := range wr.Spec().Routes {
+			r.Handle(rt.Path, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+				t := wire.Target{Format: wr, Endpoint: rt.Endpoint}
+				if rt.Resolve != nil {
+					t = rt.Resolve(req, mux.Vars(req), s.env)
+				}
+				if t.Err != nil || t.Endpoint != wire.EndpointModel {
+					forward(w, req)
+					return
+				}
+				s.serveUpstream(w, req, t.Format, forward)
+			})).Methods(rt.Method)
 		}
 	}
-	return s.limitHeaders(s.recoverPanics(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if p := req.URL.Path; strings.HasPrefix(p, "/_admin/") || p == "/metrics" || p == "/healthz" || p == "/readyz" {
-			s.handler.ServeHTTP(w, req)
-			return
-		}
-		wr, ok := byPath[req.URL.Path]
-		if !ok || req.Method != http.MethodPost {
-			forward(w, req)
-			return
-		}
-		s.serveUpstream(w, req, wr, forward)
-	})))
+	for _, p := range []string{"/metrics", "/healthz", "/readyz"} {
+		r.Handle(p, s.handler)
+	}
+	r.PathPrefix("/_admin/").Handler(s.handler)
+	r.NotFoundHandler, r.MethodNotAllowedHandler = pass, pass
+	return s.limitHeaders(s.recoverPanics(r))
 }
 
 // serveUpstream is serveModel with forward in place of the mock's own
