@@ -7,17 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-
 	"github.com/ratelab/ratelab/batch"
 	"github.com/ratelab/ratelab/engine"
+	"github.com/ratelab/ratelab/internal/durhist"
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -353,41 +351,15 @@ func (w *WorkerReport) finish() {
 	w.EndToEnd, w.WaitSlot = w.e2e.percentiles(), w.wait.percentiles()
 }
 
-// hist is an HdrHistogram of durations in microseconds (1 µs to a day, 3
-// significant digits, as engine keeps them), with the exact count, sum and
-// max beside it.
-type hist struct {
-	h     *hdrhistogram.Histogram
-	count int64
-	sum   time.Duration
-	max   time.Duration
-}
+// hist is the latency histogram engine keeps (durhist: 1 µs to a day, 3
+// significant digits, zeros only counted), so a worker's p99 and the merged
+// total's are the same figure a single-process batch prints.
+type hist struct{ durhist.Histogram }
 
-const histMaxUS = int64(24 * time.Hour / time.Microsecond)
+func newHist() *hist { return &hist{} }
 
-func newHist() *hist { return &hist{h: hdrhistogram.New(1, histMaxUS, 3)} }
+func (h *hist) record(d time.Duration) { h.Record(d) }
 
-func (h *hist) record(d time.Duration) {
-	h.count++
-	h.sum += max(d, 0)
-	h.max = max(h.max, d)
-	h.h.RecordValue(min(max(int64(d/time.Microsecond), 1), histMaxUS)) //nolint:errcheck // clamped into range
-}
+func (h *hist) merge(o *hist) { h.Merge(&o.Histogram) }
 
-func (h *hist) merge(o *hist) {
-	h.h.Merge(o.h)
-	h.count += o.count
-	h.sum += o.sum
-	h.max = max(h.max, o.max)
-}
-
-func (h *hist) percentiles() measure.Percentiles {
-	if h.count == 0 {
-		return measure.Percentiles{}
-	}
-	q := func(p float64) float64 {
-		return math.Min(float64(h.h.ValueAtQuantile(p))*1e-6, h.max.Seconds())
-	}
-	return measure.Percentiles{Count: h.count, P50: q(50), P90: q(90), P99: q(99),
-		Max: h.max.Seconds(), Mean: h.sum.Seconds() / float64(h.count)}
-}
+func (h *hist) percentiles() measure.Percentiles { return measure.Percentiles(h.Summary()) }
