@@ -79,7 +79,7 @@ type WorkerReport struct {
 	EndToEnd     measure.Percentiles `json:"end_to_end"`
 	WaitSlot     measure.Percentiles `json:"wait_slot"`
 
-	e2e, wait *hist
+	e2e, wait durhist.Histogram // engine's latency histogram, so a p99 here is the figure a single-process batch prints
 }
 
 // TimelinePoint is one second of the merged timeline.
@@ -113,7 +113,7 @@ func Collect(opt CollectOptions) (*Report, error) {
 			return nil, fmt.Errorf("collect: --output %s is one of the files to collect", opt.Output)
 		}
 	}
-	rep := &Report{Output: opt.Output, Total: WorkerReport{File: "total", e2e: newHist(), wait: newHist()}}
+	rep := &Report{Output: opt.Output, Total: WorkerReport{File: "total"}}
 	byID := make(map[string]int)
 	var entries []entry
 	files := make([]*os.File, len(opt.Outputs))
@@ -178,9 +178,6 @@ func Collect(opt CollectOptions) (*Report, error) {
 	}
 
 	// The figures of the kept results.
-	for i := range rep.Workers {
-		rep.Workers[i].e2e, rep.Workers[i].wait = newHist(), newHist()
-	}
 	var first int64
 	for _, k := range results {
 		if k.start != 0 && (first == 0 || k.start < first) {
@@ -319,9 +316,9 @@ func (w *WorkerReport) add(r *figures) {
 		}
 	}
 	if r.start != 0 && r.end != 0 {
-		w.e2e.record(time.Duration(r.end - r.start))
+		w.e2e.Record(time.Duration(r.end - r.start))
 	}
-	w.wait.record(r.waitSlot)
+	w.wait.Record(r.waitSlot)
 }
 
 // merge adds o's counts and histograms into w.
@@ -339,8 +336,8 @@ func (w *WorkerReport) merge(o *WorkerReport) {
 	if o.Last.After(w.Last) {
 		w.Last = o.Last
 	}
-	w.e2e.merge(o.e2e)
-	w.wait.merge(o.wait)
+	w.e2e.Merge(&o.e2e)
+	w.wait.Merge(&o.wait)
 }
 
 func (w *WorkerReport) finish() {
@@ -348,18 +345,5 @@ func (w *WorkerReport) finish() {
 		w.WallSeconds = w.Last.Sub(w.First).Seconds()
 		w.Rate = float64(w.Kept) / w.WallSeconds
 	}
-	w.EndToEnd, w.WaitSlot = w.e2e.percentiles(), w.wait.percentiles()
+	w.EndToEnd, w.WaitSlot = measure.Percentiles(w.e2e.Summary()), measure.Percentiles(w.wait.Summary())
 }
-
-// hist is the latency histogram engine keeps (durhist: 1 µs to a day, 3
-// significant digits, zeros only counted), so a worker's p99 and the merged
-// total's are the same figure a single-process batch prints.
-type hist struct{ durhist.Histogram }
-
-func newHist() *hist { return &hist{} }
-
-func (h *hist) record(d time.Duration) { h.Record(d) }
-
-func (h *hist) merge(o *hist) { h.Merge(&o.Histogram) }
-
-func (h *hist) percentiles() measure.Percentiles { return measure.Percentiles(h.Summary()) }
