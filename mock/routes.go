@@ -62,10 +62,7 @@ func (s *Server) routeTable() []route {
 // for the value of wr its Resolve makes from the request (or wr itself).
 func (s *Server) formatRoute(wr wire.Format, rt wire.Route) http.HandlerFunc {
 	return func(w http.ResponseWriter, req *http.Request) {
-		t := wire.Target{Format: wr, Endpoint: rt.Endpoint}
-		if rt.Resolve != nil {
-			t = rt.Resolve(req, mux.Vars(req), s.env)
-		}
+		t := s.target(wr, rt, req)
 		if t.Err != nil {
 			s.writeError(w, t.Format, t.Status, *t.Err)
 			return
@@ -83,6 +80,15 @@ func (s *Server) formatRoute(wr wire.Format, rt wire.Route) http.HandlerFunc {
 			s.writeError(w, t.Format, http.StatusInternalServerError, wire.APIError{Msg: fmt.Sprintf("format %s: route %s names no endpoint (%d)", wr.Name(), rt.Path, t.Endpoint)})
 		}
 	}
+}
+
+// target is the format and endpoint a request to route rt of wr names:
+// what rt's Resolve makes of the request, or wr and rt's endpoint.
+func (s *Server) target(wr wire.Format, rt wire.Route, req *http.Request) wire.Target {
+	if rt.Resolve == nil {
+		return wire.Target{Format: wr, Endpoint: rt.Endpoint}
+	}
+	return rt.Resolve(req, mux.Vars(req), s.env)
 }
 
 // routes builds the router from the route table. Wrong methods get 405 and

@@ -69,10 +69,7 @@ func (s *Server) Upstream(forward Forward) http.Handler {
 		}
 		for _, rt := range wr.Spec().Routes {
 			r.Handle(rt.Path, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-				t := wire.Target{Format: wr, Endpoint: rt.Endpoint}
-				if rt.Resolve != nil {
-					t = rt.Resolve(req, mux.Vars(req), s.env)
-				}
+				t := s.target(wr, rt, req)
 				if t.Err != nil || t.Endpoint != wire.EndpointModel {
 					forward(w, req)
 					return
