@@ -120,7 +120,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (reports.Report, error) 
 	rep := reports.Report{Scenario: s.Name, Description: s.Description, Target: "embedded mock", Oracle: s.OracleAssumptions()}
 	key := ""
 	if t := s.Target; t != nil {
-		rep.Target = redactURL(t.URL)
+		rep.Target = RedactURL(t.URL)
 		if t.APIKeyEnv != "" {
 			getenv := opt.Getenv
 			if getenv == nil {
@@ -253,9 +253,9 @@ func startTarget(s *Scenario, opt Options, concurrency int, sim clock.Clock) (*t
 	}, nil
 }
 
-// redactURL hides the user information of a URL (http://user:secret@host),
+// RedactURL hides the user information of a URL (http://user:secret@host),
 // which reports must not carry.
-func redactURL(raw string) string {
+func RedactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.User == nil {
 		return raw
