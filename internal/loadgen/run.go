@@ -263,3 +263,22 @@ func RedactURL(raw string) string {
 	u.User = url.User("REDACTED")
 	return u.String()
 }
+
+// ResolveOnly turns --only values into s's strategy names. A value that is a
+// strategy's name is taken whole, since names such as "unbounded,
+// retries=2" contain commas; otherwise it is split on commas.
+func (s *Scenario) ResolveOnly(values []string) ([]string, error) {
+	var names []string
+	for _, v := range values {
+		if s.CheckOnly([]string{v}) == nil {
+			names = append(names, v)
+			continue
+		}
+		for _, n := range strings.Split(v, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				names = append(names, n)
+			}
+		}
+	}
+	return names, s.CheckOnly(names)
+}

@@ -13,8 +13,8 @@ import (
 )
 
 // A providerBatch is a loadgen batch --provider run against the embedded
-// mock, streamed and not: the per-provider batch tests (azure_test.go,
-// bedrock_test.go, google_test.go, responses_test.go).
+// mock, streamed and not: the per-provider batch tests below
+// (TestRunBatchAzure, …Bedrock, …Google, …Responses).
 type providerBatch struct {
 	server string // the batch configuration's server: block, indented
 	items  int    // the number of input lines
