@@ -103,4 +103,35 @@
 //   - schemagen: documents generated from a JSON Schema, for tool calls and
 //     structured output.
 //   - mocktest: a Server on loopback for tests, as httptest.Server.
+//
+// # Call accounting
+//
+// In CallStats, an attempt is one model request (POST /v1/messages or
+// /v1/chat/completions) that passed authentication; it lasts from its
+// arrival (its body read) until its answer was decided: a rejection, or the
+// release of its slot just before the last byte of its response.
+//
+// # Grouping attempts into calls
+//
+// A retry resends the same request, so attempts are grouped by a fingerprint:
+// the API key and the request body, or the API key and the Idempotency-Key
+// header when one is sent. An attempt joins the oldest call of its
+// fingerprint that has not succeeded and has no attempt in flight (a retry is
+// sent after the previous attempt ended); otherwise it starts a new call. An
+// X-Stainless-Retry-Count of 0 (what the official SDKs send on a first
+// attempt) always starts a new call.
+//
+// Two items that send identical bodies are therefore told apart when the
+// client sends X-Stainless-Retry-Count or distinct Idempotency-Keys, or when
+// their attempts overlap in time. Without those headers, an identical
+// request arriving while an earlier one is waiting to be retried is counted
+// as that earlier call's retry (one call, more attempts), and once a call has
+// succeeded an identical request is a new call. Scenarios make every item
+// distinct ("{i}" in the prompt, ids in the items file), so this only
+// matters for a client that sends the same request twice on purpose.
+//
+// A call that never succeeded is failed; one still waiting for a retry counts
+// as failed until it succeeds. At most MaxOpenCalls failed calls are
+// remembered for retries to join: beyond that they are forgotten (still
+// counted as failed), and a late retry of one of them starts a new call.
 package mock

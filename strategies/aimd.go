@@ -61,31 +61,9 @@ func (c AIMDConfig) withDefaults() AIMDConfig {
 
 // AIMD limits the calls in flight to a window that it finds by additive
 // increase and multiplicative decrease, as TCP's congestion avoidance does.
-// Each success of an attempt during which the window was full (the attempts
-// in flight reached it, so callers waited for it) adds Increase/window to it,
-// about +Increase per round trip. The test is whether the window bound while
-// the attempt was under way, not whether it is full when the attempt ends:
-// calls that end together in a wave all see a window just emptied by the
-// others, and would grow it once per wave instead of once per call, as TCP's
-// "cwnd-limited" test avoids. A throttle (429) or an overload (529/503)
-// multiplies it by Decrease, at most once per round trip: a throttle of an
-// attempt dispatched before the last decrease is the same congestion event
-// and changes nothing. The window stays within [Min, Max]; at most
-// floor(window) calls are in flight, admitted in arrival order.
 //
-// AIMD honours no retry-after itself: the retry policy (see Do) waits out a
-// throttled call's server delay. It is the textbook controller that Adaptive
-// improves on: from a small window it takes one round trip per call of
-// concurrency to find a limit (Adaptive's slow start takes a few round trips
-// in all), and each decrease forgets how far the limit was. Use it as the
-// baseline for window control, or where a plain, well-understood controller
-// is wanted.
-//
-// Stats reports Limit = floor(window), the calls it admits at once; events
-// are EventLimit when that changes. Each permit is granted with the attempts
-// in flight, itself included, at most the limit at that moment; a permit
-// keeps its slot (and its retries inside it) if the window later shrinks
-// below the permits out. It is safe for concurrent use.
+// Its control law, its use, its Stats and events are the package
+// documentation's "AIMD". It is safe for concurrent use.
 type AIMD struct {
 	m    meter
 	clk  clock.Clock

@@ -60,33 +60,10 @@ func (c AIMDDelayConfig) withDefaults() AIMDDelayConfig {
 }
 
 // AIMDDelay paces dispatches with an adaptive delay between them: the
-// controller of batch-runtime-casestudy.txt, exactly. It starts at Initial
-// (6 s) between dispatches, shortens the delay by 10 % after 3 consecutive
-// successes and, on a throttle (a 429, or a 529/503 overload), multiplies it
-// by 1.8 and cools down for 10 s; the delay stays within [Min, Max]. It bounds
-// the rate of dispatches, not how many are in flight.
+// controller of the batch runtime's case study, exactly.
 //
-// The cooldown means, precisely: for Cooldown after a throttle no attempt is
-// dispatched, and nothing observed changes the delay. The calls still in
-// flight when the throttle arrived were sent at the old pace, so their
-// throttles are the same event (no second ×1.8) and their successes are not
-// evidence for the new delay (they do not count toward the streak). The first
-// dispatch after the cooldown goes at its end; the next ones are spaced by the
-// new delay. Any attempt that is not a success (a throttle, an overload,
-// another error) breaks the streak of consecutive successes; a canceled one
-// is ignored.
-//
-// Throttled items must be re-queued, never dropped: run calls through Do with
-// RetryPolicy{MaxRetries: -1, Requeue: true}, as the case study's runtime does.
-//
-// It is the baseline ratelab's Adaptive must beat. From 6 s it takes minutes
-// to reach a limit of a few tens of calls at once, and each throttle stops
-// everything for 10 s. Use it to reproduce the case study, or where a slow,
-// steady start matters more than throughput.
-//
-// Callers are admitted in arrival order. Stats reports Delay (and Rate, its
-// inverse); events are EventDelay and, for the cooldown, EventGateClose and
-// EventGateOpen. It is safe for concurrent use.
+// Its schedule, cooldown, use, Stats and events are the package
+// documentation's "AIMDDelay". It is safe for concurrent use.
 type AIMDDelay struct {
 	m    meter
 	mu   sync.Mutex

@@ -113,4 +113,82 @@
 // rate-limit headers: it paces to what they show, a concurrency limit
 // besides. TokenBucket or TokenFirst pace to a quota you configure, from the
 // first call on.
+//
+// # AIMD
+//
+// In AIMD, each success of an attempt during which the window was full (the attempts
+// in flight reached it, so callers waited for it) adds Increase/window to it,
+// about +Increase per round trip. The test is whether the window bound while
+// the attempt was under way, not whether it is full when the attempt ends:
+// calls that end together in a wave all see a window just emptied by the
+// others, and would grow it once per wave instead of once per call, as TCP's
+// "cwnd-limited" test avoids. A throttle (429) or an overload (529/503)
+// multiplies it by Decrease, at most once per round trip: a throttle of an
+// attempt dispatched before the last decrease is the same congestion event
+// and changes nothing. The window stays within [Min, Max]; at most
+// floor(window) calls are in flight, admitted in arrival order.
+//
+// AIMD honours no retry-after itself: the retry policy (see Do) waits out a
+// throttled call's server delay. It is the textbook controller that Adaptive
+// improves on: from a small window it takes one round trip per call of
+// concurrency to find a limit (Adaptive's slow start takes a few round trips
+// in all), and each decrease forgets how far the limit was. Use it as the
+// baseline for window control, or where a plain, well-understood controller
+// is wanted.
+//
+// Stats reports Limit = floor(window), the calls it admits at once; events
+// are EventLimit when that changes. Each permit is granted with the attempts
+// in flight, itself included, at most the limit at that moment; a permit
+// keeps its slot (and its retries inside it) if the window later shrinks
+// below the permits out. It is safe for concurrent use.
+//
+// # AIMDDelay
+//
+// AIMDDelay starts at Initial (6 s) between dispatches, shortens the delay by 10 % after 3 consecutive
+// successes and, on a throttle (a 429, or a 529/503 overload), multiplies it
+// by 1.8 and cools down for 10 s; the delay stays within [Min, Max]. It bounds
+// the rate of dispatches, not how many are in flight.
+//
+// The cooldown means, precisely: for Cooldown after a throttle no attempt is
+// dispatched, and nothing observed changes the delay. The calls still in
+// flight when the throttle arrived were sent at the old pace, so their
+// throttles are the same event (no second ×1.8) and their successes are not
+// evidence for the new delay (they do not count toward the streak). The first
+// dispatch after the cooldown goes at its end; the next ones are spaced by the
+// new delay. Any attempt that is not a success (a throttle, an overload,
+// another error) breaks the streak of consecutive successes; a canceled one
+// is ignored.
+//
+// Throttled items must be re-queued, never dropped: run calls through Do with
+// RetryPolicy{MaxRetries: -1, Requeue: true}, as the case study's runtime does.
+//
+// It is the baseline ratelab's Adaptive must beat. From 6 s it takes minutes
+// to reach a limit of a few tens of calls at once, and each throttle stops
+// everything for 10 s. Use it to reproduce the case study, or where a slow,
+// steady start matters more than throughput.
+//
+// Callers are admitted in arrival order. Stats reports Delay (and Rate, its
+// inverse); events are EventDelay and, for the cooldown, EventGateClose and
+// EventGateOpen. It is safe for concurrent use.
+//
+// # TokenFirst
+//
+// When a TokenFirst call ends, the reservation is settled to the usage the server
+// reported, and unused tokens go back to the calls waiting. Both lines are
+// FIFO.
+//
+// Settlement, per outcome passed to Done: the reported Usage as the
+// provider's limits count it (Usage.Counted: input, cache writes and output,
+// without the cache reads Anthropic leaves out of its limits) when there
+// is one; nothing used for a call rejected at admission
+// (Throttled, Overloaded) or given up between attempts (Abandoned); the whole
+// reservation otherwise (a success without usage, a failure, a cancellation:
+// what they used is unknown). An attempt reported with Observe that carries
+// usage (a stream cut mid-way) is charged on top, since the retry will spend
+// the reservation again.
+//
+// Use it for long prompts or large max_tokens, where tokens per minute bind
+// before concurrency. Stats reports Limit = MaxConcurrent, Tokens = the budget
+// available now; budget waits count as Waits.Tokens, slot waits as
+// Waits.Slot. It is safe for concurrent use.
 package strategies

@@ -26,26 +26,11 @@ type TokenFirstConfig struct {
 // TokenFirst gates each call on both a provider's limits, tokens first: it
 // reserves the call's Cost.Tokens() (uncached input estimate + max_tokens) from a
 // tokens-per-minute budget, then takes one of MaxConcurrent slots, so a call
-// waiting for budget never holds a slot a cheaper call could use (the seeds'
-// `await gateway.tokens.acquire(reserve)` before `async with gateway.slots`).
-// When the call ends, the reservation is settled to the usage the server
-// reported, and unused tokens go back to the calls waiting. Both lines are
-// FIFO.
+// waiting for budget never holds a slot a cheaper call could use (a Python
+// client's `await gateway.tokens.acquire(reserve)` before `async with gateway.slots`).
 //
-// Settlement, per outcome passed to Done: the reported Usage as the
-// provider's limits count it (Usage.Counted: input, cache writes and output,
-// without the cache reads Anthropic leaves out of its limits) when there
-// is one; nothing used for a call rejected at admission
-// (Throttled, Overloaded) or given up between attempts (Abandoned); the whole
-// reservation otherwise (a success without usage, a failure, a cancellation:
-// what they used is unknown). An attempt reported with Observe that carries
-// usage (a stream cut mid-way) is charged on top, since the retry will spend
-// the reservation again.
-//
-// Use it for long prompts or large max_tokens, where tokens per minute bind
-// before concurrency. Stats reports Limit = MaxConcurrent, Tokens = the budget
-// available now; budget waits count as Waits.Tokens, slot waits as
-// Waits.Slot. It is safe for concurrent use.
+// Its settlement per outcome, its use, its Stats and events are the package
+// documentation's "TokenFirst". It is safe for concurrent use.
 type TokenFirst struct {
 	m     meter
 	clk   clock.Clock

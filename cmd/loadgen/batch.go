@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/batch"
+	"github.com/ratelab/ratelab/internal/batchrun"
 	"github.com/ratelab/ratelab/internal/loadgen"
 )
 
@@ -184,7 +185,7 @@ func batchMain(ctx context.Context, args []string, stdout, stderr io.Writer, q *
 	fs := flag.NewFlagSet("batch", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), batchUsage) }
-	var opt loadgen.BatchOptions
+	var opt batchrun.Options
 	fs.StringVar(&opt.Input, "input", "", "input JSONL")
 	fs.StringVar(&opt.Output, "output", "", "output JSONL")
 	config := fs.String("config", "", "scenario-vocabulary config file")
@@ -317,7 +318,7 @@ func batchMain(ctx context.Context, args []string, stdout, stderr io.Writer, q *
 		return err
 	}
 	defer closeRecord()
-	rep, err := loadgen.RunBatch(ctx, opt)
+	rep, err := batchrun.Run(ctx, opt)
 	if q != nil {
 		if qerr := q.finish(err, stderr); qerr != nil {
 			return qerr

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/batch"
-	"github.com/ratelab/ratelab/internal/loadgen"
+	"github.com/ratelab/ratelab/internal/batchrun"
 )
 
 // batchAPIUsage is the part of loadgen batch's usage about --via
@@ -59,7 +59,7 @@ func batchAPIFlags(fs *flag.FlagSet) *viaFlags {
 }
 
 // batchAPICmd is loadgen batch --via batch-api.
-func batchAPICmd(ctx context.Context, fs *flag.FlagSet, v *viaFlags, opt loadgen.BatchOptions, format string, stdout, stderr io.Writer) error {
+func batchAPICmd(ctx context.Context, fs *flag.FlagSet, v *viaFlags, opt batchrun.Options, format string, stdout, stderr io.Writer) error {
 	if v.via != "batch-api" {
 		return usageError("batch: --via: want batch-api, got %q", v.via)
 	}
@@ -68,7 +68,7 @@ func batchAPICmd(ctx context.Context, fs *flag.FlagSet, v *viaFlags, opt loadgen
 			return usageError("batch: --via batch-api: --%s does not apply (the provider runs a batch's requests)", f)
 		}
 	}
-	ao := &loadgen.BatchAPIOptions{MaxRounds: v.maxRounds, BatchSize: v.batchSize, State: v.state}
+	ao := &batchrun.APIOptions{MaxRounds: v.maxRounds, BatchSize: v.batchSize, State: v.state}
 	if v.resubmit != "" {
 		for _, o := range strings.Split(v.resubmit, ",") {
 			o = strings.TrimSpace(o)
@@ -105,7 +105,7 @@ func batchAPICmd(ctx context.Context, fs *flag.FlagSet, v *viaFlags, opt loadgen
 			fmt.Fprintf(stderr, "%s: line %d was torn (the last run was killed mid-write); cut off, its item is made again\n", opt.Output, s.Repaired)
 		}
 	}
-	rep, err := loadgen.RunBatchAPI(ctx, opt)
+	rep, err := batchrun.RunAPI(ctx, opt)
 	var inputErrs *batch.InputErrors
 	switch {
 	case errors.As(err, &inputErrs):

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratelab/ratelab/internal/loadgen"
 	"github.com/ratelab/ratelab/internal/reports"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/mock"
@@ -222,34 +221,6 @@ func TestRunExpectationFails(t *testing.T) {
 	}
 	if want := "sem2: attempts: expected = 21, got 20"; !strings.Contains(stderr, want) {
 		t.Errorf("stderr lacks %q:\n%s", want, stderr)
-	}
-}
-
-func TestResolveOnly(t *testing.T) {
-	s, err := loadgen.Parse("o.yaml", []byte("items: 1\nstrategies:\n  - {name: \"unbounded, retries=2\", kind: unbounded}\n"+
-		"  - {name: a, kind: unbounded}\n  - {name: b, kind: unbounded}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		values []string
-		want   string
-	}{
-		{[]string{"unbounded, retries=2"}, "unbounded, retries=2"},
-		{[]string{"a,b"}, "a|b"},
-		{[]string{"a, b"}, "a|b"},
-		{[]string{"a", "unbounded, retries=2"}, "a|unbounded, retries=2"},
-		{[]string{"a,c"}, "error"},
-	}
-	for _, tt := range tests {
-		names, err := resolveOnly(s, tt.values)
-		got := strings.Join(names, "|")
-		if err != nil {
-			got = "error"
-		}
-		if got != tt.want {
-			t.Errorf("resolveOnly(%q) = %q, want %q", tt.values, got, tt.want)
-		}
 	}
 }
 

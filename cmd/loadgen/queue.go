@@ -15,7 +15,7 @@ import (
 
 	"github.com/ratelab/ratelab/batch"
 	"github.com/ratelab/ratelab/batch/queue"
-	"github.com/ratelab/ratelab/internal/loadgen"
+	"github.com/ratelab/ratelab/internal/batchrun"
 )
 
 // The subcommands of loadgen batch that share one batch between several
@@ -172,7 +172,7 @@ func (q *workFlags) register(fs *flag.FlagSet) {
 }
 
 // open joins the job and makes it opt's queue.
-func (q *workFlags) open(ctx context.Context, fs *flag.FlagSet, opt *loadgen.BatchOptions, stderr io.Writer) error {
+func (q *workFlags) open(ctx context.Context, fs *flag.FlagSet, opt *batchrun.Options, stderr io.Writer) error {
 	if given(fs, "input") {
 		return usageError("batch work: the items come from the job's queue; --input is enqueue's (loadgen batch enqueue)")
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/ratelab/ratelab/internal/batchrun"
 	"github.com/ratelab/ratelab/internal/loadgen"
 	"github.com/ratelab/ratelab/internal/record"
 	"github.com/ratelab/ratelab/mock"
@@ -129,7 +130,7 @@ func scenarioKey(s *loadgen.Scenario, getenv func(string) string) (provider, lab
 }
 
 // openBatchRecord opens batch --record's file.
-func openBatchRecord(opt *loadgen.BatchOptions, path string) (func() error, error) {
+func openBatchRecord(opt *batchrun.Options, path string) (func() error, error) {
 	if path == "" {
 		return func() error { return nil }, nil
 	}

@@ -111,7 +111,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := setLoopback(&opts, *loopback, "run"); err != nil {
 		return err
 	}
-	if opts.Only, err = resolveOnly(s, only); err != nil {
+	if opts.Only, err = s.ResolveOnly(only); err != nil {
 		return usageError("run: --only: %v", err)
 	}
 	if *virtual {
@@ -250,22 +250,3 @@ type stringsFlag []string
 
 func (f *stringsFlag) String() string     { return strings.Join(*f, ",") }
 func (f *stringsFlag) Set(v string) error { *f = append(*f, v); return nil }
-
-// resolveOnly turns --only values into strategy names. A value that is a
-// strategy's name is taken whole, since names such as "unbounded,
-// retries=2" contain commas; otherwise it is split on commas.
-func resolveOnly(s *loadgen.Scenario, values []string) ([]string, error) {
-	var names []string
-	for _, v := range values {
-		if s.CheckOnly([]string{v}) == nil {
-			names = append(names, v)
-			continue
-		}
-		for _, n := range strings.Split(v, ",") {
-			if n = strings.TrimSpace(n); n != "" {
-				names = append(names, n)
-			}
-		}
-	}
-	return names, s.CheckOnly(names)
-}

@@ -76,7 +76,7 @@ func tuneCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := setLoopback(&opts, *loopback, "tune"); err != nil {
 		return err
 	}
-	if opts.Only, err = resolveOnly(s, only); err != nil {
+	if opts.Only, err = s.ResolveOnly(only); err != nil {
 		return usageError("tune: --only: %v", err)
 	}
 	if *virtual {

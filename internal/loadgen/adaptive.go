@@ -39,11 +39,11 @@ func (r *router) stateKeys(embedded bool) []strategies.StateKey {
 // loadState starts an adaptive strategy from its state file, if it has one.
 func loadState(s strategies.Strategy, st *Row, keys []strategies.StateKey) error {
 	a, ok := s.(*strategies.Adaptive)
-	if !ok || st.stateFile() == "" {
+	if !ok || st.StateFile() == "" {
 		return nil
 	}
 	for _, k := range keys {
-		if _, err := a.LoadState(st.stateFile(), k); err != nil {
+		if _, err := a.LoadState(st.StateFile(), k); err != nil {
 			return fmt.Errorf("state_file: %w", err)
 		}
 	}
@@ -53,11 +53,11 @@ func loadState(s strategies.Strategy, st *Row, keys []strategies.StateKey) error
 // saveState saves what an adaptive strategy learned to its state file.
 func saveState(s strategies.Strategy, st *Row, keys []strategies.StateKey) error {
 	a, ok := s.(*strategies.Adaptive)
-	if !ok || st.stateFile() == "" {
+	if !ok || st.StateFile() == "" {
 		return nil
 	}
 	for _, k := range keys {
-		if err := a.SaveState(st.stateFile(), k); err != nil {
+		if err := a.SaveState(st.StateFile(), k); err != nil {
 			return fmt.Errorf("state_file: %w", err)
 		}
 	}

@@ -65,14 +65,3 @@ func TestAzureScenarioVirtual(t *testing.T) {
 		}
 	}
 }
-
-// TestRunBatchAzure: loadgen batch --provider azure-openai against the
-// embedded mock sends every item to the deployment its model names.
-func TestRunBatchAzure(t *testing.T) {
-	providerBatch{
-		server:   "  latency: {per_token: 1ms}\n  output: {tokens: {fixed: 16}}\n  azure:\n    deployments:\n      gpt-5.4-mini: {model: gpt-4o, limits: {max_concurrent: 4}}\n",
-		items:    40,
-		provider: "azure-openai", model: "gpt-5.4-mini", // the deployment
-		text: 16,
-	}.run(t)
-}

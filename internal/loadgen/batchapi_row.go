@@ -95,7 +95,7 @@ func batchAPIRow(ctx context.Context, s *Scenario, st *Row, opt Options, sim clo
 	}
 	a := &batch.API{
 		Input: in, Output: filepath.Join(dir, "results.jsonl"), Model: g.Model, MaxTokens: g.MaxTokens,
-		Provider: p, BaseURL: providerBase(p.Name(), tg.baseURL), APIKey: firstAPIKey(&s.Server), HTTP: tg.http, Clock: sim,
+		Provider: p, BaseURL: ProviderBase(p.Name(), tg.baseURL), APIKey: firstAPIKey(&s.Server), HTTP: tg.http, Clock: sim,
 		Resubmit: c.Resubmit, BatchSize: c.BatchSize, PollMin: cmpDur(c.Poll, time.Minute), PollMax: cmpDur(c.PollMax, 10*time.Minute),
 	}
 	sum, err := a.Run(ctx)

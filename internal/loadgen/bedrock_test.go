@@ -59,14 +59,3 @@ func TestBedrockScenarioVirtual(t *testing.T) {
 		})
 	}
 }
-
-// TestRunBatchBedrock: loadgen batch --provider bedrock against the
-// embedded mock writes every item's answer, the mock's text.
-func TestRunBatchBedrock(t *testing.T) {
-	providerBatch{
-		server:   "  latency: {per_token: 1ms}\n  limits: {max_concurrent: 4}\n  output: {tokens: {fixed: 16}}\n",
-		items:    30,
-		provider: "bedrock", model: DefaultBedrockModel,
-		text: 16,
-	}.run(t)
-}

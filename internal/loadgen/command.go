@@ -160,7 +160,7 @@ func (s *Scenario) CommandEnv(baseURL, itemsFile string) []string {
 	r := s.Request
 	return []string{
 		"ANTHROPIC_BASE_URL=" + strings.TrimSuffix(baseURL, "/"),
-		"OPENAI_BASE_URL=" + providerBase("openai", baseURL),
+		"OPENAI_BASE_URL=" + ProviderBase("openai", baseURL),
 		"ANTHROPIC_API_KEY=" + r.APIKey,
 		"OPENAI_API_KEY=" + r.APIKey,
 		"RATELAB_ITEMS_FILE=" + itemsFile,

@@ -16,9 +16,9 @@
 //
 // A strategy with a shared: block (semaphore, token-first, token-bucket and
 // adaptive; see SharedKinds) holds its limits in Redis through package sharedlimit, so
-// that every process naming the same key stays within them together; RunBatch
-// takes the same block from its config or its --shared-* flags
-// (BatchOptions.Shared). An unreachable Redis at the start is an error
+// that every process naming the same key stays within them together;
+// internal/batchrun, which runs loadgen batch, takes the same block from its
+// config or its --shared-* flags. An unreachable Redis at the start is an error
 // wrapping sharedlimit.ErrUnreachable; the strategy's events (redis_lost,
 // redis_recovered, lease_lost, gate_close) reach a run's timeline.
 package loadgen

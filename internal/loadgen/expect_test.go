@@ -185,15 +185,3 @@ func TestAdaptiveStateFileVirtual(t *testing.T) {
 		t.Errorf("simulated run from the saved state: %d completed in %.2f s; from nothing %.2f s; want all, faster", w.Completed, w.WallSeconds, c.WallSeconds)
 	}
 }
-
-func TestRedactURL(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"http://127.0.0.1:8080", "http://127.0.0.1:8080"},
-		{"https://user:hunter2@example.com/v1", "https://REDACTED@example.com/v1"},
-	}
-	for _, tt := range tests {
-		if got := redactURL(tt.in); got != tt.want {
-			t.Errorf("redactURL(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}

@@ -66,16 +66,3 @@ func TestGoogleProvidersScenario(t *testing.T) {
 		t.Errorf("unbounded: no 429s; want Google's RESOURCE_EXHAUSTED answers counted as throttles")
 	}
 }
-
-func TestRunBatchGoogle(t *testing.T) {
-	for _, tc := range []struct{ provider, model string }{
-		{"gemini", DefaultGeminiModel}, {"vertex", DefaultGeminiModel}, {"vertex-anthropic", DefaultVertexAnthropicModel},
-	} {
-		providerBatch{
-			server:   "  latency: {per_token: 1ms}\n  limits: {max_concurrent: 4}\n  output: {tokens: {fixed: 16}}\n",
-			items:    20,
-			system:   "Be brief.",
-			provider: tc.provider, model: tc.model,
-		}.run(t)
-	}
-}

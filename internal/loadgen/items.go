@@ -306,7 +306,7 @@ func newRouter(groups []ItemGroup, baseURL, key string, hc *target) (*router, er
 		id := g.Provider + "\x00" + k
 		c, ok := clients[id]
 		if !ok {
-			c = &provider.Client{Provider: p, BaseURL: providerBase(g.Provider, baseURL), APIKey: k, HTTP: hc.http, Clock: hc.clock}
+			c = &provider.Client{Provider: p, BaseURL: ProviderBase(g.Provider, baseURL), APIKey: k, HTTP: hc.http, Clock: hc.clock}
 			clients[id] = c
 		}
 		if prev, ok := r.byModel[g.Model]; ok && prev != c {
@@ -322,10 +322,10 @@ func newRouter(groups []ItemGroup, baseURL, key string, hc *target) (*router, er
 	return r, nil
 }
 
-// providerBase adapts a server's base URL to a provider's convention: the
+// ProviderBase adapts a server's base URL to a provider's convention: the
 // OpenAI APIs' base includes /v1 (https://api.openai.com/v1), Anthropic's
 // does not. A URL already ending in /v1 is left as it is.
-func providerBase(prov, base string) string {
+func ProviderBase(prov, base string) string {
 	base = strings.TrimSuffix(base, "/")
 	p, err := provider.ByName(prov)
 	if err == nil && strings.HasSuffix(p.DefaultBaseURL(), "/v1") && !strings.HasSuffix(base, "/v1") {

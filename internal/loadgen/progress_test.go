@@ -2,7 +2,6 @@ package loadgen
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,41 +102,6 @@ func TestProgressLive(t *testing.T) {
 	}
 	if !strings.HasSuffix(out, "\r\x1b[K") {
 		t.Errorf("progress line not cleared at the end: %q", out[max(0, len(out)-20):])
-	}
-}
-
-// TestBatchProgressPlain: a batch writes the same plain lines, without a
-// position (it runs one strategy).
-func TestBatchProgressPlain(t *testing.T) {
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "batch.yaml")
-	if err := os.WriteFile(cfgPath, []byte("server:\n  output: {length: max_tokens}\n  latency: {per_token: 3ms}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := LoadBatchConfig(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := filepath.Join(dir, "items.jsonl")
-	var lines []string
-	for i := range 400 {
-		lines = append(lines, fmt.Sprintf(`{"id": "%d", "prompt": "p", "max_tokens": 100}`, i))
-	}
-	if err := os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	synctest.Test(t, func(t *testing.T) {
-		_, err = RunBatch(t.Context(), BatchOptions{Input: in, Output: filepath.Join(dir, "out.jsonl"), Config: cfg,
-			Mock: true, Listen: ListenMemory, Strategy: "semaphore:n=5", Progress: &Progress{W: &buf}})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := "semaphore:n=5: 165/400 done, 5 in flight, 0 429s, 10s elapsed, ETA 14s\n" +
-		"semaphore:n=5: 330/400 done, 5 in flight, 0 429s, 20s elapsed, ETA 4s\n"
-	if got := buf.String(); got != want {
-		t.Errorf("progress:\n%s\nwant:\n%s", got, want)
 	}
 }
 

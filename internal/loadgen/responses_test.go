@@ -23,17 +23,6 @@ func TestResponsesScenarioVirtual(t *testing.T) {
 	}
 }
 
-// TestRunBatchResponses: loadgen batch --provider openai-responses against
-// the embedded mock writes every item's answer, the mock's text.
-func TestRunBatchResponses(t *testing.T) {
-	providerBatch{
-		server:   "  latency: {per_token: 1ms}\n  limits: {max_concurrent: 4}\n  output: {tokens: {fixed: 16}}\n",
-		items:    40,
-		provider: "openai-responses", model: "gpt-5.4-mini",
-		text: 16,
-	}.run(t)
-}
-
 // TestResponsesMinOutput: the Responses API refuses max_output_tokens below
 // 16, so a scenario asking for fewer is an error naming the key.
 func TestResponsesMinOutput(t *testing.T) {

@@ -120,7 +120,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (reports.Report, error) 
 	rep := reports.Report{Scenario: s.Name, Description: s.Description, Target: "embedded mock", Oracle: s.OracleAssumptions()}
 	key := ""
 	if t := s.Target; t != nil {
-		rep.Target = redactURL(t.URL)
+		rep.Target = RedactURL(t.URL)
 		if t.APIKeyEnv != "" {
 			getenv := opt.Getenv
 			if getenv == nil {
@@ -253,13 +253,32 @@ func startTarget(s *Scenario, opt Options, concurrency int, sim clock.Clock) (*t
 	}, nil
 }
 
-// redactURL hides the user information of a URL (http://user:secret@host),
+// RedactURL hides the user information of a URL (http://user:secret@host),
 // which reports must not carry.
-func redactURL(raw string) string {
+func RedactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.User == nil {
 		return raw
 	}
 	u.User = url.User("REDACTED")
 	return u.String()
+}
+
+// ResolveOnly turns --only values into s's strategy names. A value that is a
+// strategy's name is taken whole, since names such as "unbounded,
+// retries=2" contain commas; otherwise it is split on commas.
+func (s *Scenario) ResolveOnly(values []string) ([]string, error) {
+	var names []string
+	for _, v := range values {
+		if s.CheckOnly([]string{v}) == nil {
+			names = append(names, v)
+			continue
+		}
+		for _, n := range strings.Split(v, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				names = append(names, n)
+			}
+		}
+	}
+	return names, s.CheckOnly(names)
 }

@@ -337,19 +337,19 @@ func baseName(path string) string {
 	return strings.TrimSuffix(b, filepath.Ext(b))
 }
 
-// systemCacheTTLProblem says what is wrong with system_cache (or loadgen
+// SystemCacheTTLProblem says what is wrong with system_cache (or loadgen
 // batch's --system-cache) ttl, or "" when it is empty or a TTL Anthropic
 // takes.
-func systemCacheTTLProblem(ttl string) string {
+func SystemCacheTTLProblem(ttl string) string {
 	if ttl == "" || ttl == "5m" || ttl == "1h" {
 		return ""
 	}
 	return fmt.Sprintf("want 5m or 1h (Anthropic's cache_control TTLs), got %q", ttl)
 }
 
-// systemCacheProviderProblem says why system_cache is refused for
+// SystemCacheProviderProblem says why system_cache is refused for
 // provider prov, which is not Anthropic.
-func systemCacheProviderProblem(prov string) string {
+func SystemCacheProviderProblem(prov string) string {
 	return fmt.Sprintf("is Anthropic's cache_control; %s caches a repeated prompt prefix of 1,024 tokens or more by itself", prov)
 }
 
@@ -366,7 +366,7 @@ func (s *Scenario) validateSystem(d *strict.Decoder) {
 		if system != "" && tokens != 0 {
 			bad(fielderr.Join(p, "system_tokens"), "set system or system_tokens, not both")
 		}
-		if msg := systemCacheTTLProblem(cache); msg != "" {
+		if msg := SystemCacheTTLProblem(cache); msg != "" {
 			bad(fielderr.Join(p, "system_cache"), "%s", msg)
 		}
 	}
@@ -391,7 +391,7 @@ func (s *Scenario) validateSystem(d *strict.Decoder) {
 		}
 		switch {
 		case g.Provider != "anthropic":
-			bad(p, "%s, so remove it", systemCacheProviderProblem(g.Provider))
+			bad(p, "%s, so remove it", SystemCacheProviderProblem(g.Provider))
 		case g.System == "" && g.SystemTokens == 0 && g.File == "" && !s.batch: // a batch's lines carry theirs
 			bad(p, "has no system prompt to cache: set system or system_tokens")
 		}

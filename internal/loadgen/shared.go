@@ -46,15 +46,15 @@ type Shared struct {
 // (unbounded, the AIMD family) or one per provider (per-provider).
 var SharedKinds = []string{KindSemaphore, KindTokenBucket, KindTokenFirst, KindAdaptive}
 
-// sharedProblem is one problem with a shared: block: the key under shared
-// and the message.
-type sharedProblem struct{ key, msg string }
+// SharedProblem is one problem with a shared: block: the key under shared
+// ("" for the block as a whole) and the message.
+type SharedProblem struct{ Key, Msg string }
 
-// check validates sh for a strategy of kind, returning its problems.
-func (sh *Shared) check(kind string) []sharedProblem {
-	var out []sharedProblem
+// Check validates sh for a strategy of kind, returning its problems.
+func (sh *Shared) Check(kind string) []SharedProblem {
+	var out []SharedProblem
 	bad := func(key, format string, args ...any) {
-		out = append(out, sharedProblem{key, fmt.Sprintf(format, args...)})
+		out = append(out, SharedProblem{key, fmt.Sprintf(format, args...)})
 	}
 	if !slices.Contains(SharedKinds, kind) {
 		bad("", "kind %s cannot share its limits through Redis (kinds that can: %s)", kind, strings.Join(SharedKinds, ", "))
@@ -65,7 +65,7 @@ func (sh *Shared) check(kind string) []sharedProblem {
 		bad("redis", `required: the Redis server's URL (e.g. "redis://127.0.0.1:6379/0")`)
 	default:
 		if _, err := redis.ParseURL(sh.Redis); err != nil {
-			bad("redis", "want redis://[user:password@]host:port/db or rediss://…, got %q: %v", redactURL(sh.Redis), strings.TrimPrefix(err.Error(), "redis: "))
+			bad("redis", "want redis://[user:password@]host:port/db or rediss://…, got %q: %v", RedactURL(sh.Redis), strings.TrimPrefix(err.Error(), "redis: "))
 		}
 	}
 	switch {
@@ -123,7 +123,7 @@ func openStrategy(ctx context.Context, st *Row, obs strategies.Observer, sim clo
 	cfg.Observer = obs
 	sh, err := sharedlimit.New(ctx, cfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("shared limit %q at %s: %w", cfg.Key, redactURL(cfg.URL), err)
+		return nil, nil, fmt.Errorf("shared limit %q at %s: %w", cfg.Key, RedactURL(cfg.URL), err)
 	}
 	return sh, func() { sh.Close() }, nil
 }
@@ -134,7 +134,7 @@ func openFleet(ctx context.Context, st *Row, obs strategies.Observer) (strategie
 	sh := st.Shared
 	f, err := sharedlimit.NewFleet(ctx, sharedlimit.FleetConfig{URL: sh.Redis, Key: sh.Key, OpTimeout: sh.OpTimeout})
 	if err != nil {
-		return nil, nil, fmt.Errorf("shared limit %q at %s: %w", sh.Key, redactURL(sh.Redis), err)
+		return nil, nil, fmt.Errorf("shared limit %q at %s: %w", sh.Key, RedactURL(sh.Redis), err)
 	}
 	var opts []strategies.Option
 	if obs != nil {

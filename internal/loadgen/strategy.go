@@ -159,8 +159,8 @@ func (r *Row) Params() map[string]any {
 	return p
 }
 
-// stateFile is an adaptive row's state_file, or "".
-func (r *Row) stateFile() string {
+// StateFile is an adaptive row's state_file, or "".
+func (r *Row) StateFile() string {
 	if c, ok := r.Config.(*adaptiveSettings); ok {
 		return c.StateFile
 	}
@@ -384,8 +384,8 @@ func (s *Scenario) validate(d *strict.Decoder) {
 		s.checkCommand(st, func(k, format string, args ...any) { bad(key(k), format, args...) })
 		s.checkMeasurable(st, func(k, format string, args ...any) { bad(key(k), format, args...) })
 		if st.Shared != nil {
-			for _, pr := range st.Shared.check(st.Kind) {
-				bad(fielderr.Join(key("shared"), pr.key), "%s", pr.msg)
+			for _, pr := range st.Shared.Check(st.Kind) {
+				bad(fielderr.Join(key("shared"), pr.Key), "%s", pr.Msg)
 			}
 		} else if st.Set("shared") {
 			bad(key("shared"), "want a mapping {redis: URL, key: NAME, ...}, got null")

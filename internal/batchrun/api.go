@@ -1,4 +1,4 @@
-package loadgen
+package batchrun
 
 import (
 	"cmp"
@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/batch"
+	"github.com/ratelab/ratelab/internal/loadgen"
 	"github.com/ratelab/ratelab/provider"
 )
 
-// BatchAPIOptions are `loadgen batch --via batch-api`'s own flags
+// APIOptions are `loadgen batch --via batch-api`'s own flags
 // (docs/batch-api.md): the batch then goes through the provider's batch
 // API (batch.API) instead of one call per item.
-type BatchAPIOptions struct {
+type APIOptions struct {
 	// Resubmit lists the outcomes submitted again: expired, errored,
 	// canceled (--resubmit).
 	Resubmit []string
@@ -28,8 +29,8 @@ type BatchAPIOptions struct {
 	OnEvent func(string)
 }
 
-// BatchAPIReport is how a batch through a batch API went.
-type BatchAPIReport struct {
+// APIReport is how a batch through a batch API went.
+type APIReport struct {
 	batch.APISummary
 	Provider string `json:"provider"`
 	Model    string `json:"model"`
@@ -37,25 +38,25 @@ type BatchAPIReport struct {
 	State    string `json:"state_file"`
 }
 
-// RunBatchAPI runs opt's batch through the provider's batch API, with
+// RunAPI runs opt's batch through the provider's batch API, with
 // opt.API's options: the same input, output, provider, model, target and
-// key as RunBatch; no strategy (the provider paces a batch). Its errors
+// key as Run; no strategy (the provider paces a batch). Its errors
 // never contain the API key.
-func RunBatchAPI(ctx context.Context, opt BatchOptions) (rep BatchAPIReport, err error) {
+func RunAPI(ctx context.Context, opt Options) (rep APIReport, err error) {
 	key := ""
 	defer func() {
 		if err != nil {
 			err = provider.Redact(err, key)
 		}
 	}()
-	ao := BatchAPIOptions{}
+	ao := APIOptions{}
 	if opt.API != nil {
 		ao = *opt.API
 	}
 	switch {
 	case opt.Strategy != "" || opt.Only != "" || len(opt.ProviderStrategies) > 0:
 		return rep, usagef("--via batch-api: the provider paces a batch: --strategy, --provider-strategy and --only do not apply")
-	case opt.Shared != (Shared{}):
+	case opt.Shared != (loadgen.Shared{}):
 		return rep, usagef("--via batch-api: --shared-* flags do not apply")
 	case opt.Stream:
 		return rep, usagef("--via batch-api: a batch request cannot stream (--stream)")
@@ -64,29 +65,22 @@ func RunBatchAPI(ctx context.Context, opt BatchOptions) (rep BatchAPIReport, err
 	case opt.Queue != nil:
 		return rep, usagef("--via batch-api: the items come from Input, not a queue (BatchOptions.Queue: loadgen batch work)")
 	}
-	s := opt.Config
-	if s == nil {
-		s = &Scenario{File: "(flags)", batch: true}
-		if s, err = parse(s, []byte("{}")); err != nil {
-			return rep, err
-		}
+	s, err := scenarioOf(opt)
+	if err != nil {
+		return rep, err
 	}
 	p, model, systemCache, err := batchTarget(s, opt)
 	if err != nil {
 		return rep, err
 	}
 	rep.Provider, rep.Model = p.Name(), model
-	maxTokens := opt.MaxTokens
-	if _, set := s.lines["request.max_tokens"]; maxTokens == 0 && set {
-		maxTokens = s.Request.MaxTokens
-	}
 	a := &batch.API{
-		Input: opt.Input, Output: opt.Output, Model: rep.Model, MaxTokens: maxTokens, SystemCache: systemCache,
+		Input: opt.Input, Output: opt.Output, Model: rep.Model, MaxTokens: maxTokens(s, opt), SystemCache: systemCache,
 		RetryFailed: opt.RetryFailed, SkipInvalid: opt.SkipInvalid, Provider: p,
 		State: ao.State, Resubmit: ao.Resubmit, MaxRounds: ao.MaxRounds, BatchSize: ao.BatchSize,
 		PollMin: ao.PollMin, PollMax: ao.PollMax, OnStart: opt.OnStart, OnEvent: ao.OnEvent,
 	}
-	ep, err := openBatchEndpoint(ctx, s, opt, p, 16)
+	ep, err := openEndpoint(ctx, s, opt, p, 16)
 	if err != nil {
 		return rep, err
 	}

@@ -1,4 +1,4 @@
-package loadgen
+package batchrun
 
 import (
 	"encoding/json"
@@ -8,12 +8,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ratelab/ratelab/internal/loadgen"
 	"github.com/ratelab/ratelab/mock"
 )
 
 // A providerBatch is a loadgen batch --provider run against the embedded
-// mock, streamed and not: the per-provider batch tests (azure_test.go,
-// bedrock_test.go, google_test.go, responses_test.go).
+// mock, streamed and not: the per-provider batch tests below
+// (TestRunBatchAzure, …Bedrock, …Google, …Responses).
 type providerBatch struct {
 	server string // the batch configuration's server: block, indented
 	items  int    // the number of input lines
@@ -37,7 +38,7 @@ func (b providerBatch) run(t *testing.T) {
 	if err := os.WriteFile(cfgPath, []byte("server:\n"+b.server), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := LoadBatchConfig(cfgPath)
+	cfg, err := loadgen.LoadBatchConfig(cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func (b providerBatch) run(t *testing.T) {
 	}
 	for _, stream := range []bool{false, true} {
 		out := filepath.Join(dir, fmt.Sprintf("out-%s-%v.jsonl", b.provider, stream))
-		rep, err := RunBatch(t.Context(), BatchOptions{Input: in, Output: out, Config: cfg, Mock: true,
+		rep, err := Run(t.Context(), Options{Input: in, Output: out, Config: cfg, Mock: true,
 			Provider: b.provider, Stream: stream, Workers: 8})
 		if err != nil {
 			t.Fatalf("%s stream=%v: %v", b.provider, stream, err)
@@ -85,4 +86,50 @@ func (b providerBatch) run(t *testing.T) {
 			t.Errorf("%s stream=%v: %d results, want %d", b.provider, stream, n, b.items)
 		}
 	}
+}
+
+// TestRunBatchAzure: loadgen batch --provider azure-openai against the
+// embedded mock sends every item to the deployment its model names.
+func TestRunBatchAzure(t *testing.T) {
+	providerBatch{
+		server:   "  latency: {per_token: 1ms}\n  output: {tokens: {fixed: 16}}\n  azure:\n    deployments:\n      gpt-5.4-mini: {model: gpt-4o, limits: {max_concurrent: 4}}\n",
+		items:    40,
+		provider: "azure-openai", model: "gpt-5.4-mini", // the deployment
+		text: 16,
+	}.run(t)
+}
+
+// TestRunBatchBedrock: loadgen batch --provider bedrock against the
+// embedded mock writes every item's answer, the mock's text.
+func TestRunBatchBedrock(t *testing.T) {
+	providerBatch{
+		server:   "  latency: {per_token: 1ms}\n  limits: {max_concurrent: 4}\n  output: {tokens: {fixed: 16}}\n",
+		items:    30,
+		provider: "bedrock", model: loadgen.DefaultBedrockModel,
+		text: 16,
+	}.run(t)
+}
+
+func TestRunBatchGoogle(t *testing.T) {
+	for _, tc := range []struct{ provider, model string }{
+		{"gemini", loadgen.DefaultGeminiModel}, {"vertex", loadgen.DefaultGeminiModel}, {"vertex-anthropic", loadgen.DefaultVertexAnthropicModel},
+	} {
+		providerBatch{
+			server:   "  latency: {per_token: 1ms}\n  limits: {max_concurrent: 4}\n  output: {tokens: {fixed: 16}}\n",
+			items:    20,
+			system:   "Be brief.",
+			provider: tc.provider, model: tc.model,
+		}.run(t)
+	}
+}
+
+// TestRunBatchResponses: loadgen batch --provider openai-responses against
+// the embedded mock writes every item's answer, the mock's text.
+func TestRunBatchResponses(t *testing.T) {
+	providerBatch{
+		server:   "  latency: {per_token: 1ms}\n  limits: {max_concurrent: 4}\n  output: {tokens: {fixed: 16}}\n",
+		items:    40,
+		provider: "openai-responses", model: "gpt-5.4-mini",
+		text: 16,
+	}.run(t)
 }

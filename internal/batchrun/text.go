@@ -1,4 +1,4 @@
-package loadgen
+package batchrun
 
 import (
 	"encoding/json"
@@ -12,19 +12,19 @@ import (
 // WriteJSON prints the report as one JSON document, as loadgen batch
 // --format json does: the input and output files, the report's fields, and
 // incomplete when items have no result yet.
-func (r BatchReport) WriteJSON(w io.Writer, input, output string) error {
+func (r Report) WriteJSON(w io.Writer, input, output string) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(struct {
 		Input  string `json:"input"`
 		Output string `json:"output"`
-		BatchReport
+		Report
 		Incomplete bool `json:"incomplete,omitempty"`
 	}{input, output, r, r.Remaining > 0})
 }
 
 // WriteText prints what the batch did, as loadgen batch's summary.
-func (r BatchReport) WriteText(w io.Writer, input, output string) {
+func (r Report) WriteText(w io.Writer, input, output string) {
 	fmt.Fprintf(w, "batch %s → %s: %s %s at %s, strategy %s", input, output, r.Provider, r.Model, r.Target, r.Strategy)
 	if r.Shared != "" {
 		fmt.Fprintf(w, " sharing limit %q through %s", r.Shared, r.SharedRedis)
@@ -92,7 +92,7 @@ func (r BatchReport) WriteText(w io.Writer, input, output string) {
 
 // WriteText prints what the batch did through the batch API, as loadgen
 // batch --via batch-api's summary.
-func (rep BatchAPIReport) WriteText(w io.Writer, input, output string) {
+func (rep APIReport) WriteText(w io.Writer, input, output string) {
 	fmt.Fprintf(w, "batch %s → %s: %s %s at %s, via its batch API (state %s)\n", input, output, rep.Provider, rep.Model, rep.Target, rep.State)
 	fmt.Fprintf(w, "  items        %d; already done %d (%d with errors)\n", rep.Items, rep.DoneOK+rep.DoneFailed, rep.DoneFailed)
 	fmt.Fprintf(w, "  completed    %d\n  failed       %d\n", rep.Completed, rep.Failed)

@@ -1,4 +1,4 @@
-package loadgen
+package batchrun
 
 import (
 	"bufio"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/ratelab/ratelab/batch"
 	"github.com/ratelab/ratelab/engine"
+	"github.com/ratelab/ratelab/internal/loadgen"
 	"github.com/ratelab/ratelab/mock"
 )
 
@@ -44,7 +45,7 @@ func TestRunBatchMixedProviders(t *testing.T) {
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "batch.yaml")
 	os.WriteFile(cfgPath, []byte("server:\n  latency: {per_token: 100us}\n  limits: {max_concurrent: 30}\n"), 0o644)
-	cfg, err := LoadBatchConfig(cfgPath)
+	cfg, err := loadgen.LoadBatchConfig(cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func TestRunBatchMixedProviders(t *testing.T) {
 	out := filepath.Join(dir, "out.jsonl")
 
 	var srv *mock.Server
-	rep, err := RunBatch(t.Context(), BatchOptions{Input: in, Output: out, Config: cfg, Mock: true, Workers: 64,
+	rep, err := Run(t.Context(), Options{Input: in, Output: out, Config: cfg, Mock: true, Workers: 64,
 		Strategy: "semaphore:n=4", ProviderStrategies: map[string]string{"gemini": "adaptive", "bedrock": "semaphore:n=2"},
 		mockReady: func(s *mock.Server) { srv = s }})
 	if err != nil {
@@ -154,7 +155,7 @@ func TestRunBatchProviderErrors(t *testing.T) {
 {"id": "d", "prompt": "p", "metadata": {"provider": "openai", "model": ""}}
 {"id": "e", "prompt": "p", "metadata": ["provider", "kept as it is"]}
 `), 0o644)
-	_, err := RunBatch(t.Context(), BatchOptions{Input: in, Output: filepath.Join(dir, "out.jsonl"), Mock: true})
+	_, err := Run(t.Context(), Options{Input: in, Output: filepath.Join(dir, "out.jsonl"), Mock: true})
 	var ie *batch.InputErrors
 	if !errors.As(err, &ie) {
 		t.Fatalf("RunBatch: %v, want input errors", err)
@@ -179,8 +180,8 @@ func TestRunBatchProviderErrors(t *testing.T) {
 		{map[string]string{"anthropic": "adaptive"}, `--provider-strategy anthropic=adaptive: anthropic is the batch's provider, whose strategy is --strategy`},
 		{map[string]string{"gemini": "semaphore:n=x"}, `--provider-strategy gemini=semaphore:n=x: --strategy "semaphore:n=x": n: want an integer, got "x"`},
 	} {
-		_, err := RunBatch(t.Context(), BatchOptions{Input: in, Output: filepath.Join(dir, "out.jsonl"), Mock: true, ProviderStrategies: tt.specs})
-		if !errors.Is(err, ErrBatchUsage) || !strings.Contains(err.Error(), tt.want) {
+		_, err := Run(t.Context(), Options{Input: in, Output: filepath.Join(dir, "out.jsonl"), Mock: true, ProviderStrategies: tt.specs})
+		if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("ProviderStrategies %v: %v, want a usage error containing %q", tt.specs, err, tt.want)
 		}
 	}
@@ -190,7 +191,7 @@ func TestRunBatchProviderErrors(t *testing.T) {
 {"id": "b", "prompt": "p", "metadata": {"provider": "gemini"}}
 `), 0o644)
 	env := map[string]string{"ANTHROPIC_API_KEY": "k"}
-	_, err = RunBatch(t.Context(), BatchOptions{Input: in, Output: filepath.Join(dir, "out.jsonl"), Getenv: func(k string) string { return env[k] }})
+	_, err = Run(t.Context(), Options{Input: in, Output: filepath.Join(dir, "out.jsonl"), Getenv: func(k string) string { return env[k] }})
 	if !errors.As(err, &ie) || ie.Error() != in+":2: metadata.provider: gemini: no API key for gemini: set GEMINI_API_KEY, or give --api-key-command, or --base-url for a server that needs no key" {
 		t.Errorf("a line naming a provider without a key: %v", err)
 	}
@@ -203,13 +204,13 @@ func TestRunBatchProviderErrors(t *testing.T) {
 			in + `:2: metadata.provider: openai: a batch-API run sends every line to anthropic's batch API; give the lines of other providers a batch of their own (or run them without the batch API, which routes each line to its provider)`},
 	} {
 		os.WriteFile(in, []byte(`{"id": "a", "prompt": "p", "metadata": {"provider": "anthropic", "model": "claude-haiku-4-5"}}`+"\n"+tt.line+"\n"), 0o644)
-		_, err := RunBatchAPI(t.Context(), BatchOptions{Input: in, Output: filepath.Join(dir, "api.jsonl"), Mock: true})
+		_, err := RunAPI(t.Context(), Options{Input: in, Output: filepath.Join(dir, "api.jsonl"), Mock: true})
 		if !errors.As(err, &ie) || ie.Error() != tt.want {
 			t.Errorf("--via batch-api with %s: %v\nwant: %s", tt.line, err, tt.want)
 		}
 	}
 	os.WriteFile(in, []byte(`{"id": "a", "prompt": "p", "metadata": {"model": "gpt-4o"}}`+"\n"), 0o644)
-	_, err = RunBatchAPI(t.Context(), BatchOptions{Input: in, Output: filepath.Join(dir, "api.jsonl"), Mock: true, Provider: "openai"})
+	_, err = RunAPI(t.Context(), Options{Input: in, Output: filepath.Join(dir, "api.jsonl"), Mock: true, Provider: "openai"})
 	if want := in + `:1: metadata.model: "gpt-4o": openai's Batch API takes one model per batch, this run's "gpt-5.4-mini"`; !errors.As(err, &ie) || ie.Error() != want {
 		t.Errorf("--via batch-api, openai, another model: %v\nwant: %s", err, want)
 	}

@@ -1,0 +1,46 @@
+package loadgen
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestRedactURL(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"http://127.0.0.1:8080", "http://127.0.0.1:8080"},
+		{"https://user:hunter2@example.com/v1", "https://REDACTED@example.com/v1"},
+	}
+	for _, tt := range tests {
+		if got := RedactURL(tt.in); got != tt.want {
+			t.Errorf("RedactURL(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestResolveOnly(t *testing.T) {
+	s, err := Parse("o.yaml", []byte("items: 1\nstrategies:\n  - {name: \"unbounded, retries=2\", kind: unbounded}\n"+
+		"  - {name: a, kind: unbounded}\n  - {name: b, kind: unbounded}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		values []string
+		want   string
+	}{
+		{[]string{"unbounded, retries=2"}, "unbounded, retries=2"},
+		{[]string{"a,b"}, "a|b"},
+		{[]string{"a, b"}, "a|b"},
+		{[]string{"a", "unbounded, retries=2"}, "a|unbounded, retries=2"},
+		{[]string{"a,c"}, "error"},
+	}
+	for _, tt := range tests {
+		names, err := s.ResolveOnly(tt.values)
+		got := strings.Join(names, "|")
+		if err != nil {
+			got = "error"
+		}
+		if got != tt.want {
+			t.Errorf("ResolveOnly(%q) = %q, want %q", tt.values, got, tt.want)
+		}
+	}
+}
