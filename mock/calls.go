@@ -143,9 +143,12 @@ const (
 // callAttempt is one attempt in flight. It lives in the exchange (no allocation
 // of its own) from arrive to end.
 type callAttempt struct {
-	fp      uint64
-	key     string
-	kc      *keyCalls // the key's account
+	fp  uint64
+	key string
+	kc  *keyCalls // the key's account
+	// scopes are the concurrency caps it holds a slot of (card.go:
+	// callLog.place), innermost first; nil until it reaches admission.
+	scopes  [3]*cardScope
 	call    *openCall // the call it retries; nil for a new call
 	arrival time.Time
 	gen     uint64 // callLog.gen at arrival; 0: not counted
@@ -174,9 +177,12 @@ type callCounts struct {
 	maxAttempts, peak, inFlight           int
 
 	// The report card's counters (card.go); keys holds each API key's
-	// in-flight count, idle capacity and retry wave.
+	// own concurrency cap and retry wave, scopes the keys' instances of
+	// pools and long-context limits, org the organization's cap.
 	card     cardCounts
 	keys     map[string]*keyCalls
+	scopes   map[string]*cardScope
+	org      *cardScope
 	capLimit int // the key's concurrency cap now (Limits.MaxConcurrent); 0: none
 
 	latency durhist.Histogram // Ceiling callHistMax; set by reset
@@ -276,7 +282,6 @@ func (l *callLog) arrive(a *callAttempt, req *http.Request, wr wire.Format, key 
 		c.first = now
 	}
 	a.kc = c.keyOf(key)
-	a.kc.accrue(now, c.capLimit)
 	if retry != 0 {
 		if oc := c.open[a.fp]; oc != nil {
 			if oc.next == nil {
@@ -294,7 +299,6 @@ func (l *callLog) arrive(a *callAttempt, req *http.Request, wr wire.Format, key 
 			c.card.retry(a.kc, oc, now)
 		}
 	}
-	c.card.arrive(a.kc, now, c.capLimit)
 	if a.call == nil {
 		c.calls++
 		a.n = 1
@@ -324,8 +328,7 @@ func (l *callLog) end(a *callAttempt, status int, limit string, retryAfter time.
 	}
 	a.gen = 0
 	c := &l.cur
-	a.kc.accrue(now, c.capLimit)
-	a.kc.inFlight--
+	c.unplace(a, now)
 	c.inFlight--
 	c.busy--
 	if now.After(c.last) {
