@@ -27,6 +27,7 @@ func (s *Server) SetLimitsByModel(pools map[string]Limits) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pools = pools
+	s.calls.setPoolCaps(s.clock.Now(), pools) // the report card's caps (card.go)
 }
 
 // poolsPatch is the body of PUT /_admin/limits_by_model, decoded over the

@@ -117,9 +117,12 @@ const (
 // callAttempt is one attempt in flight. It lives in the exchange (no allocation
 // of its own) from arrive to end.
 type callAttempt struct {
-	fp      uint64
-	key     string
-	kc      *keyCalls // the key's account
+	fp  uint64
+	key string
+	kc  *keyCalls // the key's account
+	// scopes are the concurrency caps it holds a slot of (card.go:
+	// callLog.place), innermost first; nil until it reaches admission.
+	scopes  [3]*cardScope
 	call    *openCall // the call it retries; nil for a new call
 	arrival time.Time
 	gen     uint64 // callLog.gen at arrival; 0: not counted
@@ -148,9 +151,12 @@ type callCounts struct {
 	maxAttempts, peak, inFlight           int
 
 	// The report card's counters (card.go); keys holds each API key's
-	// in-flight count, idle capacity and retry wave.
+	// own concurrency cap and retry wave, scopes the keys' instances of
+	// pools and long-context limits, org the organization's cap.
 	card     cardCounts
 	keys     map[string]*keyCalls
+	scopes   map[string]*cardScope
+	org      *cardScope
 	capLimit int // the key's concurrency cap now (Limits.MaxConcurrent); 0: none
 
 	latency durhist.Histogram // Ceiling callHistMax; set by reset
@@ -250,7 +256,6 @@ func (l *callLog) arrive(a *callAttempt, req *http.Request, wr wire.Format, key 
 		c.first = now
 	}
 	a.kc = c.keyOf(key)
-	a.kc.accrue(now, c.capLimit)
 	if retry != 0 {
 		if oc := c.open[a.fp]; oc != nil {
 			if oc.next == nil {
@@ -268,7 +273,6 @@ func (l *callLog) arrive(a *callAttempt, req *http.Request, wr wire.Format, key 
 			c.card.retry(a.kc, oc, now)
 		}
 	}
-	c.card.arrive(a.kc, now, c.capLimit)
 	if a.call == nil {
 		c.calls++
 		a.n = 1
@@ -298,8 +302,7 @@ func (l *callLog) end(a *callAttempt, status int, limit string, retryAfter time.
 	}
 	a.gen = 0
 	c := &l.cur
-	a.kc.accrue(now, c.capLimit)
-	a.kc.inFlight--
+	c.unplace(a, now)
 	c.inFlight--
 	c.busy--
 	if now.After(c.last) {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -189,6 +191,105 @@ func TestReportCardIdle(t *testing.T) {
 					t.Fatalf("completed %d, throttled %d; want 8, 0", c.Completed, c.Throttled)
 				}
 				checkCard(t, c.Card, ReportCard{Capped: true, CapSlotSeconds: tc.cap, IdleSlotSeconds: tc.idle})
+			})
+		})
+	}
+}
+
+// TestReportCardFollowsTheCapThatApplied holds idle capacity and the
+// figures over the cap to the concurrency cap that applied to each
+// request: a model pool's, a long-context one's, the organization's that
+// every key shares, and the key's as a schedule changes it. Each stream
+// sends its calls one after the other (0.5 s each when admitted, none
+// retried); why is each case's hand computation, with the figures the
+// server's max_concurrent alone would give (what the card measured before
+// it followed each request's caps).
+func TestReportCardFollowsTheCapThatApplied(t *testing.T) {
+	type stream struct {
+		key  string
+		n    int
+		long bool
+	}
+	streams := func(n, calls int, keys ...string) []stream {
+		var out []stream
+		for i := range n {
+			key := "k"
+			if len(keys) > 0 {
+				key = keys[i%len(keys)]
+			}
+			out = append(out, stream{key: key, n: calls})
+		}
+		return out
+	}
+	sonnet := map[string]Limits{"claude-sonnet-*": {MaxConcurrent: 2}}
+	one := 1
+	for _, tc := range []struct {
+		name    string
+		cfg     func(*Config)
+		streams []stream
+		want    ReportCard
+		why     string
+	}{
+		{"model pool's cap", func(c *Config) {
+			c.Limits.MaxConcurrent = 10
+			c.LimitsByModel = sonnet
+		}, streams(2, 4), ReportCard{Capped: true, CapSlotSeconds: 2 * 1.5},
+			"the sonnet pool's 2 bind, not the key's 10: 2 in flight to the last arrival at 1.5 s, none idle (the key's 10 alone: 12 of 15 slot-seconds idle)"},
+		{"over the model pool's cap", func(c *Config) {
+			c.Limits.MaxConcurrent = 10
+			c.LimitsByModel = sonnet
+		}, streams(3, 1), ReportCard{Capped: true, OverLimit: 1, PeakOverLimit: 1, RefusedCalls: 1, RefusedCallAttempts: 1, RetryAmplification: 1},
+			"three at once against the pool's 2: the third is over it, by one, and refused (the key's 10 alone: none over)"},
+		{"key's cap falls below the pool's", func(c *Config) {
+			c.Limits.MaxConcurrent = 4
+			c.LimitsByModel = sonnet
+			c.Schedule = []ScheduleEntry{{At: time.Second, Limits: LimitsPatch{MaxConcurrent: &one}}}
+		}, streams(1, 6), ReportCard{Capped: true, CapSlotSeconds: 2*0.5 + 1*1.5, IdleSlotSeconds: 1 * 0.5},
+			"the pool's 2 bind the calls at 0 and 0.5 s (1 of 2 idle for 0.5 s), the key's 1 from 1 s those at 1 to 2.5 s (none idle)"},
+		{"organization's cap shared by three keys", func(c *Config) {
+			c.APIKeys = []string{"ka", "kb", "kc"}
+			c.Limits.MaxConcurrent = 2
+			c.Organization = Organization{Limits: Limits{MaxConcurrent: 3}}
+		}, streams(3, 2, "ka", "kb", "kc"), ReportCard{Capped: true, CapSlotSeconds: 3 * 0.5},
+			"once two keys have sent, the organization's 3 bind (1.5 a key, below each key's 2): 3 in flight to the last arrivals at 0.5 s (the keys' 2 alone: 3 of 6 slot-seconds idle)"},
+		{"long-context cap", func(c *Config) {
+			c.Limits.MaxConcurrent = 10
+			c.LongContext = LongContext{ThresholdTokens: 1000, Limits: Limits{MaxConcurrent: 1}}
+		}, []stream{{key: "k", n: 2, long: true}, {key: "k", n: 2, long: true}}, ReportCard{
+			Capped: true, CapSlotSeconds: 1 * 0.5, OverLimit: 2, PeakOverLimit: 1, RefusedCalls: 2, RefusedCallAttempts: 2, RetryAmplification: 1},
+			"the long-context 1 binds: one stream's calls run at 0 and 0.5 s, the other's two arrive at 0 over it and are refused"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfg := DefaultConfig()
+				cfg.Limits.RetryAfter = time.Second
+				tc.cfg(&cfg)
+				ts := startServer(t, cfg)
+				defer ts.stop()
+				var wg sync.WaitGroup
+				for si, st := range tc.streams {
+					wg.Go(func() {
+						for i := range st.n {
+							text := fmt.Sprintf("stream %d call %d", si, i)
+							if st.long {
+								text += strings.Repeat(" word", 2000) // above 1,000 input tokens
+							}
+							if _, err := ts.send("POST", "/v1/messages", anthropicBody(100, false, text), "x-api-key", st.key); err != nil {
+								t.Error(err)
+							}
+						}
+					})
+				}
+				wg.Wait()
+				if t.Failed() {
+					return
+				}
+				c := ts.Calls()
+				if c.Errors != 0 {
+					t.Fatalf("%d attempts failed other than by a limit", c.Errors)
+				}
+				t.Log(tc.why)
+				checkCard(t, c.Card, tc.want)
 			})
 		})
 	}

@@ -171,7 +171,7 @@ func (s *Server) prepare(x *exchange, req *http.Request) bool {
 		return false
 	}
 
-	d := s.admit(req, c, key, wr, x.att.n, received, &x.dec)
+	d := s.admit(req, c, key, wr, &x.att, received, &x.dec)
 	if d.abort {
 		s.calls.end(&x.att, 0, "", 0)
 		s.metrics.request(api, 0, s.keyLabel(key))
@@ -292,8 +292,8 @@ func countRefusal(c *counts, status int, limit string) {
 }
 
 // admit runs the admission steps that need the server's state, under its
-// lock, into d, and returns d. n is the attempt's number within its logical
-// call (callAttempt.n; 0 when the call accounting is off).
+// lock, into d, and returns d. a is the attempt in the call accounting;
+// a.n its number within its logical call (0 when the accounting is off).
 //
 // An admitted response's schedule starts at received, when the request
 // arrived (arrival.go: the kernel's receive time of its last bytes where
@@ -308,7 +308,8 @@ func countRefusal(c *counts, status int, limit string) {
 // stack frame holds every temporary of the code inlined into it, and
 // admit's runs on every request's goroutine, so it keeps only the path of
 // an admitted request.
-func (s *Server) admit(req *http.Request, c *wire.Call, key string, wr wire.Format, n int, received time.Time, d *decision) *decision {
+func (s *Server) admit(req *http.Request, c *wire.Call, key string, wr wire.Format, a *callAttempt, received time.Time, d *decision) *decision {
+	n := a.n
 	// A shared slot taken for an attempt then refused is given back after
 	// the lock is released: Store calls are network round trips.
 	defer func() {
@@ -323,6 +324,7 @@ func (s *Server) admit(req *http.Request, c *wire.Call, key string, wr wire.Form
 		s.epoch = now
 	}
 	s.applySchedule(now)
+	s.calls.place(a, now, s.cardChain(c)) // the report card's caps (card.go)
 	ks := s.key(key)
 	*d = decision{now: now}
 	ks.counts.attempts++

@@ -137,8 +137,8 @@ func parseExpect(t *testing.T, src string) Expect {
 }
 
 // TestReportCardValidate: idle_capacity without a concurrency cap is a
-// validate error naming the key; with a cap from a schedule: entry it is
-// measurable; on a row with no card it fails saying why rather than read 0.
+// validate error naming the key; with a cap from a schedule: entry, a
+// model pool, the organization or long context it is measurable; on a row with no card it fails saying why rather than read 0.
 func TestReportCardValidate(t *testing.T) {
 	_, err := Parse("t.yaml", []byte(`items: 1
 server: {limits: {rpm: 60}}
@@ -149,7 +149,7 @@ strategies:
     expect:
       max_idle_capacity: 0.1
 `))
-	if want := "t.yaml:8: strategies[0].expect.max_idle_capacity: not measurable: idle_capacity is measured against the server's limits.max_concurrent"; err == nil || !strings.Contains(err.Error(), want) {
+	if want := "t.yaml:8: strategies[0].expect.max_idle_capacity: not measurable: idle_capacity is measured against the server's concurrency caps"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("Parse: %v\nwant an error containing %q", err, want)
 	}
 	if _, err := Parse("t.yaml", []byte(`items: 1
@@ -161,9 +161,18 @@ strategies:
 `)); err != nil {
 		t.Errorf("Parse with a scheduled cap: %v", err)
 	}
+	for _, caps := range []string{
+		`limits_by_model: {"claude-sonnet-*": {max_concurrent: 2}}`,
+		`organization: {limits: {max_concurrent: 8}}`,
+		`long_context: {threshold_tokens: 1000, limits: {max_concurrent: 1}}`,
+	} {
+		if _, err := Parse("t.yaml", []byte("items: 1\nserver:\n  limits: {rpm: 60}\n  "+caps+"\nstrategies:\n  - {name: s, kind: semaphore, n: 1, expect: {max_idle_capacity: 0.1, over_limit: 0}}\n")); err != nil {
+			t.Errorf("Parse with %s: %v", caps, err)
+		}
+	}
 	e := parseExpect(t, "max_idle_capacity: 0.1")[0]
 	c := e.Check(&reports.Result{ServerView: &reports.ServerView{Card: &reports.ReportCard{}}})
-	if c.OK || !strings.Contains(c.Actual, "not measured (the server set no max_concurrent to measure it against)") {
+	if c.OK || !strings.Contains(c.Actual, "not measured (no request met a concurrency cap") {
 		t.Errorf("idle_capacity without a cap: %+v, want a failed check saying not measured", c)
 	}
 }
@@ -281,5 +290,60 @@ func TestExpectKeysDocumented(t *testing.T) {
 		if _, ok := Metrics[k]; !ok {
 			t.Errorf("docs/scenarios.md documents %s, which is not an expect key", k)
 		}
+	}
+}
+
+// cardPools is a scenario whose cap changes hands: the sonnet pool's 4
+// bind each request until a schedule entry lowers the key's cap to 2 at
+// 2 s, below the pool's. semaphore(2) sends 40 calls of 0.5 s two at a
+// time: 8 by 2 s under the pool's 4 (half of it idle, to the last call
+// the pool bound at 1.5 s: 6 slot-seconds of cap, 3 idle), then 32 in 16
+// waves under the key's 2, to the last arrival at 9.5 s (15 slot-seconds,
+// none idle): 3 of 21 idle. Against the key's max_concurrent alone (20,
+// then 2) it would read 36 of 55.
+const cardPools = `
+name: card-pools
+seed: 1
+items: 40
+request: {provider: anthropic, model: claude-sonnet-4-5, max_tokens: 100, prompt: "Classify ticket {i}."}
+server:
+  output: {length: max_tokens}
+  latency: {per_token: 5ms}
+  limits: {max_concurrent: 20, retry_after: 1s}
+  limits_by_model: {"claude-sonnet-*": {max_concurrent: 4}}
+  schedule: [{at: 2s, limits: {max_concurrent: 2}}]
+strategies:
+  - name: semaphore(2)
+    kind: semaphore
+    n: 2
+    expect:
+      idle_capacity: "0.1428..0.1429"
+      over_limit: 0
+      retries: 0
+`
+
+// TestReportCardPoolsAndSchedule runs cardPools in virtual time: the card
+// follows the cap that bound each request, the pool's and then the key's.
+func TestReportCardPoolsAndSchedule(t *testing.T) {
+	s, err := Parse("card-pools.yaml", []byte(cardPools))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep reports.Report
+	synctest.Test(t, func(t *testing.T) {
+		rep, err = Run(t.Context(), s, Options{Listen: ListenMemory})
+	})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if f := Failures(rep); len(f) != 0 {
+		t.Errorf("failures:\n%s", strings.Join(f, "\n"))
+	}
+	v, ok := byName(rep)["semaphore(2)"].Server()
+	if !ok || v.Card == nil {
+		t.Fatal("semaphore(2): no report card")
+	}
+	if c := v.Card; !c.Capped || c.CapSlotSeconds != 6+15 || c.IdleSlotSeconds != 3 {
+		t.Errorf("semaphore(2): capped %v, cap %v, idle %v slot-seconds; want true, 21, 3", c.Capped, c.CapSlotSeconds, c.IdleSlotSeconds)
 	}
 }

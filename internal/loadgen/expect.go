@@ -294,7 +294,7 @@ func (s *Scenario) unmeasurable(st *Row, metric string) string {
 			return fmt.Sprintf("not measurable against target: (%s is counted by the embedded mock, which this run does not use); remove it or the target", metric)
 		}
 		if capMetrics[metric] && !s.capsConcurrency() {
-			return fmt.Sprintf("not measurable: %s is measured against the server's limits.max_concurrent, which this scenario does not set (nor does its schedule:; per-model pools are not followed)", metric)
+			return fmt.Sprintf("not measurable: %s is measured against the server's concurrency caps (max_concurrent of limits, a schedule: entry, limits_by_model, organization.limits or long_context.limits), and this scenario sets none", metric)
 		}
 	case ByClient:
 		if st.Kind == KindCommand {
@@ -312,11 +312,19 @@ func (s *Scenario) unmeasurable(st *Row, metric string) string {
 	return ""
 }
 
-// capsConcurrency reports whether the scenario's server caps each key's
-// concurrency at some point: limits.max_concurrent, or a schedule entry's.
+// capsConcurrency reports whether the scenario's server caps a request's
+// concurrency at some point, as the report card follows it: the key's
+// limits.max_concurrent or a schedule entry's, a model pool's, the
+// organization's or the long-context limits'.
 func (s *Scenario) capsConcurrency() bool {
-	if s.Server.Limits.MaxConcurrent > 0 {
+	c := &s.Server
+	if c.Limits.MaxConcurrent > 0 || c.Organization.Limits.MaxConcurrent > 0 || c.LongContext.Limits.MaxConcurrent > 0 {
 		return true
+	}
+	for _, l := range c.LimitsByModel {
+		if l.MaxConcurrent > 0 {
+			return true
+		}
 	}
 	for _, e := range s.Server.Schedule {
 		if m := e.Limits.MaxConcurrent; m != nil && *m > 0 {
@@ -416,14 +424,14 @@ func fromCard(f func(reports.ReportCard) float64) func(*reports.Result) float64 
 }
 
 // capMetrics are the report card's figures measured against the server's
-// max_concurrent: unknown without one.
+// concurrency caps: unknown without one.
 var capMetrics = map[string]bool{"idle_capacity": true, "over_limit": true, "peak_over_limit": true}
 
-// uncapped says why a capMetrics figure is unknown on r: the server set no
-// max_concurrent while it ran.
+// uncapped says why a capMetrics figure is unknown on r: no request met a
+// concurrency cap while it ran.
 func uncapped(r *reports.Result) string {
 	if v, _ := r.Server(); v.Card == nil || !v.Card.Capped {
-		return "the server set no max_concurrent to measure it against"
+		return "no request met a concurrency cap (max_concurrent of limits, a model pool, the organization or long context) to measure it against"
 	}
 	return ""
 }

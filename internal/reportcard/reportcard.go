@@ -46,28 +46,33 @@ type Card struct {
 	RefusedCallAttempts int64   `json:"refused_call_attempts"`
 	RetryAmplification  float64 `json:"retry_amplification"`
 
-	// Capped is true when an attempt arrived while the server capped each
-	// key's concurrency (limits.max_concurrent; per-model pools are not
-	// followed): idle capacity and the figures over the cap are measured
-	// only then, and are 0 without.
+	// Capped is true when an attempt reached admission under a
+	// concurrency cap: its key's (limits.max_concurrent, as the schedule
+	// and SetLimits change it), its model pool's (limits_by_model, a
+	// deployment's), the organization's (organization.limits, shared by
+	// every key) or its key's long-context one (long_context.limits).
+	// Idle capacity and the figures over the cap are measured only then,
+	// and are 0 without. capacity.max_concurrent, the provider's own, is
+	// overload, not a cap of the client's.
 	Capped bool `json:"capped"`
 
-	// Idle capacity is measured against the key's concurrency cap
-	// (limits.max_concurrent, as the server applies it: a schedule entry
-	// from the first request after its time), per API key, from the key's
-	// first attempt to its last: while the client was still to send a
-	// request, it had work waiting. CapSlotSeconds is the cap integrated
-	// over that time, IdleSlotSeconds the slots not in use (the cap less
-	// the attempts in flight, when positive) over it, summed over the
-	// keys; IdleCapacity is their ratio, 0..1.
+	// Idle capacity is measured against the cap that bound each attempt:
+	// of the caps it passed, the one with the fewest slots for its key
+	// (the organization's divided between the keys that sent through it
+	// so far; the innermost among equals), as the server applied them
+	// when it arrived. Each cap counts from the first attempt it bound to
+	// the last: while the client was still to send a request that cap held
+	// back, it had work waiting. CapSlotSeconds is the cap integrated over
+	// that time, IdleSlotSeconds the slots not in use (the cap less the
+	// attempts it held, when positive) over it, summed over the caps;
+	// IdleCapacity is their ratio, 0..1.
 	CapSlotSeconds  float64 `json:"cap_slot_seconds"`
 	IdleSlotSeconds float64 `json:"idle_slot_seconds"`
 	IdleCapacity    float64 `json:"idle_capacity"`
 
-	// OverLimit counts attempts that arrived while their key already had
-	// its concurrency cap in flight (they are refused, max_concurrent);
-	// PeakOverLimit is the most in flight above the cap, that attempt
-	// included.
+	// OverLimit counts attempts that arrived while one of the caps they
+	// pass already had its cap in flight (they are refused); PeakOverLimit
+	// is the most in flight above a cap, that attempt included.
 	OverLimit     int64 `json:"over_limit"`
 	PeakOverLimit int   `json:"peak_over_limit"`
 }

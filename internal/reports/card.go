@@ -30,13 +30,13 @@ var cardColumns = []column{
 		}
 		return formatFixed(c.RetryAmplification, 2)
 	})},
-	{"idle cap", "idle capacity", "share of each key's concurrency cap unused from its first attempt to its last", true, fromCard(func(c ReportCard) string {
+	{"idle cap", "idle capacity", "share of the concurrency caps that bound the requests (key, model pool, organization, long context, as scheduled) unused while the client was still sending", true, fromCard(func(c ReportCard) string {
 		if !c.Capped {
 			return "-"
 		}
 		return formatFixed(100*c.IdleCapacity, 1) + "%"
 	})},
-	{"over cap", "over the cap", "attempts sent while their key already had its concurrency cap in flight (peak in flight above the cap)", true, fromCard(func(c ReportCard) string {
+	{"over cap", "over the cap", "attempts sent while a concurrency cap they pass (key, model pool, organization, long context) was full (peak in flight above the cap)", true, fromCard(func(c ReportCard) string {
 		if !c.Capped {
 			return "-"
 		}

@@ -31,20 +31,22 @@ const (
 	seriesCompletions = "completions"
 	seriesThrottles   = "throttles"
 	seriesDelay       = "delay"
-	seriesGate        = "gate" // retry-after gate closed: a shaded band, not a colour of its own
+	seriesQueued      = "waiting" // measure.Point.Queued; not "queue", a word of open-loop reports
+	seriesGate        = "gate"    // retry-after gate closed: a shaded band, not a colour of its own
 )
 
 // seriesColors are the series' colours; the page's CSS and the legend
 // swatches use them, and the browser test looks for them in a screenshot.
-// Blue, amber, green, red and violet stay distinct under the common forms
-// of colour blindness in combination with their shapes (area, dashed step,
-// line, bars, step).
+// Blue, amber, green, red, violet and slate stay distinct under the
+// common forms of colour blindness in combination with their shapes (area,
+// dashed step, line, bars, step) and their panels.
 var seriesColors = map[string]string{
 	seriesInFlight:    "#2563eb",
 	seriesLimit:       "#d97706",
 	seriesCompletions: "#059669",
 	seriesThrottles:   "#dc2626",
 	seriesDelay:       "#7c3aed",
+	seriesQueued:      "#475569",
 }
 
 // A svgChart is a timeline laid out for the template: panels stacked on one
@@ -116,6 +118,9 @@ type timelineData struct {
 	// timeline recorded it (max_in_flight), else the count at its end.
 	InFlight     []float64
 	Limit, Delay []float64
+	// Queued is the callers waiting in the strategy's Acquire at each
+	// sample (measure.Point.Queued).
+	Queued []float64
 
 	// Completions and Throttles are per second, averaged over the Window
 	// seconds before each sample (smoothRate).
@@ -150,6 +155,7 @@ func newTimelineData(tl *measure.Timeline) *timelineData {
 	d.InFlight = col(func(p measure.Point) float64 { return float64(max(p.InFlight, p.MaxInFlight)) })
 	d.Limit = col(func(p measure.Point) float64 { return p.Limit })
 	d.Delay = col(func(p measure.Point) float64 { return p.DelaySeconds })
+	d.Queued = col(func(p measure.Point) float64 { return float64(p.Queued) })
 
 	// A point's rates are per second over its own interval, whatever its
 	// length; multiplied back by that length they are the interval's
@@ -425,6 +431,15 @@ func buildChart(name string, tl *measure.Timeline) *svgChart {
 		b.addPanel("Pacing delay", "seconds", 80, maxOf(d.Delay), func(yOf func(float64) float64, _ float64) []svgSeries {
 			return []svgSeries{{Key: seriesDelay, Name: "delay between starts", Shape: "step", D: stepPath(ts, d.Delay, res, x, yOf)}}
 		}, []svgLegend{{Key: seriesDelay, Label: "delay between starts", Shape: "line"}})
+	}
+
+	// Callers waiting for the strategy, whatever it is, on their own
+	// scale (a queue of hundreds would flatten the calls in flight); only
+	// when some ever waited.
+	if maxOf(d.Queued) > 0 {
+		b.addPanel("Waiting", "callers", 80, maxOf(d.Queued), func(yOf func(float64) float64, _ float64) []svgSeries {
+			return []svgSeries{{Key: seriesQueued, Name: "callers waiting for the strategy", Shape: "step", D: stepPath(ts, d.Queued, res, x, yOf)}}
+		}, []svgLegend{{Key: seriesQueued, Label: "callers waiting", Shape: "line"}})
 	}
 	return b.finish()
 }

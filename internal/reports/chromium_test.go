@@ -105,7 +105,7 @@ func TestHTMLInChromiumPixels(t *testing.T) {
 			Name: "aimd", Kind: "aimd", Summary: measure.Summary{Items: 200, Completed: 200, Attempts: 230, Throttled: 30,
 				Timeline: sampled(0.1, 60, func(t float64) measure.Point {
 					limit := 8 + float64(int(t*10)%20)
-					p := measure.Point{InFlight: int(limit * 0.6), Limit: limit, CompletionsRate: 10 + 20*t, DelaySeconds: 0.05 + 0.01*t}
+					p := measure.Point{InFlight: int(limit * 0.6), Limit: limit, CompletionsRate: 10 + 20*t, DelaySeconds: 0.05 + 0.01*t, Queued: 200 - int(3*t)}
 					if int(t*10)%20 >= 17 {
 						p.ThrottlesRate = 60
 					}

@@ -88,7 +88,8 @@ func guideReport() Report {
 					WallSeconds: 5.0, EndToEnd: lat(2.75, 5.0), Attempt: lat(0.5, 0.5),
 					WaitSlot: lat(2.25, 4.5),
 					Timeline: sampled(0.25, 20, func(t float64) measure.Point {
-						return measure.Point{InFlight: 20, CompletionsRate: 40, Limit: 20}
+						// The 180 callers the semaphore holds back, 40 fewer a second.
+						return measure.Point{InFlight: 20, CompletionsRate: 40, Limit: 20, Queued: max(0, 180-int(40*t))}
 					})},
 				OracleSeconds: 5, WallOverOracle: 1,
 				ServerView: &ServerView{PeakConcurrency: 20,

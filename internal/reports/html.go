@@ -32,8 +32,8 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 // The chart stacks panels on one time axis, each with its own scale: the
 // most calls in flight in each interval against the strategy's limit;
 // completions per second and 429s per second, averaged over the second
-// before each instant (smoothRate); and the pacing delay for strategies
-// that have one. A healthy run shows in-flight flat at the limit with
+// before each instant (smoothRate); the pacing delay for strategies
+// that have one; and the callers waiting for the strategy when any did. A healthy run shows in-flight flat at the limit with
 // steady completions; a provider slowing down shows in-flight pinned while
 // completions fall. Each strategy's time axis spans its own run; the
 // comparison's spans the longest. Long timelines are thinned to about two
@@ -184,7 +184,7 @@ func newHTMLStrategy(anchor string, res Result) htmlStrategy {
 // marking them trusted CSS is safe.
 func seriesCSS(n int) template.CSS {
 	var b strings.Builder
-	for _, key := range []string{seriesInFlight, seriesLimit, seriesCompletions, seriesThrottles, seriesDelay} {
+	for _, key := range []string{seriesInFlight, seriesLimit, seriesCompletions, seriesThrottles, seriesDelay, seriesQueued} {
 		c := seriesColors[key]
 		fmt.Fprintf(&b, ".s-%s{--c:%s}\n", key, c)
 	}

@@ -11,15 +11,16 @@ import (
 )
 
 // wantSeries lists the series a chart of tl must draw: in flight and
-// completions always; the limit, 429s and delay when they are ever
-// non-zero.
+// completions always; the limit, 429s, delay and callers waiting when
+// they are ever non-zero.
 func wantSeries(tl *measure.Timeline) []string {
 	want := []string{seriesInFlight, seriesCompletions}
-	var limit, throttles, delay bool
+	var limit, throttles, delay, queued bool
 	for _, p := range tl.Points {
 		limit = limit || p.Limit > 0
 		throttles = throttles || p.ThrottlesRate > 0
 		delay = delay || p.DelaySeconds > 0
+		queued = queued || p.Queued > 0
 	}
 	if limit {
 		want = append(want, seriesLimit)
@@ -29,6 +30,9 @@ func wantSeries(tl *measure.Timeline) []string {
 	}
 	if delay {
 		want = append(want, seriesDelay)
+	}
+	if queued {
+		want = append(want, seriesQueued)
 	}
 	for _, e := range tl.Events {
 		if e.Type == "gate_close" && e.Until > e.T {
