@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -23,6 +24,9 @@ type format struct {
 	re *regexp.Regexp
 	// streamOps are the ops (the path's last part) that stream.
 	streamOps []string
+	// notModels are path models that name another endpoint (Vertex AI's
+	// count-tokens:rawPredict).
+	notModels []string
 	// token reports whether a frame (its event name and data) carries
 	// output.
 	token func(event string, data []byte) bool
@@ -36,7 +40,7 @@ var formats = []format{
 	{name: "azure-openai", re: regexp.MustCompile(`/openai/v1/(?P<op>chat/completions)$`), token: chatToken},
 	{name: "azure-openai-responses", re: regexp.MustCompile(`/openai/(v1/)?(?P<op>responses)$`), token: responsesToken},
 	// Google: Vertex AI's publishers before AI Studio's models.
-	{name: "vertex-anthropic", re: regexp.MustCompile(`/publishers/anthropic/models/(?P<model>[^/:]+):(?P<op>rawPredict|streamRawPredict)$`), streamOps: []string{"streamRawPredict"}, token: anthropicToken},
+	{name: "vertex-anthropic", re: regexp.MustCompile(`/publishers/anthropic/models/(?P<model>[^/:]+):(?P<op>rawPredict|streamRawPredict)$`), streamOps: []string{"streamRawPredict"}, notModels: []string{"count-tokens"}, token: anthropicToken},
 	{name: "vertex", re: regexp.MustCompile(`/publishers/google/models/(?P<model>[^/:]+):(?P<op>generateContent|streamGenerateContent)$`), streamOps: []string{"streamGenerateContent"}, token: geminiToken},
 	{name: "gemini", re: regexp.MustCompile(`/models/(?P<model>[^/:]+):(?P<op>generateContent|streamGenerateContent)$`), streamOps: []string{"streamGenerateContent"}, token: geminiToken},
 	// Bedrock Runtime: Converse and InvokeModel (an Anthropic body).
@@ -79,6 +83,9 @@ func route(u *url.URL) call {
 		c := call{f: f}
 		if j := f.re.SubexpIndex("model"); j >= 0 {
 			c.model, _ = url.PathUnescape(m[j])
+		}
+		if slices.Contains(f.notModels, c.model) {
+			return call{}
 		}
 		op := m[f.re.SubexpIndex("op")]
 		for _, s := range f.streamOps {

@@ -411,6 +411,14 @@ func (b *body) parse(data []byte) {
 			b.a.StopReason = s
 		}
 	}
+	if v.Get("object").String() == "response" { // a plain Responses API answer
+		if v.Get("status").String() == "completed" {
+			b.a.StopReason = "completed"
+		}
+		if s := v.Get("incomplete_details.reason").String(); s != "" {
+			b.a.StopReason = s
+		}
+	}
 	v.Get("choices").ForEach(func(_, c gjson.Result) bool {
 		if s := c.Get("finish_reason").String(); s != "" {
 			b.a.StopReason = s
