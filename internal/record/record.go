@@ -49,17 +49,23 @@ type Usage struct {
 
 // Attempt is one line after the header: one HTTP attempt.
 type Attempt struct {
-	SentAt   time.Time `json:"sent_at"`
-	Run      string    `json:"run,omitempty"`      // the scenario row, for loadgen run
-	Provider string    `json:"provider,omitempty"` // anthropic, openai, openai-responses (from the path)
-	Path     string    `json:"path"`
-	Key      string    `json:"key,omitempty"` // the key's label: 12 hex digits of its SHA-256, never the key
-	Model    string    `json:"model,omitempty"`
-	Stream   bool      `json:"stream,omitempty"`
+	SentAt time.Time `json:"sent_at"`
+	Run    string    `json:"run,omitempty"` // the scenario row, for loadgen run
+	// Provider is the wire format, from the path (ProviderOf): anthropic,
+	// openai, openai-responses, azure-openai, azure-openai-responses,
+	// gemini, vertex, vertex-anthropic, bedrock.
+	Provider string `json:"provider,omitempty"`
+	Path     string `json:"path"`
+	Key      string `json:"key,omitempty"` // the key's label: 12 hex digits of its SHA-256, never the key
+	// Model is the model the path names (Gemini, Vertex AI, Bedrock, an
+	// Azure deployment), else the request body's, else the response's.
+	Model  string `json:"model,omitempty"`
+	Stream bool   `json:"stream,omitempty"`
 	// MaxTokens is the request's max_tokens (max_completion_tokens,
 	// max_output_tokens); 0 when it set none.
 	MaxTokens int `json:"max_tokens,omitempty"`
-	// RetryCount is the X-Stainless-Retry-Count the request carried.
+	// RetryCount is the X-Stainless-Retry-Count the request carried, or
+	// the AWS SDKs' amz-sdk-request attempt less one.
 	RetryCount int `json:"retry_count,omitempty"`
 	// InFlight is how many attempts through this recorder were in flight
 	// when this one was sent, itself included.
@@ -71,15 +77,22 @@ type Attempt struct {
 	// body broke off.
 	ErrorType    string `json:"error_type,omitempty"`
 	ErrorMessage string `json:"error_message,omitempty"` // its message, at most 300 bytes
-	StopReason   string `json:"stop_reason,omitempty"`
+	// ErrorCode is the error's finer code: Anthropic's details.error_code,
+	// OpenAI's code, Google's QuotaFailure quotaId (which names the quota:
+	// …RequestsPerMinute…, …TokensPerModelPerMinute…) or ErrorInfo reason.
+	ErrorCode  string `json:"error_code,omitempty"`
+	StopReason string `json:"stop_reason,omitempty"`
 
 	// HeadersMS is the time from sending to the response's headers,
 	// LatencyMS to the end of its body.
 	HeadersMS float64 `json:"headers_ms"`
 	LatencyMS float64 `json:"latency_ms"`
 	// RetryAfterMS is the server's retry-after-ms, else retry-after in
-	// seconds, in milliseconds; absent when the response had neither.
+	// seconds, else the error body's retry delay (Google's RetryInfo
+	// retryDelay), in milliseconds; absent when the response had none.
 	RetryAfterMS *float64 `json:"retry_after_ms,omitempty"`
+	// RetryAfterFrom is "body" when RetryAfterMS came from the error body.
+	RetryAfterFrom string `json:"retry_after_from,omitempty"`
 	// Headers are the response's rate-limit and retry headers, by
 	// lower-case name (anthropic-ratelimit-*, x-ratelimit-*, retry-after,
 	// retry-after-ms, x-should-retry).

@@ -3,7 +3,10 @@ package record
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -12,6 +15,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
+	"github.com/tidwall/gjson"
 )
 
 // maxJSON is how much of a JSON (non-streamed) response body is kept to
@@ -43,8 +49,21 @@ func (t *Transport) now() time.Time {
 
 // RoundTrip implements http.RoundTripper.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	a := &Attempt{Run: t.Run, Path: req.URL.Path, Provider: ProviderOf(req.URL.Path), Key: KeyLabel(keyOf(req.Header))}
+	c := route(req.URL)
+	a := &Attempt{Run: t.Run, Path: req.URL.Path, Key: KeyLabel(keyOf(req)), Model: c.model, Stream: c.stream}
+	if c.f != nil {
+		a.Provider = c.f.name
+	}
 	a.RetryCount, _ = strconv.Atoi(req.Header.Get("X-Stainless-Retry-Count"))
+	if a.RetryCount == 0 {
+		// The AWS SDKs' amz-sdk-request: attempt=N (1-based).
+		if v, ok := strings.CutPrefix(req.Header.Get("Amz-Sdk-Request"), "attempt="); ok {
+			v, _, _ = strings.Cut(v, ";")
+			if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n > 1 {
+				a.RetryCount = n - 1
+			}
+		}
+	}
 	if b := requestBody(req); len(b) > 0 {
 		var r struct {
 			Model               string `json:"model"`
@@ -52,10 +71,19 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			MaxTokens           int    `json:"max_tokens"`
 			MaxCompletionTokens int    `json:"max_completion_tokens"`
 			MaxOutputTokens     int    `json:"max_output_tokens"`
+			GenerationConfig    struct {
+				MaxOutputTokens int `json:"maxOutputTokens"`
+			} `json:"generationConfig"`
+			InferenceConfig struct {
+				MaxTokens int `json:"maxTokens"`
+			} `json:"inferenceConfig"`
 		}
 		if json.Unmarshal(b, &r) == nil {
-			a.Model, a.Stream = r.Model, r.Stream
-			a.MaxTokens = max(r.MaxTokens, r.MaxCompletionTokens, r.MaxOutputTokens)
+			if a.Model == "" {
+				a.Model = r.Model // the path's, when it names one, is the call's
+			}
+			a.Stream = a.Stream || r.Stream
+			a.MaxTokens = max(r.MaxTokens, r.MaxCompletionTokens, r.MaxOutputTokens, r.GenerationConfig.MaxOutputTokens, r.InferenceConfig.MaxTokens)
 		}
 	}
 	a.InFlight = int(t.inFlight.Add(1))
@@ -86,8 +114,23 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	a.RetryAfterMS = retryAfter(resp.Header, got)
-	sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
-	resp.Body = &body{rc: resp.Body, t: t, a: a, start: start, sse: sse, done: doneOf(req.Context())}
+	ct := resp.Header.Get("Content-Type")
+	b := &body{rc: resp.Body, t: t, a: a, start: start, done: doneOf(req.Context())}
+	if c.f != nil {
+		b.token = c.f.token
+	}
+	switch {
+	case strings.HasPrefix(ct, "text/event-stream"):
+		b.frames = framesSSE
+	case strings.HasPrefix(ct, "application/vnd.amazon.eventstream"):
+		b.frames = framesEventStream
+	}
+	// Bedrock's error type is a header, x-amzn-ErrorType, up to its colon.
+	if et := resp.Header.Get("X-Amzn-Errortype"); et != "" && resp.StatusCode >= 400 {
+		et, _, _ = strings.Cut(et, ":")
+		b.hdrErr = strings.TrimSpace(et)
+	}
+	resp.Body = b
 	return resp, nil
 }
 
@@ -103,31 +146,6 @@ func WithDone(ctx context.Context, f func(*Attempt)) context.Context {
 func doneOf(ctx context.Context) func(*Attempt) {
 	f, _ := ctx.Value(doneKey{}).(func(*Attempt))
 	return f
-}
-
-// ProviderOf names the wire format of a request path: anthropic for
-// /v1/messages, openai for /v1/chat/completions, openai-responses for
-// /v1/responses; "" for any other.
-func ProviderOf(path string) string {
-	switch {
-	case strings.HasSuffix(path, "/messages"):
-		return "anthropic"
-	case strings.HasSuffix(path, "/chat/completions"):
-		return "openai"
-	case strings.HasSuffix(path, "/responses"):
-		return "openai-responses"
-	}
-	return ""
-}
-
-func keyOf(h http.Header) string {
-	if k := h.Get("X-Api-Key"); k != "" {
-		return k
-	}
-	if a := h.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
-		return a[7:]
-	}
-	return ""
 }
 
 // requestBody returns req's body, leaving req able to send it.
@@ -188,19 +206,30 @@ func clip(s string) string {
 	return s
 }
 
+// How a response body is framed.
+const (
+	framesJSON        = iota // one JSON document
+	framesSSE                // text/event-stream
+	framesEventStream        // application/vnd.amazon.eventstream (Bedrock)
+)
+
+// maxFrame bounds one eventstream message: a longer prelude is not one.
+const maxFrame = 16 << 20
+
 // body observes a response body as the client reads it.
 type body struct {
-	rc    io.ReadCloser
-	t     *Transport
-	a     *Attempt
-	start time.Time
-	sse   bool
+	rc     io.ReadCloser
+	t      *Transport
+	a      *Attempt
+	start  time.Time
+	frames int
+	token  func(event string, data []byte) bool // the format's; nil: none counts
 
 	done func(*Attempt) // WithDone's, or nil
 
 	mu      sync.Mutex
 	ended   bool
-	buf     []byte // JSON: the body so far; SSE: the unfinished line
+	buf     []byte // JSON: the body so far; SSE: the unfinished line; eventstream: the unfinished message
 	event   string // SSE: the frame's event name
 	data    []byte // SSE: the frame's data
 	last    time.Time
@@ -209,7 +238,10 @@ type body struct {
 	usage   Usage
 	hasUse  bool
 	errType string
+	errCode string
 	errMsg  string
+	hdrErr  string // x-amzn-ErrorType
+	bad     string // why the stream's framing broke, when it did
 }
 
 func (b *body) Read(p []byte) (int, error) {
@@ -221,9 +253,12 @@ func (b *body) Read(p []byte) (int, error) {
 	}
 	now := b.t.now()
 	if n > 0 {
-		if b.sse {
+		switch {
+		case b.frames == framesSSE:
 			b.feed(p[:n], now)
-		} else if len(b.buf) < maxJSON {
+		case b.frames == framesEventStream:
+			b.feedEventStream(p[:n], now)
+		case len(b.buf) < maxJSON:
 			b.buf = append(b.buf, p[:n]...)
 		}
 	}
@@ -266,7 +301,7 @@ func (b *body) line(l []byte, now time.Time) {
 	switch {
 	case len(l) == 0:
 		if len(b.data) > 0 || b.event != "" {
-			b.frame(now)
+			b.frame(b.event, b.data, now)
 		}
 		b.event, b.data = "", b.data[:0]
 	case bytes.HasPrefix(l, []byte("event:")):
@@ -280,24 +315,56 @@ func (b *body) line(l []byte, now time.Time) {
 	}
 }
 
-var chatContent = []byte(`"content":"`)
-
-// isToken reports whether an SSE frame carries output: a content delta.
-func isToken(event string, data []byte) bool {
-	switch event {
-	case "content_block_delta", "response.output_text.delta", "response.function_call_arguments.delta", "response.refusal.delta":
-		return true
-	case "":
-		if i := bytes.Index(data, chatContent); i >= 0 && i+len(chatContent) < len(data) && data[i+len(chatContent)] != '"' {
-			return true
-		}
-		return bytes.Contains(data, []byte(`"tool_calls":[`))
+// feedEventStream splits eventstream bytes into messages: each is its
+// total length (the first 4 bytes, big-endian) long, and is decoded (its
+// CRCs checked) by aws-sdk-go-v2's decoder once whole.
+func (b *body) feedEventStream(p []byte, now time.Time) {
+	if b.bad != "" {
+		return
 	}
-	return false
+	b.buf = append(b.buf, p...)
+	for len(b.buf) >= 12 {
+		total := int(binary.BigEndian.Uint32(b.buf))
+		if total < 16 || total > maxFrame {
+			b.bad = fmt.Sprintf("not an event stream: a message of %d bytes (16 to %d)", total, maxFrame)
+			b.buf = nil
+			return
+		}
+		if len(b.buf) < total {
+			return
+		}
+		msg, err := eventstream.NewDecoder().Decode(bytes.NewReader(b.buf[:total]), nil)
+		if err != nil {
+			b.bad = "event stream message: " + err.Error()
+			b.buf = nil
+			return
+		}
+		b.buf = b.buf[total:]
+		str := func(name string) string {
+			if v := msg.Headers.Get(name); v != nil {
+				return v.String()
+			}
+			return ""
+		}
+		switch str(":message-type") {
+		case "event":
+			ev, data := str(":event-type"), msg.Payload
+			if ev == "chunk" { // InvokeModelWithResponseStream: {"bytes": base64(a Messages stream event)}
+				if raw, err := base64.StdEncoding.DecodeString(gjson.GetBytes(data, "bytes").String()); err == nil {
+					ev, data = gjson.GetBytes(raw, "type").String(), raw
+				}
+			}
+			b.frame(ev, data, now)
+		case "exception":
+			b.setError(str(":exception-type"), "", gjson.GetBytes(msg.Payload, "message").String())
+		case "error":
+			b.setError(str(":error-code"), "", str(":error-message"))
+		}
+	}
 }
 
-func (b *body) frame(now time.Time) {
-	if isToken(b.event, b.data) {
+func (b *body) frame(event string, data []byte, now time.Time) {
+	if b.token != nil && b.token(event, data) {
 		a := b.a
 		if a.Frames == 0 {
 			a.TTFTMS = ms(now.Sub(b.start))
@@ -309,168 +376,169 @@ func (b *body) frame(now time.Time) {
 		a.Frames++
 		a.LastTokenMS = ms(now.Sub(b.start))
 		b.last = now
+		// A Gemini chunk carries its text and, on the last, the usage;
+		// a Messages delta nothing else.
+		if !bytes.Contains(data, []byte(`"usageMetadata"`)) {
+			return
+		}
+	}
+	if bytes.Equal(data, []byte("[DONE]")) || len(data) == 0 {
 		return
 	}
-	if bytes.Equal(b.data, []byte("[DONE]")) || len(b.data) == 0 {
-		return
-	}
-	b.parse(b.data)
+	b.parse(data)
 }
 
 // parse reads the usage, stop reason and error of a JSON body or frame in
-// any of the three formats.
+// any of the formats: their fields do not collide.
 func (b *body) parse(data []byte) {
-	var r struct {
-		Type       string     `json:"type"`
-		Model      string     `json:"model"`
-		StopReason string     `json:"stop_reason"`
-		Status     string     `json:"status"`
-		Code       any        `json:"code"`
-		Message    any        `json:"message"` // an Anthropic message (message_start) or an error event's text
-		Usage      *usageJSON `json:"usage"`
-		Delta      *struct {
-			StopReason string `json:"stop_reason"`
-		} `json:"delta"`
-		Choices []struct {
-			FinishReason string `json:"finish_reason"`
-		} `json:"choices"`
-		Response *struct {
-			Model             string     `json:"model"`
-			Status            string     `json:"status"`
-			Usage             *usageJSON `json:"usage"`
-			Error             *errJSON   `json:"error"`
-			IncompleteDetails *struct {
-				Reason string `json:"reason"`
-			} `json:"incomplete_details"`
-		} `json:"response"`
-		Error json.RawMessage `json:"error"`
+	v := gjson.ParseBytes(data)
+	if v.IsArray() { // a Google front end's error, wrapped in a one-element array
+		v = v.Get("0")
 	}
-	if json.Unmarshal(data, &r) != nil {
+	if !v.IsObject() {
 		return
 	}
-	if m, ok := r.Message.(map[string]any); ok { // Anthropic's message_start
-		if raw, err := json.Marshal(m); err == nil {
-			var msg struct {
-				Model string     `json:"model"`
-				Usage *usageJSON `json:"usage"`
-			}
-			if json.Unmarshal(raw, &msg) == nil {
-				b.setModel(msg.Model)
-				b.addUsage(msg.Usage)
-			}
+	if m := v.Get("message"); m.IsObject() { // Anthropic's message_start
+		b.setModel(m.Get("model").String())
+		b.addUsage(m.Get("usage"))
+	}
+	b.setModel(v.Get("model").String())
+	b.setModel(v.Get("modelVersion").String()) // Gemini's
+	b.addUsage(v.Get("usage"))                 // every format's but Gemini's
+	b.addUsage(v.Get("usageMetadata"))         // Gemini's
+	for _, k := range []string{"stop_reason", "delta.stop_reason", "stopReason", "candidates.0.finishReason"} {
+		if s := v.Get(k).String(); s != "" {
+			b.a.StopReason = s
 		}
 	}
-	b.setModel(r.Model)
-	b.addUsage(r.Usage)
-	if r.StopReason != "" {
-		b.a.StopReason = r.StopReason
-	}
-	if r.Delta != nil && r.Delta.StopReason != "" {
-		b.a.StopReason = r.Delta.StopReason
-	}
-	for _, c := range r.Choices {
-		if c.FinishReason != "" {
-			b.a.StopReason = c.FinishReason
-		}
-	}
-	if x := r.Response; x != nil {
-		b.setModel(x.Model)
-		b.addUsage(x.Usage)
-		if x.Status == "completed" {
+	if v.Get("object").String() == "response" { // a plain Responses API answer
+		if v.Get("status").String() == "completed" {
 			b.a.StopReason = "completed"
 		}
-		if x.IncompleteDetails != nil && x.IncompleteDetails.Reason != "" {
-			b.a.StopReason = x.IncompleteDetails.Reason
-		}
-		if x.Error != nil {
-			b.setError(x.Error.kind(), x.Error.Message)
+		if s := v.Get("incomplete_details.reason").String(); s != "" {
+			b.a.StopReason = s
 		}
 	}
-	if len(r.Error) > 0 && string(r.Error) != "null" {
-		var e errJSON
-		if json.Unmarshal(r.Error, &e) == nil {
-			b.setError(e.kind(), e.Message)
+	v.Get("choices").ForEach(func(_, c gjson.Result) bool {
+		if s := c.Get("finish_reason").String(); s != "" {
+			b.a.StopReason = s
 		}
-	} else if r.Type == "error" { // a Responses stream's error event
-		msg, _ := r.Message.(string)
-		b.setError(toString(r.Code, "error"), msg)
+		return true
+	})
+	if x := v.Get("response"); x.IsObject() { // the Responses API's events
+		b.setModel(x.Get("model").String())
+		b.addUsage(x.Get("usage"))
+		if x.Get("status").String() == "completed" {
+			b.a.StopReason = "completed"
+		}
+		if s := x.Get("incomplete_details.reason").String(); s != "" {
+			b.a.StopReason = s
+		}
+		if e := x.Get("error"); e.IsObject() {
+			b.errorObject(e)
+		}
+	}
+	if e := v.Get("error"); e.IsObject() {
+		b.errorObject(e)
+	} else if v.Get("type").String() == "error" { // a Responses stream's error event
+		b.setError(kindOf(v), "", v.Get("message").String())
+	} else if b.a.Status >= 400 && v.Get("message").Type == gjson.String { // Bedrock's {"message": …}
+		b.setError(b.hdrErr, "", v.Get("message").String())
+	} else if b.a.Status >= 400 && v.Get("Message").Type == gjson.String {
+		b.setError(b.hdrErr, "", v.Get("Message").String())
 	}
 }
 
+// kindOf is an error object's type: type (Anthropic, OpenAI), status
+// (Google's RESOURCE_EXHAUSTED, …), else code (Azure's "429").
+func kindOf(e gjson.Result) string {
+	for _, k := range []string{"type", "status", "code"} {
+		if s := e.Get(k); s.Exists() && s.String() != "" {
+			return s.String()
+		}
+	}
+	return "error"
+}
+
+// errorObject reads an error object: its type, message and finer code
+// (Anthropic's details.error_code, OpenAI's code beside a type, Google's
+// QuotaFailure quotaId or ErrorInfo reason), and Google's RetryInfo
+// retryDelay, the retry-after of an answer with no header of it.
+func (b *body) errorObject(e gjson.Result) {
+	code := e.Get("details.error_code").String()
+	if code == "" && e.Get("type").Exists() && e.Get("code").Type == gjson.String {
+		code = e.Get("code").String()
+	}
+	e.Get("details").ForEach(func(_, d gjson.Result) bool {
+		switch d.Get("@type").String() {
+		case "type.googleapis.com/google.rpc.QuotaFailure":
+			if code == "" {
+				code = d.Get("violations.0.quotaId").String()
+			}
+		case "type.googleapis.com/google.rpc.ErrorInfo":
+			if code == "" {
+				code = d.Get("reason").String()
+			}
+		case "type.googleapis.com/google.rpc.RetryInfo":
+			if f, ok := protoSeconds(d.Get("retryDelay").String()); ok && b.a.RetryAfterMS == nil {
+				f *= 1000
+				b.a.RetryAfterMS = &f
+				b.a.RetryAfterFrom = "body"
+			}
+		}
+		return true
+	})
+	b.setError(kindOf(e), code, e.Get("message").String())
+}
+
+// protoSeconds reads google.protobuf.Duration's JSON form, "18s" or
+// "1.501s", in seconds.
+func protoSeconds(s string) (float64, bool) {
+	v, ok := strings.CutSuffix(s, "s")
+	if !ok {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+		return 0, false
+	}
+	return f, true
+}
+
 func (b *body) setModel(m string) {
-	if m != "" {
+	if m != "" && b.a.Model == "" {
 		b.a.Model = m
 	}
 }
 
-func (b *body) setError(kind, msg string) {
+func (b *body) setError(kind, code, msg string) {
 	if b.errType == "" {
-		b.errType, b.errMsg = kind, msg
+		b.errType, b.errCode, b.errMsg = kind, code, msg
 	}
 }
 
-type errJSON struct {
-	Type    string `json:"type"`
-	Code    any    `json:"code"`
-	Message string `json:"message"`
-}
-
-func (e *errJSON) kind() string {
-	if e.Type != "" {
-		return e.Type
-	}
-	return toString(e.Code, "error")
-}
-
-func toString(v any, def string) string {
-	switch x := v.(type) {
-	case string:
-		if x != "" {
-			return x
-		}
-	case float64:
-		return strconv.FormatFloat(x, 'f', -1, 64)
-	}
-	return def
-}
-
-type usageJSON struct {
-	InputTokens         *int `json:"input_tokens"`
-	OutputTokens        *int `json:"output_tokens"`
-	PromptTokens        *int `json:"prompt_tokens"`
-	CompletionTokens    *int `json:"completion_tokens"`
-	CacheRead           *int `json:"cache_read_input_tokens"`
-	CacheCreation       *int `json:"cache_creation_input_tokens"`
-	PromptTokensDetails *struct {
-		CachedTokens int `json:"cached_tokens"`
-	} `json:"prompt_tokens_details"`
-	InputTokensDetails *struct {
-		CachedTokens int `json:"cached_tokens"`
-	} `json:"input_tokens_details"`
-}
-
-func (b *body) addUsage(u *usageJSON) {
-	if u == nil {
+// addUsage reads a usage object of any format: Anthropic's and OpenAI's
+// snake_case, Bedrock's camelCase, Gemini's usageMetadata.
+func (b *body) addUsage(u gjson.Result) {
+	if !u.IsObject() {
 		return
 	}
-	set := func(dst *int, src *int) {
-		if src != nil {
-			*dst = *src
-			b.hasUse = true
+	set := func(dst *int, keys ...string) {
+		for _, k := range keys {
+			if x := u.Get(k); x.Exists() {
+				*dst = int(x.Int())
+				b.hasUse = true
+			}
 		}
 	}
-	set(&b.usage.InputTokens, u.InputTokens)
-	set(&b.usage.InputTokens, u.PromptTokens)
-	set(&b.usage.OutputTokens, u.OutputTokens)
-	set(&b.usage.OutputTokens, u.CompletionTokens)
-	set(&b.usage.CacheReadInputTokens, u.CacheRead)
-	set(&b.usage.CacheCreationInputTokens, u.CacheCreation)
-	if d := u.PromptTokensDetails; d != nil {
-		b.usage.CacheReadInputTokens = d.CachedTokens
+	set(&b.usage.InputTokens, "input_tokens", "prompt_tokens", "inputTokens", "promptTokenCount")
+	set(&b.usage.OutputTokens, "output_tokens", "completion_tokens", "outputTokens", "candidatesTokenCount")
+	if t := u.Get("thoughtsTokenCount"); t.Exists() { // Gemini's thinking, billed as output
+		b.usage.OutputTokens += int(t.Int())
 	}
-	if d := u.InputTokensDetails; d != nil {
-		b.usage.CacheReadInputTokens = d.CachedTokens
-	}
+	set(&b.usage.CacheReadInputTokens, "cache_read_input_tokens", "prompt_tokens_details.cached_tokens",
+		"input_tokens_details.cached_tokens", "cacheReadInputTokens", "cachedContentTokenCount")
+	set(&b.usage.CacheCreationInputTokens, "cache_creation_input_tokens", "cacheWriteInputTokens")
 }
 
 // finish writes the attempt's line, once: err is the read's error (io.EOF
@@ -480,15 +548,26 @@ func (b *body) finish(err error, now time.Time) {
 	b.t.inFlight.Add(-1)
 	a := b.a
 	a.LatencyMS = ms(now.Sub(b.start))
-	if b.sse {
+	switch b.frames {
+	case framesSSE:
 		if len(b.buf) > 0 {
 			b.line(b.buf, now)
 		}
 		if len(b.data) > 0 {
-			b.frame(now)
+			b.frame(b.event, b.data, now)
 		}
-	} else if len(b.buf) > 0 {
-		b.parse(b.buf)
+	case framesEventStream:
+		if len(b.buf) > 0 && b.bad == "" {
+			if len(b.buf) >= 4 {
+				b.bad = fmt.Sprintf("the event stream ended inside a message: %d of its %d bytes", len(b.buf), binary.BigEndian.Uint32(b.buf))
+			} else {
+				b.bad = fmt.Sprintf("the event stream ended inside a message's prelude: %d of its 12 bytes", len(b.buf))
+			}
+		}
+	default:
+		if len(b.buf) > 0 {
+			b.parse(b.buf)
+		}
 	}
 	b.buf, b.data = nil, nil
 	if a.Frames > 1 {
@@ -501,8 +580,14 @@ func (b *body) finish(err error, now time.Time) {
 		u := b.usage
 		a.Usage = &u
 	}
-	a.ErrorType, a.ErrorMessage = b.errType, clip(b.errMsg)
-	if err != nil && err != io.EOF && a.ErrorType == "" {
+	if b.errType == "" && b.hdrErr != "" {
+		b.errType = b.hdrErr
+	}
+	a.ErrorType, a.ErrorCode, a.ErrorMessage = b.errType, b.errCode, clip(b.errMsg)
+	switch {
+	case b.bad != "" && a.ErrorType == "":
+		a.ErrorType, a.ErrorMessage = "stream_cut", clip(b.bad)
+	case err != nil && err != io.EOF && a.ErrorType == "":
 		a.ErrorType, a.ErrorMessage = "stream_cut", clip(err.Error())
 	}
 	b.t.W.Write(a)

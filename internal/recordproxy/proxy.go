@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strings"
 
 	"github.com/ratelab/ratelab/internal/record"
 	"github.com/ratelab/ratelab/mock"
@@ -30,6 +31,12 @@ func proxy(upstream *url.URL, w *record.Writer, base http.RoundTripper) *httputi
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(upstream)
 			r.Out.Host = upstream.Host
+			if strings.HasPrefix(r.In.Header.Get("Authorization"), "AWS4-HMAC-SHA256 ") {
+				// A SigV4 signature covers the Host header: the request
+				// goes on with the host it was signed for, or the upstream
+				// refuses the signature (docs/calibrate.md, Bedrock).
+				r.Out.Host = r.In.Host
+			}
 		},
 		Transport:     &record.Transport{Base: base, W: w, Run: "proxy"},
 		FlushInterval: -1,
