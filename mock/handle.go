@@ -69,6 +69,7 @@ type decision struct {
 	withMS    bool
 	abort     bool // the reset fault: close the connection
 	snap      wire.Snapshot
+	hide      bool // send no rate-limit headers: Limits.HideLimitHeaders
 	now       time.Time
 
 	// For admitted requests:
@@ -186,7 +187,9 @@ func (s *Server) prepare(x *exchange, req *http.Request) bool {
 	}
 	msgEnd := len(b)
 	x.hl.N = 0
-	b = wr.AppendLimitHeaders(b, &x.hl, d.snap, d.now)
+	if !d.hide {
+		b = wr.AppendLimitHeaders(b, &x.hl, d.snap, d.now)
+	}
 	all := string(b)
 	x.buf = b[:0]
 	x.reqID = all[:idEnd]
@@ -326,7 +329,7 @@ func (s *Server) admit(req *http.Request, c *wire.Call, key string, wr wire.Form
 	s.applySchedule(now)
 	s.calls.place(a, now, s.cardChain(c)) // the report card's caps (card.go)
 	ks := s.key(key)
-	*d = decision{now: now}
+	*d = decision{now: now, hide: s.limits.HideLimitHeaders}
 	ks.counts.attempts++
 	ks.lim.Sync(now, s.limits)
 	d.snap = wireSnapshot(ks.lim.Snapshot(now, ""))

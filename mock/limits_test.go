@@ -449,6 +449,51 @@ func TestRateLimitHeaders(t *testing.T) {
 	})
 }
 
+// TestHideLimitHeaders checks that hide_limit_headers enforces the limits
+// without publishing them, on every response of both header families, and
+// that a schedule entry can start publishing them mid-run.
+func TestHideLimitHeaders(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := DefaultConfig()
+		cfg.Latency.PerToken = 0
+		cfg.Limits = Limits{RPM: 2, TPM: 90000, RetryAfter: time.Second, HideLimitHeaders: true}
+		cfg.Schedule = []ScheduleEntry{{At: time.Minute, Limits: LimitsPatch{HideLimitHeaders: new(false)}}}
+		ts := startServer(t, cfg)
+		defer ts.stop()
+		published := func(h http.Header) []string {
+			var names []string
+			for k := range h {
+				if l := strings.ToLower(k); strings.HasPrefix(l, "anthropic-ratelimit-") || strings.HasPrefix(l, "x-ratelimit-") {
+					names = append(names, k)
+				}
+			}
+			return names
+		}
+		rs := []reply{
+			ts.do(t, "POST", "/v1/messages", anthropicBody(10, false, "hi")),
+			ts.do(t, "POST", "/v1/chat/completions", openaiBody(10, false, false, "hi")),
+			ts.do(t, "POST", "/v1/messages", anthropicBody(10, false, "hi")),
+		}
+		for i, want := range []int{200, 200, 429} {
+			r := rs[i]
+			if r.status != want {
+				t.Fatalf("request %d: status %d, want %d (the limit is enforced)", i, r.status, want)
+			}
+			if n := published(r.header); len(n) > 0 {
+				t.Errorf("request %d (%d): rate-limit headers %v, want none", i, r.status, n)
+			}
+		}
+		if got := rs[2].header.Get("Retry-After"); got == "" {
+			t.Error("the 429 has no retry-after")
+		}
+		time.Sleep(2 * time.Minute)
+		r := ts.do(t, "POST", "/v1/messages", anthropicBody(10, false, "hi"))
+		if got := r.header.Get("Anthropic-Ratelimit-Requests-Limit"); r.status != 200 || got != "2" {
+			t.Errorf("after the schedule: status %d, requests-limit %q, want 200 and 2", r.status, got)
+		}
+	})
+}
+
 // TestScheduleStartsAtFirstRequest checks that a Server created before a run,
 // here outside the synctest bubble, counts its schedule from the first
 // request.

@@ -24,6 +24,13 @@ type AdaptiveConfig struct {
 	// Decrease is the share of the learned limit the window drops to after a
 	// throttle. Default 0.9.
 	Decrease float64 `json:"decrease" yaml:"decrease"`
+	// Growth is the factor slow start grows the window by per round trip
+	// while it is full (per second before the first success gives a round
+	// trip). Default 16. Overshooting costs little: the window grows only
+	// while full and one call at a time, so slow start ends at its first
+	// refusal with the calls sent while that refusal was on its way back,
+	// and the refusal tells the limit (see the package documentation).
+	Growth float64 `json:"growth" yaml:"growth"`
 	// ProbeAfter is how many round trips the window holds at the learned
 	// limit, after a throttle, before it tries one call above it. Default 3.
 	ProbeAfter float64 `json:"probe_after" yaml:"probe_after"`
@@ -46,6 +53,9 @@ func (c AdaptiveConfig) withDefaults() AdaptiveConfig {
 	}
 	if c.ProbeAfter <= 0 {
 		c.ProbeAfter = 3
+	}
+	if c.Growth <= 1 {
+		c.Growth = 16
 	}
 	return c
 }
@@ -226,6 +236,9 @@ type adaptiveLaw struct {
 	window    float64
 	limit     int // learned limit; 0 while unknown
 	slowStart bool
+	// land is whether the last congestion event ended slow start: its
+	// refusals set the window to the count they tell, not Decrease times it.
+	land      bool
 	inFlight  int
 	starts    []time.Time // dispatch times of the attempts in flight, in order
 	seq       uint64      // dispatches so far
@@ -333,12 +346,12 @@ func (l *adaptiveLaw) top() float64 {
 	return t
 }
 
-// grown returns the window after growing for d from w while full: doubled
-// per round trip in slow start, one more per round trip after it.
+// grown returns the window after growing for d from w while full: Growth
+// times per round trip in slow start, one more per round trip after it.
 func (l *adaptiveLaw) grown(w float64, d time.Duration) float64 {
 	x := float64(d) / float64(l.rtt())
 	if l.slowStart {
-		return w * math.Exp2(x)
+		return w * math.Pow(l.cfg.Growth, x)
 	}
 	return w + x
 }
@@ -385,7 +398,7 @@ func (l *adaptiveLaw) untilGrowth() time.Duration {
 	}
 	var x float64 // round trips
 	if l.slowStart {
-		x = math.Log2(next / l.window)
+		x = math.Log(next/l.window) / math.Log(l.cfg.Growth)
 	} else {
 		x = next - l.window
 	}
@@ -596,6 +609,14 @@ func (l *adaptiveLaw) throttled(now time.Time, a adaptiveAttempt, o Outcome, oth
 		l.refused = 0
 	}
 	if event {
+		// Slow start's first refusal measures the limit: the server held
+		// held and refused one more, so the window lands on it. After slow
+		// start a refusal may be a rate's as well as a cap's (a window at
+		// the count would be refused again): the window drops below it.
+		// Refusals of the same event refine the count down the same way.
+		l.land = l.slowStart && l.limit == 0
+	}
+	if event {
 		l.cut = l.seq
 		l.limit = held
 		l.slowStart = false
@@ -606,7 +627,11 @@ func (l *adaptiveLaw) throttled(now time.Time, a adaptiveAttempt, o Outcome, oth
 	} else if l.limit == 0 || held < l.limit {
 		l.limit = held
 	}
-	l.window = min(l.window, max(l.cfg.Decrease*float64(held), float64(l.cfg.Min)))
+	target := max(l.cfg.Decrease*float64(held), float64(l.cfg.Min))
+	if l.land {
+		target = float64(held)
+	}
+	l.window = min(l.window, target)
 	l.note(now, "throttle")
 }
 

@@ -73,6 +73,12 @@ var (
 
 func runAdaptiveSteps(t *testing.T, cfg AdaptiveConfig, steps []adaptiveStep) *adaptiveLaw {
 	t.Helper()
+	if cfg.Growth == 0 {
+		// The steps are worked out with slow start doubling the window,
+		// which keeps the arithmetic of their comments simple; the
+		// default growth has its own case.
+		cfg.Growth = 2
+	}
 	law := newAdaptiveLaw(cfg)
 	l := &law
 	var attempts []adaptiveAttempt
@@ -155,6 +161,20 @@ func TestAdaptiveLaw(t *testing.T) {
 			},
 		},
 		{
+			// The default growth, 16 times per round trip (1 s before the
+			// first success): from 4, one more call each time 4 × 16^t
+			// passes a whole number, 8 at 0.25 s, 16 at 0.5 s, 64 at 1 s
+			// (64 × 16^0.001 = 64.178 a millisecond later).
+			name: "slow start grows the window 16 times a round trip by default",
+			cfg:  AdaptiveConfig{Growth: AdaptiveConfig{}.withDefaults().Growth},
+			steps: []adaptiveStep{
+				{fill: true, want: adaptiveWant{window: 4, capacity: 4, inFlight: 4, slowStart: true}},
+				{at: 250 * ms, fill: true, want: adaptiveWant{window: 8, capacity: 8, inFlight: 8, slowStart: true}},
+				{at: 500 * ms, fill: true, want: adaptiveWant{window: 16, capacity: 16, inFlight: 16, slowStart: true}},
+				{at: 1001 * ms, fill: true, want: adaptiveWant{window: 64.178, capacity: 64, inFlight: 64, slowStart: true}},
+			},
+		},
+		{
 			name: "a window that does not bind does not grow",
 			steps: []adaptiveStep{
 				{dispatch: 3, want: adaptiveWant{window: 4, capacity: 4, inFlight: 3, slowStart: true}},
@@ -170,17 +190,16 @@ func TestAdaptiveLaw(t *testing.T) {
 			},
 		},
 		{
-			name: "a throttle teaches the limit, drops the window to 0.9 of it, then +1 per round trip up to it",
+			name: "slow start's first throttle teaches the limit and lands the window on it",
 			cfg:  AdaptiveConfig{Initial: 20},
 			steps: []adaptiveStep{
 				{dispatch: 20, want: adaptiveWant{window: 20, capacity: 20, inFlight: 20, slowStart: true}},
 				{at: 80 * ms, fill: true, want: adaptiveWant{window: 21.14, capacity: 21, inFlight: 21, slowStart: true}},
 				// #21 is refused at once, with the other 20 held: the
-				// window answers it, no gate.
-				{at: 81 * ms, end: 21, o: refusal, want: adaptiveWant{window: 18, limit: 20, capacity: 18, inFlight: 20}},
-				// Full (20 in flight): +1 per round trip (1 s), to 20 and no further.
-				{at: 1081 * ms, fill: true, want: adaptiveWant{window: 19, limit: 20, capacity: 19, inFlight: 20}},
-				{at: 3 * s, fill: true, want: adaptiveWant{window: 20, limit: 20, capacity: 20, inFlight: 20}},
+				// server holds 20, so the window is 20, and no gate.
+				{at: 81 * ms, end: 21, o: refusal, want: adaptiveWant{window: 20, limit: 20, capacity: 20, inFlight: 20}},
+				// Full at the limit: no further, until a probe is due.
+				{at: 1081 * ms, fill: true, want: adaptiveWant{window: 20, limit: 20, capacity: 20, inFlight: 20}},
 			},
 		},
 		{
@@ -190,13 +209,13 @@ func TestAdaptiveLaw(t *testing.T) {
 				{dispatch: 17, want: adaptiveWant{window: 17, capacity: 17, inFlight: 17, slowStart: true}},
 				// The server took 10 and refused 7, whatever order they were
 				// sent in; each refusal counts the others still on their way.
-				{at: 20 * ms, end: 1, o: refusal, want: adaptiveWant{window: 14.4, limit: 16, capacity: 14, inFlight: 16}},
-				{at: 20 * ms, end: 13, o: refusal, want: adaptiveWant{window: 13.5, limit: 15, capacity: 13, inFlight: 15}},
-				{at: 20 * ms, end: 11, o: refusal, want: adaptiveWant{window: 12.6, limit: 14, capacity: 12, inFlight: 14}},
-				{at: 21 * ms, end: 2, o: refusal, want: adaptiveWant{window: 11.7, limit: 13, capacity: 11, inFlight: 13}},
-				{at: 21 * ms, end: 16, o: refusal, want: adaptiveWant{window: 10.8, limit: 12, capacity: 10, inFlight: 12}},
-				{at: 22 * ms, end: 14, o: refusal, want: adaptiveWant{window: 9.9, limit: 11, capacity: 9, inFlight: 11}},
-				{at: 22 * ms, end: 3, o: refusal, want: adaptiveWant{window: 9, limit: 10, capacity: 9, inFlight: 10}},
+				{at: 20 * ms, end: 1, o: refusal, want: adaptiveWant{window: 16, limit: 16, capacity: 16, inFlight: 16}},
+				{at: 20 * ms, end: 13, o: refusal, want: adaptiveWant{window: 15, limit: 15, capacity: 15, inFlight: 15}},
+				{at: 20 * ms, end: 11, o: refusal, want: adaptiveWant{window: 14, limit: 14, capacity: 14, inFlight: 14}},
+				{at: 21 * ms, end: 2, o: refusal, want: adaptiveWant{window: 13, limit: 13, capacity: 13, inFlight: 13}},
+				{at: 21 * ms, end: 16, o: refusal, want: adaptiveWant{window: 12, limit: 12, capacity: 12, inFlight: 12}},
+				{at: 22 * ms, end: 14, o: refusal, want: adaptiveWant{window: 11, limit: 11, capacity: 11, inFlight: 11}},
+				{at: 22 * ms, end: 3, o: refusal, want: adaptiveWant{window: 10, limit: 10, capacity: 10, inFlight: 10}},
 			},
 		},
 		{
@@ -205,7 +224,7 @@ func TestAdaptiveLaw(t *testing.T) {
 			steps: []adaptiveStep{
 				{dispatch: 5, want: adaptiveWant{window: 5, capacity: 5, inFlight: 5, slowStart: true}},
 				with(succeed(10*ms, 1), adaptiveWant{window: 5.035, capacity: 5, inFlight: 4, slowStart: true}),
-				{at: 20 * ms, end: 5, o: refusal, want: adaptiveWant{window: 3.6, limit: 4, capacity: 3, inFlight: 3}},
+				{at: 20 * ms, end: 5, o: refusal, want: adaptiveWant{window: 4, limit: 4, capacity: 4, inFlight: 3}},
 			},
 		},
 		{
@@ -217,17 +236,20 @@ func TestAdaptiveLaw(t *testing.T) {
 				{at: 10 * ms, fill: true, want: adaptiveWant{window: 5.035, capacity: 5, inFlight: 5, slowStart: true}},
 				// #5 was refused with #1 to #4 held; #6, sent after, took
 				// #1's slot: 4 in flight and 1 success, less 1 sent after.
-				{at: 20 * ms, end: 5, o: refusal, want: adaptiveWant{window: 3.6, limit: 4, capacity: 3, inFlight: 4}},
+				{at: 20 * ms, end: 5, o: refusal, want: adaptiveWant{window: 4, limit: 4, capacity: 4, inFlight: 4}},
 			},
 		},
 		{
-			name: "refusals of calls sent before the decrease decrease once",
+			name: "refusals of calls sent before the cut are the same event: they only refine the limit and the window down",
 			cfg:  AdaptiveConfig{Initial: 10, Decrease: 0.5},
 			steps: []adaptiveStep{
 				{dispatch: 10, want: adaptiveWant{window: 10, capacity: 10, inFlight: 10, slowStart: true}},
-				{at: 20 * ms, end: 10, o: refusal, want: adaptiveWant{window: 4.5, limit: 9, capacity: 4, inFlight: 9}},
-				// The same event: the held count (8) only refines the limit.
-				{at: 30 * ms, end: 9, o: refusal, want: adaptiveWant{window: 4, limit: 8, capacity: 4, inFlight: 8}},
+				// Slow start's refusal: the window lands on the count, not
+				// Decrease times it.
+				{at: 20 * ms, end: 10, o: refusal, want: adaptiveWant{window: 9, limit: 9, capacity: 9, inFlight: 9}},
+				// The same event: the held count (8) refines the limit and
+				// the window, and does not halve it again.
+				{at: 30 * ms, end: 9, o: refusal, want: adaptiveWant{window: 8, limit: 8, capacity: 8, inFlight: 8}},
 			},
 		},
 		{
@@ -235,12 +257,12 @@ func TestAdaptiveLaw(t *testing.T) {
 			cfg:  AdaptiveConfig{Initial: 10},
 			steps: []adaptiveStep{
 				{dispatch: 10, want: adaptiveWant{window: 10, capacity: 10, inFlight: 10, slowStart: true}},
-				{at: 20 * ms, end: 10, o: refusal, want: adaptiveWant{window: 8.1, limit: 9, capacity: 8, inFlight: 9}},
-				// Back to the limit after a round trip while full.
+				{at: 20 * ms, end: 10, o: refusal, want: adaptiveWant{window: 9, limit: 9, capacity: 9, inFlight: 9}},
 				with(succeed(s, 1), adaptiveWant{window: 9, limit: 9, capacity: 9, inFlight: 8}),
 				{at: s, fill: true, want: adaptiveWant{window: 9, limit: 9, capacity: 9, inFlight: 9}},
 				// #11, sent after the cut, refused with 8 of ours held: a
-				// new event, which the window answers; the refusal is
+				// new event after slow start, which the window answers by
+				// dropping to 0.9 of the count; the refusal is
 				// #11's alone (it waits out its retry-after), the others
 				// go on: no gate.
 				{at: s + 10*ms, end: 11, o: refusal, want: adaptiveWant{window: 7.2, limit: 8, capacity: 7, inFlight: 8}},
@@ -251,7 +273,7 @@ func TestAdaptiveLaw(t *testing.T) {
 			cfg:  AdaptiveConfig{Initial: 10},
 			steps: []adaptiveStep{
 				{dispatch: 10, want: adaptiveWant{window: 10, capacity: 10, inFlight: 10, slowStart: true}},
-				{at: 20 * ms, end: 10, o: refusal, want: adaptiveWant{window: 8.1, limit: 9, capacity: 8, inFlight: 9}},
+				{at: 20 * ms, end: 10, o: refusal, want: adaptiveWant{window: 9, limit: 9, capacity: 9, inFlight: 9}},
 				with(succeed(s, 1), adaptiveWant{window: 9, limit: 9, capacity: 9, inFlight: 8}),
 				with(succeed(s, 2), adaptiveWant{window: 9, limit: 9, capacity: 9, inFlight: 7}),
 				{at: s, fill: true, want: adaptiveWant{window: 9, limit: 9, capacity: 9, inFlight: 9}},
@@ -343,8 +365,8 @@ func TestAdaptiveLaw(t *testing.T) {
 				{dispatch: 4, want: adaptiveWant{window: 4, capacity: 4, inFlight: 4, slowStart: true}},
 				{fill: true, at: 330 * ms, want: adaptiveWant{window: 5.028, capacity: 5, inFlight: 5, slowStart: true}},
 				// #5 refused with the 4 others held: no gate.
-				{at: 350 * ms, end: 5, o: refusal, want: adaptiveWant{window: 3.6, limit: 4, capacity: 3, inFlight: 4}},
-				// Full, the window is back at the limit a round trip later.
+				{at: 350 * ms, end: 5, o: refusal, want: adaptiveWant{window: 4, limit: 4, capacity: 4, inFlight: 4}},
+				// Full at the limit.
 				{at: 1400 * ms, fill: true, want: adaptiveWant{window: 4, limit: 4, capacity: 4, inFlight: 4}},
 				// The probe is due at 3.35 s; 7 in line keep the key busy
 				// 1.75 s, short of 2 s.
@@ -543,8 +565,8 @@ func learnLimit4() []adaptiveStep {
 		{dispatch: 4, want: adaptiveWant{window: 4, capacity: 4, inFlight: 4, slowStart: true}},
 		{fill: true, at: 330 * ms, want: adaptiveWant{window: 5.028, capacity: 5, inFlight: 5, slowStart: true}},
 		// #5 refused with the 4 others held.
-		{at: 350 * ms, end: 5, o: Outcome{Kind: Throttled, Status: 429}, want: adaptiveWant{window: 3.6, limit: 4, capacity: 3, inFlight: 4}},
-		// Back up to the limit, one per round trip while full, and no further.
+		{at: 350 * ms, end: 5, o: Outcome{Kind: Throttled, Status: 429}, want: adaptiveWant{window: 4, limit: 4, capacity: 4, inFlight: 4}},
+		// At the limit, and no further while no probe is due.
 		{at: 1350 * ms, end: 1, o: ok, want: adaptiveWant{window: 4, limit: 4, capacity: 4, inFlight: 3}},
 		{at: 1350 * ms, dispatch: 1, want: adaptiveWant{window: 4, limit: 4, capacity: 4, inFlight: 4}},
 		{at: 1400 * ms, end: 2, o: ok, want: adaptiveWant{window: 4, limit: 4, capacity: 4, inFlight: 3}},

@@ -27,8 +27,10 @@
 //     and the calls a larger window lets in go out one at a time across the
 //     round trip rather than in a burst. A window that is not full grows to
 //     at most one above the calls in flight.
-//   - Slow start. The window starts at Initial and doubles every round trip
-//     while full, until the first throttle.
+//   - Slow start. The window starts at Initial and grows Growth times (16)
+//     every round trip while full, until the first throttle. Overshooting
+//     costs the few calls sent while the first refusal is on its way back;
+//     climbing slowly costs every round trip spent below the limit.
 //   - Learning the limit. A throttle (429) tells how many of the key's calls
 //     the server was holding when it refused one: the others in flight when
 //     the refusal arrives, whatever order they were sent in (calls sent
@@ -37,8 +39,11 @@
 //     have taken the slots those successes freed. Refusals still on their
 //     way back inflate the count, so a burst keeps the smallest: the last
 //     refusal of a burst of N sent with F in flight counts F − N. The first
-//     refusal of a congestion event sets the learned limit and drops the
-//     window to Decrease times it; refusals of calls sent before that drop
+//     refusal of a congestion event sets the learned limit; the window lands
+//     on it if the event ended slow start (the server held that many and
+//     refused one more), and drops to Decrease times it after slow start,
+//     when the refusal may be a rate's (a window at the count would be
+//     refused again); refusals of calls sent before that drop
 //     are the same event (once per round trip) and only refine the limit
 //     down.
 //   - Congestion avoidance. The window grows by one per round trip while it

@@ -127,6 +127,7 @@ Top level
       decrease      float     factor on a throttle (aimd, adaptive) or after
                               the successes (aimd-delay) (0.9)
       probe_after   float     adaptive: round trips at the limit before probing (3)
+      growth        float     adaptive: slow start's window growth per round trip (16)
       state_file    string    adaptive: where its learned limit is saved and
                               loaded, keyed by provider, URL and key fingerprint
       command       [string]  command: your program and its arguments (argv,

@@ -47,7 +47,7 @@ strategies:
   - {name: f, kind: token-first, n: 8, tpm: 60000, token_burst: 9000}
   - {name: d, kind: aimd-delay, initial_delay: 2s, min_delay: 5ms, max_delay: 30s, successes: 4, decrease: 0.8, increase: 2, cooldown: 5s}
   - {name: a, kind: aimd, initial: 8, min: 2, max: 64, increase: 2, decrease: 0.5}
-  - {name: x, kind: adaptive, initial: 8, min: 2, max: 64, decrease: 0.8, probe_after: 2.5, state_file: /tmp/s.json}
+  - {name: x, kind: adaptive, initial: 8, min: 2, max: 64, decrease: 0.8, growth: 4, probe_after: 2.5, state_file: /tmp/s.json}
 `
 	s, err := Parse("rows.yaml", []byte(file))
 	if err != nil {
@@ -62,7 +62,7 @@ strategies:
 		&strategies.AIMDDelayConfig{Initial: 2 * time.Second, Min: 5 * time.Millisecond, Max: 30 * time.Second,
 			Successes: 4, Decrease: 0.8, Increase: 2, Cooldown: 5 * time.Second},
 		&strategies.AIMDConfig{Initial: 8, Min: 2, Max: 64, Increase: 2, Decrease: 0.5},
-		&adaptiveSettings{AdaptiveConfig: strategies.AdaptiveConfig{Initial: 8, Min: 2, Max: 64, Decrease: 0.8, ProbeAfter: 2.5},
+		&adaptiveSettings{AdaptiveConfig: strategies.AdaptiveConfig{Initial: 8, Min: 2, Max: 64, Decrease: 0.8, Growth: 4, ProbeAfter: 2.5},
 			StateFile: "/tmp/s.json"},
 	}
 	for i, st := range s.Strategies {

@@ -44,6 +44,11 @@ type Limits struct {
 	// limit frees could be served just before it), which the official
 	// SDKs read before retry-after (whole seconds).
 	RetryAfterMS bool `yaml:"retry_after_ms,omitempty"`
+	// HideLimitHeaders sends no rate-limit headers (anthropic-ratelimit-*,
+	// x-ratelimit-*) with any response: the limits are enforced but not
+	// published, as by a provider or gateway that publishes none. A 429
+	// still carries its retry-after.
+	HideLimitHeaders bool `yaml:"hide_limit_headers,omitempty"`
 	// Acceleration is a ramp rule (see Acceleration), a model of
 	// Anthropic's acceleration limits; off by default.
 	Acceleration Acceleration `yaml:"acceleration,omitempty"`
@@ -76,7 +81,10 @@ type LimitsPatch struct {
 	CountRejected *bool          `yaml:"count_rejected,omitempty"`
 	Burst         *time.Duration `yaml:"burst,omitempty"`
 	RetryAfterMS  *bool          `yaml:"retry_after_ms,omitempty"`
-	Acceleration  *Acceleration  `yaml:"acceleration,omitempty"`
+	// HideLimitHeaders *bool: a schedule entry may stop (or start)
+	// publishing the limits mid-run.
+	HideLimitHeaders *bool         `yaml:"hide_limit_headers,omitempty"`
+	Acceleration     *Acceleration `yaml:"acceleration,omitempty"`
 }
 
 // Apply returns l with the fields p sets replaced.
@@ -102,6 +110,9 @@ func (p LimitsPatch) Apply(l Limits) Limits {
 	}
 	if p.RetryAfterMS != nil {
 		l.RetryAfterMS = *p.RetryAfterMS
+	}
+	if p.HideLimitHeaders != nil {
+		l.HideLimitHeaders = *p.HideLimitHeaders
 	}
 	if p.Acceleration != nil {
 		l.Acceleration = *p.Acceleration
