@@ -31,7 +31,7 @@ func (s *Scenario) OracleAssumptions() []string {
 // mock, as the report prints them under the table.
 var oracleAssumptions = []string{
 	"every call takes its group's mean call time (ttft + ttft_per_input_token × prompt tokens + mean output × per_token, or oracle.call_time): no jitter, faults, retries or prompt-cache savings",
-	"a call starts as soon as every limit admits it (per key and per model pool: max_concurrent, rpm, tpm, itpm, otpm with their burst; capacity.max_concurrent over all keys), items of a key in file order, each no earlier than its arrival",
+	"a call starts as soon as every limit admits it (per key, per model pool or Azure deployment, and the organization's over all keys: max_concurrent, rpm, tpm, itpm, otpm with their burst; capacity.max_concurrent over all keys; a call above long_context.threshold_tokens passes its key's max_concurrent and its key's long-context limits instead), items of a key in file order, each no earlier than its arrival",
 	"schedule: entries change the limits at their time, counted from the first call; acceleration and quotas are not modelled",
 }
 
@@ -67,7 +67,7 @@ func (s *Scenario) OracleSeconds() float64 {
 			return 0 // calls of no duration: no ideal to compare with
 		}
 		sim.classes = append(sim.classes, &oracleClass{
-			key: g.APIKey, model: g.Model, count: g.Count, call: call.Seconds(),
+			key: g.APIKey, model: g.Model, provider: g.Provider, count: g.Count, call: call.Seconds(),
 			input: float64(in), reserve: float64(maxTokens), output: float64(out),
 			charge: float64(max(in, maxTokens)),
 		})
@@ -82,9 +82,17 @@ func (s *Scenario) OracleSeconds() float64 {
 
 // hasLimits reports whether any limit of c can make a call wait.
 func hasLimits(c *ServerConfig) bool {
-	l := c.Limits
-	if l.MaxConcurrent > 0 || l.RPM > 0 || l.TPM > 0 || l.ITPM > 0 || l.OTPM > 0 || c.Capacity.MaxConcurrent > 0 || len(c.LimitsByModel) > 0 {
+	bounds := func(l mock.Limits) bool {
+		return l.MaxConcurrent > 0 || l.RPM > 0 || l.TPM > 0 || l.ITPM > 0 || l.OTPM > 0
+	}
+	if bounds(c.Limits) || c.Capacity.MaxConcurrent > 0 || len(c.LimitsByModel) > 0 ||
+		bounds(c.Organization.Limits) || c.LongContext.ThresholdTokens > 0 && bounds(c.LongContext.Limits) {
 		return true
+	}
+	for _, d := range c.Azure.Deployments {
+		if bounds(d.Limits) {
+			return true
+		}
 	}
 	for _, e := range c.Schedule {
 		p := e.Limits
@@ -97,22 +105,30 @@ func hasLimits(c *ServerConfig) bool {
 
 // oracleClass is one item group's items: identical calls of one key.
 type oracleClass struct {
-	key, model string
-	poolPat    string  // the model pool's pattern, "" for none
-	count      int     // items in all
-	arrived    int     // of them arrived so far
-	started    int     // of them started
-	call       float64 // seconds
+	key, model, provider string
+	count                int     // items in all
+	arrived              int     // of them arrived so far
+	started              int     // of them started
+	call                 float64 // seconds
 	// per call: input tokens, output reserved (max_tokens), output
 	// produced, and OpenAI's tpm charge, max(input, max_tokens)
 	input, reserve, output, charge float64
-	keyScope, pool                 *oracleScope
+	// keyScope is the key's: its max_concurrent (keyCap) always, its
+	// buckets unless long. levels are the other scopes the server's
+	// admitLevels gives the call: the key's long-context instance for a
+	// long one, else its model pool's or deployment's instance and the
+	// organization's (shared by every key).
+	keyScope *oracleScope
+	long     bool
+	levels   []*oracleScope
 }
 
-// oracleScope is the admission state of one API key or one key's model
-// pool: calls in flight and per-minute buckets.
+// oracleScope is the admission state of one API key, one key's model
+// pool, deployment or long-context instance, or the organization: calls
+// in flight and per-minute buckets.
 type oracleScope struct {
 	inFlight             int
+	limit                int // max_concurrent of a scope other than a key's (keyCap); 0: none
 	rpm, tpm, itpm, otpm oracleBucket
 }
 
@@ -187,10 +203,56 @@ type oracleSim struct {
 	limits   mock.Limits // the key limits in force
 	next     int         // the next schedule entry
 	keys     map[string]*oracleScope
-	pools    map[string]*oracleScope // by key + "\x00" + pattern
-	poolLims map[string]mock.Limits  // by pattern
+	pools    map[string]*oracleScope // a key's pool instances, by kind + key + "\x00" + name
+	org      *oracleScope            // the organization's, nil for none
 	inFlight int                     // over all keys
 	ends     oracleEnds
+}
+
+// levels returns the scopes c's calls pass besides their key's, as the
+// server's admitLevels (mock/handle.go) picks them, adding those new.
+func (sim *oracleSim) levels(c *oracleClass) []*oracleScope {
+	if sim.server == nil {
+		return nil
+	}
+	cfg := sim.server
+	instance := func(kind, name string, l mock.Limits) *oracleScope {
+		id := kind + c.key + "\x00" + name
+		s := sim.pools[id]
+		if s == nil {
+			s = newOracleScope(l)
+			sim.pools[id] = s
+		}
+		return s
+	}
+	if lc := cfg.LongContext; lc.ThresholdTokens > 0 && c.input > float64(lc.ThresholdTokens) {
+		c.long = true
+		return []*oracleScope{instance("l\x00", "", lc.Limits)}
+	}
+	var lv []*oracleScope
+	if org := cfg.Organization.Limits; org != (mock.Limits{}) {
+		if sim.org == nil {
+			sim.org = newOracleScope(org)
+		}
+		lv = append(lv, sim.org)
+	}
+	model := c.model
+	if d, ok := cfg.Azure.Deployments[c.model]; ok && c.provider == "azure-openai" {
+		if d.Limits != (mock.Limits{}) {
+			return append(lv, instance("d\x00", c.model, d.Limits))
+		}
+		model = d.Model
+	}
+	if p := mock.PoolFor(cfg.LimitsByModel, model); p != "" {
+		lv = append(lv, instance("p\x00", p, cfg.LimitsByModel[p]))
+	}
+	return lv
+}
+
+func newOracleScope(l mock.Limits) *oracleScope {
+	s := &oracleScope{limit: l.MaxConcurrent}
+	s.resize(l)
+	return s
 }
 
 // run computes the oracle: arrive yields the arrival offsets of items in
@@ -200,7 +262,6 @@ func (sim *oracleSim) run(arrive func() float64) float64 {
 	sim.pools = make(map[string]*oracleScope)
 	if sim.server != nil {
 		sim.limits = sim.server.Limits
-		sim.poolLims = sim.server.LimitsByModel
 	}
 	total := 0
 	for _, c := range sim.classes {
@@ -209,16 +270,7 @@ func (sim *oracleSim) run(arrive func() float64) float64 {
 			c.keyScope = &oracleScope{}
 			sim.keys[c.key] = c.keyScope
 		}
-		if p := mock.PoolFor(sim.poolLims, c.model); p != "" {
-			c.poolPat = p
-			id := c.key + "\x00" + p
-			if c.pool = sim.pools[id]; c.pool == nil {
-				c.pool = &oracleScope{}
-				sim.pools[id] = c.pool
-				pl := sim.poolLims[p]
-				c.pool.resize(pl)
-			}
-		}
+		c.levels = sim.levels(c)
 	}
 	sim.resizeKeys()
 	// Arrivals, in file order: class ci's items are numbered after the
@@ -334,6 +386,9 @@ func (sim *oracleSim) advance(dt float64) {
 	for _, p := range sim.pools {
 		p.advance(dt)
 	}
+	if sim.org != nil {
+		sim.org.advance(dt)
+	}
 }
 
 // keyCap is the concurrency cap per key in force (0: none).
@@ -357,9 +412,9 @@ func (sim *oracleSim) tail(c *oracleClass) float64 {
 		return 0
 	}
 	limit := sim.keyCap()
-	if c.pool != nil {
-		if pc := sim.poolLims[c.poolPat].MaxConcurrent; pc > 0 && (limit == 0 || pc < limit) {
-			limit = pc
+	for _, s := range c.levels {
+		if s.limit > 0 && (limit == 0 || s.limit < limit) {
+			limit = s.limit
 		}
 	}
 	if limit == 0 {
@@ -380,21 +435,27 @@ func (sim *oracleSim) startable(c *oracleClass) int {
 	capLeft(sim.keyCap(), c.keyScope.inFlight)
 	if sim.server != nil {
 		capLeft(sim.server.Capacity.MaxConcurrent, sim.inFlight)
-		if c.pool != nil {
-			capLeft(sim.poolLims[c.poolPat].MaxConcurrent, c.pool.inFlight)
-		}
+	}
+	for _, s := range c.levels {
+		capLeft(s.limit, s.inFlight)
 	}
 	return n
+}
+
+// bucketed returns the scopes whose buckets c's calls are charged to:
+// their key's (unless long-context) and their levels.
+func (c *oracleClass) bucketed() []*oracleScope {
+	if c.long {
+		return c.levels
+	}
+	return append([]*oracleScope{c.keyScope}, c.levels...)
 }
 
 // bucketWait returns how long until every bucket of c's scopes admits one
 // more of its calls (0: now).
 func (sim *oracleSim) bucketWait(c *oracleClass) float64 {
 	w := 0.0
-	for _, s := range []*oracleScope{c.keyScope, c.pool} {
-		if s == nil {
-			continue
-		}
+	for _, s := range c.bucketed() {
 		w = max(w, s.rpm.wait(1), s.tpm.wait(c.charge), s.itpm.wait(c.input), s.otpm.wait(c.reserve))
 	}
 	return w
@@ -405,11 +466,11 @@ func (sim *oracleSim) bucketWait(c *oracleClass) float64 {
 func (sim *oracleSim) start(c *oracleClass, n int, now float64) {
 	started := 0
 	for started < n && sim.bucketWait(c) == 0 {
-		for _, s := range []*oracleScope{c.keyScope, c.pool} {
-			if s == nil {
-				continue
-			}
+		for _, s := range c.levels {
 			s.inFlight++
+		}
+		c.keyScope.inFlight++
+		for _, s := range c.bucketed() {
 			s.rpm.take(1)
 			s.tpm.take(c.charge)
 			s.itpm.take(c.input)
@@ -427,11 +488,11 @@ func (sim *oracleSim) start(c *oracleClass, n int, now float64) {
 // finish ends e's calls: their slots are freed and their output
 // reservations settled.
 func (sim *oracleSim) finish(e oracleEnd) {
-	for _, s := range []*oracleScope{e.c.keyScope, e.c.pool} {
-		if s == nil {
-			continue
-		}
+	for _, s := range e.c.levels {
 		s.inFlight -= e.n
+	}
+	e.c.keyScope.inFlight -= e.n
+	for _, s := range e.c.bucketed() {
 		s.otpm.give(float64(e.n) * math.Max(e.c.reserve-e.c.output, 0))
 	}
 	sim.inFlight -= e.n
