@@ -103,7 +103,10 @@ func RunPublished(files []*record.File, pub *Published) (*Fit, error) {
 			a := &f.Attempts[i]
 			o := obs{a: a, file: f.Path, line: f.Lines[i]}
 			if a.Provider == "" {
-				return nil, fmt.Errorf("%s: path %q is none of the supported APIs (/v1/messages, /v1/chat/completions, /v1/responses)", o.at(), a.Path)
+				return nil, fmt.Errorf("%s: path %q is none of the supported APIs: %s", o.at(), a.Path, record.Supported())
+			}
+			if !slices.Contains(record.Formats(), a.Provider) {
+				return nil, fmt.Errorf("%s: provider %q is none the recorder writes: %s", o.at(), a.Provider, record.Supported())
 			}
 			if _, ok := first[a.Provider]; !ok {
 				first[a.Provider] = o.at()
@@ -123,18 +126,17 @@ func RunPublished(files []*record.File, pub *Published) (*Fit, error) {
 	for p := range first {
 		fit.Provider = p
 	}
-	pr, err := provider.ByName(fit.Provider)
+	limitsOf, err := headerParser(fit.Provider)
 	if err != nil {
 		return nil, err
 	}
-	spec := pr.(wire.Format).Spec()
 	for i := range all {
 		a := all[i].a
 		h := http.Header{}
 		for k, v := range a.Headers {
 			h.Set(k, v)
 		}
-		all[i].lim = spec.Limits(h, a.SentAt.Add(time.Duration(a.HeadersMS*1e6)))
+		all[i].lim = limitsOf(h, a.SentAt.Add(time.Duration(a.HeadersMS*1e6)))
 	}
 	fit.say("recorded: %d attempts of %s from %d file(s)", len(all), fit.Provider, len(files))
 	fit.limits(all, pub)
@@ -144,6 +146,27 @@ func RunPublished(files []*record.File, pub *Published) (*Fit, error) {
 	fit.output(all)
 	fit.faults(all)
 	return fit, nil
+}
+
+// headerAlias names, for a format the recorder tells apart but provider/
+// does not, the provider whose rate-limit headers it sends: Azure's
+// Responses API sends Azure's (x-ratelimit-limit/-remaining-requests and
+// -tokens), which azure-openai reads.
+var headerAlias = map[string]string{"azure-openai-responses": "azure-openai"}
+
+// headerParser is the rate-limit header parser of a provider the recorder
+// writes (record.Formats): its client's in provider/ (the formats that send
+// none, Google's and Bedrock's, parse none).
+func headerParser(name string) (func(http.Header, time.Time) strategies.Limits, error) {
+	client := name
+	if a, ok := headerAlias[name]; ok {
+		client = a
+	}
+	p, err := provider.ByName(client)
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: provider %s: no client in provider/ reads its rate-limit headers (%v)", name, err)
+	}
+	return p.(wire.Format).Spec().Limits, nil
 }
 
 func (f *Fit) say(format string, args ...any) {
