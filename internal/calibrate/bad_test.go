@@ -51,7 +51,8 @@ func TestBadRecordings(t *testing.T) {
 	report := strings.Join(fit.Lines, "\n")
 	for _, want := range []string{
 		"not determined: max_concurrent: no 429 seen: the concurrency cap is at least 23 (the most in flight at once)",
-		"not determined: rpm, tpm: the responses carry no rate-limit headers",
+		"no rate-limit headers: none of the 3 responses of anthropic carries one (the Gemini API, Vertex AI and Bedrock send none): the limits below come from where 429s begin, or are not determined",
+		"not determined: rpm: no rate-limit headers, and no 429 of a request limit: rpm is at least 3 (the most requests admitted in a minute)",
 		"not determined: latency: no streamed success with two tokens or more",
 		"not determined: retry_after: no 429 carried retry-after",
 	} {

@@ -39,6 +39,11 @@ type Fit struct {
 
 	Error500, Overloaded, CutStream float64
 
+	// Headerless is set when no response carried a rate-limit header
+	// (Google's and Bedrock's formats): the limits are then fitted from
+	// where 429s begin (onset).
+	Headerless bool
+
 	// Lines are what Report prints: each value, its evidence and its
 	// uncertainty, then what could not be determined.
 	Lines []string
@@ -103,7 +108,10 @@ func RunPublished(files []*record.File, pub *Published) (*Fit, error) {
 			a := &f.Attempts[i]
 			o := obs{a: a, file: f.Path, line: f.Lines[i]}
 			if a.Provider == "" {
-				return nil, fmt.Errorf("%s: path %q is none of the supported APIs (/v1/messages, /v1/chat/completions, /v1/responses)", o.at(), a.Path)
+				return nil, fmt.Errorf("%s: path %q is none of the supported APIs: %s", o.at(), a.Path, record.Supported())
+			}
+			if !slices.Contains(record.Formats(), a.Provider) {
+				return nil, fmt.Errorf("%s: provider %q is none the recorder writes: %s", o.at(), a.Provider, record.Supported())
 			}
 			if _, ok := first[a.Provider]; !ok {
 				first[a.Provider] = o.at()
@@ -123,27 +131,51 @@ func RunPublished(files []*record.File, pub *Published) (*Fit, error) {
 	for p := range first {
 		fit.Provider = p
 	}
-	pr, err := provider.ByName(fit.Provider)
+	limitsOf, err := headerParser(fit.Provider)
 	if err != nil {
 		return nil, err
 	}
-	spec := pr.(wire.Format).Spec()
 	for i := range all {
 		a := all[i].a
 		h := http.Header{}
 		for k, v := range a.Headers {
 			h.Set(k, v)
 		}
-		all[i].lim = spec.Limits(h, a.SentAt.Add(time.Duration(a.HeadersMS*1e6)))
+		all[i].lim = limitsOf(h, a.SentAt.Add(time.Duration(a.HeadersMS*1e6)))
 	}
 	fit.say("recorded: %d attempts of %s from %d file(s)", len(all), fit.Provider, len(files))
 	fit.limits(all, pub)
-	fit.concurrency(all)
+	if fit.Headerless {
+		fit.onset(all)
+	} else {
+		fit.concurrency(all)
+	}
 	fit.retryAfter(all)
 	fit.latency(all)
 	fit.output(all)
 	fit.faults(all)
 	return fit, nil
+}
+
+// headerAlias names, for a format the recorder tells apart but provider/
+// does not, the provider whose rate-limit headers it sends: Azure's
+// Responses API sends Azure's (x-ratelimit-limit/-remaining-requests and
+// -tokens), which azure-openai reads.
+var headerAlias = map[string]string{"azure-openai-responses": "azure-openai"}
+
+// headerParser is the rate-limit header parser of a provider the recorder
+// writes (record.Formats): its client's in provider/ (the formats that send
+// none, Google's and Bedrock's, parse none).
+func headerParser(name string) (func(http.Header, time.Time) strategies.Limits, error) {
+	client := name
+	if a, ok := headerAlias[name]; ok {
+		client = a
+	}
+	p, err := provider.ByName(client)
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: provider %s: no client in provider/ reads its rate-limit headers (%v)", name, err)
+	}
+	return p.(wire.Format).Spec().Limits, nil
 }
 
 func (f *Fit) say(format string, args ...any) {
@@ -234,7 +266,10 @@ func (f *Fit) limits(all []obs, pub *Published) {
 		}
 	}
 	if !any {
-		f.say("not determined: rpm, tpm: the responses carry no rate-limit headers")
+		// onset fits what it can from where 429s begin, and says what it
+		// cannot.
+		f.Headerless = true
+		f.say("no rate-limit headers: none of the %d responses of %s carries one (the Gemini API, Vertex AI and Bedrock send none): the limits below come from where 429s begin, or are not determined", len(all), f.Provider)
 	}
 	if pub != nil {
 		rec := "none"
@@ -319,30 +354,69 @@ func (f *Fit) concurrency(all []obs) {
 	}
 }
 
+// retryAfter fits the retry-after policy from the delays the 429s asked
+// for: the retry-after-ms or retry-after header, else the error body's
+// (Google's RetryInfo retryDelay: retry_after_from "body"). A 429 of a
+// spent per-day quota or of an overload (class429) is not a rate limit's
+// and is left out.
 func (f *Fit) retryAfter(all []obs) {
 	var vals []float64
-	ms := false
+	ms, n429, body, frac := false, 0, 0, 0
 	for _, o := range all {
-		if o.a.Status == 429 && o.a.RetryAfterMS != nil {
-			vals = append(vals, *o.a.RetryAfterMS)
-			if _, ok := o.a.Headers["retry-after-ms"]; ok {
-				ms = true
+		if o.a.Status != 429 || (f.Headerless && class429(o.a) != "requests" && class429(o.a) != "tokens") {
+			continue
+		}
+		n429++
+		if o.a.RetryAfterMS == nil {
+			continue
+		}
+		v := *o.a.RetryAfterMS
+		vals = append(vals, v)
+		if _, ok := o.a.Headers["retry-after-ms"]; ok {
+			ms = true
+		}
+		if o.a.RetryAfterFrom == "body" {
+			body++
+			if math.Mod(v, 1000) != 0 {
+				frac++
 			}
 		}
 	}
+	// A delay in the body is as exact as the server made it: a fraction of
+	// a second is what retry_after_ms gives the mock's.
+	ms = ms || frac > 0
 	f.RetryAfterMS = ms
-	if len(vals) == 0 {
-		f.say("not determined: retry_after: no 429 carried retry-after")
+	switch {
+	case n429 == 0:
+		f.say("not determined: retry_after: no 429 carried retry-after (no 429 of a rate limit seen)")
 		return
+	case len(vals) == 0:
+		f.say("not determined: retry_after: none of %d 429s carried a retry delay, in a header or in the error body (%s sends none): the profile's is computed, which such a client never sees", n429, f.Provider)
+		return
+	}
+	src := "the retry-after header"
+	if body == len(vals) {
+		src = "the error body's retry delay (Google's RetryInfo retryDelay, retry_after_from: body)"
+	} else if body > 0 {
+		src = fmt.Sprintf("the retry-after header, or the error body's retry delay in %d", body)
 	}
 	lo, hi := slices.Min(vals), slices.Max(vals)
 	if len(vals) >= 3 && hi-lo < 1 && !ms {
 		f.RetryAfter = time.Duration(lo * 1e6).Round(time.Millisecond)
-		f.say("limits.retry_after: %s   evidence: all %d 429s asked for it", f.RetryAfter, len(vals))
+		f.say("limits.retry_after: %s   evidence: all %d 429s asked for it, in %s", f.RetryAfter, len(vals), src)
 	} else {
-		f.say("limits.retry_after: computed (0)   evidence: %d 429s asked for %.0f–%.0f ms: the time until the limit frees", len(vals), lo, hi)
+		f.say("limits.retry_after: computed (0)   evidence: %d 429s asked for %.0f–%.0f ms, in %s: the time until the limit frees", len(vals), lo, hi, src)
 	}
-	f.say("limits.retry_after_ms: %v   evidence: retry-after-ms %s", ms, map[bool]string{true: "present", false: "absent"}[ms])
+	switch {
+	case body == 0:
+		f.say("limits.retry_after_ms: %v   evidence: retry-after-ms %s", ms, map[bool]string{true: "present", false: "absent"}[ms])
+	case frac > 0:
+		f.say("limits.retry_after_ms: true   evidence: %d of %d retry delays in the error body have a fraction of a second: exact delays", frac, body)
+	case ms:
+		f.say("limits.retry_after_ms: true   evidence: retry-after-ms present")
+	default:
+		f.say("limits.retry_after_ms: false   evidence: every one of %d retry delays in the error body is a whole number of seconds", body)
+	}
 }
 
 // latency fits TTFT, per-token latency and jitter from the streamed
@@ -422,11 +496,13 @@ func (f *Fit) faults(all []obs) {
 	n, e500, over, cut := 0, 0, 0, 0
 	for _, o := range all {
 		a := o.a
-		if a.Status == 429 {
+		if a.Status == 429 && class429(a) != "overload" {
 			continue
 		}
 		n++
 		switch {
+		case a.Status == 429: // Bedrock's ModelNotReadyException
+			over++
 		case a.Status == 500:
 			e500++
 		case a.Status == 529 || a.Status == 503:

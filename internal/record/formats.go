@@ -20,6 +20,8 @@ import (
 // no code with the client (provider/) nor with the mock's formats.
 type format struct {
 	name string
+	// shape is the paths re matches, as messages show them.
+	shape string
 	// re matches the path's end; its groups are named model and op.
 	re *regexp.Regexp
 	// streamOps are the ops (the path's last part) that stream.
@@ -36,18 +38,18 @@ type format struct {
 // the call's.
 var formats = []format{
 	// Azure OpenAI before OpenAI: its paths end as OpenAI's do.
-	{name: "azure-openai", re: regexp.MustCompile(`/openai/deployments/(?P<model>[^/]+)/(?P<op>chat/completions)$`), token: chatToken},
-	{name: "azure-openai", re: regexp.MustCompile(`/openai/v1/(?P<op>chat/completions)$`), token: chatToken},
-	{name: "azure-openai-responses", re: regexp.MustCompile(`/openai/(v1/)?(?P<op>responses)$`), token: responsesToken},
+	{name: "azure-openai", shape: "/openai/deployments/D/chat/completions", re: regexp.MustCompile(`/openai/deployments/(?P<model>[^/]+)/(?P<op>chat/completions)$`), token: chatToken},
+	{name: "azure-openai", shape: "/openai/v1/chat/completions", re: regexp.MustCompile(`/openai/v1/(?P<op>chat/completions)$`), token: chatToken},
+	{name: "azure-openai-responses", shape: "/openai/responses, /openai/v1/responses", re: regexp.MustCompile(`/openai/(v1/)?(?P<op>responses)$`), token: responsesToken},
 	// Google: Vertex AI's publishers before AI Studio's models.
-	{name: "vertex-anthropic", re: regexp.MustCompile(`/publishers/anthropic/models/(?P<model>[^/:]+):(?P<op>rawPredict|streamRawPredict)$`), streamOps: []string{"streamRawPredict"}, notModels: []string{"count-tokens"}, token: anthropicToken},
-	{name: "vertex", re: regexp.MustCompile(`/publishers/google/models/(?P<model>[^/:]+):(?P<op>generateContent|streamGenerateContent)$`), streamOps: []string{"streamGenerateContent"}, token: geminiToken},
-	{name: "gemini", re: regexp.MustCompile(`/models/(?P<model>[^/:]+):(?P<op>generateContent|streamGenerateContent)$`), streamOps: []string{"streamGenerateContent"}, token: geminiToken},
+	{name: "vertex-anthropic", shape: "…/publishers/anthropic/models/M:rawPredict, :streamRawPredict", re: regexp.MustCompile(`/publishers/anthropic/models/(?P<model>[^/:]+):(?P<op>rawPredict|streamRawPredict)$`), streamOps: []string{"streamRawPredict"}, notModels: []string{"count-tokens"}, token: anthropicToken},
+	{name: "vertex", shape: "…/publishers/google/models/M:generateContent, :streamGenerateContent", re: regexp.MustCompile(`/publishers/google/models/(?P<model>[^/:]+):(?P<op>generateContent|streamGenerateContent)$`), streamOps: []string{"streamGenerateContent"}, token: geminiToken},
+	{name: "gemini", shape: "/v1beta/models/M:generateContent, :streamGenerateContent", re: regexp.MustCompile(`/models/(?P<model>[^/:]+):(?P<op>generateContent|streamGenerateContent)$`), streamOps: []string{"streamGenerateContent"}, token: geminiToken},
 	// Bedrock Runtime: Converse and InvokeModel (an Anthropic body).
-	{name: "bedrock", re: regexp.MustCompile(`/model/(?P<model>[^/]+)/(?P<op>converse|converse-stream|invoke|invoke-with-response-stream)$`), streamOps: []string{"converse-stream", "invoke-with-response-stream"}, token: bedrockToken},
-	{name: "anthropic", re: regexp.MustCompile(`/(?P<op>messages)$`), token: anthropicToken},
-	{name: "openai", re: regexp.MustCompile(`/(?P<op>chat/completions)$`), token: chatToken},
-	{name: "openai-responses", re: regexp.MustCompile(`/(?P<op>responses)$`), token: responsesToken},
+	{name: "bedrock", shape: "/model/ID/converse, converse-stream, invoke, invoke-with-response-stream", re: regexp.MustCompile(`/model/(?P<model>[^/]+)/(?P<op>converse|converse-stream|invoke|invoke-with-response-stream)$`), streamOps: []string{"converse-stream", "invoke-with-response-stream"}, token: bedrockToken},
+	{name: "anthropic", shape: "/v1/messages", re: regexp.MustCompile(`/(?P<op>messages)$`), token: anthropicToken},
+	{name: "openai", shape: "/v1/chat/completions", re: regexp.MustCompile(`/(?P<op>chat/completions)$`), token: chatToken},
+	{name: "openai-responses", shape: "/v1/responses", re: regexp.MustCompile(`/(?P<op>responses)$`), token: responsesToken},
 }
 
 // Formats are the names ProviderOf gives, in the order it tries them
@@ -60,6 +62,28 @@ func Formats() []string {
 		}
 	}
 	return out
+}
+
+// Supported lists every format with the paths it is recorded from, in
+// ProviderOf's order, for the messages that refuse another: "azure-openai
+// (/openai/deployments/D/chat/completions, /openai/v1/chat/completions),
+// …, anthropic (/v1/messages), …".
+func Supported() string {
+	var b strings.Builder
+	for i, f := range formats {
+		switch {
+		case i > 0 && formats[i-1].name == f.name:
+			b.WriteString(", ")
+		case i > 0:
+			b.WriteString("), ")
+			fallthrough
+		default:
+			b.WriteString(f.name + " (")
+		}
+		b.WriteString(f.shape)
+	}
+	b.WriteString(")")
+	return b.String()
 }
 
 // call is what a request's path says of it.
