@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ratelab/ratelab/internal/redact"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -63,7 +64,7 @@ func Dial(ctx context.Context, url string) (redis.UniversalClient, error) {
 		}
 		opts, err := redis.ParseClusterURL(scheme + rest)
 		if err != nil {
-			return nil, fmt.Errorf("--queue %s: %v", redact(url), err)
+			return nil, fmt.Errorf("--queue %s: %v", redact.URL(url), err)
 		}
 		opts.MaxRetries = -1
 		opts.ContextTimeoutEnabled = true
@@ -71,7 +72,7 @@ func Dial(ctx context.Context, url string) (redis.UniversalClient, error) {
 	} else {
 		opts, err := redis.ParseURL(url)
 		if err != nil {
-			return nil, fmt.Errorf("--queue %s: %v", redact(url), err)
+			return nil, fmt.Errorf("--queue %s: %v", redact.URL(url), err)
 		}
 		opts.MaxRetries = -1
 		// A worker bounds its heartbeats and acknowledgements by a context
@@ -87,16 +88,6 @@ func Dial(ctx context.Context, url string) (redis.UniversalClient, error) {
 		return nil, fmt.Errorf("--queue: redis unreachable at %s: %v", addr, err)
 	}
 	return c, nil
-}
-
-// redact hides a URL's password.
-func redact(url string) string {
-	if i := strings.Index(url, "://"); i >= 0 {
-		if j := strings.LastIndex(url, "@"); j > i {
-			return url[:i+3] + "…@" + url[j+1:]
-		}
-	}
-	return url
 }
 
 // newGen returns a new generation id.

@@ -16,6 +16,7 @@ import (
 	"github.com/ratelab/ratelab/batch"
 	"github.com/ratelab/ratelab/batch/queue"
 	"github.com/ratelab/ratelab/internal/batchrun"
+	"github.com/ratelab/ratelab/internal/redact"
 )
 
 // The subcommands of loadgen batch that share one batch between several
@@ -180,7 +181,7 @@ func (q *workFlags) open(ctx context.Context, fs *flag.FlagSet, opt *batchrun.Op
 		return err
 	}
 	w, err := queue.Join(ctx, q.url, q.name, queue.WorkerOptions{Name: q.worker, Lease: q.lease, Logf: stamp(stderr),
-		EnqueueHint: fmt.Sprintf("loadgen batch enqueue --queue %s --name %s --input FILE", redactURL(q.url), q.name)})
+		EnqueueHint: fmt.Sprintf("loadgen batch enqueue --queue %s --name %s --input FILE", redact.URL(q.url), q.name)})
 	if err != nil {
 		return usageError("batch work: %v", err)
 	}
@@ -201,15 +202,6 @@ func (q *workFlags) finish(err error, stderr io.Writer) error {
 		return &exitError{code: exitQuota, err: fmt.Errorf("stopped: %w; the job is stopped for every worker: once the quota resets (or the spend cap is raised), run loadgen batch enqueue with the same --input (it clears the stop) and start the workers again", err)}
 	}
 	return nil
-}
-
-func redactURL(u string) string {
-	if i := strings.Index(u, "://"); i >= 0 {
-		if j := strings.LastIndex(u, "@"); j > i {
-			return u[:i+3] + "…@" + u[j+1:]
-		}
-	}
-	return u
 }
 
 // statusCmd implements loadgen batch status.

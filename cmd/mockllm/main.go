@@ -12,7 +12,6 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	neturl "net/url"
 	"os"
 	"os/signal"
 	"slices"
@@ -27,6 +26,7 @@ import (
 	"github.com/ratelab/ratelab/internal/buildinfo"
 	"github.com/ratelab/ratelab/internal/gcheadroom"
 	"github.com/ratelab/ratelab/internal/logformat"
+	"github.com/ratelab/ratelab/internal/redact"
 	"github.com/ratelab/ratelab/internal/redislog"
 	"github.com/ratelab/ratelab/mock"
 )
@@ -157,7 +157,7 @@ const redisDialTimeout = 5 * time.Second
 func dialRedis(ctx context.Context, url string) (*redis.Client, error) {
 	opts, err := redis.ParseURL(url)
 	if err != nil {
-		return nil, fmt.Errorf("--redis: want redis://HOST:PORT/DB, got %q: %v", redactURL(url), strings.TrimPrefix(err.Error(), "redis: "))
+		return nil, fmt.Errorf("--redis: want redis://HOST:PORT/DB, got %q: %v", redact.URL(url), strings.TrimPrefix(err.Error(), "redis: "))
 	}
 	client := redis.NewClient(opts)
 	pctx, cancel := context.WithTimeout(ctx, redisDialTimeout)
@@ -167,16 +167,6 @@ func dialRedis(ctx context.Context, url string) (*redis.Client, error) {
 		return nil, fmt.Errorf("--redis: %s does not answer: %v", opts.Addr, err)
 	}
 	return client, nil
-}
-
-// redactURL hides the user information (a password) of a URL.
-func redactURL(raw string) string {
-	u, err := neturl.Parse(raw)
-	if err != nil || u.User == nil {
-		return raw
-	}
-	u.User = neturl.User("REDACTED")
-	return u.String()
 }
 
 // run is the whole command: it parses args (and the MOCKLLM_ environment

@@ -21,9 +21,10 @@ type arrow struct {
 }
 
 // client is the client side of the tree, which shares no behaviour with the
-// server (mock/...). loadgen and cmd/loadgen are the harness that runs
+// server (mock/...), each format's package under provider/ and the
+// distributed queue under batch/ included. loadgen and cmd/loadgen are the harness that runs
 // both, so they are on neither side.
-var client = []string{"strategies", "provider", "engine", "measure", "internal/reports", "batch", "sharedlimit", "internal/fakeclient"}
+var client = []string{"strategies", "provider/...", "engine", "measure", "internal/reports", "batch/...", "sharedlimit", "internal/fakeclient"}
 
 // server is the server side.
 var server = []string{"mock/...", "cmd/mockllm"}
@@ -37,6 +38,7 @@ var shared = map[string]string{
 	"internal/keyid":       "an API key's fingerprint, the one name both sides give a key",
 	"internal/reportcard":  "the report card's figures, which the mock counts and loadgen reports: data, no behaviour",
 	"internal/leasescript": "the Redis lease in Lua (grant, renew, epoch, quiet), vocabulary with no client or server logic",
+	"internal/redact":      "hiding a URL's password in a message, the same text on both sides",
 	"internal/tokenest":    "the token estimate of a text, by which the mock counts and the client budgets",
 	"internal/strict":      "strict YAML decoding, for any configuration",
 	"profiles":             "data: the providers' published limits, embedded",

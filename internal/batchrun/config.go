@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ratelab/ratelab/internal/loadgen"
+	"github.com/ratelab/ratelab/internal/redact"
 	"github.com/ratelab/ratelab/provider"
 )
 
@@ -58,7 +59,7 @@ func chooseStrategy(s *loadgen.Scenario, opt Options, rep *Report) (*loadgen.Row
 		return nil, err
 	}
 	if st.Shared != nil {
-		rep.Shared, rep.SharedRedis = st.Shared.Key, loadgen.RedactURL(st.Shared.Redis)
+		rep.Shared, rep.SharedRedis = st.Shared.Key, redact.URL(st.Shared.Redis)
 	}
 	if opt.MaxRetries != nil {
 		st.MaxRetries = opt.MaxRetries

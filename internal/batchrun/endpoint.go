@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/internal/loadgen"
+	"github.com/ratelab/ratelab/internal/redact"
 	"github.com/ratelab/ratelab/provider"
 )
 
@@ -57,7 +58,7 @@ func openEndpoint(ctx context.Context, s *loadgen.Scenario, opt Options, p provi
 		base = s.Target.URL
 	}
 	if base != "" && !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
-		return endpoint{}, usagef("--base-url: must start with http:// or https://, got %q", loadgen.RedactURL(base))
+		return endpoint{}, usagef("--base-url: must start with http:// or https://, got %q", redact.URL(base))
 	}
 	key, err := batchKey(ctx, opt, s, p)
 	if err != nil {
@@ -74,7 +75,7 @@ func openEndpoint(ctx context.Context, s *loadgen.Scenario, opt Options, p provi
 	tr := provider.NewTransport(conns)
 	ep.http, ep.close = &http.Client{Transport: tr}, tr.CloseIdleConnections
 	ep.stateBase = cmp.Or(ep.baseURL, p.DefaultBaseURL())
-	ep.target = loadgen.RedactURL(ep.stateBase)
+	ep.target = redact.URL(ep.stateBase)
 	return ep, nil
 }
 

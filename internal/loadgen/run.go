@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/ratelab/ratelab/clock"
 	"github.com/ratelab/ratelab/internal/memnet"
 	"github.com/ratelab/ratelab/internal/record"
+	"github.com/ratelab/ratelab/internal/redact"
 	"github.com/ratelab/ratelab/internal/reports"
 	"github.com/ratelab/ratelab/mock"
 	"github.com/ratelab/ratelab/provider"
@@ -120,7 +120,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) (reports.Report, error) 
 	rep := reports.Report{Scenario: s.Name, Description: s.Description, Target: "embedded mock", Oracle: s.OracleAssumptions()}
 	key := ""
 	if t := s.Target; t != nil {
-		rep.Target = RedactURL(t.URL)
+		rep.Target = redact.URL(t.URL)
 		if t.APIKeyEnv != "" {
 			getenv := opt.Getenv
 			if getenv == nil {
@@ -251,17 +251,6 @@ func startTarget(s *Scenario, opt Options, concurrency int, sim clock.Clock) (*t
 			<-served
 		},
 	}, nil
-}
-
-// RedactURL hides the user information of a URL (http://user:secret@host),
-// which reports must not carry.
-func RedactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return raw
-	}
-	u.User = url.User("REDACTED")
-	return u.String()
 }
 
 // ResolveOnly turns --only values into s's strategy names. A value that is a

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/clock"
+	"github.com/ratelab/ratelab/internal/redact"
 	"github.com/ratelab/ratelab/sharedlimit"
 	"github.com/ratelab/ratelab/strategies"
 )
@@ -65,7 +66,7 @@ func (sh *Shared) Check(kind string) []SharedProblem {
 		bad("redis", `required: the Redis server's URL (e.g. "redis://127.0.0.1:6379/0")`)
 	default:
 		if _, err := redis.ParseURL(sh.Redis); err != nil {
-			bad("redis", "want redis://[user:password@]host:port/db or rediss://…, got %q: %v", RedactURL(sh.Redis), strings.TrimPrefix(err.Error(), "redis: "))
+			bad("redis", "want redis://[user:password@]host:port/db or rediss://…, got %q: %v", redact.URL(sh.Redis), strings.TrimPrefix(err.Error(), "redis: "))
 		}
 	}
 	switch {
@@ -123,7 +124,7 @@ func openStrategy(ctx context.Context, st *Row, obs strategies.Observer, sim clo
 	cfg.Observer = obs
 	sh, err := sharedlimit.New(ctx, cfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("shared limit %q at %s: %w", cfg.Key, RedactURL(cfg.URL), err)
+		return nil, nil, fmt.Errorf("shared limit %q at %s: %w", cfg.Key, redact.URL(cfg.URL), err)
 	}
 	return sh, func() { sh.Close() }, nil
 }
@@ -134,7 +135,7 @@ func openFleet(ctx context.Context, st *Row, obs strategies.Observer) (strategie
 	sh := st.Shared
 	f, err := sharedlimit.NewFleet(ctx, sharedlimit.FleetConfig{URL: sh.Redis, Key: sh.Key, OpTimeout: sh.OpTimeout})
 	if err != nil {
-		return nil, nil, fmt.Errorf("shared limit %q at %s: %w", sh.Key, RedactURL(sh.Redis), err)
+		return nil, nil, fmt.Errorf("shared limit %q at %s: %w", sh.Key, redact.URL(sh.Redis), err)
 	}
 	var opts []strategies.Option
 	if obs != nil {

@@ -1,4 +1,4 @@
-package mock
+package wire_test
 
 import (
 	"bytes"
@@ -42,7 +42,7 @@ var decodeSeeds = []string{
 	`{"type":"text","text":"\"q\""}`, `{"type":null}`,
 }
 
-// FuzzDecodeRequest: decodeRequest, which decodes with segmentio/encoding
+// FuzzDecodeRequest: DecodeRequest, which decodes with segmentio/encoding
 // and falls back to encoding/json on an error, gives every body the same
 // verdict and the same values as encoding/json alone, for each type the
 // request decoders read.
@@ -62,8 +62,8 @@ func FuzzDecodeRequest(f *testing.F) {
 	})
 }
 
-// same checks decodeRequest against json.Unmarshal for one type, both
-// starting from start. What decodeRequest gives must not point into the
+// same checks DecodeRequest against json.Unmarshal for one type, both
+// starting from start. What DecodeRequest gives must not point into the
 // body: the body's buffer is pooled and serves the next request, so it is
 // overwritten before the values are compared.
 func same[T any](t *testing.T, body []byte, start T) {
@@ -76,9 +76,9 @@ func same[T any](t *testing.T, body []byte, start T) {
 	}
 	wantErr := json.Unmarshal(body, &want)
 	if (gotErr == nil) != (wantErr == nil) || gotErr != nil && gotErr.Error() != wantErr.Error() {
-		t.Fatalf("%T %q: decodeRequest error %v, json.Unmarshal error %v", start, body, gotErr, wantErr)
+		t.Fatalf("%T %q: DecodeRequest error %v, json.Unmarshal error %v", start, body, gotErr, wantErr)
 	}
 	if wantErr == nil && !reflect.DeepEqual(got, want) {
-		t.Fatalf("%T %q: decodeRequest gives %+v, json.Unmarshal %+v", start, body, got, want)
+		t.Fatalf("%T %q: DecodeRequest gives %+v, json.Unmarshal %+v", start, body, got, want)
 	}
 }
