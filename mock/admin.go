@@ -35,7 +35,7 @@ import (
 func (s *Server) adminRoutes() []route {
 	var t []route
 	handle := func(path string, h http.HandlerFunc, methods ...string) {
-		t = append(t, route{"/_admin/" + path, methods, s.adminAuth(h)})
+		t = append(t, route{adminPrefix + path, methods, s.adminAuth(h)})
 	}
 	adminSetting(s, handle, "limits", s.Limits, s.SetLimits, func(c *Config, v Limits) { c.Limits = v })
 	adminSetting(s, handle, "latency", s.Latency, s.SetLatency, func(c *Config, v Latency) { c.Latency = v })

@@ -48,10 +48,20 @@ func (s *Server) routeTable() []route {
 			t = append(t, route{rt.Path, []string{rt.Method}, s.formatRoute(wr, rt)})
 		}
 	}
-	t = append(t, s.adminRoutes()...)
 	t = append(t, s.adminRateLimitRoutes()...) // admin_ratelimits.go
+	return append(t, s.opsRoutes()...)
+}
+
+// adminPrefix is the path prefix of the mock's admin API (adminRoutes).
+const adminPrefix = "/_admin/"
+
+// opsRoutes are the routes of the mock's own operation, which it answers
+// itself in front of an upstream as well (Upstream): its admin API, its
+// metrics and its probes. The providers' admin rate-limit APIs it emulates
+// (adminRateLimitRoutes) are not among them: an upstream answers those.
+func (s *Server) opsRoutes() []route {
 	probe := []string{http.MethodGet, http.MethodHead}
-	return append(t,
+	return append(s.adminRoutes(),
 		route{"/metrics", []string{http.MethodGet}, s.metricsAuth(s.metrics.handler())},
 		route{"/healthz", probe, http.HandlerFunc(s.healthz)},
 		route{"/readyz", probe, http.HandlerFunc(s.readyz)},

@@ -52,8 +52,8 @@ func UpstreamConfig(cfg Config) (Config, error) {
 // count_tokens, the batch APIs, a path the mock does not know, a route
 // whose target the mock cannot resolve, such as a deployment it was not
 // told of) goes to forward without admission, except the mock's own
-// /_admin/, /metrics, /healthz and /readyz. The server is best built on
-// UpstreamConfig.
+// routes (opsRoutes: /_admin/, /metrics, /healthz and /readyz), which the
+// server answers. The server is best built on UpstreamConfig.
 //
 // A refusal's computed retry-after is the time until a slot frees or a
 // bucket refills by the server's own latency and output configuration: the
@@ -78,10 +78,12 @@ func (s *Server) Upstream(forward Forward) http.Handler {
 			})).Methods(rt.Method)
 		}
 	}
-	for _, p := range []string{"/metrics", "/healthz", "/readyz"} {
-		r.Handle(p, s.handler)
+	// The mock's own routes, by any method (a wrong one gets the mock's
+	// 405), and any other admin path (the mock's 404).
+	for _, rt := range s.opsRoutes() {
+		r.Handle(rt.path, s.handler)
 	}
-	r.PathPrefix("/_admin/").Handler(s.handler)
+	r.PathPrefix(adminPrefix).Handler(s.handler)
 	r.NotFoundHandler, r.MethodNotAllowedHandler = pass, pass
 	return s.limitHeaders(s.recoverPanics(r))
 }

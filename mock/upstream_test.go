@@ -69,3 +69,79 @@ func TestUpstreamEveryFormat(t *testing.T) {
 		})
 	}
 }
+
+// TestUpstreamOpsRoutes: in front of an upstream, the mock answers every
+// route of its own operation in its table (opsRoutes: admin, metrics,
+// probes) itself, by each of its methods as the mock alone does, and a
+// wrong method or an unknown admin path as well; a model request and the
+// providers' admin rate-limit APIs go on to the upstream.
+func TestUpstreamOpsRoutes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg, err := UpstreamConfig(Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		forwarded := 0
+		h := s.Upstream(func(w http.ResponseWriter, req *http.Request) int {
+			forwarded++
+			w.WriteHeader(http.StatusTeapot)
+			return 0
+		})
+		do := func(h http.Handler, method, path, body string) *httptest.ResponseRecorder {
+			req := httptest.NewRequest(method, "http://proxy"+path, strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer sk-upstream")
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			return rec
+		}
+		// served checks that the mock answers method path in front of an
+		// upstream as it does alone.
+		served := func(method, path string) {
+			t.Helper()
+			before := forwarded
+			got, want := do(h, method, path, ""), do(s.Handler(), method, path, "")
+			if forwarded != before || got.Code != want.Code || got.Header().Get("Content-Type") != want.Header().Get("Content-Type") {
+				t.Errorf("%s %s in front of an upstream: status %d (%q), forwarded %t; want the mock's own %d (%q)",
+					method, path, got.Code, got.Header().Get("Content-Type"), forwarded != before, want.Code, want.Header().Get("Content-Type"))
+			}
+		}
+		inTable := make(map[string]bool)
+		for _, rt := range s.routeTable() {
+			inTable[rt.path+" "+strings.Join(rt.methods, ",")] = true
+		}
+		ops := make(map[string]bool)
+		for _, rt := range s.opsRoutes() {
+			if !inTable[rt.path+" "+strings.Join(rt.methods, ",")] {
+				t.Errorf("ops route %s %v is not in the route table", rt.path, rt.methods)
+			}
+			ops[rt.path] = true
+			for _, m := range rt.methods {
+				served(m, rt.path)
+			}
+			served(http.MethodDelete, rt.path) // the mock's 405
+		}
+		for _, p := range []string{"/metrics", "/healthz", "/readyz", "/_admin/limits", "/_admin/stats", "/_admin/reset"} {
+			if !ops[p] {
+				t.Errorf("%s is not an ops route", p)
+			}
+		}
+		served(http.MethodGet, "/_admin/no-such-setting") // the mock's 404
+
+		for _, p := range []string{"/v1/organizations/rate_limits", "/v1/organization/projects/proj_1/rate_limits"} {
+			before := forwarded
+			if r := do(h, http.MethodGet, p, ""); r.Code != http.StatusTeapot || forwarded != before+1 {
+				t.Errorf("GET %s: status %d, forwarded %t; want the upstream's answer", p, r.Code, forwarded != before)
+			}
+		}
+		before := forwarded
+		body := `{"model":"claude-x","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}`
+		if r := do(h, http.MethodPost, "/v1/messages", body); r.Code != http.StatusTeapot || forwarded != before+1 {
+			t.Errorf("POST /v1/messages: status %d body %s, forwarded %t; want the upstream's answer", r.Code, r.Body, forwarded != before)
+		}
+	})
+}
