@@ -35,7 +35,8 @@
 // Schema by mock/schemagen, text cut at stop sequences, n choices with
 // logprobs, and natural stops below max_tokens when Output.Length says so.
 //
-// The token estimate is documented on EstimateTokens.//
+// The token estimate is documented on EstimateTokens.
+//
 // # Files and packages
 //
 // Each file and package has one job:
@@ -103,6 +104,12 @@
 //   - schemagen: documents generated from a JSON Schema, for tool calls and
 //     structured output.
 //   - mocktest: a Server on loopback for tests, as httptest.Server.
+//
+// A test file is named after the file it tests, or after the subject it
+// serves over HTTP: admission_*_test.go are admission's rules as the server
+// answers them (handle.go with internal/admission, whose own unit tests are
+// there), a format's name its wire format (internal/<format>), *_sdk_test.go,
+// *_node_test.go and *_python_test.go the official clients against it.
 //
 // # Call accounting
 //
