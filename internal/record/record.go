@@ -65,7 +65,7 @@ type Attempt struct {
 	// max_output_tokens); 0 when it set none.
 	MaxTokens int `json:"max_tokens,omitempty"`
 	// RetryCount is the X-Stainless-Retry-Count the request carried, or
-	// the AWS SDKs' amz-sdk-request attempt less one.
+	// the AWS SDKs' amz-sdk-request attempt less one (its attempt=N part).
 	RetryCount int `json:"retry_count,omitempty"`
 	// InFlight is how many attempts through this recorder were in flight
 	// when this one was sent, itself included.

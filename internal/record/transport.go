@@ -56,13 +56,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	a.RetryCount, _ = strconv.Atoi(req.Header.Get("X-Stainless-Retry-Count"))
 	if a.RetryCount == 0 {
-		// The AWS SDKs' amz-sdk-request: attempt=N (1-based).
-		if v, ok := strings.CutPrefix(req.Header.Get("Amz-Sdk-Request"), "attempt="); ok {
-			v, _, _ = strings.Cut(v, ";")
-			if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n > 1 {
-				a.RetryCount = n - 1
-			}
-		}
+		a.RetryCount = awsRetries(req.Header.Get("Amz-Sdk-Request"))
 	}
 	if b := requestBody(req); len(b) > 0 {
 		var r struct {
@@ -132,6 +126,22 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp.Body = b
 	return resp, nil
+}
+
+// awsRetries is the retries an AWS SDK's amz-sdk-request header counts:
+// its attempt (1-based) less one, wherever it stands among the header's
+// parts ("attempt=1; max=3" on a first attempt, botocore's "ttl=…;
+// attempt=2; max=3" on a retry); 0 without one.
+func awsRetries(v string) int {
+	for part := range strings.SplitSeq(v, ";") {
+		if n, ok := strings.CutPrefix(strings.TrimSpace(part), "attempt="); ok {
+			if n, err := strconv.Atoi(n); err == nil && n > 1 {
+				return n - 1
+			}
+			return 0
+		}
+	}
+	return 0
 }
 
 type doneKey struct{}

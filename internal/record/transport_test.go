@@ -1,0 +1,52 @@
+package record_test
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/ratelab/ratelab/internal/record"
+)
+
+// TestRetryCount: the retry count a line gets from the SDKs' headers:
+// X-Stainless-Retry-Count (Anthropic's and OpenAI's SDKs), else the AWS
+// SDKs' amz-sdk-request attempt less one, wherever the attempt stands
+// (botocore's retries put a ttl first).
+func TestRetryCount(t *testing.T) {
+	for _, c := range []struct {
+		header, value string
+		want          int
+	}{
+		{"X-Stainless-Retry-Count", "2", 2},
+		{"X-Stainless-Retry-Count", "0", 0},
+		{"Amz-Sdk-Request", "attempt=1; max=3", 0},
+		{"Amz-Sdk-Request", "attempt=2; max=3", 1},
+		{"Amz-Sdk-Request", "ttl=20261208T011111Z; attempt=3; max=6", 2}, // botocore 1.44's retry
+		{"Amz-Sdk-Request", "attempt=3", 2},
+		{"Amz-Sdk-Request", "ttl=20261208T011111Z; max=6", 0},
+		{"Amz-Sdk-Request", "attempt=x; max=3", 0},
+	} {
+		var buf bytes.Buffer
+		w, _ := record.NewWriter(&buf, record.Header{Source: "test"})
+		tr := &record.Transport{W: w, Base: rt(func(r *http.Request) (*http.Response, error) {
+			return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(`{}`)), Request: r}, nil
+		})}
+		req, _ := http.NewRequest("POST", "http://up.test/model/m/converse", strings.NewReader(`{}`))
+		req.Header.Set(c.header, c.value)
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.ReadAll(resp.Body)
+		resp.Body.Close()
+		f, err := record.Parse(&buf, "rec.jsonl")
+		if err != nil || len(f.Attempts) != 1 {
+			t.Fatalf("%v %+v", err, f)
+		}
+		if got := f.Attempts[0].RetryCount; got != c.want {
+			t.Errorf("%s: %s recorded retry count %d, want %d", c.header, c.value, got, c.want)
+		}
+	}
+}
