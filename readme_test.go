@@ -10,6 +10,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -532,3 +534,164 @@ strategies:
 		}
 	}
 }
+
+// repoPath matches a path of the repository as the documents and comments
+// write one: segments of letters, digits, '.', '_' and '-' joined by '/',
+// with an optional :LINE or :FROM-TO after it.
+var repoPath = regexp.MustCompile(`(?:^|[^\w./-])((?:\.\./)*[A-Za-z_][\w.-]*(?:/[\w.-]+)+/?)(?::\d+(?:-\d+)?)?`)
+
+// placeholder matches a path segment that stands for any name
+// (mock/FORMAT_sdk_test.go).
+var placeholder = regexp.MustCompile(`[A-Z]{4,}`)
+
+// goIdent matches a Go identifier a package path is qualified with
+// (provider/wire.SSEEvent).
+var goIdent = regexp.MustCompile(`\.[A-Za-z_]\w*$`)
+
+// thirdPartyPaths are paths the documents cite in another repository,
+// naming it beside them, whose first directory happens to be one of ours.
+var thirdPartyPaths = map[string]bool{
+	"internal/requestconfig":                  true, // the SDK modules' (docs/wire.md)
+	"internal/requestconfig/requestconfig.go": true,
+	"internal/eventstream/codec.go":           true, // smithy-go's (docs/bedrock.md)
+	"examples/azure/chat_cell23.py":           true, // openai/openai-cookbook's (docs/azure.md)
+}
+
+// topDirs are the repository's top-level directories.
+func topDirs(t *testing.T) map[string]bool {
+	t.Helper()
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs := map[string]bool{}
+	for _, e := range entries {
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") || e.Name() == ".ci" {
+			dirs[e.Name()] = true
+		}
+	}
+	return dirs
+}
+
+// resolves reports whether p names a file or directory relative to one of
+// dirs, read as it is, without a trailing '.' or ':', or as a package path
+// with an identifier after it.
+func resolves(p string, dirs ...string) bool {
+	for _, q := range []string{p, strings.TrimRight(p, ".:"), goIdent.ReplaceAllString(strings.TrimRight(p, ".:"), "")} {
+		for _, d := range dirs {
+			if _, err := os.Stat(filepath.Join(d, q)); err == nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// TestDocCodePaths: every path of the repository that README.md or a page of
+// docs/ writes in code spans (`mock/handle.go`, `internal/admission`) names
+// a file or directory that exists, so a reader can open what the text
+// cites.
+func TestDocCodePaths(t *testing.T) {
+	top := topDirs(t)
+	span := regexp.MustCompile("`([^`]+)`")
+	checked := 0
+	for _, file := range docFiles(t) {
+		md, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, l := range strings.Split(string(md), "\n") {
+			for _, s := range span.FindAllStringSubmatch(l, -1) {
+				for _, m := range repoPath.FindAllStringSubmatch(s[1], -1) {
+					p := m[1]
+					if !top[strings.Split(p, "/")[0]] || strings.Contains(p, "...") || placeholder.MatchString(p) || thirdPartyPaths[p] {
+						continue
+					}
+					checked++
+					if !resolves(p, ".") {
+						t.Errorf("%s:%d: `%s`: no such file or directory in the repository", file, i+1, p)
+					}
+				}
+			}
+		}
+	}
+	t.Logf("checked %d paths in code spans", checked)
+	if checked < 150 {
+		t.Errorf("checked %d paths in code spans of README.md and docs/, want at least 150: has the syntax changed?", checked)
+	}
+}
+
+// TestCommentPaths: no comment of the Go code points outside the
+// repository (a path above its root, or the notes beside it that code once
+// cited, which outside readers cannot open), and every file a comment
+// names by its path (internal/loadgen/build.go, docs/wire.md) or every
+// Markdown document it names by its upper-case name (README.md) is one of
+// the repository's, from its root or the comment's directory.
+func TestCommentPaths(t *testing.T) {
+	top := topDirs(t)
+	mdName := regexp.MustCompile(`(?:^|[^\w./-])([A-Z][A-Z_-]*\.md)\b`)
+	checked := 0
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); path != "." && (strings.HasPrefix(n, ".") && n != ".ci" || n == "node_modules" || n == "vendor") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, path, nil, parser.ParseComments|parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		dir := filepath.Dir(path)
+		for _, g := range f.Comments {
+			for _, c := range g.List {
+				text := httpURL.ReplaceAllString(c.Text, "")
+				at := fset.Position(c.Pos())
+				if strings.Contains(text, "../shared") || strings.Contains(text, "WIRE.md") {
+					t.Errorf("%s:%d: %q points outside the repository", path, at.Line, c.Text)
+				}
+				for _, m := range repoPath.FindAllStringSubmatch(text, -1) {
+					p := strings.TrimRight(m[1], ".:")
+					if strings.HasPrefix(p, "../") {
+						if abs := filepath.Join(dir, p); strings.HasPrefix(filepath.ToSlash(abs), "../") {
+							t.Errorf("%s:%d: %s points outside the repository", path, at.Line, p)
+						}
+						continue
+					}
+					file := strings.HasSuffix(p, ".go") || strings.HasSuffix(p, ".md")
+					if !file || placeholder.MatchString(p) || !top[strings.Split(p, "/")[0]] && !strings.HasSuffix(p, ".md") {
+						continue
+					}
+					checked++
+					if !resolves(p, ".", dir) {
+						t.Errorf("%s:%d: %s: no such file in the repository", path, at.Line, p)
+					}
+				}
+				for _, m := range mdName.FindAllStringSubmatch(text, -1) {
+					checked++
+					if !resolves(m[1], ".", dir) {
+						t.Errorf("%s:%d: %s: no such document in the repository", path, at.Line, m[1])
+					}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("checked %d paths in comments", checked)
+	if checked < 100 {
+		t.Errorf("checked %d paths in comments, want at least 100: has the walk or the syntax changed?", checked)
+	}
+}
+
+// httpURL matches a URL, whose path is another site's.
+var httpURL = regexp.MustCompile(`https?://\S+`)

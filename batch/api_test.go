@@ -14,8 +14,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/ratelab/ratelab/internal/memnet"
 	"github.com/ratelab/ratelab/mock"
+	"github.com/ratelab/ratelab/mock/mocktest"
 	"github.com/ratelab/ratelab/provider"
 )
 
@@ -27,24 +27,8 @@ func apiMock(t *testing.T, yaml string) (*mock.Server, *http.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := mock.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln := memnet.New()
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		srv.Serve(ln)
-	}()
-	tr := &http.Transport{DialContext: ln.Dial}
-	t.Cleanup(func() {
-		tr.CloseIdleConnections()
-		srv.Close()
-		ln.Close()
-		<-served
-	})
-	return srv, &http.Client{Transport: tr}
+	srv := mocktest.Start(t, cfg, mocktest.InMemory())
+	return srv.Mock, srv.Client
 }
 
 func writeItems(t *testing.T, n int) string {

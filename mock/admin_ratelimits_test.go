@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +15,7 @@ import (
 	ooption "github.com/openai/openai-go/v3/option"
 
 	"github.com/ratelab/ratelab/mock"
+	"github.com/ratelab/ratelab/mock/mocktest"
 )
 
 func rateLimitServer(t *testing.T) string {
@@ -24,13 +24,7 @@ func rateLimitServer(t *testing.T) string {
 	cfg.AdminToken = "sk-admin"
 	cfg.Limits = mock.Limits{RPM: 4000, ITPM: 400000, OTPM: 80000, TPM: 90000, MaxConcurrent: 9}
 	cfg.LimitsByModel = map[string]mock.Limits{"claude-haiku-*": {RPM: 1000}, "gpt-4o-mini*": {TPM: 30000}}
-	srv, err := mock.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(ts.Close)
-	return ts.URL
+	return mocktest.Start(t, cfg).URL
 }
 
 // TestAnthropicRateLimitsSDK: anthropic-sdk-go's Organization.RateLimits.List

@@ -21,8 +21,8 @@ import (
 	ooption "github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
-	"github.com/ratelab/ratelab/internal/memnet"
 	"github.com/ratelab/ratelab/mock"
+	"github.com/ratelab/ratelab/mock/mocktest"
 )
 
 // These tests point the official SDKs at the mock. Each runs inside a
@@ -101,25 +101,9 @@ func startMock(t *testing.T, yaml string) *harness {
 	if err != nil {
 		t.Fatalf("ParseConfig: %v", err)
 	}
-	srv, err := mock.New(cfg)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	ln := memnet.New()
-	served := make(chan struct{})
-	go func() {
-		srv.Serve(ln)
-		close(served)
-	}()
-	tr := &http.Transport{DialContext: ln.Dial}
-	tp := &tape{next: tr}
-	t.Cleanup(func() {
-		tr.CloseIdleConnections()
-		srv.Close()
-		ln.Close()
-		<-served
-	})
-	return &harness{srv: srv, hc: &http.Client{Transport: tp}, tape: tp}
+	srv := mocktest.Start(t, cfg, mocktest.InMemory())
+	tp := &tape{next: srv.Transport}
+	return &harness{srv: srv.Mock, hc: &http.Client{Transport: tp}, tape: tp}
 }
 
 func (h *harness) anthropic(opts ...aoption.RequestOption) anthropic.Client {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/mock"
+	"github.com/ratelab/ratelab/mock/mocktest"
 )
 
 // sdkGenerated is one of the official SDKs' own generated API tests for an
@@ -95,22 +95,9 @@ func TestSDKGeneratedTests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := mock.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := &errorRecorder{h: s.Handler()}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: rec}
-	go srv.Serve(ln)
-	defer func() {
-		srv.Close()
-		s.Close()
-	}()
-	url := "http://" + ln.Addr().String()
+	// On loopback: the SDKs' tests run in processes of their own.
+	rec := &errorRecorder{}
+	url := mocktest.Start(t, cfg, mocktest.Wrap(func(h http.Handler) http.Handler { rec.h = h; return rec })).URL
 
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()

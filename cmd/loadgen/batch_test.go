@@ -90,6 +90,25 @@ func mockServer(t *testing.T, cfg mock.Config, wrap func(http.Handler) http.Hand
 	return srv.URL, requests
 }
 
+// spendCapped wraps a mock so that, while capped holds, a request whose
+// body says "capped" gets Anthropic's 400 for a spent workspace spend
+// limit in place of the mock's answer.
+func spendCapped(capped *atomic.Bool) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if capped.Load() && bytes.Contains(body, []byte("capped")) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusBadRequest)
+				fmt.Fprint(w, `{"type": "error", "error": {"type": "invalid_request_error", "message": "You have reached your specified workspace API usage limits. You will regain access on 2027-01-01 at 00:00 UTC."}}`)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
 func fastMock() mock.Config {
 	cfg := mock.DefaultConfig()
 	cfg.Latency.PerToken = time.Millisecond
@@ -724,19 +743,7 @@ func TestBatchSchemaMalformedMock(t *testing.T) {
 func TestBatchQuotaExit(t *testing.T) {
 	var capped atomic.Bool
 	capped.Store(true)
-	refuse := func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			body, _ := io.ReadAll(r.Body)
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			if capped.Load() && bytes.Contains(body, []byte("capped")) {
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusBadRequest)
-				fmt.Fprint(w, `{"type": "error", "error": {"type": "invalid_request_error", "message": "You have reached your specified workspace API usage limits. You will regain access on 2027-01-01 at 00:00 UTC."}}`)
-				return
-			}
-			next.ServeHTTP(w, r)
-		})
-	}
+	refuse := spendCapped(&capped)
 	cfg := fastMock()
 	cfg.Latency.PerToken = 20 * time.Millisecond // the others are slow beside the refusal
 	url, requests := mockServer(t, cfg, refuse)

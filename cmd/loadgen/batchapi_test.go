@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/mock"
+	"github.com/ratelab/ratelab/mock/mocktest"
 )
 
 // TestBatchAPIKillResume runs `loadgen batch --via batch-api` (the real
@@ -32,23 +32,15 @@ batches: {drain_rate: 5000, startup: 200ms, expiry: 1s, cancel_delay: 10ms}
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := mock.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	defer srv.Close()
+	// On loopback: the loadgen binary it runs dials it.
+	srv := mocktest.Start(t, cfg)
 
 	bin := buildLoadgen(t, t.TempDir())
 	const n = 10_000
 	out := t.TempDir() + "/results.jsonl"
 	state := out + ".batches.json"
 	args := []string{"batch", "--via", "batch-api", "--input", batchItems(t, n, 5), "--output", out,
-		"--base-url", "http://" + ln.Addr().String(), "--batch-size", "2500", "--poll", "50ms,200ms",
+		"--base-url", srv.URL, "--batch-size", "2500", "--poll", "50ms,200ms",
 		"--resubmit", "expired", "--max-rounds", "20"}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
@@ -111,7 +103,7 @@ batches: {drain_rate: 5000, startup: 200ms, expiry: 1s, cancel_delay: 10ms}
 			t.Fatalf("id %s: %d lines, first %+v", id, len(rs), rs[0])
 		}
 	}
-	st := srv.BatchStats()
+	st := srv.Mock.BatchStats()
 	if rec := recorded(state); st.Batches != rec {
 		t.Errorf("the mock created %d batches, the state file records %d: a batch was created and lost", st.Batches, rec)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/ratelab/ratelab/internal/record"
 	"github.com/ratelab/ratelab/mock"
+	"github.com/ratelab/ratelab/mock/mocktest"
 )
 
 // probeScenario is docs/calibrate.md's probe, shorter: a ramp of long
@@ -47,12 +47,7 @@ func TestCalibrateAdminKey(t *testing.T) {
 	cfg := mock.DefaultConfig()
 	cfg.AdminToken = "sk-admin"
 	cfg.Limits = mock.Limits{RPM: 2000, ITPM: 400000}
-	srv, err := mock.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv.Handler())
-	defer ts.Close()
+	ts := mocktest.Start(t, cfg)
 
 	prof := filepath.Join(t.TempDir(), "profile.yaml")
 	t.Setenv("TEST_ADMIN_KEY", "sk-admin")

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -414,19 +413,7 @@ func TestQueueQuotaStopsEveryWorker(t *testing.T) {
 	redistest.DeleteAtEnd(t, rc, "ratelab:batch:{"+name+"}:*")
 	var capped atomic.Bool
 	capped.Store(true)
-	refuse := func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			body, _ := io.ReadAll(r.Body)
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			if capped.Load() && bytes.Contains(body, []byte("capped")) {
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusBadRequest)
-				fmt.Fprint(w, `{"type": "error", "error": {"type": "invalid_request_error", "message": "You have reached your specified workspace API usage limits. You will regain access on 2027-01-01 at 00:00 UTC."}}`)
-				return
-			}
-			next.ServeHTTP(w, r)
-		})
-	}
+	refuse := spendCapped(&capped)
 	cfg := fastMock()
 	cfg.Latency.PerToken = 10 * time.Millisecond
 	mockURL, _ := mockServer(t, cfg, refuse)

@@ -3,9 +3,6 @@ package loadgen
 import (
 	"fmt"
 	"testing"
-	"testing/synctest"
-
-	"github.com/ratelab/ratelab/internal/reports"
 )
 
 // bedrockScenario is 20-concurrent.yaml's experiment sent as Bedrock
@@ -40,13 +37,7 @@ func TestBedrockScenarioVirtual(t *testing.T) {
 			if s.Request.Model != DefaultBedrockModel {
 				t.Errorf("model = %q, want the default %q", s.Request.Model, DefaultBedrockModel)
 			}
-			var rep reports.Report
-			synctest.Test(t, func(t *testing.T) {
-				rep, err = Run(t.Context(), s, Options{Listen: ListenMemory})
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			rep := runScenario(t, s)
 			checkRows(t, rep, []row{
 				{"semaphore(20)", 200, 200, 0, 5000},
 				{"unbounded", 20, 200, 180, 500},

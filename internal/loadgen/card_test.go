@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"testing/synctest"
 
 	"github.com/ratelab/ratelab/internal/reports"
 )
@@ -71,17 +70,7 @@ strategies:
 // unbounded row fails the keys a team would set to forbid retry waves and
 // sending over the cap, naming the figures.
 func TestReportCardVirtual(t *testing.T) {
-	s, err := Parse("card.yaml", []byte(cardGuide))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep reports.Report
-	synctest.Test(t, func(t *testing.T) {
-		rep, err = Run(t.Context(), s, Options{Listen: ListenMemory})
-	})
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	rep := runInline(t, "card.yaml", cardGuide)
 	if f := Failures(rep); len(f) != 0 {
 		t.Errorf("failures:\n%s", strings.Join(f, "\n"))
 	}
@@ -325,17 +314,7 @@ strategies:
 // TestReportCardPoolsAndSchedule runs cardPools in virtual time: the card
 // follows the cap that bound each request, the pool's and then the key's.
 func TestReportCardPoolsAndSchedule(t *testing.T) {
-	s, err := Parse("card-pools.yaml", []byte(cardPools))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep reports.Report
-	synctest.Test(t, func(t *testing.T) {
-		rep, err = Run(t.Context(), s, Options{Listen: ListenMemory})
-	})
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	rep := runInline(t, "card-pools.yaml", cardPools)
 	if f := Failures(rep); len(f) != 0 {
 		t.Errorf("failures:\n%s", strings.Join(f, "\n"))
 	}

@@ -2,9 +2,6 @@ package loadgen
 
 import (
 	"testing"
-	"testing/synctest"
-
-	"github.com/ratelab/ratelab/internal/reports"
 )
 
 // The Google providers through loadgen (docs/gemini.md): one scenario of
@@ -39,17 +36,7 @@ strategies:
 `
 
 func TestGoogleProvidersScenario(t *testing.T) {
-	s, err := Parse("google.yaml", []byte(googleScenario))
-	if err != nil {
-		t.Fatalf("Parse: %v", err)
-	}
-	var rep reports.Report
-	synctest.Test(t, func(t *testing.T) {
-		rep, err = Run(t.Context(), s, Options{Listen: ListenMemory})
-	})
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	rep := runInline(t, "google.yaml", googleScenario)
 	if len(rep.Results) != 8 {
 		t.Fatalf("%d results, want 8", len(rep.Results))
 	}

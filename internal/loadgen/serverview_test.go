@@ -3,7 +3,6 @@ package loadgen
 import (
 	"strings"
 	"testing"
-	"testing/synctest"
 
 	"github.com/ratelab/ratelab/internal/reports"
 )
@@ -35,17 +34,7 @@ strategies:
 // TestServerViewBuiltinRows checks that built-in rows against the embedded
 // mock carry the mock's own figures, so max_concurrency can fail on them.
 func TestServerViewBuiltinRows(t *testing.T) {
-	s, err := Parse("over.yaml", []byte(overLimit))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep reports.Report
-	synctest.Test(t, func(t *testing.T) {
-		rep, err = Run(t.Context(), s, Options{Listen: ListenMemory})
-	})
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	rep := runInline(t, "over.yaml", overLimit)
 	rows := byName(rep)
 	over, ok := rows["semaphore(30)"].Server()
 	// The mock answers the attempts above its limit at once, so how many

@@ -28,12 +28,32 @@ func runVirtual(t *testing.T, path string, only ...string) reports.Report {
 			}
 		}
 	}
+	return runScenario(t, s, only...)
+}
+
+// runInline parses a scenario written in the test, under the file name
+// name, and runs all its rows in virtual time as runVirtual does.
+func runInline(t *testing.T, name, text string) reports.Report {
+	t.Helper()
+	s, err := Parse(name, []byte(text))
+	if err != nil {
+		t.Fatalf("Parse(%s): %v", name, err)
+	}
+	return runScenario(t, s)
+}
+
+// runScenario runs s's rows named in only (all of them when none is) in
+// virtual time: the embedded mock on an in-memory listener inside a
+// synctest bubble.
+func runScenario(t *testing.T, s *Scenario, only ...string) reports.Report {
+	t.Helper()
 	var rep reports.Report
+	var err error
 	synctest.Test(t, func(t *testing.T) {
 		rep, err = Run(t.Context(), s, Options{Listen: ListenMemory, Only: only})
 	})
 	if err != nil {
-		t.Fatalf("Run(%s): %v", path, err)
+		t.Fatalf("Run: %v", err)
 	}
 	return rep
 }
