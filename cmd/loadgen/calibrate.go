@@ -150,8 +150,12 @@ func saveProfile(recs []*record.File, fit *calibrate.Fit, files []string, report
 	keys := map[string]string{} // label → where first seen
 	for _, f := range recs {
 		for i, a := range f.Attempts {
-			if _, ok := keys[a.Key]; !ok {
-				keys[a.Key] = fmt.Sprintf("%s:%d", f.Path, f.Lines[i])
+			k := a.Key
+			if k == "" {
+				k = noKey // an earlier recording's label of no key
+			}
+			if _, ok := keys[k]; !ok {
+				keys[k] = fmt.Sprintf("%s:%d", f.Path, f.Lines[i])
 			}
 		}
 	}

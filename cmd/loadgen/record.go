@@ -36,7 +36,7 @@ func openRecord(opts *loadgen.Options, path, source string) (func() error, error
 // useProfile applies run --profile: the scenario runs against the embedded
 // mock configured by the file at path (strictly decoded), whatever its
 // server: or target: said. Path "auto" is the profile loadgen calibrate
-// --save kept for the scenario's provider and key (savedProfile), named on
+// --save kept for the scenario's provider and key (findProfile), named on
 // stderr; none is an error saying how to save one.
 func useProfile(s *loadgen.Scenario, path string, stderr io.Writer) error {
 	if path == "" {
@@ -47,7 +47,7 @@ func useProfile(s *loadgen.Scenario, path string, stderr io.Writer) error {
 		if err != nil {
 			return usageError("run: --profile auto: %v", err)
 		}
-		if path, err = savedProfile(provider, label); err != nil {
+		if path, err = findProfile(provider, label); err != nil {
 			return usageError("run: --profile auto: %v", err)
 		}
 		st, err := os.Stat(path)
@@ -80,8 +80,14 @@ func age(d time.Duration) string {
 	return fmt.Sprintf("%d days ago", int(d.Hours()/24))
 }
 
+// noKey is the label of no key (record.KeyLabel("")). Recordings written
+// before it was one labelled no key "", and calibrate --save kept its
+// profiles as PROVIDER-nokey.yaml: both are read as noKey's.
+var noKey = record.KeyLabel("")
+
+// keyName is how messages name a key label: "(none)" for no key.
 func keyName(label string) string {
-	if label == "" {
+	if label == "" || label == noKey {
 		return "(none)"
 	}
 	return label
@@ -89,18 +95,35 @@ func keyName(label string) string {
 
 // savedProfile is where loadgen calibrate --save keeps the profile of a
 // provider and key label (record.KeyLabel: the key's fingerprint, never the
-// key): PROVIDER-LABEL.yaml under the user's cache directory's
-// ratelab/profiles ($XDG_CACHE_HOME, else ~/.cache, on Linux), beside
-// adaptive's state file.
+// key; "" is read as no key's): PROVIDER-LABEL.yaml under the user's cache
+// directory's ratelab/profiles ($XDG_CACHE_HOME, else ~/.cache, on Linux),
+// beside adaptive's state file.
 func savedProfile(provider, label string) (string, error) {
 	dir, err := os.UserCacheDir()
 	if err != nil {
 		return "", fmt.Errorf("no cache directory to keep profiles in: %v", err)
 	}
 	if label == "" {
-		label = "nokey"
+		label = noKey
 	}
 	return filepath.Join(dir, "ratelab", "profiles", provider+"-"+label+".yaml"), nil
+}
+
+// findProfile is the saved profile run --profile auto reads: savedProfile's,
+// or for no key, when there is none yet, the PROVIDER-nokey.yaml an earlier
+// calibrate --save kept.
+func findProfile(provider, label string) (string, error) {
+	path, err := savedProfile(provider, label)
+	if err != nil || (label != "" && label != noKey) {
+		return path, err
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		old := filepath.Join(filepath.Dir(path), provider+"-nokey.yaml")
+		if _, err := os.Stat(old); err == nil {
+			return old, nil
+		}
+	}
+	return path, nil
 }
 
 // scenarioKey is the provider and key label a scenario's calls are made

@@ -314,43 +314,60 @@ func kind429(o obs) string {
 	return "concurrency"
 }
 
-// concurrency finds the cap from where 429s begin as in-flight grows.
+// concurrency finds the cap from where 429s begin as in-flight grows. A
+// cap c admits every call with at most c in flight, so the most in flight
+// at a success bounds it from below; a concurrency 429 with no more in
+// flight than that was not the cap's (a slot the client thought free and
+// the server did not yet, another limit the headers do not show) and is
+// left out, said so. The fewest in flight at the 429s left, less one,
+// bounds it from above.
 func (f *Fit) concurrency(all []obs) {
-	upper := math.MaxInt
-	var at string
-	n429, nc := 0, 0
-	for _, o := range all {
-		if o.a.Status == 429 {
-			n429++
-			if kind429(o) == "concurrency" {
-				nc++
-				if o.a.InFlight-1 < upper {
-					upper, at = o.a.InFlight-1, o.at()
-				}
-			}
-		}
-	}
-	lower := 0
 	maxOK := 0
 	for _, o := range all {
 		if o.a.Status == 200 {
 			maxOK = max(maxOK, o.a.InFlight)
-			if o.a.InFlight <= upper {
-				lower = max(lower, o.a.InFlight)
-			}
 		}
+	}
+	upper := math.MaxInt
+	var at, lowAt string
+	n429, nc, low, fewest := 0, 0, 0, math.MaxInt
+	for _, o := range all {
+		if o.a.Status != 429 {
+			continue
+		}
+		n429++
+		if kind429(o) != "concurrency" {
+			continue
+		}
+		if o.a.InFlight <= maxOK {
+			low++
+			if o.a.InFlight < fewest {
+				fewest, lowAt = o.a.InFlight, o.at()
+			}
+			continue
+		}
+		nc++
+		if o.a.InFlight-1 < upper {
+			upper, at = o.a.InFlight-1, o.at()
+		}
+	}
+	left := ""
+	if low > 0 {
+		left = fmt.Sprintf("; %d concurrency 429s with no more in flight than a success had (the fewest %d, %s) were not the cap's, left out", low, fewest, lowAt)
 	}
 	switch {
 	case n429 == 0:
 		f.say("not determined: max_concurrent: no 429 seen: the concurrency cap is at least %d (the most in flight at once)", maxOK)
-	case nc == 0:
+	case nc == 0 && low == 0:
 		f.say("not determined: max_concurrent: every one of %d 429s was a per-minute limit's; the concurrency cap is at least %d (the most in flight at once)", n429, maxOK)
-	case lower == upper:
+	case nc == 0:
+		f.say("not determined: max_concurrent: none of %d concurrency 429s had more in flight than a success (up to %d): none was the cap's (the fewest %d, %s); the concurrency cap is at least %d", low, maxOK, fewest, lowAt, maxOK)
+	case maxOK == upper:
 		f.MaxConcurrent = upper
-		f.say("limits.max_concurrent: %d   evidence: exact: a success with %d in flight, and the first concurrency 429 (%s) with %d in flight; %d concurrency 429s in all", upper, lower, at, upper+1, nc)
+		f.say("limits.max_concurrent: %d   evidence: exact: a success with %d in flight, and the first concurrency 429 (%s) with %d in flight; %d concurrency 429s in all%s", upper, maxOK, at, upper+1, nc, left)
 	default:
 		f.MaxConcurrent = upper
-		f.say("limits.max_concurrent: %d   uncertain: between %d (the most in flight at a success below it) and %d (%s: a 429 with %d in flight); a probe that holds its calls open ramps in-flight one at a time", upper, lower, upper, at, upper+1)
+		f.say("limits.max_concurrent: %d   uncertain: between %d (the most in flight at a success) and %d (%s: a 429 with %d in flight); a probe that holds its calls open ramps in-flight one at a time%s", upper, maxOK, upper, at, upper+1, left)
 	}
 }
 

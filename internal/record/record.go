@@ -10,14 +10,14 @@
 package record
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"sync"
 	"time"
+
+	"github.com/ratelab/ratelab/internal/keyid"
 )
 
 // Version is the recording format's version, in the header line. A reader
@@ -56,7 +56,7 @@ type Attempt struct {
 	// gemini, vertex, vertex-anthropic, bedrock.
 	Provider string `json:"provider,omitempty"`
 	Path     string `json:"path"`
-	Key      string `json:"key,omitempty"` // the key's label: 12 hex digits of its SHA-256, never the key
+	Key      string `json:"key,omitempty"` // the key's label (KeyLabel), never the key
 	// Model is the model the path names (Gemini, Vertex AI, Bedrock, an
 	// Azure deployment), else the request body's, else the response's.
 	Model  string `json:"model,omitempty"`
@@ -111,15 +111,12 @@ type Attempt struct {
 	Usage *Usage `json:"usage,omitempty"`
 }
 
-// KeyLabel is the label a recording gives an API key: the first 12 hex
-// digits of its SHA-256 (strategies.Fingerprint's form), "" for no key.
-func KeyLabel(key string) string {
-	if key == "" {
-		return ""
-	}
-	sum := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(sum[:6])
-}
+// KeyLabel is the label a recording gives an API key: its fingerprint
+// (keyid.Fingerprint, the first 12 hex digits of its SHA-256), the one
+// name the mock's stats, adaptive's state files and the saved profiles use
+// too. No key ("") has one as well, e3b0c44298fc; recordings written
+// before it had none ("").
+func KeyLabel(key string) string { return keyid.Fingerprint(key) }
 
 // Writer appends lines to a recording. Each line is written with one
 // Write of the whole line, so that a crash leaves every line but perhaps the

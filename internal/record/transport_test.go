@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ratelab/ratelab/internal/keyid"
 	"github.com/ratelab/ratelab/internal/record"
 )
 
@@ -47,6 +48,36 @@ func TestRetryCount(t *testing.T) {
 		}
 		if got := f.Attempts[0].RetryCount; got != c.want {
 			t.Errorf("%s: %s recorded retry count %d, want %d", c.header, c.value, got, c.want)
+		}
+	}
+}
+
+// TestKeyLabel: a line's key label is the key's fingerprint
+// (keyid.Fingerprint), the name the mock and adaptive's state give it,
+// a request without a key included.
+func TestKeyLabel(t *testing.T) {
+	for _, key := range []string{"sk-test", ""} {
+		var buf bytes.Buffer
+		w, _ := record.NewWriter(&buf, record.Header{Source: "test"})
+		tr := &record.Transport{W: w, Base: rt(func(r *http.Request) (*http.Response, error) {
+			return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(`{}`)), Request: r}, nil
+		})}
+		req, _ := http.NewRequest("POST", "http://up.test/v1/messages", strings.NewReader(`{}`))
+		if key != "" {
+			req.Header.Set("X-Api-Key", key)
+		}
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.ReadAll(resp.Body)
+		resp.Body.Close()
+		f, err := record.Parse(&buf, "rec.jsonl")
+		if err != nil || len(f.Attempts) != 1 {
+			t.Fatalf("%v %+v", err, f)
+		}
+		if got := f.Attempts[0].Key; got != keyid.Fingerprint(key) || got != record.KeyLabel(key) {
+			t.Errorf("key %q recorded as %q, want its fingerprint %q", key, got, keyid.Fingerprint(key))
 		}
 	}
 }

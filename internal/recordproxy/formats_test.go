@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -22,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
+	"github.com/ratelab/ratelab/internal/memnet"
 	"github.com/ratelab/ratelab/internal/record"
 	"github.com/ratelab/ratelab/internal/recordproxy"
 	"github.com/ratelab/ratelab/mock"
@@ -111,55 +111,16 @@ var formatRows = map[string]formatRow{
 			{"/model/anthropic.claude-haiku-4-5-20251001-v1:0/invoke-with-response-stream", invokeBody, true}}},
 }
 
-// pipeNet is an in-memory network of one server: each dial is a net.Pipe
-// whose other end the server accepts. In a synctest bubble its reads and
-// writes block durably, so a real net/http server and client (their
-// buffering, chunked encoding and flushes) run in virtual time.
-type pipeNet struct {
-	conns chan net.Conn
-	done  chan struct{}
-	once  sync.Once
-}
-
-func newPipeNet() *pipeNet { return &pipeNet{conns: make(chan net.Conn), done: make(chan struct{})} }
-
-func (l *pipeNet) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *pipeNet) Close() error   { l.once.Do(func() { close(l.done) }); return nil }
-func (l *pipeNet) Addr() net.Addr { return pipeAddr{} }
-
-func (l *pipeNet) dial(ctx context.Context, _, _ string) (net.Conn, error) {
-	c, s := net.Pipe()
-	select {
-	case l.conns <- s:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-type pipeAddr struct{}
-
-func (pipeAddr) Network() string { return "pipe" }
-func (pipeAddr) String() string  { return "pipe" }
-
-// serve serves h over a pipeNet until the test ends, and returns a
-// transport to it.
+// serve serves h with net/http's server over an in-memory network
+// (memnet: in a synctest bubble its server and client, their buffering,
+// chunked encoding and flushes, run in virtual time) until the test ends,
+// and returns a transport to it.
 func serve(t *testing.T, h http.Handler) *http.Transport {
-	l := newPipeNet()
+	l := memnet.New()
 	hs := &http.Server{Handler: h}
 	served := make(chan struct{})
 	go func() { hs.Serve(l); close(served) }()
-	tr := &http.Transport{DialContext: l.dial}
+	tr := &http.Transport{DialContext: l.Dial}
 	t.Cleanup(func() {
 		tr.CloseIdleConnections()
 		hs.Close()

@@ -14,11 +14,19 @@ import (
 	"github.com/ratelab/ratelab/mock"
 )
 
-// New returns a handler forwarding every request unchanged to upstream
-// (its scheme, host and path prefix), recording each attempt in w. Streams
-// are flushed as each chunk arrives (FlushInterval -1), so SSE frames are
-// never merged. base is the upstream transport; nil is
-// http.DefaultTransport.
+// New returns a handler that forwards every request to upstream, model
+// call or not: its path is appended to upstream's (its query to
+// upstream's), its scheme and host are upstream's, and so is its Host
+// header, except on a SigV4-signed request (Bedrock), which keeps the Host
+// it was signed for. The method, body and headers go on as sent, less the
+// hop-by-hop headers and the client's Forwarded and X-Forwarded-* (none
+// are added); the response comes back the same way, its body written to
+// the client as each read from the upstream returns and flushed at once
+// (FlushInterval -1), so no stream's frames are merged. Each attempt is
+// one line in w (record.Transport, run "proxy"), written when its response
+// body ends; an upstream that cannot be reached is a 502 with no body for
+// the client and a line with status 0 and error type transport. base is
+// the upstream transport; nil is http.DefaultTransport.
 func New(upstream *url.URL, w *record.Writer, base http.RoundTripper) http.Handler {
 	return proxy(upstream, w, base)
 }
