@@ -17,7 +17,9 @@ import (
 
 // TestBatchAPIKillResume runs `loadgen batch --via batch-api` (the real
 // binary) over 10,000 items against a mock on loopback whose queue expires
-// part of them (a 1 s expiry, in real time), SIGKILLs it three times at
+// part of them (a 1 s expiry, in real time, and a drain of 2,000 a second:
+// a batch of 2,500 cannot finish in time even alone, so a loaded machine
+// that spaces the batches out still expires some), SIGKILLs it three times at
 // different moments, and reruns it to the end: every id once, all
 // succeeded (the expired ones resubmitted), and every batch the mock
 // created recorded in the state file, none created twice.
@@ -27,7 +29,7 @@ func TestBatchAPIKillResume(t *testing.T) {
 	}
 	cfg, err := mock.ParseConfig([]byte(`
 api_keys: [sk-batch]
-batches: {drain_rate: 5000, startup: 200ms, expiry: 1s, cancel_delay: 10ms}
+batches: {drain_rate: 2000, startup: 200ms, expiry: 1s, cancel_delay: 10ms}
 `), "kill.yaml")
 	if err != nil {
 		t.Fatal(err)
