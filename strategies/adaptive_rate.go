@@ -27,17 +27,20 @@ type ratePoint struct {
 // its burst and whatever it did between. The learned rate starts at that
 // bound (at least half of A/(s − s₀)) over the oldest of the last
 // ratePoints refusals, which sharpens as refusals spread apart, and rises
-// from it by c/(s − s₀)² a second (c the refused call's cost): a rate paced
-// under the true one finds it again in about one such span, and the better
-// the rate is known, the slower the probing. A refusal empties the copy.
+// from it by 4c/(s − s₀)² a second (c the refused call's cost): a rate
+// paced under the true one finds it again within about one such span, and
+// the better the rate is known, the slower the probing. A refusal empties the copy.
 // When the last two refusals bound the rate below what the older ones
 // prove (it fell), the older ones are dropped.
 //
-// The learner engages on a refusal the concurrency window cannot explain:
-// one that came with nothing of ours held, or with fewer held than a call
-// dispatched since the last congestion event held while it succeeded. From
-// then on a refusal of a call that was no probe above the learned limit is
+// The learner engages on two congestion events in a row that the
+// concurrency window cannot explain, each refused with nothing of ours held
+// or fewer than a call dispatched since the event before held while it
+// succeeded, once the points span a round trip and the refusal asks to wait
+// no longer than they span (longWait). From then on a refusal of a call that was no probe above the learned limit is
 // the rate's: the window leaves it to the learner, and no gate closes.
+// Refusals a round trip apart with nothing of ours admitted between, while
+// the learner paces, are no bucket's: it turns off for good (veto).
 type rateLearner struct {
 	on bool
 	// veto is set when the refusals showed no bucket (rateRefusal): the
