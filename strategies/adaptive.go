@@ -613,7 +613,7 @@ func (l *adaptiveLaw) throttled(now time.Time, a adaptiveAttempt, o Outcome, oth
 		l.note(now, "probe refused")
 		return
 	}
-	if l.rateRefusal(now, a, o, raw, held) {
+	if l.rateRefusal(now, a, o, raw) {
 		// The rate's refusal: the learned copies pace the key's calls,
 		// and the refused call waits out its own delay (see Do).
 		l.note(now, "rate")

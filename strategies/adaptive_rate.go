@@ -77,9 +77,9 @@ func (l *adaptiveLaw) published() bool {
 }
 
 // rateRefusal learns from a refusal of a that published no budget, with raw
-// of ours held when it came (held, at least Min), and reports whether it
-// was the rate's (the caller leaves the window alone).
-func (l *adaptiveLaw) rateRefusal(now time.Time, a adaptiveAttempt, o Outcome, raw, held int) bool {
+// of ours held when it came, and reports whether it was the rate's (the
+// caller leaves the window alone).
+func (l *adaptiveLaw) rateRefusal(now time.Time, a adaptiveAttempt, o Outcome, raw int) bool {
 	if l.fleet.on || l.published() || l.rate.veto {
 		return false
 	}
