@@ -226,6 +226,9 @@ type adaptiveAttempt struct {
 	// copy held before the calls sent with it, and whether there was a copy.
 	cost, seen [numDims]float64
 	has        [numDims]bool
+	// sentThrough is the cost of the key's dispatches up to this one,
+	// itself included (rateLearner.sent).
+	sentThrough [numDims]float64
 }
 
 // adaptiveLaw is Adaptive's control law for one key (see Adaptive): a pure
@@ -272,6 +275,10 @@ type adaptiveLaw struct {
 	// batch is the first dispatch at lastDispatch, the time of the last.
 	batch        uint64
 	lastDispatch time.Time
+
+	// rate learns the rates an unpublished budget allows from the key's
+	// 429s, and paces by learned copies in budgets (rateLearner).
+	rate rateLearner
 }
 
 func newAdaptiveLaw(cfg AdaptiveConfig) adaptiveLaw {
@@ -462,6 +469,10 @@ func (l *adaptiveLaw) dispatchCost(now time.Time, cost [numDims]float64) adaptiv
 		throttles: l.throttles,
 		cost:      cost,
 	}
+	for d := range cost {
+		l.rate.sent[d] += cost[d]
+	}
+	a.sentThrough = l.rate.sent
 	l.takeBudgets(now, &a, newBatch)
 	if a.probe {
 		l.probe = a.seq
@@ -535,6 +546,9 @@ func (l *adaptiveLaw) success(now time.Time, a adaptiveAttempt, o Outcome) {
 	// flight (the attempts refused meanwhile did not count against the
 	// limit): if that is more than the limit, the limit has risen.
 	held := a.n - int(l.throttles-a.throttles)
+	if a.seq > l.cut {
+		l.rate.heldOK = max(l.rate.heldOK, held)
+	}
 	if a.probe && a.seq > l.cut && held > l.limit {
 		l.limit = 0
 		l.refused = 0
@@ -599,6 +613,12 @@ func (l *adaptiveLaw) throttled(now time.Time, a adaptiveAttempt, o Outcome, oth
 		l.note(now, "probe refused")
 		return
 	}
+	if l.rateRefusal(now, a, o, raw) {
+		// The rate's refusal: the learned copies pace the key's calls,
+		// and the refused call waits out its own delay (see Do).
+		l.note(now, "rate")
+		return
+	}
 	if o.HasRetryAfter && raw == 0 {
 		// The window is not the answer: nothing of ours was held. (With
 		// calls of ours held, the refusal is this call's alone: it waits
@@ -618,6 +638,7 @@ func (l *adaptiveLaw) throttled(now time.Time, a adaptiveAttempt, o Outcome, oth
 	}
 	if event {
 		l.cut = l.seq
+		l.rate.heldOK = 0
 		l.limit = held
 		l.slowStart = false
 		l.probeAt = now.Add(l.hold())
@@ -666,6 +687,7 @@ func (l *adaptiveLaw) note(now time.Time, reason string) {
 // tick records the events that time alone brought by now: the gate opening.
 // Every entry point calls it first, so that events stay in time order.
 func (l *adaptiveLaw) tick(now time.Time) {
+	l.advanceRate(now)
 	if l.gate.reopened(now) {
 		l.events = append(l.events, Event{Time: l.gate.until, Type: EventGateOpen, Reason: "retry-after"})
 	}

@@ -67,6 +67,9 @@ type budgetCopy struct {
 	// so that what the copy gained and lost by itself since a dispatch
 	// can be told apart from what it learned.
 	adjusted float64
+	// learned is whether the copy's rate is learned from 429s
+	// (rateLearner), not published: limit is then 0.
+	learned bool
 }
 
 // set moves the copy's range to [lo, hi] at now, intersected with the range
@@ -159,6 +162,7 @@ func (l *adaptiveLaw) syncBudgets(now time.Time, a adaptiveAttempt, o Outcome) {
 			}
 		} else if h.Limit != b.limit {
 			b.advance(now)
+			b.learned = false
 			b.limit, b.rate, b.burst = h.Limit, rate, float64(h.Limit)
 			if d == dimRequests {
 				l.requestsPublished(now)

@@ -102,6 +102,23 @@
 //     window at all. While slow start is still running, a newly published
 //     requests limit seeds the window at the calls the rate starts per
 //     round trip.
+//   - Learned budgets. Where no response publishes a budget, the law learns
+//     the rates from the key's 429s (rateLearner): a bucket refilling
+//     at r refuses a call only while it holds less than the call's cost,
+//     so between two refusals at s₀ and s, with A of ours admitted between,
+//     r > (A − c₀)/(s − s₀), c₀ the first refused call's cost. The learner
+//     engages on two congestion events in a row that the window cannot
+//     explain (each refused with fewer of ours held than a success held
+//     since the event before), once its refusals span a round trip and the
+//     last asks to wait no longer than they span; it
+//     then paces the calls by a copy of each budget (requests, input and
+//     output tokens) refilling at that bound over its last 8 refusals,
+//     rising from it by 4c/(s − s₀)² a second, and a refusal that was no
+//     probe above the learned limit is the rate's: it empties the copies,
+//     leaves the window alone and closes no gate. Refusals that leave a
+//     round trip and more with nothing admitted while the learner paces
+//     are no bucket's (an acceleration rule): the learner turns off for
+//     good and the window and the gate answer them.
 //   - An overload (529/503) is the provider's, not the key's: it decreases the
 //     window by Decrease once per round trip and closes the gate for its
 //     server delay, but teaches no limit.
