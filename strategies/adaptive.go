@@ -295,17 +295,29 @@ func (l *adaptiveLaw) rtt() time.Duration {
 }
 
 // hold returns how long the window holds at the limit before a probe:
-// ProbeAfter round trips, twice that once two probes have been refused at
-// the limit (a limit confirmed twice is probed half as often, until a
-// refusal or a probe held sets it anew; no rarer, so that a limit that
-// rises is found within 2 × ProbeAfter round trips and a few more).
+// ProbeAfter round trips, doubling with each probe refused at the limit
+// from the second on (a confirmed limit is probed ever more rarely, until
+// a refusal or a probe held sets it anew), up to the longer of 2 ×
+// ProbeAfter round trips and the hold that keeps refused probes within
+// probeBudget of the limit's calls: a small limit, whose probes are a
+// large share of its calls (2 calls a round trip: one in 6), is probed
+// within 1/(probeBudget × limit) round trips, a limit of 10 or more still
+// within 2 × ProbeAfter, so a rise is found within that and a few more.
 func (l *adaptiveLaw) hold() time.Duration {
 	h := l.cfg.ProbeAfter * float64(l.rtt())
 	if l.refused >= 2 {
-		h *= 2
+		most := 2 * h
+		if l.limit > 0 {
+			most = max(most, float64(l.rtt())/(probeBudget*float64(l.limit)))
+		}
+		h = min(h*math.Pow(2, float64(l.refused-1)), most)
 	}
 	return time.Duration(h)
 }
+
+// probeBudget is the share of a confirmed limit's calls that its refused
+// probes may cost (hold).
+const probeBudget = 0.02
 
 // probeWorth reports whether a probe above the learned limit is worth its
 // price: refused, its call waits out the server's retry-after. It is while

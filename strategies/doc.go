@@ -51,8 +51,10 @@
 //   - Probing. ProbeAfter round trips after the last throttle, one call above
 //     the learned limit is allowed. If the server refuses it, the window stays
 //     at the limit and the next probe waits another ProbeAfter round trips
-//     (twice that once two probes have been refused at the same limit, until
-//     the limit changes); if the server holds it, the limit has risen and
+//     (doubling with each probe refused at the same limit from the second,
+//     up to 6 round trips or, for a limit under 8, the hold that keeps
+//     refused probes within 2 % of its calls, until the limit changes); if
+//     the server holds it, the limit has risen and
 //     slow start resumes. A refusal, while the probe is out, of another call
 //     with the limit held is the probe's refusal: the server need not
 //     receive our calls in the order we sent them. A probe goes only while
