@@ -32,7 +32,8 @@ func (s *Scenario) OracleAssumptions() []string {
 var oracleAssumptions = []string{
 	"every call takes its group's mean call time (ttft + ttft_per_input_token × prompt tokens + mean output × per_token, or oracle.call_time): no jitter, faults, retries or prompt-cache savings",
 	"a call starts as soon as every limit admits it (per key, per model pool or Azure deployment, and the organization's over all keys: max_concurrent, rpm, tpm, itpm, otpm with their burst; capacity.max_concurrent over all keys; a call above long_context.threshold_tokens passes its key's max_concurrent and its key's long-context limits instead), items of a key in file order, each no earlier than its arrival",
-	"schedule: entries change the limits at their time, counted from the first call; acceleration and quotas are not modelled",
+	"schedule: entries change the limits at their time, counted from the first call",
+	"acceleration: a scope with one starts at most max(floor, factor × the previous minute's starts) in any minute, in one-second steps from its first call (the key's ramp counts its long-context calls too); quotas are not modelled",
 }
 
 // OracleSeconds returns the time the best client would take for the whole
@@ -83,7 +84,7 @@ func (s *Scenario) OracleSeconds() float64 {
 // hasLimits reports whether any limit of c can make a call wait.
 func hasLimits(c *ServerConfig) bool {
 	bounds := func(l mock.Limits) bool {
-		return l.MaxConcurrent > 0 || l.RPM > 0 || l.TPM > 0 || l.ITPM > 0 || l.OTPM > 0
+		return l.MaxConcurrent > 0 || l.RPM > 0 || l.TPM > 0 || l.ITPM > 0 || l.OTPM > 0 || l.Acceleration.Factor > 0
 	}
 	if bounds(c.Limits) || c.Capacity.MaxConcurrent > 0 || len(c.LimitsByModel) > 0 ||
 		bounds(c.Organization.Limits) || c.LongContext.ThresholdTokens > 0 && bounds(c.LongContext.Limits) {
@@ -96,7 +97,7 @@ func hasLimits(c *ServerConfig) bool {
 	}
 	for _, e := range c.Schedule {
 		p := e.Limits
-		if p.MaxConcurrent != nil || p.RPM != nil || p.TPM != nil || p.ITPM != nil || p.OTPM != nil {
+		if p.MaxConcurrent != nil || p.RPM != nil || p.TPM != nil || p.ITPM != nil || p.OTPM != nil || p.Acceleration != nil {
 			return true
 		}
 	}
@@ -125,11 +126,77 @@ type oracleClass struct {
 
 // oracleScope is the admission state of one API key, one key's model
 // pool, deployment or long-context instance, or the organization: calls
-// in flight and per-minute buckets.
+// in flight, per-minute buckets and the acceleration ramp.
 type oracleScope struct {
 	inFlight             int
 	limit                int // max_concurrent of a scope other than a key's (keyCap); 0: none
 	rpm, tpm, itpm, otpm oracleBucket
+	ramp                 oracleRamp
+}
+
+// oracleRamp is a scope's acceleration ramp, as the mock's
+// (mock/internal/admission/accel.go): the calls started in each second
+// since the scope's first, of which any minute (60 one-second steps, the
+// current one included) may hold max(Floor, Factor × the minute before's).
+type oracleRamp struct {
+	a      mock.Acceleration
+	epoch  float64 // the first start; NaN before it
+	counts []int   // starts by second since epoch
+}
+
+func (r *oracleRamp) on() bool { return r.a.Factor > 0 }
+
+// second is now's one-second step since the epoch (0 before the first start).
+func (r *oracleRamp) second(now float64) int {
+	if r.counts == nil {
+		return 0
+	}
+	return int(math.Floor(now - r.epoch + oracleEpsilon))
+}
+
+// room returns how many calls may start in second s.
+func (r *oracleRamp) room(s int) int {
+	sum := func(from, to int) int { // seconds [from, to]
+		n := 0
+		for i := max(from, 0); i <= to && i < len(r.counts); i++ {
+			n += r.counts[i]
+		}
+		return n
+	}
+	cur, prev := sum(s-59, s), sum(s-119, s-60)
+	return max(r.a.Floor, int(r.a.Factor*float64(prev))) - cur
+}
+
+// wait returns how long until a call may start (0: now).
+func (r *oracleRamp) wait(now float64) float64 {
+	if !r.on() || r.counts == nil {
+		return 0
+	}
+	s := r.second(now)
+	for k := 0; k <= 120; k++ {
+		if r.room(s+k) >= 1 {
+			if k == 0 {
+				return 0
+			}
+			return r.epoch + float64(s+k) - now
+		}
+	}
+	return 120 // unreachable: within two minutes every start has aged out
+}
+
+// add counts a call started at now.
+func (r *oracleRamp) add(now float64) {
+	if !r.on() {
+		return
+	}
+	if r.counts == nil {
+		r.epoch, r.counts = now, []int{}
+	}
+	s := r.second(now)
+	for len(r.counts) <= s {
+		r.counts = append(r.counts, 0)
+	}
+	r.counts[s]++
 }
 
 // oracleBucket is a per-minute token bucket, refilled continuously, as the
@@ -313,7 +380,7 @@ func (sim *oracleSim) run(arrive func() float64) float64 {
 				sim.start(c, n, now)
 			}
 			if c.started < c.arrived {
-				if w := sim.bucketWait(c); w > 0 {
+				if w := sim.bucketWait(c, now); w > 0 {
 					wake = math.Min(wake, now+w)
 				}
 			}
@@ -367,6 +434,7 @@ func (s *oracleScope) resize(l mock.Limits) {
 	s.tpm.resize(l.TPM, l.Burst, l)
 	s.itpm.resize(l.ITPM, l.Burst, l)
 	s.otpm.resize(l.OTPM, l.Burst, l)
+	s.ramp.a = l.Acceleration
 }
 
 func (s *oracleScope) advance(dt float64) {
@@ -451,12 +519,22 @@ func (c *oracleClass) bucketed() []*oracleScope {
 	return append([]*oracleScope{c.keyScope}, c.levels...)
 }
 
-// bucketWait returns how long until every bucket of c's scopes admits one
-// more of its calls (0: now).
-func (sim *oracleSim) bucketWait(c *oracleClass) float64 {
+// ramped returns the scopes whose acceleration ramps c's calls pass: their
+// key's (long-context calls too, as the mock's Unbucketed demand) and
+// their levels.
+func (c *oracleClass) ramped() []*oracleScope {
+	return append([]*oracleScope{c.keyScope}, c.levels...)
+}
+
+// bucketWait returns how long until every bucket and ramp of c's scopes
+// admits one more of its calls at now (0: now).
+func (sim *oracleSim) bucketWait(c *oracleClass, now float64) float64 {
 	w := 0.0
 	for _, s := range c.bucketed() {
 		w = max(w, s.rpm.wait(1), s.tpm.wait(c.charge), s.itpm.wait(c.input), s.otpm.wait(c.reserve))
+	}
+	for _, s := range c.ramped() {
+		w = max(w, s.ramp.wait(now))
 	}
 	return w
 }
@@ -465,7 +543,7 @@ func (sim *oracleSim) bucketWait(c *oracleClass) float64 {
 // buckets admit them.
 func (sim *oracleSim) start(c *oracleClass, n int, now float64) {
 	started := 0
-	for started < n && sim.bucketWait(c) == 0 {
+	for started < n && sim.bucketWait(c, now) == 0 {
 		for _, s := range c.levels {
 			s.inFlight++
 		}
@@ -475,6 +553,9 @@ func (sim *oracleSim) start(c *oracleClass, n int, now float64) {
 			s.tpm.take(c.charge)
 			s.itpm.take(c.input)
 			s.otpm.take(c.reserve)
+		}
+		for _, s := range c.ramped() {
+			s.ramp.add(now)
 		}
 		sim.inFlight++
 		started++
