@@ -29,24 +29,9 @@ func TestRetryCount(t *testing.T) {
 		{"Amz-Sdk-Request", "ttl=20261208T011111Z; max=6", 0},
 		{"Amz-Sdk-Request", "attempt=x; max=3", 0},
 	} {
-		var buf bytes.Buffer
-		w, _ := record.NewWriter(&buf, record.Header{Source: "test"})
-		tr := &record.Transport{W: w, Base: rt(func(r *http.Request) (*http.Response, error) {
-			return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(`{}`)), Request: r}, nil
-		})}
 		req, _ := http.NewRequest("POST", "http://up.test/model/m/converse", strings.NewReader(`{}`))
 		req.Header.Set(c.header, c.value)
-		resp, err := tr.RoundTrip(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.ReadAll(resp.Body)
-		resp.Body.Close()
-		f, err := record.Parse(&buf, "rec.jsonl")
-		if err != nil || len(f.Attempts) != 1 {
-			t.Fatalf("%v %+v", err, f)
-		}
-		if got := f.Attempts[0].RetryCount; got != c.want {
+		if got := recordOne(t, req).RetryCount; got != c.want {
 			t.Errorf("%s: %s recorded retry count %d, want %d", c.header, c.value, got, c.want)
 		}
 	}
@@ -57,27 +42,34 @@ func TestRetryCount(t *testing.T) {
 // a request without a key included.
 func TestKeyLabel(t *testing.T) {
 	for _, key := range []string{"sk-test", ""} {
-		var buf bytes.Buffer
-		w, _ := record.NewWriter(&buf, record.Header{Source: "test"})
-		tr := &record.Transport{W: w, Base: rt(func(r *http.Request) (*http.Response, error) {
-			return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(`{}`)), Request: r}, nil
-		})}
 		req, _ := http.NewRequest("POST", "http://up.test/v1/messages", strings.NewReader(`{}`))
 		if key != "" {
 			req.Header.Set("X-Api-Key", key)
 		}
-		resp, err := tr.RoundTrip(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.ReadAll(resp.Body)
-		resp.Body.Close()
-		f, err := record.Parse(&buf, "rec.jsonl")
-		if err != nil || len(f.Attempts) != 1 {
-			t.Fatalf("%v %+v", err, f)
-		}
-		if got := f.Attempts[0].Key; got != keyid.Fingerprint(key) || got != record.KeyLabel(key) {
+		if got := recordOne(t, req).Key; got != keyid.Fingerprint(key) || got != record.KeyLabel(key) {
 			t.Errorf("key %q recorded as %q, want its fingerprint %q", key, got, keyid.Fingerprint(key))
 		}
 	}
+}
+
+// recordOne sends req through a record.Transport whose upstream answers
+// 200 {} and returns the one line it recorded.
+func recordOne(t *testing.T, req *http.Request) record.Attempt {
+	t.Helper()
+	var buf bytes.Buffer
+	w, _ := record.NewWriter(&buf, record.Header{Source: "test"})
+	tr := &record.Transport{W: w, Base: rt(func(r *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(`{}`)), Request: r}, nil
+	})}
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.ReadAll(resp.Body)
+	resp.Body.Close()
+	f, err := record.Parse(&buf, "rec.jsonl")
+	if err != nil || len(f.Attempts) != 1 {
+		t.Fatalf("%v %+v", err, f)
+	}
+	return f.Attempts[0]
 }
